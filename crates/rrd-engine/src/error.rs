@@ -1,0 +1,25 @@
+//! Engine errors. A corrupt file is a different error from an I/O failure,
+//! and both name the file.
+
+use std::path::PathBuf;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Format { path: PathBuf, source: rrd_format::FormatError },
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    /// A request the engine refuses (bad argument, update too early, ...).
+    /// The message is a sentence that says what was wrong.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn invalid(msg: impl Into<String>) -> Error {
+        Error::Invalid(msg.into())
+    }
+}

@@ -1,0 +1,13 @@
+//! RRDtool 1.7.2 semantics over the [`rrd_format`] layer.
+//!
+//! The engine owns the meaning of an RRD: how `create` lays out a new file,
+//! how `update` turns readings into primary and consolidated data points, how
+//! `fetch` picks an archive, how `dump` prints. It reads and writes through
+//! [`store::Store`], so the I/O policy (pread/pwrite, mmap, a cache in a
+//! daemon) belongs to the caller, not the math.
+
+pub mod attime;
+pub mod error;
+pub mod rpn;
+
+pub use error::{Error, Result};
