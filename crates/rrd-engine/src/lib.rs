@@ -9,5 +9,9 @@
 pub mod attime;
 pub mod error;
 pub mod rpn;
+pub mod rrd;
+pub mod store;
 
 pub use error::{Error, Result};
+pub use rrd::Rrd;
+pub use store::{MemStore, Store};

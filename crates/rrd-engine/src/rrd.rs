@@ -1,0 +1,91 @@
+//! An open RRD: its validated header, its layout and the store its bytes
+//! live in. Reading rows and writing rows and the live header go through
+//! here, so every command shares one notion of where things are.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use rrd_format::{Header, Layout, StatHead};
+
+use crate::error::{Error, Result};
+use crate::store::Store;
+
+pub struct Rrd<S: Store = File> {
+    pub path: PathBuf,
+    pub store: S,
+    pub header: Header,
+    pub layout: Layout,
+}
+
+impl Rrd<File> {
+    /// Opens a file for reading (`write == false`) or reading and writing,
+    /// and reads and validates its header. Reads the header only.
+    pub fn open(path: &Path, write: bool) -> Result<Rrd<File>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(write)
+            .open(path)
+            .map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        Rrd::from_store(path, file)
+    }
+}
+
+impl<S: Store> Rrd<S> {
+    pub fn from_store(path: &Path, store: S) -> Result<Rrd<S>> {
+        let io_err = |source| Error::Io { path: path.to_path_buf(), source };
+        let fmt_err = |source| Error::Format { path: path.to_path_buf(), source };
+        let file_len = store.len().map_err(io_err)?;
+        let head_len = (rrd_format::layout::STAT_HEAD_LEN).min(file_len) as usize;
+        let mut head = vec![0u8; head_len];
+        store.read_at(&mut head, 0).map_err(io_err)?;
+        let stat = StatHead::decode(&head).map_err(fmt_err)?;
+        let header_len = stat.header_len();
+        if header_len > file_len {
+            return Err(fmt_err(rrd_format::FormatError::Truncated {
+                what: "header",
+                need: header_len,
+                have: file_len,
+            }));
+        }
+        let mut buf = vec![0u8; header_len as usize];
+        store.read_at(&mut buf, 0).map_err(io_err)?;
+        let (header, layout) = Header::decode(&buf, file_len).map_err(fmt_err)?;
+        Ok(Rrd { path: path.to_path_buf(), store, header, layout })
+    }
+
+    fn io(&self, source: std::io::Error) -> Error {
+        Error::Io { path: self.path.clone(), source }
+    }
+
+    /// Reads `count` consecutive rows of RRA `rra_index` starting at
+    /// `row_index` (which must not wrap).
+    pub fn read_rows(&self, rra_index: usize, row_index: u64, count: u64) -> Result<Vec<f64>> {
+        assert!(row_index + count <= self.layout.row_counts[rra_index]);
+        let mut buf = vec![0u8; (count * self.layout.row_len()) as usize];
+        if count > 0 {
+            let off = self.layout.row_off(rra_index, row_index);
+            self.store.read_at(&mut buf, off).map_err(|e| self.io(e))?;
+        }
+        Ok(rrd_format::decode_values(&buf))
+    }
+
+    /// Reads a whole archive, rows in file order (not time order).
+    pub fn read_rra(&self, rra_index: usize) -> Result<Vec<f64>> {
+        self.read_rows(rra_index, 0, self.layout.row_counts[rra_index])
+    }
+
+    /// Writes one row (one value per DS).
+    pub fn write_row(&self, rra_index: usize, row_index: u64, values: &[f64]) -> Result<()> {
+        assert_eq!(values.len() as u64, self.layout.ds_count);
+        let mut buf = Vec::with_capacity(values.len() * 8);
+        rrd_format::encode_values(values, &mut buf);
+        let off = self.layout.row_off(rra_index, row_index);
+        self.store.write_at(&buf, off).map_err(|e| self.io(e))
+    }
+
+    /// Writes the live part of the header from `self.header`.
+    pub fn write_live(&self) -> Result<()> {
+        let bytes = self.header.encode_live();
+        self.store.write_at(&bytes, self.layout.live_head_off).map_err(|e| self.io(e))
+    }
+}
