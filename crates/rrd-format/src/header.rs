@@ -433,7 +433,10 @@ impl Header {
             let off = r.pos as u64;
             let cf_name = name_field(r.bytes::<20>(), off, &format!("rra[{i}] cf"))?;
             let cf = Cf::parse(cf_name.as_str()).ok_or_else(|| {
-                FormatError::corrupt(off, format!("rra[{i}] has unknown consolidation function '{}'", cf_name.as_str()))
+                FormatError::corrupt(
+                    off,
+                    format!("rra[{i}] has unknown consolidation function '{}'", cf_name.as_str()),
+                )
             })?;
             let pad = r.bytes::<4>();
             let row_count = r.u64();

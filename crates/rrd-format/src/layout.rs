@@ -144,10 +144,7 @@ mod tests {
 
     #[test]
     fn hostile_counts_overflow_instead_of_wrapping() {
-        assert!(matches!(
-            header_len(u64::MAX / 2, 3, 16),
-            Err(FormatError::Overflow { .. })
-        ));
+        assert!(matches!(header_len(u64::MAX / 2, 3, 16), Err(FormatError::Overflow { .. })));
         assert!(Layout::new(1 << 60, 16, &[1 << 20]).is_err());
     }
 }

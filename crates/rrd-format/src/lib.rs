@@ -23,10 +23,7 @@ pub use layout::Layout;
 
 /// Reads little-endian doubles from a byte slice (a row or a run of rows).
 pub fn decode_values(bytes: &[u8]) -> Vec<f64> {
-    bytes
-        .chunks_exact(8)
-        .map(|c| f64::from_le_bytes(c.try_into().expect("chunk of 8")))
-        .collect()
+    bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("chunk of 8"))).collect()
 }
 
 /// Appends doubles as little-endian bytes.

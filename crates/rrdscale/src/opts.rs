@@ -123,7 +123,8 @@ mod tests {
         v.iter().map(|x| x.to_string()).collect()
     }
 
-    const SPECS: &[Spec] = &[value(Some('s'), "start"), value(Some('e'), "end"), flag(Some('a'), "align-start")];
+    const SPECS: &[Spec] =
+        &[value(Some('s'), "start"), value(Some('e'), "end"), flag(Some('a'), "align-start")];
 
     #[test]
     fn options_mix_with_operands_and_take_negative_values() {
