@@ -8,8 +8,11 @@ use thiserror::Error;
 pub enum Error {
     #[error("{path}: {source}")]
     Format { path: PathBuf, source: rrd_format::FormatError },
-    #[error("{path}: {source}")]
+    #[error("{path}: {}", os_message(source))]
     Io { path: PathBuf, source: std::io::Error },
+    /// The file could not be opened; worded as rrdtool words it.
+    #[error("opening '{path}': {}", os_message(source))]
+    Open { path: PathBuf, source: std::io::Error },
     /// A request the engine refuses (bad argument, update too early, ...).
     /// The message is a sentence that says what was wrong.
     #[error("{0}")]
@@ -21,5 +24,15 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     pub fn invalid(msg: impl Into<String>) -> Error {
         Error::Invalid(msg.into())
+    }
+}
+
+/// The C library's wording of an I/O error ("No such file or directory"),
+/// without Rust's "(os error N)" suffix, as rrdtool prints it.
+pub fn os_message(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
     }
 }

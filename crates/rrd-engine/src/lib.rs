@@ -7,10 +7,17 @@
 //! daemon) belongs to the caller, not the math.
 
 pub mod attime;
+// pub mod create; (enabled once rpn and attime land)
+pub mod dump;
 pub mod error;
+pub mod fetch;
+pub mod numparse;
 pub mod rpn;
+pub mod restore;
 pub mod rrd;
 pub mod store;
+pub mod xport;
+// pub mod update;
 
 pub use error::{Error, Result};
 pub use rrd::Rrd;

@@ -25,7 +25,7 @@ impl Rrd<File> {
             .read(true)
             .write(write)
             .open(path)
-            .map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+            .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
         Rrd::from_store(path, file)
     }
 }

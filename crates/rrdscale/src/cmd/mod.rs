@@ -4,6 +4,17 @@ use std::io::Write;
 
 use anyhow::{bail, Result};
 
+// mod create; mod update; (enabled once rpn and attime land)
+mod dump;
+mod fetch;
+mod first;
+mod last;
+mod lastupdate;
+mod list;
+mod xport;
+mod pipe;
+mod restore;
+
 /// Runs one command line (without the program name), writing its output.
 pub fn dispatch(args: &[String], out: &mut dyn Write) -> Result<()> {
     let Some((name, rest)) = args.split_first() else {
@@ -12,6 +23,18 @@ pub fn dispatch(args: &[String], out: &mut dyn Write) -> Result<()> {
     };
     match name.as_str() {
         "-h" | "--help" | "help" => usage(out),
+        "-" => pipe::run(&mut std::io::stdin().lock(), out),
+        "dump" => dump::run(rest, out),
+        "fetch" => fetch::run(rest, out),
+        "first" => first::run(rest, out),
+        "last" => last::run(rest, out),
+        "lastupdate" => lastupdate::run(rest, out),
+        "list" => list::run(rest, out),
+        "xport" => xport::run(rest, out),
+        "restore" => restore::run(rest, out),
+        // "create" => create::run(rest, out),
+        // "update" => update::run(rest, out, false),
+        // "updatev" => update::run(rest, out, true),
         other => {
             let _ = rest;
             bail!("unknown command '{other}'")
@@ -19,12 +42,10 @@ pub fn dispatch(args: &[String], out: &mut dyn Write) -> Result<()> {
     }
 }
 
-/// The text printed after `ERROR: `: the causes joined, like rrdtool's
-/// single-line messages.
+/// The text printed after `ERROR: `. Engine errors already name the file
+/// and the cause in one sentence, as rrdtool's messages do.
 pub fn error_message(e: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-    parts.dedup();
-    parts.join(": ")
+    e.to_string()
 }
 
 fn usage(out: &mut dyn Write) -> Result<()> {
@@ -32,4 +53,36 @@ fn usage(out: &mut dyn Write) -> Result<()> {
     writeln!(out, "Commands mirror rrdtool's: create update updatev fetch info last first lastupdate")?;
     writeln!(out, "dump restore tune resize xport list, and '-' for commands on standard input.")?;
     Ok(())
+}
+
+/// The help text rrdtool prints when a command is given no arguments (it
+/// exits 0 in that case, and so do we).
+pub fn command_usage(out: &mut dyn Write, synopsis: &str) -> Result<()> {
+    writeln!(out, "Usage: rrdscale {synopsis}")?;
+    Ok(())
+}
+
+/// Seconds since the epoch.
+pub fn now_secs() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+/// A double as rrdtool's info-style output prints it: `%0.10e`, or `NaN`.
+pub fn fmt_info_value(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".to_string()
+    } else {
+        fmt_e10(v)
+    }
+}
+
+/// C's `%0.10e` (Rust's `{:e}` differs in exponent format).
+pub fn fmt_e10(v: f64) -> String {
+    if v.is_infinite() {
+        return if v > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let s = format!("{v:.10e}");
+    let (mant, exp) = s.split_once('e').expect("exponent");
+    let exp: i32 = exp.parse().expect("exponent digits");
+    format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
 }

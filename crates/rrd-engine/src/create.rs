@@ -1,0 +1,409 @@
+//! `create`: parse DS and RRA definitions as RRDtool 1.7.2 does, lay out a
+//! fresh header, and write the file atomically (temporary file + rename, so
+//! a reader never sees a half-written RRD).
+//!
+//! Deliberately absent for now: creating Holt-Winters archives (refused with
+//! a clear error; files that contain them are still read, dumped and
+//! restored) and `--source` prefill (refused).
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use rrd_format::{
+    Cf, CdpPrep, DsDef, Dst, Header, LiveHead, Name, PdpPrep, RraDef, Version, CDP_UNKN_PDP_CNT, CDP_VAL,
+    DS_MAX_VAL, DS_MIN_VAL, DS_MRHB_CNT, LAST_DS_LEN, PDP_UNKN_SEC_CNT, PDP_VAL, RRA_CDP_XFF_VAL,
+};
+
+use crate::error::{Error, Result};
+use crate::numparse::{self, DNAN};
+use crate::rrd::Rrd;
+
+/// Options of `rrdtool create`.
+#[derive(Clone, Debug, Default)]
+pub struct CreateOptions {
+    /// `--start`: time of the last update (epoch seconds); default now - 10 s.
+    pub start: Option<i64>,
+    /// `--step` in seconds; default 300 (or the template's).
+    pub step_secs: Option<u64>,
+    /// `--no-overwrite`.
+    pub no_overwrite: bool,
+    /// `--template`: copy DS and RRA definitions (and step) from this file.
+    pub template: Option<PathBuf>,
+    /// `--source`: prefill from these files (not supported yet).
+    pub sources: Vec<PathBuf>,
+}
+
+fn err(msg: impl Into<String>) -> Error {
+    Error::invalid(msg)
+}
+
+fn valid_ds_name(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 19 && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+}
+
+/// Parses the part after `DS:`. `earlier` are the names defined before it
+/// (a COMPUTE expression may refer to them).
+pub fn parse_ds(def: &str, earlier: &[&str]) -> Result<DsDef> {
+    // name[=mapped[index]]:TYPE:args
+    let (name_part, rest) = def.split_once(':').ok_or_else(|| err("invalid DS format"))?;
+    let (dst_name, args) = rest.split_once(':').ok_or_else(|| err("invalid DS format"))?;
+    let name = match name_part.split_once('=') {
+        None => name_part,
+        Some((n, mapped)) => {
+            let mapped_name = mapped.split_once('[').map_or(mapped, |(m, idx)| {
+                if idx.strip_suffix(']').is_some_and(|d| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit())) {
+                    m
+                } else {
+                    ""
+                }
+            });
+            if !valid_ds_name(mapped_name) {
+                return Err(err("invalid DS format"));
+            }
+            n
+        }
+    };
+    if !valid_ds_name(name)
+        || dst_name.is_empty()
+        || dst_name.len() > 19
+        || !dst_name.bytes().all(|c| c.is_ascii_uppercase())
+        || args.is_empty()
+    {
+        return Err(err("invalid DS format"));
+    }
+    let dst = Dst::parse(dst_name).ok_or_else(|| err(format!("invalid DS type specified ({dst_name})")))?;
+    let mut par = [0u64; 10];
+    if dst == Dst::Compute {
+        let program = crate::rpn::Program::parse_compute(args, earlier).map_err(|e| err(e.to_string()))?;
+        par = program.to_par().map_err(|e| err(e.to_string()))?;
+    } else {
+        parse_generic_ds(args, &mut par)?;
+    }
+    Ok(DsDef { name: Name::new(name), dst_name: Name::new(dst_name), dst, par })
+}
+
+/// `heartbeat:min:max` of the non-COMPUTE types.
+fn parse_generic_ds(args: &str, par: &mut [u64; 10]) -> Result<()> {
+    let fail = |why: &str| err(format!("failed to parse data source {args}: {why}"));
+    let (heartbeat, limits) = args.split_once(':').ok_or_else(|| fail("missing separator"))?;
+    if heartbeat.len() >= 32 {
+        return Err(fail("heartbeat too long"));
+    }
+    par[DS_MRHB_CNT] = numparse::scaled_duration(heartbeat, 1).map_err(fail)?;
+    // sscanf("%18[^:]:%18[^:]"): two non-empty fields of at most 18
+    // characters; anything after the second is ignored.
+    let mut fields = limits.split(':');
+    let min = fields.next().unwrap_or("");
+    let max_full = fields.next();
+    let (Some(max_full), false, false) = (max_full, min.is_empty(), min.len() > 18) else {
+        return Err(fail("failed to extract min:max"));
+    };
+    let max: String = max_full.chars().take(18).collect();
+    if max.is_empty() {
+        return Err(fail("failed to extract min:max"));
+    }
+    let limit = |s: &str, what: &str| -> Result<f64> {
+        if s == "U" {
+            Ok(DNAN)
+        } else {
+            numparse::parse_double(s).map_err(|e| err(format!("{what} - {e}")))
+        }
+    };
+    let min_v = limit(min, "parsing min val")?;
+    let max_v = limit(&max, "parsing max val")?;
+    if min_v >= max_v {
+        return Err(fail("min must be less than max in DS definition"));
+    }
+    par[DS_MIN_VAL] = min_v.to_bits();
+    par[DS_MAX_VAL] = max_v.to_bits();
+    Ok(())
+}
+
+/// Parses a whole `RRA:...` argument.
+pub fn parse_rra(def: &str, step_secs: u64) -> Result<RraDef> {
+    // strtok skips empty tokens, so "a::b" has two tokens.
+    let tokens: Vec<&str> = def[4..].split(':').filter(|t| !t.is_empty()).collect();
+    let mut cf = None;
+    let mut cf_text = String::new();
+    let mut xff = 0.0f64;
+    let mut pdp_count = 1u64;
+    let mut row_count = 0u64;
+    for (i, token) in tokens.iter().enumerate() {
+        match i {
+            0 => {
+                cf_text = token.chars().take_while(|c| c.is_ascii_uppercase()).take(19).collect();
+                if cf_text.is_empty() {
+                    return Err(err("Failed to parse CF name"));
+                }
+                let parsed =
+                    Cf::parse(&cf_text).ok_or_else(|| err(format!("Unrecognized consolidation function {cf_text}")))?;
+                if !parsed.is_classic() {
+                    return Err(err(format!(
+                        "creating {cf_text} (Holt-Winters) archives is not supported yet; \
+                         files that contain them can be read, dumped and restored"
+                    )));
+                }
+                cf = Some(parsed);
+            }
+            1 => {
+                xff = match numparse::parse_double(token) {
+                    Ok(v) if (0.0..1.0).contains(&v) => v,
+                    _ => return Err(err("Invalid xff: must be between 0 and 1")),
+                };
+            }
+            2 => {
+                pdp_count = numparse::scaled_duration(token, step_secs)
+                    .map_err(|e| err(format!("Invalid step {token}: {e}")))?;
+            }
+            3 => {
+                row_count = numparse::scaled_duration(token, step_secs.saturating_mul(pdp_count))
+                    .map_err(|e| err(format!("Invalid row count {token}: {e}")))?;
+            }
+            _ => return Err(err(format!("Unexpected extra argument for consolidation function {cf_text}"))),
+        }
+    }
+    if tokens.len() < 4 {
+        return Err(err(format!("Expected at least 4 arguments for RRA but got {}", tokens.len())));
+    }
+    let cf = cf.expect("token 0 parsed");
+    let mut par = [0u64; 10];
+    par[RRA_CDP_XFF_VAL] = xff.to_bits();
+    Ok(RraDef { cf_name: Name::new(cf.name()), cf, pad: [0; 4], row_count, pdp_count, par })
+}
+
+/// A small random generator for the initial rows (rrdtool picks a random
+/// `cur_row` per RRA so that files created together do not write the same
+/// offsets at the same time).
+fn random_seed() -> u64 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    (t.as_nanos() as u64) ^ (u64::from(std::process::id()) << 32) ^ 0x9e37_79b9_7f4a_7c15
+}
+
+fn next_random(state: &mut u64) -> u64 {
+    // xorshift64*
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+}
+
+/// Builds the header of a new file from `create`'s options and definitions.
+pub fn build_header(opts: &CreateOptions, defs: &[String], now_secs: i64) -> Result<Header> {
+    if !opts.sources.is_empty() {
+        return Err(err("--source (prefill from existing files) is not supported yet"));
+    }
+    let mut step = opts.step_secs.unwrap_or(0);
+    let mut ds: Vec<DsDef> = Vec::new();
+    let mut rra: Vec<RraDef> = Vec::new();
+    let mut template_last_up = 0;
+    if let Some(t) = &opts.template {
+        let trrd = Rrd::open(t, false).map_err(|e| err(format!("Cannot open template RRD {}: {e}", t.display())))?;
+        if step == 0 {
+            step = trrd.header.pdp_step;
+        }
+        ds = trrd.header.ds.clone();
+        rra = trrd.header.rra.clone();
+        template_last_up = trrd.header.live.last_up;
+    }
+    if step == 0 {
+        step = 300;
+    }
+    let mut version = Version(3);
+    for def in defs {
+        if let Some(body) = def.strip_prefix("DS:") {
+            let names: Vec<&str> = ds.iter().map(|d| d.name.as_str()).collect();
+            let d = parse_ds(body, &names)?;
+            if ds.iter().any(|e| e.name.as_str() == d.name.as_str()) {
+                return Err(err(format!("Duplicate DS name: {}", d.name.as_str())));
+            }
+            if matches!(d.dst, Dst::Dcounter | Dst::Dderive) {
+                version = version.max(Version(5));
+            }
+            ds.push(d);
+        } else if def.starts_with("RRA:") {
+            rra.push(parse_rra(def, step)?);
+        } else {
+            return Err(err(format!("can't parse argument '{def}'")));
+        }
+    }
+    if rra.is_empty() {
+        return Err(err("you must define at least one Round Robin Archive"));
+    }
+    if ds.is_empty() {
+        return Err(err("you must define at least one Data Source"));
+    }
+    let last_up = match opts.start {
+        Some(s) if s > 0 => s,
+        _ if template_last_up > 0 => template_last_up,
+        _ => now_secs - 10,
+    };
+    let unkn_sec = (last_up as u64) % step;
+    let mut pdp = Vec::with_capacity(ds.len());
+    for _ in &ds {
+        let mut p = PdpPrep { last_ds: [0; LAST_DS_LEN], pad: [0; 2], scratch: [0; 10] };
+        p.set_last_ds("U");
+        p.scratch[PDP_VAL] = DNAN.to_bits();
+        p.scratch[PDP_UNKN_SEC_CNT] = unkn_sec;
+        pdp.push(p);
+    }
+    let mut cdp = Vec::with_capacity(ds.len() * rra.len());
+    for r in &rra {
+        for _ in &ds {
+            let mut scratch = [0u64; 10];
+            scratch[CDP_VAL] = DNAN.to_bits();
+            scratch[CDP_UNKN_PDP_CNT] = ((last_up as u64 - unkn_sec) % (step * r.pdp_count)) / step;
+            cdp.push(CdpPrep { scratch });
+        }
+    }
+    let mut seed = random_seed();
+    let rra_ptr = rra.iter().map(|r| next_random(&mut seed) % r.row_count).collect();
+    let header = Header {
+        version,
+        stat_pad: [0; 3],
+        pdp_step: step,
+        stat_par: [0; 10],
+        ds,
+        rra,
+        live: LiveHead { last_up, last_up_usec: 0 },
+        pdp,
+        cdp,
+        rra_ptr,
+    };
+    // Fails on absurd sizes (rows × DS overflowing) before anything is written.
+    rrd_format::Layout::new(
+        header.ds.len() as u64,
+        header.version.live_head_len(),
+        &header.rra.iter().map(|r| r.row_count).collect::<Vec<_>>(),
+    )
+    .map_err(|e| err(format!("the RRD would be too large: {e}")))?;
+    Ok(header)
+}
+
+/// Writes a header and an all-unknown data area to `path`, atomically.
+pub fn write_new_file(path: &Path, header: &Header, no_overwrite: bool) -> Result<()> {
+    let data_values = header.rra.iter().map(|r| r.row_count).sum::<u64>() * header.ds.len() as u64;
+    write_file_with(path, header, no_overwrite, |out| {
+        let chunk = [DNAN.to_le_bytes(); 512].concat();
+        let mut left = data_values * 8;
+        while left > 0 {
+            let n = left.min(chunk.len() as u64) as usize;
+            out.write_all(&chunk[..n])?;
+            left -= n as u64;
+        }
+        Ok(())
+    })
+}
+
+/// Writes `header` then whatever `data` writes, to a temporary file beside
+/// `path` that is renamed over it when complete.
+pub fn write_file_with(
+    path: &Path,
+    header: &Header,
+    no_overwrite: bool,
+    data: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    let io = |source| Error::Io { path: path.to_path_buf(), source };
+    if no_overwrite && fs::symlink_metadata(path).is_ok() {
+        return Err(err(format!("creating '{}': File exists", path.display())));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let file_name = path.file_name().ok_or_else(|| err(format!("'{}' is not a file name", path.display())))?;
+    let mut tmp_name = file_name.to_os_string();
+    tmp_name.push(format!(".tmp{}", std::process::id()));
+    let tmp = dir.join(tmp_name);
+    let result = (|| -> std::io::Result<()> {
+        let file = fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
+        out.write_all(&header.encode())?;
+        data(&mut out)?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        // Keep the mode of a file we replace; otherwise 0666 minus umask.
+        let mode = match fs::metadata(path) {
+            Ok(m) => m.permissions().mode() & 0o7777,
+            Err(_) => {
+                // SAFETY: umask is process-wide and always succeeds; it is read and restored.
+                let mask = unsafe {
+                    let m = libc::umask(0o022);
+                    libc::umask(m);
+                    m
+                };
+                0o666 & !mask
+            }
+        };
+        file.set_permissions(fs::Permissions::from_mode(mode))?;
+        drop(file);
+        fs::rename(&tmp, path)
+    })();
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(io(e));
+    }
+    Ok(())
+}
+
+/// `rrdtool create`.
+pub fn create(path: &Path, opts: &CreateOptions, defs: &[String], now_secs: i64) -> Result<()> {
+    if opts.no_overwrite && fs::symlink_metadata(path).is_ok() {
+        return Err(err(format!("creating '{}': File exists", path.display())));
+    }
+    let header = build_header(opts, defs, now_secs)?;
+    write_new_file(path, &header, opts.no_overwrite)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defs(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn header_initial_state_matches_rrdtool() {
+        let opts = CreateOptions { start: Some(1_000_000_000), step_secs: Some(300), ..Default::default() };
+        let h = build_header(
+            &opts,
+            &defs(&["DS:in:GAUGE:600:U:U", "DS:out:COUNTER:600:0:1e9", "RRA:AVERAGE:0.5:1:5", "RRA:MAX:0.5:3:4"]),
+            0,
+        )
+        .unwrap();
+        assert_eq!(h.version, Version(3));
+        assert_eq!(h.pdp[0].last_ds_str(), "U");
+        assert_eq!(h.pdp[0].scratch[PDP_UNKN_SEC_CNT], 100);
+        assert_eq!(h.pdp[0].scratch[PDP_VAL], DNAN.to_bits());
+        assert_eq!(h.ds[1].max(), 1e9);
+        assert!(h.rra_ptr[0] < 5 && h.rra_ptr[1] < 4);
+        assert_eq!(h.layout().file_len, 1328);
+    }
+
+    #[test]
+    fn durations_scale_steps_and_rows() {
+        let r = parse_rra("RRA:AVERAGE:0.5:1h:1d", 300).unwrap();
+        assert_eq!((r.pdp_count, r.row_count), (12, 24));
+        assert_eq!(
+            parse_rra("RRA:AVERAGE:0.5:7m:10", 300).unwrap_err().to_string(),
+            "Invalid step 7m: value would truncate when scaled"
+        );
+    }
+
+    #[test]
+    fn bad_definitions_are_refused_with_rrdtool_messages() {
+        let msg = |d: &str| parse_ds(d, &[]).unwrap_err().to_string();
+        assert_eq!(msg("x:GAUGE:600:5:1"), "failed to parse data source 600:5:1: min must be less than max in DS definition");
+        assert_eq!(msg("x:FOO:600:U:U"), "invalid DS type specified (FOO)");
+        assert_eq!(msg("x.y:GAUGE:600:U:U"), "invalid DS format");
+        assert_eq!(msg("x:GAUGE:600:U"), "failed to parse data source 600:U: failed to extract min:max");
+        assert_eq!(msg("x:GAUGE:600:a:U"), "parsing min val - Cannot convert 'a' to float");
+        assert!(parse_ds("x:GAUGE:600:U:U:7", &[]).is_ok());
+        assert_eq!(
+            parse_rra("RRA:AVERAGE:0.5:1", 300).unwrap_err().to_string(),
+            "Expected at least 4 arguments for RRA but got 3"
+        );
+        assert_eq!(parse_rra("RRA:AVERAGE:1:1:10", 300).unwrap_err().to_string(), "Invalid xff: must be between 0 and 1");
+    }
+}

@@ -1,0 +1,605 @@
+//! `update`: readings in, primary and consolidated data points out, with
+//! RRDtool 1.7.2's arithmetic reproduced operation for operation.
+//!
+//! The math works on a [`Header`] in memory and reports the rows it
+//! produces through [`RowSink`]; it never touches a file. [`update_file`]
+//! is the file-backed driver: it reads the header, runs every argument,
+//! then writes each changed row once (in file order) and the live header
+//! once. That is the whole I/O of an update: no data rows are read.
+//!
+//! Semantics worth knowing (all observed in rrdtool 1.7.2):
+//! - Arguments are applied in order; the first failing argument stops the
+//!   call, and the effects of the arguments before it (and whatever the
+//!   failing one changed before it failed) are kept, as rrdtool's mmap-based
+//!   update keeps them.
+//! - A gap of more than one step whose start is not on a step boundary is
+//!   processed as two updates: first the open PDP, then the rest.
+//! - An RRA advances by at most `row_cnt` rows per argument.
+//! - Only the primary CDP value is refreshed for one-PDP archives when a
+//!   single step elapsed; the secondary value keeps its old content.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rrd_format::{
+    Cf, Dst, Header, CDP_PRIMARY_VAL, CDP_SECONDARY_VAL, CDP_UNKN_PDP_CNT, CDP_VAL, PDP_UNKN_SEC_CNT, PDP_VAL,
+};
+
+use crate::error::{Error, Result};
+use crate::numparse::{self, DNAN};
+use crate::rrd::Rrd;
+use crate::store::Store;
+
+/// Receives the rows an update writes, in the order rrdtool writes them.
+pub trait RowSink {
+    /// Row `row_index` of RRA `rra_index` now holds `values`; `rra_time` is
+    /// the time rrdtool's `updatev` reports for it.
+    fn row(&mut self, rra_index: usize, row_index: u64, rra_time: i64, values: &[f64]);
+}
+
+/// Collects the last value written to each row (file order) and, when
+/// asked, the `updatev` summary.
+#[derive(Default)]
+pub struct RowCollector {
+    pub rows: BTreeMap<(usize, u64), Vec<f64>>,
+    /// `(rra_time, rra_index, ds values)` in write order, for `updatev`.
+    pub summary: Option<Vec<(i64, usize, Vec<f64>)>>,
+}
+
+impl RowSink for RowCollector {
+    fn row(&mut self, rra_index: usize, row_index: u64, rra_time: i64, values: &[f64]) {
+        self.rows.insert((rra_index, row_index), values.to_vec());
+        if let Some(s) = &mut self.summary {
+            s.push((rra_time, rra_index, values.to_vec()));
+        }
+    }
+}
+
+/// Options of `rrdtool update`.
+#[derive(Clone, Debug, Default)]
+pub struct UpdateOptions {
+    /// `--template`: DS names, in the order the values are given.
+    pub template: Option<String>,
+    /// `--skip-past-updates`: silently skip arguments not after the last update.
+    pub skip_past_updates: bool,
+}
+
+/// The current time, as `gettimeofday` gives it.
+#[derive(Clone, Copy, Debug)]
+pub struct Now {
+    pub secs: i64,
+    pub usecs: i64,
+}
+
+impl Now {
+    pub fn system() -> Now {
+        let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        Now { secs: d.as_secs() as i64, usecs: i64::from(d.subsec_micros()) }
+    }
+}
+
+/// Why one argument failed. `TooEarly` is skipped under
+/// `--skip-past-updates`; everything else stops the call.
+#[derive(Debug)]
+enum ArgError {
+    TooEarly(String),
+    Fatal(String),
+}
+
+/// An update in progress on one file's header.
+pub struct Updater<'h> {
+    header: &'h mut Header,
+    /// `tmpl_idx[k]` is the DS that the k-th value of an argument feeds.
+    tmpl_idx: Vec<usize>,
+    programs: Vec<Option<crate::rpn::Program>>,
+    now: Now,
+}
+
+impl<'h> Updater<'h> {
+    pub fn new(header: &'h mut Header, opts: &UpdateOptions, now: Now) -> Result<Updater<'h>> {
+        if header.rra.iter().any(|r| !r.cf.is_classic()) {
+            return Err(Error::invalid(
+                "updating files with Holt-Winters archives (HWPREDICT family) is not supported yet",
+            ));
+        }
+        let tmpl_idx = match &opts.template {
+            None => (0..header.ds_count()).filter(|&i| header.ds[i].dst != Dst::Compute).collect(),
+            Some(t) => {
+                let mut idx = Vec::new();
+                for name in t.split(':') {
+                    if idx.len() >= header.ds_count() {
+                        return Err(Error::invalid("tmplt contains more DS definitions than RRD"));
+                    }
+                    let i = header
+                        .ds_index(name)
+                        .ok_or_else(|| Error::invalid(format!("unknown DS name '{name}'")))?;
+                    idx.push(i);
+                }
+                idx
+            }
+        };
+        let mut programs = Vec::with_capacity(header.ds_count());
+        for ds in &header.ds {
+            programs.push(if ds.dst == Dst::Compute {
+                Some(crate::rpn::Program::from_par(&ds.par).map_err(|e| {
+                    Error::invalid(format!("DS '{}' has an invalid COMPUTE expression: {e}", ds.name.as_str()))
+                })?)
+            } else {
+                None
+            });
+        }
+        Ok(Updater { header, tmpl_idx, programs, now })
+    }
+
+    /// Applies one argument (`time:v1:v2...` or `time@...`). `Ok(false)`
+    /// means it was skipped as too early under `--skip-past-updates`.
+    pub fn apply(&mut self, arg: &str, skip_past: bool, sink: &mut dyn RowSink) -> Result<bool, String> {
+        match self.process_arg(arg, sink) {
+            Ok(()) => Ok(true),
+            Err(ArgError::TooEarly(_)) if skip_past => Ok(false),
+            Err(ArgError::TooEarly(m)) | Err(ArgError::Fatal(m)) => Err(m),
+        }
+    }
+
+    fn process_arg(&mut self, arg: &str, sink: &mut dyn RowSink) -> Result<(), ArgError> {
+        let (updvals, cur_secs, cur_usecs) = self.parse_arg(arg)?;
+        let live = self.header.live;
+        let mut interval = (cur_secs - live.last_up) as f64 + (cur_usecs - live.last_up_usec) as f64 / 1e6;
+        let mut pdp_new = self.update_pdp_prep(&updvals, interval).map_err(ArgError::Fatal)?;
+
+        let step = self.header.pdp_step;
+        let last_up = live.last_up as u64;
+        let proc_pdp_st = last_up - last_up % step;
+        let occu_pdp_age = cur_secs as u64 % step;
+        let occu_pdp_st = cur_secs as u64 - occu_pdp_age;
+        let (mut pre_int, post_int) = if occu_pdp_st > proc_pdp_st {
+            let pre = (occu_pdp_st as i64 - live.last_up) as f64 - live.last_up_usec as f64 / 1e6;
+            (pre, occu_pdp_age as f64 + cur_usecs as f64 / 1e6)
+        } else {
+            (interval, 0.0)
+        };
+        let mut proc_pdp_cnt = proc_pdp_st / step;
+        let mut elapsed = (occu_pdp_st.wrapping_sub(proc_pdp_st)) / step;
+
+        if elapsed == 0 {
+            self.simple_update(interval, &pdp_new);
+        } else {
+            if elapsed > 1 {
+                let sec_open_pdp = (pre_int as u64) % step;
+                if sec_open_pdp > 0 {
+                    let open = sec_open_pdp as f64;
+                    let mut open_new = vec![DNAN; pdp_new.len()];
+                    for (o, n) in open_new.iter_mut().zip(pdp_new.iter_mut()) {
+                        if !n.is_nan() && interval > 0.0 {
+                            *o = *n * open / interval;
+                            *n -= *o;
+                        }
+                    }
+                    let pdp_temp = self.process_all_pdp_st(open, open, 0.0, 1, &open_new)?;
+                    let steps = self.update_all_cdp_prep(1, proc_pdp_cnt, &pdp_temp);
+                    self.write_to_rras(&steps, live.last_up + sec_open_pdp as i64, sink);
+                    interval -= open;
+                    pre_int -= open;
+                    elapsed -= 1;
+                    proc_pdp_cnt += 1;
+                }
+            }
+            let pdp_temp = self.process_all_pdp_st(interval, pre_int, post_int, elapsed, &pdp_new)?;
+            let steps = self.update_all_cdp_prep(elapsed, proc_pdp_cnt, &pdp_temp);
+            self.write_to_rras(&steps, cur_secs, sink);
+        }
+        self.header.live.last_up = cur_secs;
+        self.header.live.last_up_usec = cur_usecs;
+        Ok(())
+    }
+
+    /// Splits an argument into the time and one string per DS ("U" where the
+    /// template gives none), and resolves the time.
+    fn parse_arg(&self, arg: &str) -> Result<(Vec<String>, i64, i64), ArgError> {
+        let ds_count = self.header.ds_count();
+        let (sep_pos, at_style) = match arg.find('@') {
+            Some(p) => (p, true),
+            None => match arg.find(':') {
+                Some(p) => (p, false),
+                None => {
+                    return Err(ArgError::Fatal(format!(
+                        "expected timestamp not found in data source from {arg}"
+                    )))
+                }
+            },
+        };
+        let time_str = &arg[..sep_pos];
+        let mut updvals = vec!["U".to_string(); ds_count];
+        // rrdtool splits the rest on ':' only (an '@' is just the first separator).
+        let fields: Vec<&str> = arg[sep_pos + 1..].split(':').collect();
+        let tmpl_cnt = self.tmpl_idx.len();
+        if fields.len() > tmpl_cnt {
+            return Err(ArgError::Fatal(format!("found extra data on update argument: {}", fields[tmpl_cnt..].join(":"))));
+        }
+        if fields.len() != tmpl_cnt {
+            return Err(ArgError::Fatal(format!(
+                "expected {tmpl_cnt} data source readings (got {}) from {time_str}",
+                fields.len()
+            )));
+        }
+        for (k, f) in fields.iter().enumerate() {
+            updvals[self.tmpl_idx[k]] = (*f).to_string();
+        }
+
+        let (secs, mut usecs);
+        if at_style {
+            let t = crate::attime::parse_time(time_str, self.now.secs)
+                .map_err(|e| ArgError::Fatal(format!("ds time: {time_str}: {e}")))?;
+            secs = t;
+            usecs = 0;
+        } else if time_str == "N" {
+            secs = self.now.secs;
+            usecs = self.now.usecs;
+        } else {
+            let mut t = numparse::parse_double(time_str).map_err(|e| {
+                ArgError::Fatal(format!("error while parsing time in get_time_from_reading - {e}"))
+            })?;
+            if t < 0.0 {
+                t += self.now.secs as f64 + self.now.usecs as f64 * 1e-6;
+            }
+            let floor = t.floor();
+            secs = floor as i64;
+            usecs = ((t - floor) * 1e6) as i64;
+        }
+        if self.header.version.0 < 3 {
+            usecs = 0;
+        }
+        let live = self.header.live;
+        if secs < live.last_up || (secs == live.last_up && usecs <= live.last_up_usec) {
+            return Err(ArgError::TooEarly(format!(
+                "illegal attempt to update using time {secs} when last update time is {} (minimum one second step)",
+                live.last_up
+            )));
+        }
+        Ok((updvals, secs, usecs))
+    }
+
+    /// Turns the readings into `pdp_new` (rate × seconds) and remembers
+    /// them as `last_ds`. Mutates `last_ds` as it goes, so a failure keeps
+    /// the changes made to the data sources before the failing one.
+    fn update_pdp_prep(&mut self, updvals: &[String], interval: f64) -> Result<Vec<f64>, String> {
+        let mut pdp_new = vec![DNAN; self.header.ds_count()];
+        for (i, val) in updvals.iter().enumerate() {
+            let ds = &self.header.ds[i];
+            let heartbeat = ds.heartbeat() as f64;
+            let (dst, min, max) = (ds.dst, ds.min(), ds.max());
+            let pdp = &mut self.header.pdp[i];
+            if heartbeat < interval {
+                pdp.set_last_ds("U");
+            }
+            if !val.starts_with('U') && dst != Dst::Compute && heartbeat >= interval {
+                let mut rate = DNAN;
+                let mut new = DNAN;
+                match dst {
+                    Dst::Counter | Dst::Derive => {
+                        for (k, c) in val.bytes().enumerate() {
+                            if k == 0 && dst == Dst::Derive && c == b'-' {
+                                continue;
+                            }
+                            if !c.is_ascii_digit() {
+                                let kind = if dst == Dst::Derive { "signed" } else { "unsigned" };
+                                return Err(format!("not a simple {kind} integer: '{val}'"));
+                            }
+                        }
+                        if !pdp.last_ds_str().starts_with('U') {
+                            new = numparse::rrd_diff(val, pdp.last_ds_str());
+                            if dst == Dst::Counter {
+                                if new < 0.0 {
+                                    new += 4_294_967_295.0;
+                                }
+                                if new < 0.0 {
+                                    new += 18_446_744_069_414_584_320.0;
+                                }
+                            }
+                            rate = new / interval;
+                        }
+                    }
+                    Dst::Absolute => {
+                        let v = numparse::parse_double(val)
+                            .map_err(|e| format!("Function update_pdp_prep, case DST_ABSOLUTE - {e}"))?;
+                        new = v;
+                        rate = v / interval;
+                    }
+                    Dst::Gauge => {
+                        let v = numparse::parse_double(val)
+                            .map_err(|e| format!("Function update_pdp_prep, case DST_GAUGE - {e}"))?;
+                        new = v * interval;
+                        rate = v;
+                    }
+                    Dst::Dcounter | Dst::Dderive => {
+                        if !pdp.last_ds_str().starts_with('U') {
+                            let what = if dst == Dst::Dcounter { "DST_DCOUNTER" } else { "DST_DDERIVE" };
+                            let newval = numparse::parse_double(val)
+                                .map_err(|e| format!("Function update_pdp_prep, case {what} - {e}"))?;
+                            let oldval = numparse::parse_double(pdp.last_ds_str())
+                                .map_err(|e| format!("Function update_pdp_prep, case {what} - {e}"))?;
+                            let reset = dst == Dst::Dcounter
+                                && ((newval > 0.0 && oldval > newval) || (newval < 0.0 && newval > oldval));
+                            if !reset {
+                                new = newval - oldval;
+                                rate = new / interval;
+                            }
+                        }
+                    }
+                    Dst::Compute => unreachable!("excluded above"),
+                }
+                if !rate.is_nan() && ((!max.is_nan() && rate > max) || (!min.is_nan() && rate < min)) {
+                    new = DNAN;
+                }
+                pdp_new[i] = new;
+            }
+            pdp.set_last_ds(val);
+        }
+        Ok(pdp_new)
+    }
+
+    fn simple_update(&mut self, interval: f64, pdp_new: &[f64]) {
+        for (pdp, &new) in self.header.pdp.iter_mut().zip(pdp_new) {
+            if new.is_nan() {
+                let unkn = pdp.scratch[PDP_UNKN_SEC_CNT] as f64 + interval.floor();
+                pdp.scratch[PDP_UNKN_SEC_CNT] = unkn as u64;
+            } else {
+                let val = f64::from_bits(pdp.scratch[PDP_VAL]);
+                let sum = if val.is_nan() { new } else { val + new };
+                pdp.scratch[PDP_VAL] = sum.to_bits();
+            }
+        }
+    }
+
+    fn process_all_pdp_st(
+        &mut self,
+        interval: f64,
+        pre_int: f64,
+        post_int: f64,
+        elapsed: u64,
+        pdp_new: &[f64],
+    ) -> Result<Vec<f64>, ArgError> {
+        let step = self.header.pdp_step;
+        let diff_pdp_st = elapsed * step;
+        let mut pdp_temp = vec![DNAN; self.header.ds_count()];
+        for i in 0..self.header.ds_count() {
+            let mrhb = self.header.ds[i].heartbeat() as f64;
+            let scratch = &mut self.header.pdp[i].scratch;
+            let mut pre_unknown = 0.0;
+            if pdp_new[i].is_nan() {
+                pre_unknown = pre_int;
+            } else {
+                let mut val = f64::from_bits(scratch[PDP_VAL]);
+                if val.is_nan() {
+                    val = 0.0;
+                }
+                val += pdp_new[i] / interval * pre_int;
+                scratch[PDP_VAL] = val.to_bits();
+            }
+            let unkn = scratch[PDP_UNKN_SEC_CNT];
+            pdp_temp[i] = if interval > mrhb || (step as f64 / 2.0) < (unkn as i64) as f64 {
+                DNAN
+            } else {
+                f64::from_bits(scratch[PDP_VAL]) / (diff_pdp_st.wrapping_sub(unkn) as f64 - pre_unknown)
+            };
+            if let Some(program) = &self.programs[i] {
+                pdp_temp[i] = program.eval(&pdp_temp).map_err(|e| ArgError::Fatal(e.to_string()))?;
+            }
+            if pdp_new[i].is_nan() {
+                scratch[PDP_UNKN_SEC_CNT] = post_int.floor() as u64;
+                scratch[PDP_VAL] = DNAN.to_bits();
+            } else {
+                scratch[PDP_UNKN_SEC_CNT] = 0;
+                scratch[PDP_VAL] = (pdp_new[i] / interval * post_int).to_bits();
+            }
+        }
+        Ok(pdp_temp)
+    }
+
+    /// Consolidates `pdp_temp` into every RRA's CDP scratch area and returns
+    /// how many rows each RRA must write.
+    fn update_all_cdp_prep(&mut self, elapsed: u64, proc_pdp_cnt: u64, pdp_temp: &[f64]) -> Vec<u64> {
+        let ds_count = self.header.ds_count();
+        let mut steps = Vec::with_capacity(self.header.rra_count());
+        for r in 0..self.header.rra_count() {
+            let rra = &self.header.rra[r];
+            let (cf, pdp_cnt, row_cnt, xff) = (rra.cf, rra.pdp_count, rra.row_count, rra.xff());
+            let start_pdp_offset = pdp_cnt - proc_pdp_cnt % pdp_cnt;
+            let step_cnt =
+                if start_pdp_offset <= elapsed { ((elapsed - start_pdp_offset) / pdp_cnt + 1).min(row_cnt) } else { 0 };
+            steps.push(step_cnt);
+            for (d, &temp) in pdp_temp.iter().enumerate() {
+                let scratch = &mut self.header.cdp[r * ds_count + d].scratch;
+                if pdp_cnt > 1 {
+                    update_cdp(scratch, cf, temp, step_cnt, elapsed, start_pdp_offset, pdp_cnt, xff);
+                } else if elapsed > 2 {
+                    // reset_cdp for the classic CFs.
+                    scratch[CDP_PRIMARY_VAL] = temp.to_bits();
+                    scratch[CDP_SECONDARY_VAL] = temp.to_bits();
+                } else {
+                    // update_aberrant_CF stores the PDP for each of the (one
+                    // or two) elapsed steps: primary, then secondary.
+                    scratch[CDP_PRIMARY_VAL] = temp.to_bits();
+                    if elapsed == 2 {
+                        scratch[CDP_SECONDARY_VAL] = temp.to_bits();
+                    }
+                }
+            }
+        }
+        steps
+    }
+
+    fn write_to_rras(&mut self, steps: &[u64], current_time: i64, sink: &mut dyn RowSink) {
+        let ds_count = self.header.ds_count();
+        let mut values = vec![0.0; ds_count];
+        for (r, &step_cnt) in steps.iter().enumerate() {
+            let row_cnt = self.header.rra[r].row_count;
+            let step_time = (self.header.rra[r].pdp_count * self.header.pdp_step) as i64;
+            for k in 0..step_cnt {
+                let cur = &mut self.header.rra_ptr[r];
+                *cur += 1;
+                if *cur >= row_cnt {
+                    *cur = 0;
+                }
+                let row = *cur;
+                let (slot, step_subtract) = if k == 0 { (CDP_PRIMARY_VAL, 1) } else { (CDP_SECONDARY_VAL, 2) };
+                let remaining = step_cnt - k;
+                // rrdtool computes this in unsigned arithmetic; wrapping
+                // reproduces the times its updatev prints.
+                let back = remaining.wrapping_sub(step_subtract).wrapping_mul(step_time as u64) as i64;
+                let rra_time = (current_time - current_time.rem_euclid(step_time)).wrapping_sub(back);
+                for (d, v) in values.iter_mut().enumerate() {
+                    *v = f64::from_bits(self.header.cdp[r * ds_count + d].scratch[slot]);
+                }
+                sink.row(r, row, rra_time, &values);
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn update_cdp(
+    scratch: &mut [u64; 10],
+    cf: Cf,
+    pdp_temp: f64,
+    step_cnt: u64,
+    elapsed: u64,
+    start_pdp_offset: u64,
+    pdp_cnt: u64,
+    xff: f64,
+) {
+    let get = |s: &[u64; 10], i: usize| f64::from_bits(s[i]);
+    if step_cnt > 0 {
+        if pdp_temp.is_nan() {
+            scratch[CDP_UNKN_PDP_CNT] += start_pdp_offset;
+            scratch[CDP_SECONDARY_VAL] = DNAN.to_bits();
+        } else {
+            scratch[CDP_SECONDARY_VAL] = pdp_temp.to_bits();
+        }
+        let unkn = scratch[CDP_UNKN_PDP_CNT];
+        if unkn as f64 > pdp_cnt as f64 * xff {
+            scratch[CDP_PRIMARY_VAL] = DNAN.to_bits();
+        } else {
+            let cdp_val = get(scratch, CDP_VAL);
+            let primary = match cf {
+                Cf::Average => {
+                    let cum = if cdp_val.is_nan() { 0.0 } else { cdp_val };
+                    let cur = if pdp_temp.is_nan() { 0.0 } else { pdp_temp };
+                    (cum + cur * start_pdp_offset as f64) / (pdp_cnt - unkn) as f64
+                }
+                Cf::Maximum => {
+                    let cum = if cdp_val.is_nan() { f64::NEG_INFINITY } else { cdp_val };
+                    let cur = if pdp_temp.is_nan() { f64::NEG_INFINITY } else { pdp_temp };
+                    if cur > cum {
+                        cur
+                    } else {
+                        cum
+                    }
+                }
+                Cf::Minimum => {
+                    let cum = if cdp_val.is_nan() { f64::INFINITY } else { cdp_val };
+                    let cur = if pdp_temp.is_nan() { f64::INFINITY } else { pdp_temp };
+                    if cur < cum {
+                        cur
+                    } else {
+                        cum
+                    }
+                }
+                _ => pdp_temp,
+            };
+            scratch[CDP_PRIMARY_VAL] = primary.to_bits();
+        }
+        let into_cdp = (elapsed - start_pdp_offset) % pdp_cnt;
+        let carry = if into_cdp == 0 || pdp_temp.is_nan() {
+            match cf {
+                Cf::Maximum => f64::NEG_INFINITY,
+                Cf::Minimum => f64::INFINITY,
+                Cf::Average => 0.0,
+                _ => DNAN,
+            }
+        } else if cf == Cf::Average {
+            pdp_temp * into_cdp as f64
+        } else {
+            pdp_temp
+        };
+        scratch[CDP_VAL] = carry.to_bits();
+        scratch[CDP_UNKN_PDP_CNT] = if pdp_temp.is_nan() { into_cdp } else { 0 };
+    } else if pdp_temp.is_nan() {
+        scratch[CDP_UNKN_PDP_CNT] += elapsed;
+    } else {
+        let cdp_val = get(scratch, CDP_VAL);
+        let new = if cdp_val.is_nan() {
+            if cf == Cf::Average {
+                pdp_temp * elapsed as f64
+            } else {
+                pdp_temp
+            }
+        } else {
+            match cf {
+                Cf::Average => cdp_val + pdp_temp * elapsed as f64,
+                Cf::Minimum => {
+                    if pdp_temp < cdp_val {
+                        pdp_temp
+                    } else {
+                        cdp_val
+                    }
+                }
+                Cf::Maximum => {
+                    if pdp_temp > cdp_val {
+                        pdp_temp
+                    } else {
+                        cdp_val
+                    }
+                }
+                _ => pdp_temp,
+            }
+        };
+        scratch[CDP_VAL] = new.to_bits();
+    }
+}
+
+/// The outcome of [`update_file`]: the error of the first failing argument
+/// (if any; earlier arguments were still applied and written), and the
+/// `updatev` summary when one was requested.
+pub struct UpdateReport {
+    pub error: Option<Error>,
+    pub summary: Option<Vec<(i64, usize, Vec<f64>)>>,
+}
+
+/// Updates one file with `args`, writing each changed row once and the live
+/// header once. Errors that prevent any work (cannot open, bad template) are
+/// returned as `Err`; an argument that fails is reported in
+/// [`UpdateReport::error`] after the earlier ones were written.
+pub fn update_file(path: &Path, args: &[String], opts: &UpdateOptions, verbose: bool) -> Result<UpdateReport> {
+    let mut rrd = Rrd::open(path, true)?;
+    update_rrd(&mut rrd, args, opts, verbose, Now::system())
+}
+
+/// [`update_file`] over any store.
+pub fn update_rrd<S: Store>(
+    rrd: &mut Rrd<S>,
+    args: &[String],
+    opts: &UpdateOptions,
+    verbose: bool,
+    now: Now,
+) -> Result<UpdateReport> {
+    if args.is_empty() {
+        return Err(Error::invalid("Not enough arguments"));
+    }
+    let mut sink = RowCollector { rows: BTreeMap::new(), summary: verbose.then(Vec::new) };
+    let mut error = None;
+    {
+        let mut updater = Updater::new(&mut rrd.header, opts, now)?;
+        for arg in args {
+            if let Err(msg) = updater.apply(arg, opts.skip_past_updates, &mut sink) {
+                error = Some(Error::invalid(format!("{}: {msg}", rrd.path.display())));
+                break;
+            }
+        }
+    }
+    for ((r, row), values) in &sink.rows {
+        rrd.write_row(*r, *row, values)?;
+    }
+    rrd.write_live()?;
+    Ok(UpdateReport { error, summary: sink.summary })
+}
