@@ -12,7 +12,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use rrd_format::{
-    Cf, CdpPrep, DsDef, Dst, Header, LiveHead, Name, PdpPrep, RraDef, Version, CDP_UNKN_PDP_CNT, CDP_VAL,
+    CdpPrep, Cf, DsDef, Dst, Header, LiveHead, Name, PdpPrep, RraDef, Version, CDP_UNKN_PDP_CNT, CDP_VAL,
     DS_MAX_VAL, DS_MIN_VAL, DS_MRHB_CNT, LAST_DS_LEN, PDP_UNKN_SEC_CNT, PDP_VAL, RRA_CDP_XFF_VAL,
 };
 
@@ -53,7 +53,10 @@ pub fn parse_ds(def: &str, earlier: &[&str]) -> Result<DsDef> {
         None => name_part,
         Some((n, mapped)) => {
             let mapped_name = mapped.split_once('[').map_or(mapped, |(m, idx)| {
-                if idx.strip_suffix(']').is_some_and(|d| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit())) {
+                if idx
+                    .strip_suffix(']')
+                    .is_some_and(|d| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit()))
+                {
                     m
                 } else {
                     ""
@@ -76,8 +79,9 @@ pub fn parse_ds(def: &str, earlier: &[&str]) -> Result<DsDef> {
     let dst = Dst::parse(dst_name).ok_or_else(|| err(format!("invalid DS type specified ({dst_name})")))?;
     let mut par = [0u64; 10];
     if dst == Dst::Compute {
-        let program = crate::rpn::Program::parse_compute(args, earlier).map_err(|e| err(e.to_string()))?;
-        par = program.to_par().map_err(|e| err(e.to_string()))?;
+        let program =
+            crate::rpn::Program::parse_compute(args, earlier).map_err(|e| err(e.rrdtool_message()))?;
+        par = program.to_par().map_err(|e| err(e.rrdtool_message()))?;
     } else {
         parse_generic_ds(args, &mut par)?;
     }
@@ -137,8 +141,8 @@ pub fn parse_rra(def: &str, step_secs: u64) -> Result<RraDef> {
                 if cf_text.is_empty() {
                     return Err(err("Failed to parse CF name"));
                 }
-                let parsed =
-                    Cf::parse(&cf_text).ok_or_else(|| err(format!("Unrecognized consolidation function {cf_text}")))?;
+                let parsed = Cf::parse(&cf_text)
+                    .ok_or_else(|| err(format!("Unrecognized consolidation function {cf_text}")))?;
                 if !parsed.is_classic() {
                     return Err(err(format!(
                         "creating {cf_text} (Holt-Winters) archives is not supported yet; \
@@ -199,7 +203,8 @@ pub fn build_header(opts: &CreateOptions, defs: &[String], now_secs: i64) -> Res
     let mut rra: Vec<RraDef> = Vec::new();
     let mut template_last_up = 0;
     if let Some(t) = &opts.template {
-        let trrd = Rrd::open(t, false).map_err(|e| err(format!("Cannot open template RRD {}: {e}", t.display())))?;
+        let trrd =
+            Rrd::open(t, false).map_err(|e| err(format!("Cannot open template RRD {}: {e}", t.display())))?;
         if step == 0 {
             step = trrd.header.pdp_step;
         }
@@ -261,7 +266,7 @@ pub fn build_header(opts: &CreateOptions, defs: &[String], now_secs: i64) -> Res
     let rra_ptr = rra.iter().map(|r| next_random(&mut seed) % r.row_count).collect();
     let header = Header {
         version,
-        stat_pad: [0; 3],
+        stat_pad: [0; 7],
         pdp_step: step,
         stat_par: [0; 10],
         ds,
@@ -312,7 +317,8 @@ pub fn write_file_with(
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let file_name = path.file_name().ok_or_else(|| err(format!("'{}' is not a file name", path.display())))?;
+    let file_name =
+        path.file_name().ok_or_else(|| err(format!("'{}' is not a file name", path.display())))?;
     let mut tmp_name = file_name.to_os_string();
     tmp_name.push(format!(".tmp{}", std::process::id()));
     let tmp = dir.join(tmp_name);
@@ -368,7 +374,12 @@ mod tests {
         let opts = CreateOptions { start: Some(1_000_000_000), step_secs: Some(300), ..Default::default() };
         let h = build_header(
             &opts,
-            &defs(&["DS:in:GAUGE:600:U:U", "DS:out:COUNTER:600:0:1e9", "RRA:AVERAGE:0.5:1:5", "RRA:MAX:0.5:3:4"]),
+            &defs(&[
+                "DS:in:GAUGE:600:U:U",
+                "DS:out:COUNTER:600:0:1e9",
+                "RRA:AVERAGE:0.5:1:5",
+                "RRA:MAX:0.5:3:4",
+            ]),
             0,
         )
         .unwrap();
@@ -394,7 +405,10 @@ mod tests {
     #[test]
     fn bad_definitions_are_refused_with_rrdtool_messages() {
         let msg = |d: &str| parse_ds(d, &[]).unwrap_err().to_string();
-        assert_eq!(msg("x:GAUGE:600:5:1"), "failed to parse data source 600:5:1: min must be less than max in DS definition");
+        assert_eq!(
+            msg("x:GAUGE:600:5:1"),
+            "failed to parse data source 600:5:1: min must be less than max in DS definition"
+        );
         assert_eq!(msg("x:FOO:600:U:U"), "invalid DS type specified (FOO)");
         assert_eq!(msg("x.y:GAUGE:600:U:U"), "invalid DS format");
         assert_eq!(msg("x:GAUGE:600:U"), "failed to parse data source 600:U: failed to extract min:max");
@@ -404,6 +418,9 @@ mod tests {
             parse_rra("RRA:AVERAGE:0.5:1", 300).unwrap_err().to_string(),
             "Expected at least 4 arguments for RRA but got 3"
         );
-        assert_eq!(parse_rra("RRA:AVERAGE:1:1:10", 300).unwrap_err().to_string(), "Invalid xff: must be between 0 and 1");
+        assert_eq!(
+            parse_rra("RRA:AVERAGE:1:1:10", 300).unwrap_err().to_string(),
+            "Invalid xff: must be between 0 and 1"
+        );
     }
 }

@@ -7,17 +7,18 @@
 //! daemon) belongs to the caller, not the math.
 
 pub mod attime;
-// pub mod create; (enabled once rpn and attime land)
+pub mod create;
 pub mod dump;
 pub mod error;
 pub mod fetch;
+pub mod info;
 pub mod numparse;
-pub mod rpn;
 pub mod restore;
+pub mod rpn;
 pub mod rrd;
 pub mod store;
+pub mod update;
 pub mod xport;
-// pub mod update;
 
 pub use error::{Error, Result};
 pub use rrd::Rrd;

@@ -267,7 +267,7 @@ mod tests {
     fn diff_handles_long_counters_and_signs() {
         assert_eq!(rrd_diff("18446744073709551615", "18446744073709551610"), 5.0);
         assert_eq!(rrd_diff("5", "10"), -5.0);
-        assert_eq!(rrd_diff("-5", "-10"), -5.0);
+        assert_eq!(rrd_diff("-5", "-10"), 5.0);
         assert!(rrd_diff("-5", "10").is_nan());
         assert!(rrd_diff("U", "10").is_nan());
         assert!(rrd_diff(&"9".repeat(31), "1").is_nan());

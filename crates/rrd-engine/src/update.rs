@@ -122,7 +122,10 @@ impl<'h> Updater<'h> {
         for ds in &header.ds {
             programs.push(if ds.dst == Dst::Compute {
                 Some(crate::rpn::Program::from_par(&ds.par).map_err(|e| {
-                    Error::invalid(format!("DS '{}' has an invalid COMPUTE expression: {e}", ds.name.as_str()))
+                    Error::invalid(format!(
+                        "DS '{}' has an invalid COMPUTE expression: {e}",
+                        ds.name.as_str()
+                    ))
                 })?)
             } else {
                 None
@@ -214,7 +217,10 @@ impl<'h> Updater<'h> {
         let fields: Vec<&str> = arg[sep_pos + 1..].split(':').collect();
         let tmpl_cnt = self.tmpl_idx.len();
         if fields.len() > tmpl_cnt {
-            return Err(ArgError::Fatal(format!("found extra data on update argument: {}", fields[tmpl_cnt..].join(":"))));
+            return Err(ArgError::Fatal(format!(
+                "found extra data on update argument: {}",
+                fields[tmpl_cnt..].join(":")
+            )));
         }
         if fields.len() != tmpl_cnt {
             return Err(ArgError::Fatal(format!(
@@ -383,7 +389,7 @@ impl<'h> Updater<'h> {
                 f64::from_bits(scratch[PDP_VAL]) / (diff_pdp_st.wrapping_sub(unkn) as f64 - pre_unknown)
             };
             if let Some(program) = &self.programs[i] {
-                pdp_temp[i] = program.eval(&pdp_temp).map_err(|e| ArgError::Fatal(e.to_string()))?;
+                pdp_temp[i] = program.eval(&pdp_temp).map_err(|e| ArgError::Fatal(e.rrdtool_message()))?;
             }
             if pdp_new[i].is_nan() {
                 scratch[PDP_UNKN_SEC_CNT] = post_int.floor() as u64;
@@ -405,8 +411,11 @@ impl<'h> Updater<'h> {
             let rra = &self.header.rra[r];
             let (cf, pdp_cnt, row_cnt, xff) = (rra.cf, rra.pdp_count, rra.row_count, rra.xff());
             let start_pdp_offset = pdp_cnt - proc_pdp_cnt % pdp_cnt;
-            let step_cnt =
-                if start_pdp_offset <= elapsed { ((elapsed - start_pdp_offset) / pdp_cnt + 1).min(row_cnt) } else { 0 };
+            let step_cnt = if start_pdp_offset <= elapsed {
+                ((elapsed - start_pdp_offset) / pdp_cnt + 1).min(row_cnt)
+            } else {
+                0
+            };
             steps.push(step_cnt);
             for (d, &temp) in pdp_temp.iter().enumerate() {
                 let scratch = &mut self.header.cdp[r * ds_count + d].scratch;
@@ -442,7 +451,8 @@ impl<'h> Updater<'h> {
                     *cur = 0;
                 }
                 let row = *cur;
-                let (slot, step_subtract) = if k == 0 { (CDP_PRIMARY_VAL, 1) } else { (CDP_SECONDARY_VAL, 2) };
+                let (slot, step_subtract) =
+                    if k == 0 { (CDP_PRIMARY_VAL, 1) } else { (CDP_SECONDARY_VAL, 2) };
                 let remaining = step_cnt - k;
                 // rrdtool computes this in unsigned arithmetic; wrapping
                 // reproduces the times its updatev prints.
@@ -570,7 +580,12 @@ pub struct UpdateReport {
 /// header once. Errors that prevent any work (cannot open, bad template) are
 /// returned as `Err`; an argument that fails is reported in
 /// [`UpdateReport::error`] after the earlier ones were written.
-pub fn update_file(path: &Path, args: &[String], opts: &UpdateOptions, verbose: bool) -> Result<UpdateReport> {
+pub fn update_file(
+    path: &Path,
+    args: &[String],
+    opts: &UpdateOptions,
+    verbose: bool,
+) -> Result<UpdateReport> {
     let mut rrd = Rrd::open(path, true)?;
     update_rrd(&mut rrd, args, opts, verbose, Now::system())
 }

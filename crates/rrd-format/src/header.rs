@@ -291,8 +291,8 @@ pub struct CdpPrep {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Header {
     pub version: Version,
-    /// The three bytes between the version string and the float cookie.
-    pub stat_pad: [u8; 3],
+    /// The seven bytes between the version string and the float cookie.
+    pub stat_pad: [u8; 7],
     pub pdp_step: u64,
     pub stat_par: Par,
     pub ds: Vec<DsDef>,
@@ -411,7 +411,7 @@ impl Header {
         let ds_count = sh.ds_count as usize;
         let rra_count = sh.rra_count as usize;
         let mut r = Reader { buf, pos: 9 };
-        let stat_pad = r.bytes::<3>();
+        let stat_pad = r.bytes::<7>();
         r.pos = 48;
         let stat_par = r.par();
 

@@ -32,7 +32,8 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
         options.start = Some(t);
     }
     if let Some(step) = p.value("step") {
-        let s = rrd_engine::numparse::scaled_duration(step, 1).map_err(|e| anyhow::anyhow!("step size: {e}"))?;
+        let s =
+            rrd_engine::numparse::scaled_duration(step, 1).map_err(|e| anyhow::anyhow!("step size: {e}"))?;
         options.step_secs = Some(s);
     }
     options.template = p.value("template").map(PathBuf::from);

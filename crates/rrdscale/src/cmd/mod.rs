@@ -4,16 +4,18 @@ use std::io::Write;
 
 use anyhow::{bail, Result};
 
-// mod create; mod update; (enabled once rpn and attime land)
+mod create;
 mod dump;
 mod fetch;
 mod first;
+mod info;
 mod last;
 mod lastupdate;
 mod list;
-mod xport;
 mod pipe;
 mod restore;
+mod update;
+mod xport;
 
 /// Runs one command line (without the program name), writing its output.
 pub fn dispatch(args: &[String], out: &mut dyn Write) -> Result<()> {
@@ -27,14 +29,15 @@ pub fn dispatch(args: &[String], out: &mut dyn Write) -> Result<()> {
         "dump" => dump::run(rest, out),
         "fetch" => fetch::run(rest, out),
         "first" => first::run(rest, out),
+        "info" => info::run(rest, out),
         "last" => last::run(rest, out),
         "lastupdate" => lastupdate::run(rest, out),
         "list" => list::run(rest, out),
         "xport" => xport::run(rest, out),
         "restore" => restore::run(rest, out),
-        // "create" => create::run(rest, out),
-        // "update" => update::run(rest, out, false),
-        // "updatev" => update::run(rest, out, true),
+        "create" => create::run(rest, out),
+        "update" => update::run(rest, out, false),
+        "updatev" => update::run(rest, out, true),
         other => {
             let _ = rest;
             bail!("unknown command '{other}'")
@@ -64,7 +67,10 @@ pub fn command_usage(out: &mut dyn Write, synopsis: &str) -> Result<()> {
 
 /// Seconds since the epoch.
 pub fn now_secs() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }
 
 /// A double as rrdtool's info-style output prints it: `%0.10e`, or `NaN`.

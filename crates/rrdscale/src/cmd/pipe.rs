@@ -65,7 +65,13 @@ pub fn run(input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
         if args[0] == "quit" {
             break;
         }
-        match super::dispatch(&args, out) {
+        // `restore -` reads the XML from the same stream as the commands.
+        let result = if args[0] == "restore" {
+            super::restore::run_with_input(&args[1..], out, input)
+        } else {
+            super::dispatch(&args, out)
+        };
+        match result {
             Ok(()) => {
                 let (u, s) = cpu_times();
                 writeln!(out, "OK u:{u:.2} s:{s:.2} r:{:.2}", start.elapsed().as_secs_f64())?;

@@ -1,0 +1,460 @@
+//! `fetch`: choosing an archive for a time range and reading its rows, as
+//! RRDtool 1.7.2's `rrd_fetch_fn` does, plus the two `%e` formattings of
+//! values RRDtool uses: glibc's `printf` (fetch, info) and its own
+//! `rrd_snprintf` (xport, dump), which differ in the last digit near ties.
+//!
+//! Archive choice, in RRDtool's words: among the RRAs whose CF matches (or,
+//! for the four classic CFs, any classic RRA with one PDP per row), prefer
+//! one that covers the whole requested start ("full match") with the step
+//! closest to the requested resolution; failing that, the one that covers
+//! the most of the range ("partial match"), ties broken by the closer step.
+//! The first candidate wins every tie. Start is then rounded down to the
+//! step, end rounded up past the next boundary, and rows outside the archive
+//! come back as NaN.
+//!
+//! Invariants: the result holds exactly `(end - start) / step` rows of
+//! `ds_count` values each, the row stamped `start + step` first. Only the
+//! rows in range are read, in at most two reads (the range may wrap around
+//! the end of the ring).
+//!
+//! Deliberately absent: option parsing, AT-style times, the 1980 sanity check
+//! and the printing of the table (the CLI owns those); pending values of a
+//! daemon's cache (a caller merges them).
+
+use rrd_format::{Cf, Header};
+
+use crate::error::{Error, Result};
+use crate::rrd::Rrd;
+use crate::store::Store;
+
+/// The NaN RRDtool fills rows outside an archive with (the x86 default NaN,
+/// sign bit set, which `printf` shows as `-nan`).
+pub const FILL_NAN: f64 = f64::from_bits(0xfff8_0000_0000_0000);
+
+/// The most values one fetch returns (2 GiB of doubles). RRDtool has no
+/// limit but its malloc; a request beyond this is refused, not attempted.
+pub const MAX_FETCH_VALUES: usize = 1 << 28;
+
+/// Rows of one archive over a time range.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FetchResult {
+    /// Start of the range, a multiple of `step_secs`. The first row is
+    /// stamped `start + step_secs`.
+    pub start: i64,
+    /// End of the range (the stamp of the last row), a multiple of `step_secs`.
+    pub end: i64,
+    pub step_secs: u64,
+    /// The archive the rows come from.
+    pub rra_index: usize,
+    pub ds_names: Vec<String>,
+    /// Row-major: `row_count() × ds_names.len()` values.
+    pub data: Vec<f64>,
+}
+
+impl FetchResult {
+    pub fn row_count(&self) -> usize {
+        self.data.len().checked_div(self.ds_names.len()).unwrap_or(0)
+    }
+
+    /// The values of row `i` (stamped `start + (i + 1) × step`).
+    pub fn row(&self, i: usize) -> &[f64] {
+        let n = self.ds_names.len();
+        &self.data[i * n..(i + 1) * n]
+    }
+
+    /// The time stamp of row `i`.
+    pub fn row_time(&self, i: usize) -> i64 {
+        self.start + (i as i64 + 1) * self.step_secs as i64
+    }
+}
+
+/// Seconds covered by one row of RRA `rra_index`, or an error for a file
+/// whose step × pdp_cnt does not fit.
+fn rra_step_secs(header: &Header, rra_index: usize) -> Result<i64> {
+    header
+        .pdp_step
+        .checked_mul(header.rra[rra_index].pdp_count)
+        .and_then(|s| i64::try_from(s).ok())
+        .ok_or_else(|| Error::invalid(format!("the step of RRA {rra_index} overflows")))
+}
+
+/// Whether RRA `rra_cf` may serve a request for `wanted`: the same CF, or
+/// (1.7.2's shortcut) both classic when the RRA holds one PDP per row, since
+/// then AVERAGE, MIN, MAX and LAST of one value are the same number.
+fn cf_serves(wanted: Cf, rra_cf: Cf, pdp_count: u64) -> bool {
+    rra_cf == wanted || (pdp_count == 1 && wanted.is_classic() && rra_cf.is_classic())
+}
+
+/// The archive `fetch` reads for `cf` over `start..end` at the wished
+/// resolution, or None when no RRA serves `cf`.
+pub fn choose_rra(
+    header: &Header,
+    cf: Cf,
+    start: i64,
+    end: i64,
+    resolution_secs: u64,
+) -> Result<Option<usize>> {
+    let last_up = header.live.last_up as i128;
+    let wished = resolution_secs as i128;
+    let mut best_full: Option<(usize, i128)> = None;
+    let mut best_part: Option<(usize, i128, i128)> = None;
+    for (i, rra) in header.rra.iter().enumerate() {
+        if !cf_serves(cf, rra.cf, rra.pdp_count) {
+            continue;
+        }
+        let step = rra_step_secs(header, i)? as i128;
+        let cal_end = last_up - last_up % step;
+        let cal_start = cal_end - step * rra.row_count as i128;
+        let step_diff = (wished - step).abs();
+        if cal_start <= start as i128 {
+            if !matches!(best_full, Some((_, d)) if step_diff >= d) {
+                best_full = Some((i, step_diff));
+            }
+        } else {
+            let covered = (end as i128 - start as i128) - (cal_start - start as i128);
+            let better = match best_part {
+                None => true,
+                Some((_, d, m)) => m < covered || (m == covered && step_diff < d),
+            };
+            if better {
+                best_part = Some((i, step_diff, covered));
+            }
+        }
+    }
+    Ok(best_full.map(|b| b.0).or(best_part.map(|b| b.0)))
+}
+
+/// Fetches `cf` data for `start..end` at (about) `resolution_secs`, exactly
+/// as `rrdtool fetch` and the graph/xport DEFs do.
+pub fn fetch<S: Store>(
+    rrd: &Rrd<S>,
+    cf: Cf,
+    start: i64,
+    end: i64,
+    resolution_secs: u64,
+) -> Result<FetchResult> {
+    let header = &rrd.header;
+    let rra_index = choose_rra(header, cf, start, end, resolution_secs)?
+        .ok_or_else(|| Error::invalid("the RRD does not contain an RRA matching the chosen CF"))?;
+    let step = rra_step_secs(header, rra_index)?;
+    // Wide arithmetic: the times come from the caller and the step and row
+    // count from the file, and neither may make this panic. C's `%`
+    // truncates toward zero, as i128's does.
+    let wide_step = step as i128;
+    let start = start as i128 - start as i128 % wide_step;
+    let end = end as i128 + (wide_step - end as i128 % wide_step);
+    let (Ok(start_secs), Ok(end_secs)) = (i64::try_from(start), i64::try_from(end)) else {
+        return Err(Error::invalid("the fetch range is out of range"));
+    };
+    let row_count = header.rra[rra_index].row_count as i128;
+    let ds_count = header.ds.len();
+    let wanted_rows = usize::try_from((end - start) / wide_step)
+        .map_err(|_| Error::invalid("the fetch end precedes its start"))?;
+    if !matches!(wanted_rows.checked_mul(ds_count), Some(n) if n <= MAX_FETCH_VALUES) {
+        return Err(Error::invalid("fetch data size overflow"));
+    }
+
+    let last_up = header.live.last_up as i128;
+    let rra_end = last_up - last_up % wide_step;
+    let rra_start = rra_end - wide_step * (row_count - 1);
+    // Row i of the archive (0 = oldest) is stamped rra_start + i × step; the
+    // requested rows are i = first .. last (exclusive).
+    let first = (start + wide_step - rra_start) / wide_step;
+    let last = row_count - (rra_end - end) / wide_step;
+    debug_assert_eq!(last - first, wanted_rows as i128);
+
+    let mut data = Vec::with_capacity(wanted_rows * ds_count);
+    let valid_from = first.max(0);
+    let valid_to = last.min(row_count);
+    // Both pads are at most wanted_rows, which is bounded above.
+    let fill = |data: &mut Vec<f64>, rows: i128| {
+        data.resize(data.len() + rows.max(0) as usize * ds_count, FILL_NAN);
+    };
+    fill(&mut data, valid_from.min(last) - first);
+    if valid_from < valid_to {
+        // The oldest row sits just after cur_row; archive row i is ring row
+        // (cur_row + 1 + i) mod row_count. Every value here is below
+        // row_count, so it fits a u64.
+        let cur_row = rrd.header.rra_ptr[rra_index] as i128;
+        let ring_first = (cur_row + 1 + valid_from) % row_count;
+        let count = valid_to - valid_from;
+        let before_wrap = count.min(row_count - ring_first);
+        data.extend(rrd.read_rows(rra_index, ring_first as u64, before_wrap as u64)?);
+        if before_wrap < count {
+            data.extend(rrd.read_rows(rra_index, 0, (count - before_wrap) as u64)?);
+        }
+    }
+    fill(&mut data, last - valid_to.max(first));
+    let (start, end) = (start_secs, end_secs);
+
+    let ds_names = header.ds.iter().map(|d| d.name.as_str().to_string()).collect();
+    Ok(FetchResult { start, end, step_secs: step as u64, rra_index, ds_names, data })
+}
+
+/// Formats `value` as C's `printf("%.{precision}e")` does with glibc: a
+/// mantissa with `precision` decimals, ties to even (like glibc on exact
+/// binary values), an exponent of at least two digits, and `nan`, `-nan`,
+/// `inf`, `-inf` for the special values.
+pub fn printf_e(value: f64, precision: usize) -> String {
+    if value.is_nan() {
+        return if value.is_sign_negative() { "-nan".into() } else { "nan".into() };
+    }
+    if value.is_infinite() {
+        return if value < 0.0 { "-inf".into() } else { "inf".into() };
+    }
+    let rust = format!("{value:.precision$e}");
+    let (mantissa, exp) = rust.split_once('e').expect("LowerExp always writes an exponent");
+    let exp: i32 = exp.parse().expect("LowerExp writes a decimal exponent");
+    let sign = if exp < 0 { '-' } else { '+' };
+    format!("{mantissa}e{sign}{:02}", exp.unsigned_abs())
+}
+
+/// `printf("%0.10e")`, the format of every value `fetch`, `info`, `xport`
+/// and `dump` print.
+pub fn printf_e10(value: f64) -> String {
+    printf_e(value, 10)
+}
+
+/// `rrd_snprintf("%0.{precision}e")`: how 1.7.2's `xport` and `dump` print
+/// values. Its
+/// own portable printf (C99-snprintf, built with `long double` being plain
+/// `double`) scales the value by powers of ten computed in doubles and
+/// rounds half up, so near ties its last digit can differ from glibc's
+/// exact `printf` (which `fetch` and `info` use). Negative zero prints
+/// without a sign; the exponent is clamped to the range of a double's
+/// decimal exponents, which is what makes subnormals print as `0.000…e-308`.
+pub fn rrd_snprintf_e(value: f64, precision: usize) -> String {
+    // DBL_MIN_10_EXP and DBL_MAX_10_EXP.
+    const MIN_10_EXP: i32 = -307;
+    const MAX_10_EXP: i32 = 308;
+    let sign = if value < 0.0 { "-" } else { "" };
+    if value.is_nan() {
+        return format!("{sign}nan");
+    }
+    if value.is_infinite() {
+        return format!("{sign}inf");
+    }
+    let precision = precision.min(19);
+    let pow10 = |mut e: i32| {
+        let mut r = 1.0f64;
+        while e > 0 {
+            r *= 10.0;
+            e -= 1;
+        }
+        while e < 0 {
+            r /= 10.0;
+            e += 1;
+        }
+        r
+    };
+    // The decimal exponent, found by repeated scaling (each step rounded).
+    let mut exponent = 0i32;
+    let mut tmp = value.abs();
+    loop {
+        if !(tmp < 1.0 && tmp > 0.0) {
+            break;
+        }
+        exponent -= 1;
+        if exponent < MIN_10_EXP {
+            break;
+        }
+        tmp *= 10.0;
+    }
+    loop {
+        if tmp < 10.0 {
+            break;
+        }
+        exponent += 1;
+        if exponent > MAX_10_EXP {
+            break;
+        }
+        tmp /= 10.0;
+    }
+    let scaled = value.abs() / pow10(exponent);
+    // C's cast to uintmax_t, refusing what does not fit.
+    let trunc = |v: f64| if v >= u64::MAX as f64 { None } else { Some(v as u64) };
+    let Some(mut int_part) = trunc(scaled) else { return String::new() };
+    let mask_u = pow10(precision as i32) as u64;
+    let product = mask_u as f64 * (scaled - int_part as f64);
+    let mut frac_part = match trunc(product) {
+        Some(t) if product - t as f64 >= 0.5 => t + 1,
+        Some(t) => t,
+        None => u64::MAX,
+    };
+    if frac_part >= mask_u {
+        int_part += 1;
+        frac_part = 0;
+        if int_part == 10 {
+            int_part = 1;
+            exponent += 1;
+        }
+    }
+    let esign = if exponent < 0 { '-' } else { '+' };
+    let mut out = format!("{sign}{int_part}");
+    if precision > 0 {
+        out.push_str(&format!(".{frac_part:0precision$}"));
+    }
+    out.push_str(&format!("e{esign}{:02}", exponent.unsigned_abs()));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemStore;
+    use rrd_format::{CdpPrep, DsDef, Dst, LiveHead, Name, PdpPrep, RraDef, Version};
+    use std::path::Path;
+
+    #[test]
+    fn values_print_like_rrd_snprintf() {
+        assert_eq!(rrd_snprintf_e(20.111111111111, 10), "2.0111111111e+01");
+        assert_eq!(rrd_snprintf_e(0.0, 10), "0.0000000000e+00");
+        // No sign on negative zero, unlike glibc.
+        assert_eq!(rrd_snprintf_e(-0.0, 10), "0.0000000000e+00");
+        assert_eq!(rrd_snprintf_e(-1.5e100, 10), "-1.5000000000e+100");
+        assert_eq!(rrd_snprintf_e(f64::NEG_INFINITY, 10), "-inf");
+        assert_eq!(rrd_snprintf_e(9.99999999999, 10), "1.0000000000e+01");
+        // A subnormal: the exponent stops at -308 (rrdtool 1.7.2 printed this
+        // very string for these bits).
+        assert_eq!(rrd_snprintf_e(f64::from_bits(1_600_000_000), 10), "0.0000007905e-308");
+    }
+
+    #[test]
+    fn printf_e_matches_glibc() {
+        assert_eq!(printf_e10(20.111111111111), "2.0111111111e+01");
+        assert_eq!(printf_e10(0.0), "0.0000000000e+00");
+        assert_eq!(printf_e10(-0.0), "-0.0000000000e+00");
+        assert_eq!(printf_e10(1e-300), "1.0000000000e-300");
+        assert_eq!(printf_e10(1.5e100), "1.5000000000e+100");
+        assert_eq!(printf_e10(f64::NAN), "nan");
+        assert_eq!(printf_e10(FILL_NAN), "-nan");
+        assert_eq!(printf_e10(f64::NEG_INFINITY), "-inf");
+        // An exact tie rounds to even, as glibc does.
+        assert_eq!(printf_e10(100000000005.0), "1.0000000000e+11");
+        assert_eq!(printf_e10(100000000015.0), "1.0000000002e+11");
+        assert_eq!(printf_e(1.125, 2), "1.12e+00");
+    }
+
+    /// A one-DS file with the given RRAs (cf, pdp_count, row_count), rows
+    /// filled with `ring position + 1000 × rra index` so reads can be checked.
+    fn file(step: u64, last_up: i64, rras: &[(Cf, u64, u64, u64)]) -> Rrd<MemStore> {
+        let ds = vec![DsDef {
+            name: Name::new("x"),
+            dst_name: Name::new("GAUGE"),
+            dst: Dst::Gauge,
+            par: [600, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        }];
+        let rra = rras
+            .iter()
+            .map(|&(cf, pdp_count, row_count, _)| RraDef {
+                cf_name: Name::new(cf.name()),
+                cf,
+                pad: [0; 4],
+                row_count,
+                pdp_count,
+                par: [0.5f64.to_bits(), 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            })
+            .collect::<Vec<_>>();
+        let header = Header {
+            version: Version(3),
+            stat_pad: [0; 7],
+            pdp_step: step,
+            stat_par: [0; 10],
+            ds,
+            rra,
+            live: LiveHead { last_up, last_up_usec: 0 },
+            pdp: vec![PdpPrep { last_ds: [0; 30], pad: [0; 2], scratch: [0; 10] }],
+            cdp: rras.iter().map(|_| CdpPrep { scratch: [0; 10] }).collect(),
+            rra_ptr: rras.iter().map(|r| r.3).collect(),
+        };
+        let mut bytes = header.encode();
+        for (i, r) in rras.iter().enumerate() {
+            for row in 0..r.2 {
+                bytes.extend_from_slice(&((row + 1000 * i as u64) as f64).to_le_bytes());
+            }
+        }
+        Rrd::from_store(Path::new("mem.rrd"), MemStore::new(bytes)).unwrap()
+    }
+
+    #[test]
+    fn rows_wrap_around_the_ring_and_pad_with_nan() {
+        // 10 rows of 300 s, cur_row 3: the oldest row is ring row 4.
+        let rrd = file(300, 6000 + 150, &[(Cf::Average, 1, 10, 3)]);
+        // rra_end = 6000, rra_start = 3300. Ask 2700..6599: one row before
+        // the archive, its ten rows, two after.
+        let r = fetch(&rrd, Cf::Average, 2700, 6599, 1).unwrap();
+        assert_eq!((r.start, r.end, r.step_secs), (2700, 6600, 300));
+        let want: Vec<f64> = [f64::NAN]
+            .into_iter()
+            .chain([4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 0.0, 1.0, 2.0, 3.0])
+            .chain([f64::NAN, f64::NAN])
+            .collect();
+        assert_eq!(r.row_count(), want.len());
+        for (got, want) in r.data.iter().zip(&want) {
+            assert!(got == want || (got.is_nan() && want.is_nan()), "{:?}", r.data);
+        }
+        assert_eq!(r.row_time(0), 3000);
+    }
+
+    /// A store that records every read (offset, length) it serves.
+    struct Counting(MemStore, std::sync::Mutex<Vec<(u64, usize)>>);
+
+    impl Store for Counting {
+        fn len(&self) -> std::io::Result<u64> {
+            self.0.len()
+        }
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+            self.1.lock().unwrap().push((offset, buf.len()));
+            self.0.read_at(buf, offset)
+        }
+        fn write_at(&self, _: &[u8], _: u64) -> std::io::Result<()> {
+            panic!("fetch must not write");
+        }
+    }
+
+    #[test]
+    fn reads_only_the_rows_in_range_in_at_most_two_reads() {
+        let mem = file(300, 6000 + 150, &[(Cf::Average, 1, 10, 3), (Cf::Average, 4, 10, 0)]);
+        let bytes = mem.store.into_inner();
+        let rrd =
+            Rrd::from_store(Path::new("c.rrd"), Counting(MemStore::new(bytes), Default::default())).unwrap();
+        rrd.store.1.lock().unwrap().clear();
+        // Rows stamped 3600..6000 are ring rows 5..9 then 0..3 (wrapped):
+        // two reads of exactly those rows.
+        let r = fetch(&rrd, Cf::Average, 3300, 5700, 300).unwrap();
+        assert_eq!(r.data, vec![5.0, 6.0, 7.0, 8.0, 9.0, 0.0, 1.0, 2.0, 3.0]);
+        let reads = rrd.store.1.lock().unwrap().clone();
+        let row0 = rrd.layout.row_off(0, 0);
+        assert_eq!(reads, vec![(row0 + 5 * 8, 5 * 8), (row0, 4 * 8)]);
+        // A range wholly outside the archive reads nothing.
+        rrd.store.1.lock().unwrap().clear();
+        let r = fetch(&rrd, Cf::Average, 7000, 8000, 300).unwrap();
+        assert!(r.data.iter().all(|v| v.is_nan()));
+        assert!(rrd.store.1.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn hostile_times_and_steps_are_errors_not_panics() {
+        let rrd = file(300, 6150, &[(Cf::Average, 1, 10, 3)]);
+        assert!(fetch(&rrd, Cf::Average, i64::MIN, i64::MAX, 1).is_err());
+        assert!(fetch(&rrd, Cf::Average, 0, i64::MAX, 1).is_err());
+        assert!(fetch(&rrd, Cf::Average, 5000, 100, 1).is_err());
+        assert!(fetch(&rrd, Cf::Average, i64::MAX - 10, i64::MAX, u64::MAX).is_err());
+        // A step whose archive spans more than i64 seconds.
+        let huge = file(u64::MAX / 2, 6150, &[(Cf::Average, 3, 10, 3)]);
+        assert!(fetch(&huge, Cf::Average, 0, 100, 1).is_err());
+    }
+
+    #[test]
+    fn full_match_beats_partial_and_closest_step_wins() {
+        let rrd = file(300, 1_000_000, &[(Cf::Average, 1, 10, 0), (Cf::Average, 12, 100, 0)]);
+        // Only the coarse archive covers a start a day back.
+        assert_eq!(choose_rra(&rrd.header, Cf::Average, 1_000_000 - 86_400, 1_000_000, 1).unwrap(), Some(1));
+        // Both cover the last 10 minutes: the one closest to 300 s wins.
+        assert_eq!(choose_rra(&rrd.header, Cf::Average, 1_000_000 - 600, 1_000_000, 1).unwrap(), Some(0));
+        assert_eq!(choose_rra(&rrd.header, Cf::Average, 1_000_000 - 600, 1_000_000, 3600).unwrap(), Some(1));
+        // MIN is served by the one-PDP AVERAGE archive, MAX of 12 PDPs is not.
+        assert_eq!(choose_rra(&rrd.header, Cf::Minimum, 1_000_000 - 600, 1_000_000, 1).unwrap(), Some(0));
+        assert_eq!(choose_rra(&rrd.header, Cf::HwPredict, 0, 1, 1).unwrap(), None);
+    }
+}
