@@ -7,12 +7,14 @@
 //! daemon) belongs to the caller, not the math.
 
 pub mod attime;
+pub mod batch;
 pub mod create;
 pub mod dump;
 pub mod error;
 pub mod fetch;
 pub mod info;
 pub mod numparse;
+pub mod plan;
 pub mod restore;
 pub mod rpn;
 pub mod rrd;

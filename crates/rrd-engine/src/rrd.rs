@@ -19,13 +19,17 @@ pub struct Rrd<S: Store = File> {
 
 impl Rrd<File> {
     /// Opens a file for reading (`write == false`) or reading and writing,
-    /// and reads and validates its header. Reads the header only.
+    /// and reads and validates its header. Reads the header only, with
+    /// readahead off (`POSIX_FADV_RANDOM`, given before the first read):
+    /// every command reads exactly the ranges it asks for, so readahead
+    /// could only pull in pages nobody needs.
     pub fn open(path: &Path, write: bool) -> Result<Rrd<File>> {
         let file = OpenOptions::new()
             .read(true)
             .write(write)
             .open(path)
             .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+        let _ = crate::batch::advise(&file, crate::batch::Advice::Random, 0, 0);
         Rrd::from_store(path, file)
     }
 }

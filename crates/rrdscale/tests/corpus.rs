@@ -40,8 +40,16 @@ fn corpus_outputs_match_rrdtool_byte_for_byte() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
     for name in CORPUS {
         let file = format!("{name}.rrd");
-        assert_same(&format!("dump {file}"), &rrdscale(&dir, &["dump", &file]), &golden(&dir, &format!("{name}.dump.xml")));
-        assert_same(&format!("info {file}"), &rrdscale(&dir, &["info", &file]), &golden(&dir, &format!("{name}.info.txt")));
+        assert_same(
+            &format!("dump {file}"),
+            &rrdscale(&dir, &["dump", &file]),
+            &golden(&dir, &format!("{name}.dump.xml")),
+        );
+        assert_same(
+            &format!("info {file}"),
+            &rrdscale(&dir, &["info", &file]),
+            &golden(&dir, &format!("{name}.info.txt")),
+        );
         assert_same(
             &format!("lastupdate {file}"),
             &rrdscale(&dir, &["lastupdate", &file]),

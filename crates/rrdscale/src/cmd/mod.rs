@@ -25,7 +25,7 @@ pub fn dispatch(args: &[String], out: &mut dyn Write) -> Result<()> {
     };
     match name.as_str() {
         "-h" | "--help" | "help" => usage(out),
-        "-" => pipe::run(&mut std::io::stdin().lock(), out),
+        "-" => pipe::run(&mut std::io::BufReader::with_capacity(1 << 20, std::io::stdin()), out),
         "dump" => dump::run(rest, out),
         "fetch" => fetch::run(rest, out),
         "first" => first::run(rest, out),

@@ -1,11 +1,24 @@
 //! `rrdscale -`: one command per line on standard input, each answered by
 //! its output and an `OK u:… s:… r:…` or `ERROR: …` line, as `rrdtool -`
 //! does. Commands run in-process, so a long stream costs no process starts.
+//!
+//! Updates go through a [`BatchUpdater`]: files stay open between commands
+//! (bounded), readahead is off, and when several update lines are already
+//! waiting in the input buffer, the pages they will touch are requested
+//! from the disk all at once before the first of them runs. Only lines
+//! already received are looked at, so an interactive client that waits for
+//! each answer before sending the next line is never blocked.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::time::Instant;
 
 use anyhow::Result;
+use rrd_engine::batch::{BatchUpdater, UpdateRequest};
+
+/// Open files kept between commands.
+const MAX_OPEN_FILES: usize = 512;
+/// Update lines prefetched together.
+const LOOKAHEAD_MAX: usize = 256;
 
 /// Splits a line into arguments: whitespace separates, single or double
 /// quotes group (without the quotes).
@@ -50,8 +63,26 @@ fn cpu_times() -> (f64, f64) {
     }
 }
 
-pub fn run(input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
+/// An update line that can go through the batch path (not `--daemon`).
+fn batchable(args: &[String]) -> Option<(UpdateRequest, bool)> {
+    let verbose = match args.first().map(String::as_str) {
+        Some("update") => false,
+        Some("updatev") => true,
+        _ => return None,
+    };
+    if args.iter().any(|a| a == "-d" || a.starts_with("--daemon") || a.starts_with("-d")) {
+        return None;
+    }
+    match super::update::parse_request(&args[1..]) {
+        Ok(Some(req)) => Some((req, verbose)),
+        _ => None,
+    }
+}
+
+pub fn run<R: Read>(input: &mut BufReader<R>, out: &mut dyn Write) -> Result<()> {
     let start = Instant::now();
+    let mut updater = BatchUpdater::new(MAX_OPEN_FILES);
+    let mut prefetched_ahead = 0usize;
     let mut line = String::new();
     loop {
         line.clear();
@@ -65,8 +96,26 @@ pub fn run(input: &mut dyn BufRead, out: &mut dyn Write) -> Result<()> {
         if args[0] == "quit" {
             break;
         }
-        // `restore -` reads the XML from the same stream as the commands.
-        let result = if args[0] == "restore" {
+        let result = if let Some((req, verbose)) = batchable(&args) {
+            if prefetched_ahead == 0 {
+                // This update and the update lines already buffered behind it.
+                let buffered = String::from_utf8_lossy(input.buffer()).into_owned();
+                let mut reqs = vec![req.clone()];
+                for l in buffered.lines().take(LOOKAHEAD_MAX) {
+                    match batchable(&split_line(l)) {
+                        Some((r, _)) => reqs.push(r),
+                        None => break,
+                    }
+                }
+                prefetched_ahead = reqs.len();
+                let refs: Vec<&UpdateRequest> = reqs.iter().collect();
+                updater.prefetch(&refs);
+            }
+            prefetched_ahead -= 1;
+            let outcome = updater.update(&req, verbose);
+            super::update::report(out, &req.path, outcome, verbose)
+        } else if args[0] == "restore" {
+            // `restore -` reads the XML from the same stream as the commands.
             super::restore::run_with_input(&args[1..], out, input)
         } else {
             super::dispatch(&args, out)

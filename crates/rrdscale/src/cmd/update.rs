@@ -1,10 +1,13 @@
-//! `rrdscale update` and `updatev`.
+//! `rrdscale update` and `updatev`: parsing rrdtool's options into an
+//! [`UpdateRequest`], running it, and printing what rrdtool prints.
+//! Pipe mode reuses the parsing and printing with its batch updater.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
-use rrd_engine::update::{self, UpdateOptions};
+use rrd_engine::batch::UpdateRequest;
+use rrd_engine::update::{self, UpdateOptions, UpdateReport};
 
 use crate::opts::{self, flag, value};
 
@@ -15,26 +18,50 @@ const SPECS: &[opts::Spec] = &[
     value(Some('L'), "locking"),
 ];
 
-pub fn run(args: &[String], out: &mut dyn Write, verbose: bool) -> Result<()> {
+const SYNOPSIS: &str = "update filename [--template|-t ds-name:ds-name:...] [--skip-past-updates|-s] [--daemon|-d <address>] time|N:value[:value...]";
+
+/// Parses `update` arguments. `Ok(None)`: no arguments at all (rrdtool
+/// prints its help and succeeds).
+pub fn parse_request(args: &[String]) -> Result<Option<UpdateRequest>> {
     if args.is_empty() {
-        return super::command_usage(
-            out,
-            "update filename [--template|-t ds-name:ds-name:...] [--skip-past-updates|-s] [--daemon|-d <address>] time|N:value[:value...]",
-        );
+        return Ok(None);
     }
     let p = opts::parse(args, SPECS)?;
-    let options = UpdateOptions {
+    let opts = UpdateOptions {
         template: p.value("template").map(str::to_string),
         skip_past_updates: p.has("skip-past-updates"),
     };
     if p.operands.len() < 2 {
-        if verbose {
-            writeln!(out, "return_value = -1")?;
-        }
         bail!("Not enough arguments");
     }
     let (file, values) = p.operands.split_first().expect("checked above");
-    let report = match update::update_file(Path::new(file), values, &options, verbose) {
+    Ok(Some(UpdateRequest { path: PathBuf::from(file), args: values.to_vec(), opts }))
+}
+
+pub fn run(args: &[String], out: &mut dyn Write, verbose: bool) -> Result<()> {
+    let req = match parse_request(args) {
+        Ok(Some(r)) => r,
+        Ok(None) => return super::command_usage(out, SYNOPSIS),
+        Err(e) => {
+            if verbose {
+                writeln!(out, "return_value = -1")?;
+            }
+            return Err(e);
+        }
+    };
+    let result = update::update_file(&req.path, &req.args, &req.opts, verbose);
+    report(out, &req.path, result, verbose)
+}
+
+/// Prints an update's outcome as rrdtool does: for `updatev`, the return
+/// value and one line per value written; the first error as the result.
+pub fn report(
+    out: &mut dyn Write,
+    path: &Path,
+    result: rrd_engine::Result<UpdateReport>,
+    verbose: bool,
+) -> Result<()> {
+    let report = match result {
         Ok(r) => r,
         Err(e) => {
             if verbose {
@@ -46,18 +73,21 @@ pub fn run(args: &[String], out: &mut dyn Write, verbose: bool) -> Result<()> {
     if verbose {
         let rc = if report.error.is_some() { -1 } else { 0 };
         writeln!(out, "return_value = {rc}")?;
-        let header = rrd_engine::Rrd::open(Path::new(file), false).ok();
-        for (time, rra_index, values) in report.summary.unwrap_or_default() {
-            for (d, v) in values.iter().enumerate() {
-                let (cf, pdp, ds) = match &header {
-                    Some(r) => (
-                        r.header.rra[rra_index].cf_name.as_str().to_string(),
-                        r.header.rra[rra_index].pdp_count,
-                        r.header.ds[d].name.as_str().to_string(),
-                    ),
-                    None => (String::from("?"), 0, String::from("?")),
-                };
-                writeln!(out, "[{time}]RRA[{cf}][{pdp}]DS[{ds}] = {}", super::fmt_info_value(*v))?;
+        let summary = report.summary.as_deref().unwrap_or_default();
+        if !summary.is_empty() {
+            let rrd = rrd_engine::Rrd::open(path, false)?;
+            for (time, rra_index, values) in summary {
+                let rra = &rrd.header.rra[*rra_index];
+                for (d, v) in values.iter().enumerate() {
+                    writeln!(
+                        out,
+                        "[{time}]RRA[{}][{}]DS[{}] = {}",
+                        rra.cf_name.as_str(),
+                        rra.pdp_count,
+                        rrd.header.ds[d].name.as_str(),
+                        super::fmt_info_value(*v)
+                    )?;
+                }
             }
         }
     }

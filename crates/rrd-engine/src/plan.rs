@@ -1,0 +1,169 @@
+//! Knowing what an update will touch before touching it.
+//!
+//! Given a file's header state and the update arguments, [`plan_update`]
+//! returns the exact byte ranges the update reads and writes, and the pages
+//! they fall in. It runs the real update arithmetic on a copy of the header
+//! (the math never does I/O, so this costs microseconds and no syscalls), so
+//! the plan cannot drift from what [`crate::update`] does.
+//!
+//! Users: the page-cache simulator and benchmarks (pages per update), the
+//! daemon and pipe mode (prefetch exactly the pages the next updates need,
+//! many files at once, before writing any of them).
+
+use std::ops::Range;
+
+use rrd_format::{Header, Layout};
+
+use crate::update::{Now, RowSink, UpdateOptions, Updater};
+
+/// The bytes an update touches, in file order, adjacent ranges merged.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UpdatePlan {
+    /// Bytes read: the header (an update reads nothing else).
+    pub reads: Vec<Range<u64>>,
+    /// Bytes written: the rows it produces and the live header.
+    pub writes: Vec<Range<u64>>,
+    /// The header after the update (what the file will hold).
+    pub header_after: Option<Header>,
+    /// The first argument that would fail, if any (the plan covers the
+    /// arguments before it, which rrdtool also applies).
+    pub error: Option<String>,
+}
+
+/// Page size assumed for page lists (x86_64 Linux).
+pub const PAGE_LEN: u64 = 4096;
+
+impl UpdatePlan {
+    /// Pages read or written, sorted and unique.
+    pub fn pages(&self) -> Vec<u64> {
+        pages_of(self.reads.iter().chain(self.writes.iter()))
+    }
+
+    /// Pages written, sorted and unique.
+    pub fn write_pages(&self) -> Vec<u64> {
+        pages_of(self.writes.iter())
+    }
+}
+
+/// The pages (of [`PAGE_LEN`] bytes) covered by `ranges`, sorted and unique.
+pub fn pages_of<'a>(ranges: impl Iterator<Item = &'a Range<u64>>) -> Vec<u64> {
+    let mut pages: Vec<u64> =
+        ranges.filter(|r| !r.is_empty()).flat_map(|r| r.start / PAGE_LEN..=(r.end - 1) / PAGE_LEN).collect();
+    pages.sort_unstable();
+    pages.dedup();
+    pages
+}
+
+/// Merges overlapping or adjacent ranges of a sorted list.
+fn merge(mut ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
+    ranges.sort_by_key(|r| r.start);
+    let mut out: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+struct RangeSink<'l> {
+    layout: &'l Layout,
+    ranges: Vec<Range<u64>>,
+}
+
+impl RowSink for RangeSink<'_> {
+    fn row(&mut self, rra_index: usize, row_index: u64, _rra_time: i64, _values: &[f64]) {
+        let off = self.layout.row_off(rra_index, row_index);
+        self.ranges.push(off..off + self.layout.row_len());
+    }
+}
+
+/// Plans `args` applied to a file whose header is `header`.
+pub fn plan_update(
+    header: &Header,
+    args: &[String],
+    opts: &UpdateOptions,
+    now: Now,
+) -> crate::Result<UpdatePlan> {
+    let layout = header.layout();
+    let mut after = header.clone();
+    let mut sink = RangeSink { layout: &layout, ranges: Vec::new() };
+    let mut error = None;
+    {
+        let mut updater = Updater::new(&mut after, opts, now)?;
+        for arg in args {
+            if let Err(e) = updater.apply(arg, opts.skip_past_updates, &mut sink) {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    let mut writes = sink.ranges;
+    writes.push(layout.live_range());
+    Ok(UpdatePlan {
+        reads: vec![0..layout.data_off],
+        writes: merge(writes),
+        header_after: Some(after),
+        error,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::create::{build_header, CreateOptions};
+
+    fn perftest_header() -> Header {
+        let defs: Vec<String> = [
+            "DS:in:GAUGE:600:U:U",
+            "DS:out:GAUGE:600:U:U",
+            "RRA:AVERAGE:0.5:1:600",
+            "RRA:AVERAGE:0.5:6:600",
+            "RRA:MAX:0.5:6:600",
+            "RRA:AVERAGE:0.5:24:600",
+            "RRA:MAX:0.5:24:600",
+            "RRA:AVERAGE:0.5:144:600",
+            "RRA:MAX:0.5:144:600",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let opts = CreateOptions { start: Some(1_000_000_200), step_secs: Some(300), ..Default::default() };
+        build_header(&opts, &defs, 0).unwrap()
+    }
+
+    /// One step on the perftest schema writes the live header and one row
+    /// of RRA 0 only; a step that ends a consolidation period also writes the
+    /// rows of the archives whose period ends there.
+    #[test]
+    fn plan_lists_exactly_the_rows_written() {
+        let h = perftest_header();
+        let layout = h.layout();
+        let now = Now { secs: 0, usecs: 0 };
+        let plan = plan_update(&h, &["1000000500:1:2".to_string()], &UpdateOptions::default(), now).unwrap();
+        let row0 = layout.row_off(0, (h.rra_ptr[0] + 1) % 600);
+        assert_eq!(plan.writes.len(), 2, "{plan:?}");
+        assert!(plan.writes.contains(&(row0..row0 + 16)));
+        assert_eq!(plan.reads, vec![0..layout.data_off]);
+        // 1000000800 is a multiple of 1800 and 7200 (6 and 24 steps) but not of
+        // 43200 (144 steps): the 6- and 24-step rows complete, the 144-step do not.
+        let after = plan.header_after.unwrap();
+        let plan2 =
+            plan_update(&after, &["1000000800:1:2".to_string()], &UpdateOptions::default(), now).unwrap();
+        let rows_written: Vec<usize> = (0..7)
+            .filter(|&r| {
+                let off = layout.row_off(r, (after.rra_ptr[r] + 1) % 600);
+                plan2.writes.iter().any(|w| w.start <= off && off < w.end)
+            })
+            .collect();
+        assert_eq!(rows_written, vec![0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn pages_cover_ranges() {
+        let pages = pages_of([0..10, 4090..4100, 8192..8193].iter());
+        assert_eq!(pages, vec![0, 1, 2]);
+        assert_eq!(merge(vec![5..7, 0..5, 9..10]), vec![0..7, 9..10]);
+    }
+}
