@@ -14,6 +14,7 @@ pub mod error;
 pub mod fetch;
 pub mod info;
 pub mod numparse;
+pub mod pagecache;
 pub mod plan;
 pub mod restore;
 pub mod rpn;

@@ -10,6 +10,10 @@ use rrd_format::{Header, Layout, StatHead};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
+/// Bytes read first when opening: one page, which holds the whole header
+/// of most files.
+const FIRST_READ_LEN: u64 = 4096;
+
 pub struct Rrd<S: Store = File> {
     pub path: PathBuf,
     pub store: S,
@@ -39,10 +43,12 @@ impl<S: Store> Rrd<S> {
         let io_err = |source| Error::Io { path: path.to_path_buf(), source };
         let fmt_err = |source| Error::Format { path: path.to_path_buf(), source };
         let file_len = store.len().map_err(io_err)?;
-        let head_len = (rrd_format::layout::STAT_HEAD_LEN).min(file_len) as usize;
-        let mut head = vec![0u8; head_len];
-        store.read_at(&mut head, 0).map_err(io_err)?;
-        let stat = StatHead::decode(&head).map_err(fmt_err)?;
+        // One read covers the whole header of most files (a page); a larger
+        // header costs a second read of the rest.
+        let first_len = FIRST_READ_LEN.min(file_len) as usize;
+        let mut buf = vec![0u8; first_len];
+        store.read_at(&mut buf, 0).map_err(io_err)?;
+        let stat = StatHead::decode(&buf).map_err(fmt_err)?;
         let header_len = stat.header_len();
         if header_len > file_len {
             return Err(fmt_err(rrd_format::FormatError::Truncated {
@@ -51,8 +57,11 @@ impl<S: Store> Rrd<S> {
                 have: file_len,
             }));
         }
-        let mut buf = vec![0u8; header_len as usize];
-        store.read_at(&mut buf, 0).map_err(io_err)?;
+        if header_len as usize > buf.len() {
+            let have = buf.len();
+            buf.resize(header_len as usize, 0);
+            store.read_at(&mut buf[have..], have as u64).map_err(io_err)?;
+        }
         let (header, layout) = Header::decode(&buf, file_len).map_err(fmt_err)?;
         Ok(Rrd { path: path.to_path_buf(), store, header, layout })
     }

@@ -43,8 +43,8 @@ fn random_cases_match_rrdtool() {
 
 #[test]
 fn harness_self_check_rrdtool_against_itself() {
-    let mut cfg = common::RunConfig::from_env(24);
-    cfg.cases = cfg.cases.min(24);
+    let mut cfg = common::RunConfig::from_env(16);
+    cfg.cases = cfg.cases.min(16);
     cfg.shrink = 0;
     let tmp = tempfile::tempdir().unwrap();
     let oracle = common::rrdtool();

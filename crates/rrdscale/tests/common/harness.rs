@@ -623,7 +623,13 @@ impl Harness {
                 step,
                 compare(on, &reference, cn, &c_on_b, cross_file, self.strict_errors),
             );
-            if self.oracle_reads_candidate {
+            // rrdtool on the candidate's file. When the two files are equal
+            // byte for byte (after the cur_row normalisation), rrdtool's
+            // output on one is its output on the other (the self-test of
+            // rrdtool against itself shows it), so then only `dump` and
+            // `info` are rerun, to keep the run time down.
+            let needed = !files_agree || cmd == "dump" || cmd == "info";
+            if self.oracle_reads_candidate && needed {
                 let o_on_b = run(&self.oracle.path, &args, &dirs.b, None, self.timeout);
                 rep.check(
                     &format!("{cmd} [{on} on {cn}'s file]"),

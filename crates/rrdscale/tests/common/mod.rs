@@ -47,7 +47,9 @@ pub fn rrdscale() -> Tool {
 
 /// `<workspace>/test-output/differential`.
 pub fn output_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../test-output/differential")
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let workspace = crate_dir.parent().and_then(Path::parent).unwrap_or(crate_dir);
+    workspace.join("test-output/differential")
 }
 
 pub fn harness(candidate: Tool, out_dir: PathBuf) -> Harness {
