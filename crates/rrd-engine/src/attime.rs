@@ -26,9 +26,9 @@
 //! What it deliberately does not do: command-specific range checks such as
 //! graph's "the first entry to fetch should be after 1980" or fetch's "start
 //! should be less than end"; `rrd_proc_start_end` does not check them, so
-//! its callers do. Where rrdtool would crash (a seconds count so large that
-//! `localtime` fails), this module reports
-//! [`AtTimeError::OutOfRange`] instead.
+//! its callers do. Where `localtime` of the clock or of a resolved end or
+//! start fails (times beyond year 2^31), rrdtool reads uninitialised or
+//! null memory; this module reports [`AtTimeError::OutOfRange`] instead.
 
 use thiserror::Error;
 
@@ -147,6 +147,7 @@ enum Step {
         year: Option<i32>,
     },
     /// Replace everything with `localtime(secs)`, DST flag included.
+    /// rrdtool ignores a failure; so does this (see [`local_tm_into`]).
     Seconds(i64),
     /// Clear seconds through years (start, end and epoch references).
     Zero,
@@ -774,7 +775,20 @@ fn local_tm(secs: i64) -> Option<libc::tm> {
     }
 }
 
+/// `localtime_r` into an existing struct, ignoring failure as rrdtool
+/// does: for a count too large for `tm_year`, glibc has then already
+/// written the time of day, the weekday, the DST flag and a truncated year,
+/// and rrdtool goes on with those (where the C library leaves the struct
+/// alone instead, the previous fields stay).
+fn local_tm_into(secs: i64, tm: &mut libc::tm) {
+    let Some(secs) = libc::time_t::try_from(secs).ok() else { return };
+    // SAFETY: `tm` is a valid, exclusively borrowed struct; localtime_r
+    // writes only into it.
+    unsafe { libc::localtime_r(&secs, tm) };
+}
+
 /// `mktime` in the process time zone; normalises `tm` in place as C does.
+#[allow(clippy::useless_conversion)] // time_t is narrower than i64 on some targets
 fn mk_time(tm: &mut libc::tm) -> i64 {
     // SAFETY: `tm` is a valid, exclusively borrowed struct; mktime reads
     // and normalises it and consults only the process time zone.
@@ -820,7 +834,7 @@ impl AtTime {
                     tm.tm_mon = mon;
                     tm.tm_year = year;
                 }
-                Step::Seconds(secs) => tm = local_tm(secs).ok_or(AtTimeError::OutOfRange)?,
+                Step::Seconds(secs) => local_tm_into(secs, &mut tm),
                 Step::Zero => {
                     tm.tm_sec = 0;
                     tm.tm_min = 0;
@@ -925,7 +939,9 @@ mod tests {
     fn utc() {
         static SET: Once = Once::new();
         SET.call_once(|| {
-            std::env::set_var("TZ", "UTC");
+            if std::env::var("TZ").as_deref() != Ok("UTC") {
+                std::env::set_var("TZ", "UTC");
+            }
             // SAFETY: tzset only rereads TZ into libc's zone state.
             unsafe { tzset() };
         });
@@ -1113,10 +1129,8 @@ mod tests {
     fn start_and_end_references() {
         assert_eq!(pair("end-2h", "now"), Ok((NOW - 2 * HOUR, NOW)));
         assert_eq!(pair("e-1d", "noon"), Ok((1_623_758_400 - DAY, 1_623_758_400)));
-        assert_eq!(
-            pair("end-1m", "noon"),
-            Ok((1_623_758_400 - 30 * DAY - 2 * HOUR + 2 * HOUR, 1_623_758_400))
-        );
+        // One month before noon of 2021-06-15 is noon of 2021-05-15.
+        assert_eq!(pair("end-1m", "noon"), Ok((1_621_080_000, 1_623_758_400)));
         assert_eq!(pair("noon", "start+1h"), Ok((1_623_758_400, 1_623_758_400 + HOUR)));
         assert_eq!(pair("noon", "s+1w"), Ok((1_623_758_400, 1_623_758_400 + 7 * DAY)));
         assert_eq!(pair("-1d", "start+6h30min"), Ok((NOW - DAY, NOW - DAY + 6 * HOUR + 1800)));
@@ -1173,9 +1187,32 @@ mod tests {
             assert_eq!(err(spec), message, "{spec:?}");
         }
         utc();
-        // Absurd numbers are errors, not panics.
-        assert!(parse_time("99999999999999999999999", NOW).is_err());
+        // Absurd numbers do not panic; rrdtool gives them a year far away.
+        assert!(parse_time("99999999999999999999999", NOW).unwrap() > 1_000_000_000_000_000);
         assert!(parse_time("-2147483648s-2147483648d", NOW).is_ok());
+    }
+
+    proptest::proptest! {
+        /// Any mix of the grammar's pieces parses or fails, never panics,
+        /// at any clock.
+        #[test]
+        fn never_panics(
+            words in proptest::collection::vec(proptest::sample::select(vec![
+                "now", "start", "end", "epoch", "noon", "midnight", "teatime", "yesterday", "tomorrow",
+                "today", "jan", "mon", "am", "pm", "m", "s", "h", "d", "w", "y", "min", "months", "foo",
+                "+", "-", ":", ".", "/", " ", ";", "_", ",", "0", "1", "12", "24", "31", "59", "60",
+                "2010", "20100101", "1000000000", "2147483648", "99999999999999999999",
+            ]), 0..12),
+            now in proptest::prelude::any::<i64>(),
+        ) {
+            utc();
+            let spec = words.concat();
+            if let Ok(at) = parse(&spec) {
+                let _ = resolve_start_end(&at, &at, now);
+            }
+            let _ = parse_time(&spec, now);
+            let _ = parse_start_end(&spec, "start+1h", now);
+        }
     }
 
     // ---- differential tests against the real rrdtool ----
@@ -1252,7 +1289,16 @@ mod tests {
         let rrd = dir.path().join("x.rrd");
         let rrd = rrd.to_str().expect("utf-8 temp path");
         let created = rrdtool(
-            &["create", rrd, "-b", "1000000000", "-s", "1", "DS:a:GAUGE:2:U:U", "RRA:AVERAGE:0.5:1:10"],
+            &[
+                "create",
+                rrd,
+                "-b",
+                "1000000000",
+                "-s",
+                "10000000",
+                "DS:a:GAUGE:20000000:U:U",
+                "RRA:AVERAGE:0.5:1:10",
+            ],
             tz,
         );
         assert!(

@@ -18,10 +18,10 @@
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::pagecache::{advise, Advice};
 use crate::plan;
 use crate::rrd::Rrd;
 use crate::store::Store;
@@ -33,35 +33,6 @@ pub struct UpdateRequest {
     pub path: PathBuf,
     pub args: Vec<String>,
     pub opts: UpdateOptions,
-}
-
-/// `posix_fadvise` advice values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Advice {
-    Normal,
-    Random,
-    Sequential,
-    WillNeed,
-    DontNeed,
-}
-
-/// Gives `advice` for `len` bytes from `offset` (0 = to the end).
-pub fn advise(file: &File, advice: Advice, offset: u64, len: u64) -> std::io::Result<()> {
-    let a = match advice {
-        Advice::Normal => libc::POSIX_FADV_NORMAL,
-        Advice::Random => libc::POSIX_FADV_RANDOM,
-        Advice::Sequential => libc::POSIX_FADV_SEQUENTIAL,
-        Advice::WillNeed => libc::POSIX_FADV_WILLNEED,
-        Advice::DontNeed => libc::POSIX_FADV_DONTNEED,
-    };
-    // SAFETY: posix_fadvise only reads its integer arguments; the fd is
-    // valid for the lifetime of `file`.
-    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), offset as libc::off_t, len as libc::off_t, a) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::from_raw_os_error(rc))
-    }
 }
 
 impl Store for &File {

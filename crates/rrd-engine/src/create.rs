@@ -2,9 +2,12 @@
 //! fresh header, and write the file atomically (temporary file + rename, so
 //! a reader never sees a half-written RRD).
 //!
+//! `--source` prefill is [`crate::prefill`]'s; this module only picks the
+//! last update time from the sources and writes what prefill computes.
+//!
 //! Deliberately absent for now: creating Holt-Winters archives (refused with
 //! a clear error; files that contain them are still read, dumped and
-//! restored) and `--source` prefill (refused).
+//! restored).
 
 use std::fs;
 use std::io::Write;
@@ -31,7 +34,7 @@ pub struct CreateOptions {
     pub no_overwrite: bool,
     /// `--template`: copy DS and RRA definitions (and step) from this file.
     pub template: Option<PathBuf>,
-    /// `--source`: prefill from these files (not supported yet).
+    /// `--source`: prefill from these files, in this order.
     pub sources: Vec<PathBuf>,
 }
 
@@ -195,9 +198,6 @@ fn next_random(state: &mut u64) -> u64 {
 
 /// Builds the header of a new file from `create`'s options and definitions.
 pub fn build_header(opts: &CreateOptions, defs: &[String], now_secs: i64) -> Result<Header> {
-    if !opts.sources.is_empty() {
-        return Err(err("--source (prefill from existing files) is not supported yet"));
-    }
     let mut step = opts.step_secs.unwrap_or(0);
     let mut ds: Vec<DsDef> = Vec::new();
     let mut rra: Vec<RraDef> = Vec::new();
@@ -241,6 +241,9 @@ pub fn build_header(opts: &CreateOptions, defs: &[String], now_secs: i64) -> Res
     }
     let last_up = match opts.start {
         Some(s) if s > 0 => s,
+        // rrdtool: without --start, the latest last update of the sources
+        // (the template's does not count then).
+        _ if !opts.sources.is_empty() => crate::prefill::latest_last_up(&opts.sources)?,
         _ if template_last_up > 0 => template_last_up,
         _ => now_secs - 10,
     };
@@ -354,11 +357,25 @@ pub fn write_file_with(
 
 /// `rrdtool create`.
 pub fn create(path: &Path, opts: &CreateOptions, defs: &[String], now_secs: i64) -> Result<()> {
+    // rrdtool checks the sources while parsing options, before anything else.
+    crate::prefill::check_source_paths(&opts.sources)?;
     if opts.no_overwrite && fs::symlink_metadata(path).is_ok() {
         return Err(err(format!("creating '{}': File exists", path.display())));
     }
-    let header = build_header(opts, defs, now_secs)?;
-    write_new_file(path, &header, opts.no_overwrite)
+    let mut header = build_header(opts, defs, now_secs)?;
+    if opts.sources.is_empty() {
+        return write_new_file(path, &header, opts.no_overwrite);
+    }
+    let archives = crate::prefill::prefill_from_files(&mut header, &opts.sources, defs)?;
+    write_file_with(path, &header, opts.no_overwrite, |out| {
+        let mut buf = Vec::with_capacity(1 << 16);
+        for chunk in archives.iter().flat_map(|rows| rows.chunks(8192)) {
+            buf.clear();
+            rrd_format::encode_values(chunk, &mut buf);
+            out.write_all(&buf)?;
+        }
+        Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -14,12 +14,16 @@ pub mod error;
 pub mod fetch;
 pub mod info;
 pub mod numparse;
+pub mod pagesim;
 pub mod pagecache;
 pub mod plan;
+pub mod prefill;
+pub mod resize;
 pub mod restore;
 pub mod rpn;
 pub mod rrd;
 pub mod store;
+pub mod tune;
 pub mod update;
 pub mod xport;
 

@@ -228,7 +228,7 @@ mod tests {
         std::fs::create_dir_all(&base).unwrap();
         let dir = tempfile::tempdir_in(&base).unwrap();
         let path = dir.path().join("f");
-        let mut f = std::fs::OpenOptions::new().create(true).read(true).write(true).open(path).unwrap();
+        let mut f = std::fs::OpenOptions::new().create_new(true).read(true).write(true).open(path).unwrap();
         f.write_all(&vec![0xa5u8; (pages * page_size()) as usize]).unwrap();
         (dir, f)
     }

@@ -102,7 +102,7 @@ pub fn plan_update(
     let mut writes = sink.ranges;
     writes.push(layout.live_range());
     Ok(UpdatePlan {
-        reads: vec![0..layout.data_off],
+        reads: std::iter::once(0..layout.data_off).collect(),
         writes: merge(writes),
         header_after: Some(after),
         error,

@@ -33,7 +33,7 @@ impl Rrd<File> {
             .write(write)
             .open(path)
             .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
-        let _ = crate::batch::advise(&file, crate::batch::Advice::Random, 0, 0);
+        let _ = crate::pagecache::advise(&file, crate::pagecache::Advice::Random, 0, 0);
         Rrd::from_store(path, file)
     }
 }

@@ -4,16 +4,23 @@ use std::io::Write;
 
 use anyhow::{bail, Result};
 
+mod bench;
 mod create;
+mod daemon;
 mod dump;
+mod fadvise;
 mod fetch;
+mod fincore;
 mod first;
 mod info;
 mod last;
 mod lastupdate;
 mod list;
+mod pagesim;
 mod pipe;
+mod resize;
 mod restore;
+mod tune;
 mod update;
 mod xport;
 
@@ -26,7 +33,10 @@ pub fn dispatch(args: &[String], out: &mut dyn Write) -> Result<()> {
     match name.as_str() {
         "-h" | "--help" | "help" => usage(out),
         "-" => pipe::run(&mut std::io::BufReader::with_capacity(1 << 20, std::io::stdin()), out),
+        "daemon" => daemon::run(rest, out),
         "dump" => dump::run(rest, out),
+        "fincore" => fincore::run(rest, out),
+        "fadvise" => fadvise::run(rest, out),
         "fetch" => fetch::run(rest, out),
         "first" => first::run(rest, out),
         "info" => info::run(rest, out),
@@ -35,7 +45,11 @@ pub fn dispatch(args: &[String], out: &mut dyn Write) -> Result<()> {
         "list" => list::run(rest, out),
         "xport" => xport::run(rest, out),
         "restore" => restore::run(rest, out),
+        "tune" => tune::run(rest, out),
+        "resize" => resize::run(rest, out),
+        "bench" => bench::run(rest, out),
         "create" => create::run(rest, out),
+        "pagesim" => pagesim::run(rest, out),
         "update" => update::run(rest, out, false),
         "updatev" => update::run(rest, out, true),
         other => {

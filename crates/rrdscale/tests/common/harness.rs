@@ -145,6 +145,8 @@ pub enum Step {
     Write(Vec<String>),
     /// A read-only command: run by both tools on both files.
     Read(Vec<String>),
+    /// Setup the harness did itself, as a shell line for the reproducer.
+    Shell(String),
 }
 
 #[derive(Clone, Debug)]
@@ -200,42 +202,57 @@ pub fn command_line(program: &str, args: &[String]) -> String {
     s
 }
 
-/// A unified-style excerpt around the first differing line.
-pub fn first_diff(a_name: &str, a: &[u8], b_name: &str, b: &[u8]) -> String {
-    let a = String::from_utf8_lossy(a);
-    let b = String::from_utf8_lossy(b);
-    let al: Vec<&str> = a.split_inclusive('\n').collect();
-    let bl: Vec<&str> = b.split_inclusive('\n').collect();
-    let first = al.iter().zip(bl.iter()).position(|(x, y)| x != y).unwrap_or(al.len().min(bl.len()));
-    let from = first.saturating_sub(3);
-    let mut s = format!("--- {a_name}\n+++ {b_name}\n@@ first difference at line {} @@\n", first + 1);
-    for l in &al[from..first] {
-        let _ = write!(s, " {}", with_newline(l));
-    }
-    for l in al.iter().skip(first).take(6) {
-        let _ = write!(s, "-{}", with_newline(l));
-    }
-    if al.len() > first + 6 {
-        let _ = writeln!(s, "-... ({} more lines)", al.len() - first - 6);
-    }
-    for l in bl.iter().skip(first).take(6) {
-        let _ = write!(s, "+{}", with_newline(l));
-    }
-    if bl.len() > first + 6 {
-        let _ = writeln!(s, "+... ({} more lines)", bl.len() - first - 6);
-    }
-    if al.len() != bl.len() {
-        let _ = writeln!(s, "(line counts: {} vs {})", al.len(), bl.len());
-    }
-    s
-}
-
 /// At most `max` characters of `s`, marked when cut.
 pub fn clip(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}...", &s[..i]),
         None => s.to_string(),
     }
+}
+
+/// A unified-style excerpt around the first differing line: three lines of
+/// context, the differing run (up to six lines a side), and how many lines
+/// differ in all when both outputs have the same number of lines.
+pub fn first_diff(a_name: &str, a: &[u8], b_name: &str, b: &[u8]) -> String {
+    let a = String::from_utf8_lossy(a);
+    let b = String::from_utf8_lossy(b);
+    let al: Vec<&str> = a.split_inclusive('\n').collect();
+    let bl: Vec<&str> = b.split_inclusive('\n').collect();
+    let common = al.len().min(bl.len());
+    let first = (0..common).find(|&i| al[i] != bl[i]).unwrap_or(common);
+    let from = first.saturating_sub(3);
+    let mut s = format!("--- {a_name}\n+++ {b_name}\n@@ first difference at line {} @@\n", first + 1);
+    for l in &al[from..first] {
+        let _ = write!(s, " {}", with_newline(l));
+    }
+    // The run of differing lines, when both sides go on in step; else the
+    // rest of each side.
+    let run_end = if al.len() == bl.len() {
+        (first..common).take_while(|&i| al[i] != bl[i]).take(6).last().map_or(first, |i| i + 1)
+    } else {
+        usize::MAX
+    };
+    let show = |lines: &[&str], sign: char, s: &mut String| {
+        let end = run_end.min(lines.len()).min(first + 6);
+        for l in lines.iter().take(end).skip(first) {
+            let _ = write!(s, "{sign}{}", with_newline(l));
+        }
+        if run_end == usize::MAX && lines.len() > end {
+            let _ = writeln!(s, "{sign}... ({} more lines)", lines.len() - end);
+        }
+    };
+    show(&al, '-', &mut s);
+    show(&bl, '+', &mut s);
+    if run_end != usize::MAX {
+        for l in al.iter().take(run_end + 2).skip(run_end) {
+            let _ = write!(s, " {}", with_newline(l));
+        }
+        let differing = (0..common).filter(|&i| al[i] != bl[i]).count();
+        let _ = writeln!(s, "({differing} of {} lines differ)", al.len());
+    } else {
+        let _ = writeln!(s, "(line counts: {} vs {})", al.len(), bl.len());
+    }
+    s
 }
 
 fn with_newline(l: &str) -> String {
@@ -479,6 +496,22 @@ pub fn read_commands(case: &Case, last: i64) -> Vec<Vec<String>> {
         }
     }
     let step = s.step_secs as i64;
+    // One xport over up to two data sources of the first CF.
+    if let (Some(cf), Some(r)) = (s.cfs().first(), s.rras.first()) {
+        let span = step * (r.pdp_per_row * r.rows) as i64;
+        let mut a = vec!["xport".to_string()];
+        if rng.chance(0.3) {
+            a.push("--json".into());
+        }
+        a.extend(["-s".to_string(), (last - span).to_string(), "-e".to_string(), last.to_string()]);
+        let mut exported = Vec::new();
+        for (k, ds) in s.ds.iter().take(2).enumerate() {
+            a.push(format!("DEF:v{k}={FILE}:{}:{cf}", ds.name));
+            exported.push(format!("XPORT:v{k}:{}", ds.name));
+        }
+        a.extend(exported);
+        reads.push(a);
+    }
     for cf in s.cfs() {
         let candidates: Vec<_> = s.rras.iter().filter(|r| r.cf == cf).collect();
         let mut kinds: Vec<u64> = (0..6).collect();
@@ -653,6 +686,30 @@ impl Harness {
             step,
             if before == after { Ok(()) } else { Err(format!("{on}'s file changed while {cn} read it")) },
         );
+
+        // restore: both tools restore the same XML (rrdtool's dump of its
+        // file) into a new file; the two files must be equal byte for byte.
+        let xml = run(&self.oracle.path, &strings(&["dump", FILE]), &dirs.a, None, self.timeout);
+        if xml.ok()
+            && std::fs::write(dirs.a.join("d.xml"), &xml.stdout).is_ok()
+            && std::fs::write(dirs.b.join("d.xml"), &xml.stdout).is_ok()
+        {
+            rep.steps.push(Step::Shell(format!(
+                "(cd \"$W/a\" && \"$ORACLE\" dump {FILE} > d.xml) && cp \"$W/a/d.xml\" \"$W/b/d.xml\""
+            )));
+            let mut args = strings(&["restore", "d.xml", "r.rrd"]);
+            if case.seed % 3 == 0 {
+                args.insert(1, "-r".into());
+            }
+            let (oa, ob) = both(&args);
+            let step = rep.steps.len();
+            rep.steps.push(Step::Write(args));
+            rep.check("restore", step, compare(on, &oa, cn, &ob, identity, self.strict_errors));
+            if oa.ok() {
+                let r = compare_files(&dirs.a.join("r.rrd"), &dirs.b.join("r.rrd"), (on, cn));
+                rep.check("raw bytes after restore", step, r);
+            }
+        }
         rep
     }
 
@@ -677,6 +734,7 @@ impl Harness {
             progress = false;
             let mut candidates: Vec<Case> = Vec::new();
             let n = cur.calls.len();
+            // Fewer calls: cut the tail, then drop quarters, then single calls.
             for keep in [0, n / 4, n / 2, 3 * n / 4, n.saturating_sub(1)] {
                 if keep < n {
                     let mut c = cur.clone();
@@ -691,16 +749,27 @@ impl Harness {
                     candidates.push(c);
                 }
             }
-            for i in 0..n.min(8) {
+            if n >= 8 {
+                for q in 0..4 {
+                    let mut c = cur.clone();
+                    c.calls.drain(q * n / 4..(q + 1) * n / 4);
+                    candidates.push(c);
+                }
+            }
+            for i in 0..n {
                 let mut c = cur.clone();
                 c.calls.remove(i);
                 candidates.push(c);
             }
+            // Fewer entries per call: either half of a call.
             for i in 0..n {
-                if cur.calls[i].entries.len() > 1 {
+                let len = cur.calls[i].entries.len();
+                if len > 1 {
                     let mut c = cur.clone();
-                    let keep = c.calls[i].entries.len() / 2;
-                    c.calls[i].entries.truncate(keep);
+                    c.calls[i].entries.truncate(len / 2);
+                    candidates.push(c);
+                    let mut c = cur.clone();
+                    c.calls[i].entries.drain(..len / 2);
                     candidates.push(c);
                 }
             }
@@ -759,6 +828,9 @@ impl Harness {
                 }
                 Step::Read(args) => {
                     let _ = writeln!(s, "{}", command_line("reads", args));
+                }
+                Step::Shell(line) => {
+                    let _ = writeln!(s, "{line}");
                 }
             }
         }
@@ -856,6 +928,9 @@ pub fn describe_failure(h: &Harness, seed: u64, r: &CaseReport) -> String {
         Step::Read(args) => {
             let _ = writeln!(s, "  {}", command_line("<tool>", args));
         }
+        Step::Shell(line) => {
+            let _ = writeln!(s, "  {line}");
+        }
     }
     for l in m.detail.lines() {
         let _ = writeln!(s, "  | {l}");
@@ -871,12 +946,41 @@ pub fn describe_failure(h: &Harness, seed: u64, r: &CaseReport) -> String {
         if steps.len() > 30 && i == 10 {
             let _ = writeln!(s, "  ... ({} more)", steps.len() - 30);
         }
-        let args = match st {
-            Step::Write(a) | Step::Read(a) => a,
+        let line = match st {
+            Step::Write(a) | Step::Read(a) => command_line("", a),
+            Step::Shell(l) => format!(" {l}"),
         };
-        let line = command_line("", args);
         let line = clip(&line, 400);
         let _ = writeln!(s, " {line}");
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_leaves_plain_words_alone() {
+        assert_eq!(sh_quote("DS:a:GAUGE:600:U:U"), "DS:a:GAUGE:600:U:U");
+        assert_eq!(sh_quote("a b"), "'a b'");
+        assert_eq!(sh_quote("it's"), "'it'\\''s'");
+        assert_eq!(sh_quote(""), "''");
+    }
+
+    #[test]
+    fn first_diff_shows_the_differing_run_and_counts_it() {
+        let d = first_diff("x", b"1\n2\n3\n4\n5\n", "y", b"1\n2\nthree\n4\nfive\n");
+        assert!(d.contains("@@ first difference at line 3 @@"), "{d}");
+        assert!(d.contains("-3\n+three\n"), "{d}");
+        assert!(d.contains("(2 of 5 lines differ)"), "{d}");
+        let d = first_diff("x", b"1\n2\n", "y", b"1\n");
+        assert!(d.contains("-2\n") && d.contains("(line counts: 2 vs 1)"), "{d}");
+    }
+
+    #[test]
+    fn info_cur_row_is_hidden_and_nothing_else() {
+        let out = hide_cur_row(b"rra[0].cur_row = 17\nrra[0].rows = 20\n");
+        assert_eq!(out, b"rra[0].cur_row = (random)\nrra[0].rows = 20\n");
+    }
 }

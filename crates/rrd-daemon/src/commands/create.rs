@@ -1,0 +1,91 @@
+//! `CREATE <file> [-b start] [-s step] [-r source] [-t template] [-O]
+//! DS:... RRA:...`: rrdcached's way of running `rrdtool create`.
+//!
+//! Kept from rrdcached: options are matched by prefix (`-b`, `-s`, `-r`,
+//! `-t`, `-O`) and take the NEXT field as value; anything else not `DS:` or
+//! `RRA:` is a usage error; a start before 1980 is refused; a missing
+//! directory is created only with `-R`; `-O` on the daemon forbids
+//! overwriting whatever the client says. CREATEs run one at a time.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rrd_engine::create::{create, CreateOptions};
+use rrd_protocol::{Command, Reply};
+
+use super::{access_denied, blocking, syntax_error, Args, Outcome};
+use crate::cache::unix_now;
+use crate::state::Daemon;
+
+pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
+    let Some(file) = args.next() else { return syntax_error(Command::Create).into() };
+    let key = match daemon.paths.resolve(&file) {
+        Ok(k) => k,
+        Err(d) => return access_denied(&d.shown).into(),
+    };
+    if let Err(d) = daemon.paths.check_resolved(&key) {
+        return access_denied(&d.shown).into();
+    }
+    let _serial = daemon.create_lock.lock().await;
+    let dir = Path::new(&key).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
+    if !dir.exists() {
+        if !daemon.config.allow_recursive_mkdir {
+            return Reply::error(format!(
+                "No permission to recursively create: {}\nDid you pass -R to the daemon?",
+                dir.display()
+            ))
+            .into();
+        }
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            return Reply::error(format!("Cannot create {}: {}", dir.display(), crate::config::os_text(&e)))
+                .into();
+        }
+    }
+    let mut opts = CreateOptions { no_overwrite: daemon.config.no_overwrite, ..Default::default() };
+    let mut last_up: i64 = -1;
+    let mut defs = Vec::new();
+    while let Some(tok) = args.next() {
+        if tok.starts_with("-b") || tok.starts_with("-s") || tok.starts_with("-r") || tok.starts_with("-t") {
+            let Some(value) = args.next() else { return syntax_error(Command::Create).into() };
+            match &tok[..2] {
+                "-b" => last_up = crate::commands::fetch::c_strtol(&value).unwrap_or(0),
+                "-s" => {
+                    opts.step_secs = Some(crate::commands::fetch::c_strtol(&value).unwrap_or(0).max(0) as u64)
+                }
+                // Sources and templates are read from disk: write their
+                // pending values first (as rrdcached flushes them).
+                "-r" | "-t" => {
+                    let Ok(k) = daemon.paths.resolve(&value) else { return access_denied(&value).into() };
+                    crate::commands::flush::flush_key(daemon, &k).await;
+                    if tok.starts_with("-r") {
+                        opts.sources.push(PathBuf::from(k));
+                    } else {
+                        opts.template = Some(PathBuf::from(k));
+                    }
+                }
+                _ => unreachable!("prefixes checked above"),
+            }
+        } else if tok.starts_with("-O") {
+            opts.no_overwrite = true;
+        } else if tok.starts_with("DS:") || tok.starts_with("RRA:") {
+            defs.push(tok);
+        } else {
+            return syntax_error(Command::Create).into();
+        }
+    }
+    if last_up != -1 && last_up < 3600 * 24 * 365 * 10 {
+        return Reply::error("The first entry must be after 1980.").into();
+    }
+    if last_up != -1 {
+        opts.start = Some(last_up);
+    }
+    if opts.step_secs == Some(0) {
+        opts.step_secs = None;
+    }
+    let path = PathBuf::from(&key);
+    let result = blocking(move || create(&path, &opts, &defs, unix_now())).await;
+    match result {
+        Ok(()) => Reply::ok_line("RRD created OK").into(),
+        Err(e) => Reply::error(format!("RRD Error: {e}")).into(),
+    }
+}

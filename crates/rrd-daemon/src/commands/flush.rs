@@ -1,0 +1,81 @@
+//! `FLUSH <file>` (write this file's pending values now and answer when they
+//! are written and synced) and `FLUSHALL` (queue every file, answer at once).
+
+use std::sync::Arc;
+
+use rrd_protocol::{Command, Reply};
+
+use super::{access_denied, syntax_error, Args, Outcome};
+use crate::cache::Side;
+use crate::flusher::enqueue_all;
+use crate::state::Daemon;
+use crate::stats::Stats;
+
+/// Queues `key` at the head and returns the flush generation that means
+/// "everything pending now is written"; `None` when the file has no entry,
+/// `Some(None)` when nothing needs waiting for.
+fn request(daemon: &Daemon, key: &str) -> Option<Option<u64>> {
+    let cache = &daemon.cache;
+    let mut shard = cache.shard(key);
+    let k = shard.get_key_value(key)?.0.clone();
+    let e = shard.get_mut(key)?;
+    if e.suspended {
+        return Some(None);
+    }
+    let mut target = e.flushed_gen;
+    if e.flushing {
+        target += 1;
+    }
+    if !e.pending.is_empty() {
+        target += 1;
+        cache.enqueue_locked(&k, e, Side::Head);
+    }
+    Some((target > e.flushed_gen).then_some(target))
+}
+
+/// Waits until `key`'s flush generation reaches `target` (or it is forgotten).
+pub async fn wait_flushed(daemon: &Daemon, key: &str, target: u64) {
+    let mut rx = daemon.cache.flushed.subscribe();
+    loop {
+        let done = match daemon.cache.shard(key).get(key) {
+            None => true,
+            Some(e) => e.flushed_gen >= target || e.suspended,
+        };
+        if done || rx.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Flushes one file if it has an entry; `false` when it has none.
+pub async fn flush_key(daemon: &Daemon, key: &str) -> bool {
+    match request(daemon, key) {
+        None => false,
+        Some(None) => true,
+        Some(Some(target)) => {
+            wait_flushed(daemon, key, target).await;
+            true
+        }
+    }
+}
+
+pub async fn flush(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
+    let Some(file) = args.next() else { return syntax_error(Command::Flush).into() };
+    Stats::add(&daemon.stats.flushes_received, 1);
+    let key = match daemon.paths.resolve(&file) {
+        Ok(k) => k,
+        Err(d) => return access_denied(&d.shown).into(),
+    };
+    if flush_key(daemon, &key).await {
+        return Reply::ok_line(format!("Successfully flushed {key}.")).into();
+    }
+    match std::fs::metadata(&key) {
+        Ok(m) if m.is_file() => Reply::ok_line(format!("Nothing to flush: {key}.")).into(),
+        _ => Reply::error(format!("No such file: {key}.")).into(),
+    }
+}
+
+pub async fn flush_all(daemon: &Arc<Daemon>) -> Outcome {
+    enqueue_all(&daemon.cache);
+    Reply::ok_line("Started flush.").into()
+}

@@ -1,0 +1,28 @@
+//! `FORGET <file>`: drop the file's entry and its pending values. The drop
+//! is journaled (a record with no values) so that a replay drops them too.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use rrd_journal::Record;
+use rrd_protocol::{Command, Reply};
+
+use super::{access_denied, syntax_error, Args, Outcome};
+use crate::state::Daemon;
+
+pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
+    let Some(file) = args.next() else { return syntax_error(Command::Forget).into() };
+    let key = match daemon.paths.resolve(&file) {
+        Ok(k) => k,
+        Err(d) => return access_denied(&d.shown).into(),
+    };
+    let cache = &daemon.cache;
+    let mut shard = cache.shard(&key);
+    let Some(entry) = shard.remove(key.as_str()) else {
+        return Reply::error("No such file or directory").into();
+    };
+    cache.pending_values.fetch_sub(entry.pending.len() as u64, Ordering::SeqCst);
+    let ticket = daemon.journal.submit(Record { path: key.clone(), args: Vec::new() });
+    drop(shard);
+    Outcome::AfterCommit(vec![ticket], Reply::ok_line("Gone!"))
+}

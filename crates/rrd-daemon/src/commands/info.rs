@@ -1,0 +1,132 @@
+//! `INFO <file>`, `FIRST <file> <rra index>`, `LAST <file>`: header facts,
+//! pending values included (rrdcached answers INFO and FIRST from the file
+//! alone; see docs/protocol.md). LAST answers, as rrdcached, the newest
+//! accepted time rounded down to the step.
+//!
+//! INFO lines are `<key> <type> <value>` with rrdcached's type numbers
+//! (0 value, 1 count, 2 string, 3 int, 4 blob size).
+
+use std::sync::Arc;
+
+use rrd_engine::info::{info_of_header, InfoValue};
+use rrd_protocol::{Command, Reply};
+
+use super::{access_denied, blocking, syntax_error, Args, Outcome};
+use crate::reader;
+use crate::state::Daemon;
+
+fn key_of(daemon: &Daemon, file: &str) -> Result<String, Reply> {
+    let key = daemon.paths.resolve(file).map_err(|d| access_denied(&d.shown))?;
+    daemon.paths.check_resolved(&key).map_err(|d| access_denied(&d.shown))?;
+    Ok(key)
+}
+
+fn info_line(key: &str, value: &InfoValue) -> String {
+    match value {
+        InfoValue::Value(v) if v.is_nan() => format!("{key} 0 NaN\n"),
+        InfoValue::Value(v) => format!("{key} 0 {}\n", rrd_engine::fetch::printf_e10(*v)),
+        InfoValue::Count(c) => format!("{key} 1 {c}\n"),
+        InfoValue::Str(s) => format!("{key} 2 {s}\n"),
+        InfoValue::Int(i) => format!("{key} 3 {i}\n"),
+        InfoValue::Blob(b) => format!("{key} 4 {}\n", b.len()),
+    }
+}
+
+pub async fn info(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
+    let Some(file) = args.next() else { return syntax_error(Command::Info).into() };
+    let key = match key_of(daemon, &file) {
+        Ok(k) => k,
+        Err(r) => return r.into(),
+    };
+    let d = daemon.clone();
+    blocking(move || {
+        let rrd = reader::merged(&d.cache, &key).map_err(|e| Reply::error(format!("RRD Error: {}", e.0)))?;
+        let entries = info_of_header(&rrd.header, &rrd.layout, &key)
+            .map_err(|e| Reply::error(format!("RRD Error: {e}")))?;
+        let body: String = entries.iter().map(|e| info_line(&e.key, &e.value)).collect();
+        Ok::<Reply, Reply>(Reply::ok(format!("Info for {key} follows"), body.into_bytes()))
+    })
+    .await
+    .unwrap_or_else(|e| e)
+    .into()
+}
+
+/// C's `atoi`: leading blanks, a sign, digits; anything else ends it.
+pub fn c_atoi(s: &str) -> i32 {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let (negative, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut v: i64 = 0;
+    for c in digits.bytes().take_while(u8::is_ascii_digit) {
+        v = (v * 10 + i64::from(c - b'0')).min(i64::from(u32::MAX));
+    }
+    (if negative { -v } else { v }) as i32
+}
+
+pub async fn first(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
+    let Some(file) = args.next() else { return syntax_error(Command::First).into() };
+    let key = match key_of(daemon, &file) {
+        Ok(k) => k,
+        Err(r) => return r.into(),
+    };
+    let Some(index_text) = args.next() else { return syntax_error(Command::First).into() };
+    let index = c_atoi(&index_text);
+    if index < 0 {
+        return Reply::error(format!("Invalid index specified ({index})")).into();
+    }
+    let d = daemon.clone();
+    blocking(move || {
+        let rrd = reader::merged(&d.cache, &key).map_err(|e| Reply::error(format!("RRD Error: {}", e.0)))?;
+        let h = &rrd.header;
+        let rra =
+            h.rra.get(index as usize).ok_or_else(|| Reply::error("RRD Error: invalid rraindex number"))?;
+        let step = i128::from(rra.pdp_count) * i128::from(h.pdp_step);
+        let last_up = i128::from(h.live.last_up);
+        let t = last_up - last_up % step.max(1) - (i128::from(rra.row_count) - 1) * step;
+        if t < 1 {
+            return Err(Reply::error("RRD Error: the first time stamp is before 1970"));
+        }
+        // rrdcached prints `(unsigned) t` with %lu.
+        Ok(Reply::ok_line(format!("{}", t as u32)))
+    })
+    .await
+    .unwrap_or_else(|e| e)
+    .into()
+}
+
+pub async fn last(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
+    let Some(file) = args.next() else { return syntax_error(Command::Last).into() };
+    let key = match key_of(daemon, &file) {
+        Ok(k) => k,
+        Err(r) => return r.into(),
+    };
+    let d = daemon.clone();
+    blocking(move || {
+        let (t, step) =
+            reader::last_update(&d.cache, &key).map_err(|e| Reply::error(format!("RRD Error: {}", e.0)))?;
+        let t = t - t % (step.max(1) as i64);
+        if t < 1 {
+            return Err(Reply::error("Error: rrdcached: Invalid timestamp returned"));
+        }
+        Ok(Reply::ok_line(format!("{}", t as u32)))
+    })
+    .await
+    .unwrap_or_else(|e| e)
+    .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::c_atoi;
+
+    #[test]
+    fn atoi_like_c() {
+        assert_eq!(c_atoi("3"), 3);
+        assert_eq!(c_atoi("x"), 0);
+        assert_eq!(c_atoi("-1"), -1);
+        assert_eq!(c_atoi(" 7z"), 7);
+    }
+}

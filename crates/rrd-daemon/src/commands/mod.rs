@@ -1,0 +1,117 @@
+//! One module per command (or family), and the dispatch between them.
+//!
+//! A handler gets the daemon, the fields after the command name, and
+//! whether it runs inside a BATCH; it returns an [`Outcome`]: a reply now, a
+//! reply once journal records are durable, or "close the connection".
+//! Handlers never panic on input: every malformed line is an error reply.
+
+use std::sync::Arc;
+
+use rrd_protocol::{Command, Reply};
+
+use crate::journaler::Ticket;
+use crate::state::Daemon;
+
+mod create;
+pub mod fetch;
+pub mod flush;
+mod forget;
+mod help;
+mod info;
+mod list;
+mod pending;
+mod queue;
+mod stats;
+mod suspend;
+mod update;
+
+pub use update::value_time as update_value_time;
+
+/// What a command produced.
+pub enum Outcome {
+    Reply(Reply),
+    /// The reply, but only once every ticket is done; if one fails, an error
+    /// reply naming the journal failure replaces it.
+    AfterCommit(Vec<Ticket>, Reply),
+    /// Reply, then close the connection (rrdcached's handlers that return
+    /// an error status do that).
+    ReplyThenClose(Reply),
+    /// Close without a reply (QUIT).
+    Close,
+}
+
+impl From<Reply> for Outcome {
+    fn from(r: Reply) -> Outcome {
+        Outcome::Reply(r)
+    }
+}
+
+/// The usage error rrdcached gives for a malformed command.
+pub fn syntax_error(command: Command) -> Reply {
+    let syntax = command.syntax().unwrap_or("Syntax error.\n");
+    Reply::error(format!("Usage: {}", syntax.trim_end_matches('\n')))
+}
+
+/// The message for a refused file name.
+pub fn access_denied(shown: &str) -> Reply {
+    Reply::error(format!("{shown}: Permission denied"))
+}
+
+/// The arguments of one command line (after the command name).
+pub struct Args {
+    fields: std::vec::IntoIter<String>,
+}
+
+impl Args {
+    pub fn new(fields: Vec<String>) -> Args {
+        Args { fields: fields.into_iter() }
+    }
+
+    /// The next field, if any (an empty field counts).
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Option<String> {
+        self.fields.next()
+    }
+
+    pub fn rest(self) -> Vec<String> {
+        self.fields.collect()
+    }
+}
+
+/// Runs one command.
+pub async fn execute(daemon: &Arc<Daemon>, command: Command, args: Args, in_batch: bool) -> Outcome {
+    match command {
+        Command::Update => update::run(daemon, args).await,
+        Command::Flush => flush::flush(daemon, args).await,
+        Command::FlushAll => flush::flush_all(daemon).await,
+        Command::Pending => pending::run(daemon, args).into(),
+        Command::Forget => forget::run(daemon, args).await,
+        Command::Queue => queue::run(daemon).into(),
+        Command::Stats => stats::run(daemon).into(),
+        Command::Help => help::run(args).into(),
+        Command::Ping => Reply::ok_line("PONG").into(),
+        Command::Fetch => fetch::run(daemon, args, false).await,
+        Command::FetchBin => fetch::run(daemon, args, true).await,
+        Command::Info => info::info(daemon, args).await,
+        Command::First => info::first(daemon, args).await,
+        Command::Last => info::last(daemon, args).await,
+        Command::List => list::run(daemon, args).await,
+        Command::Create => create::run(daemon, args).await,
+        Command::Suspend => suspend::suspend(daemon, args),
+        Command::Resume => suspend::resume(daemon, args),
+        Command::SuspendAll => suspend::suspend_all(daemon).into(),
+        Command::ResumeAll => suspend::resume_all(daemon).into(),
+        Command::Quit => Outcome::Close,
+        // BATCH and `.` are the connection's business; WROTE exists only in
+        // rrdcached's journal and never reaches here (its context is Journal).
+        Command::Batch | Command::BatchEnd | Command::Wrote => {
+            let _ = in_batch;
+            Reply::error(format!("Can't use '{}' here.", command.name())).into()
+        }
+    }
+}
+
+/// Runs blocking file work off the async threads.
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.expect("blocking task panicked")
+}

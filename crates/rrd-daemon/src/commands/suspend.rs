@@ -1,0 +1,71 @@
+//! `SUSPEND`/`RESUME <file>`, `SUSPENDALL`/`RESUMEALL`: stop and restart
+//! writing files; values keep accumulating (and journaling) meanwhile.
+//!
+//! rrdcached 1.7.2's replies, kept: a file it has no entry for is an error
+//! after which it closes the connection, and so is a missing argument.
+
+use rrd_protocol::{Command, Reply};
+
+use super::{access_denied, syntax_error, Args, Outcome};
+use crate::state::Daemon;
+
+fn set(daemon: &Daemon, mut args: Args, command: Command, suspend: bool) -> Outcome {
+    let Some(file) = args.next() else { return Outcome::ReplyThenClose(syntax_error(command)) };
+    let key = match daemon.paths.resolve(&file) {
+        Ok(k) => k,
+        Err(d) => return access_denied(&d.shown).into(),
+    };
+    let cache = &daemon.cache;
+    let mut shard = cache.shard(&key);
+    let Some(e) = shard.get_mut(key.as_str()) else {
+        return Outcome::ReplyThenClose(Reply::error(format!("{key} - No such file or directory")));
+    };
+    let text = match (suspend, e.suspended) {
+        (true, true) => "already suspended",
+        (true, false) => "suspended",
+        (false, false) => "not suspended",
+        (false, true) => "resumed",
+    };
+    let was = e.suspended;
+    e.suspended = suspend;
+    if was && !suspend && !e.pending.is_empty() {
+        // Its timer may have fired while it was suspended.
+        cache.add_timer(e.due_at(cache.write_interval_secs), key.as_str().into());
+    }
+    Reply::ok_line(format!("{key} {text}")).into()
+}
+
+pub fn suspend(daemon: &Daemon, args: Args) -> Outcome {
+    set(daemon, args, Command::Suspend, true)
+}
+
+pub fn resume(daemon: &Daemon, args: Args) -> Outcome {
+    set(daemon, args, Command::Resume, false)
+}
+
+fn set_all(daemon: &Daemon, suspend: bool) -> u64 {
+    let cache = &daemon.cache;
+    let mut changed = 0;
+    let mut rearm = Vec::new();
+    cache.for_each(|k, e| {
+        if e.suspended != suspend {
+            e.suspended = suspend;
+            changed += 1;
+            if !suspend && !e.pending.is_empty() {
+                rearm.push((e.due_at(cache.write_interval_secs), k.clone()));
+            }
+        }
+    });
+    for (due, k) in rearm {
+        cache.add_timer(due, k);
+    }
+    changed
+}
+
+pub fn suspend_all(daemon: &Daemon) -> Reply {
+    Reply::ok_line(format!("{} rrds suspend", set_all(daemon, true)))
+}
+
+pub fn resume_all(daemon: &Daemon) -> Reply {
+    Reply::ok_line(format!("{} rrds resumed", set_all(daemon, false)))
+}

@@ -1,0 +1,169 @@
+//! `UPDATE <file> <time:value[:value...]> ...`: values into the cache and
+//! the journal; the reply waits until the journal has them.
+//!
+//! rrdcached's rules, kept: the first UPDATE of a file checks that it is a
+//! readable, writable RRD and reads its last update time; every value must
+//! start with a number followed by `:` and be later than the file's newest
+//! (pending or written) value; values are taken in order until one fails,
+//! and those before the failure stay accepted even though the reply is the
+//! error (so the journal holds exactly the accepted prefix). An UPDATE with
+//! a file and no values makes the cache entry and answers "No values
+//! updated.".
+//!
+//! Ours: a refusal when `--max-pending` values are already held, and when
+//! the journal has failed.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use rrd_engine::numparse::rrd_strtod;
+use rrd_journal::Record;
+use rrd_protocol::{Command, Reply};
+
+use super::{access_denied, blocking, syntax_error, Args, Outcome};
+use crate::cache::{unix_now, Entry, Key};
+use crate::config::os_text;
+use crate::state::Daemon;
+use crate::stats::Stats;
+
+/// Checks a file rrdcached's way before its first value is cached, and
+/// returns its last update time.
+pub fn open_entry(daemon: &Daemon, key: &str) -> Result<f64, Reply> {
+    let meta = match std::fs::metadata(key) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Reply::error(format!("No such file: {key}")));
+        }
+        Err(e) => {
+            return Err(Reply::error(format!("stat failed with error {}.", e.raw_os_error().unwrap_or(0))));
+        }
+    };
+    if !meta.is_file() {
+        return Err(Reply::error(format!("Not a regular file: {key}")));
+    }
+    if let Ok(c) = std::ffi::CString::new(key) {
+        // SAFETY: access reads a NUL-terminated path and has no other effect.
+        if unsafe { libc::access(c.as_ptr(), libc::R_OK | libc::W_OK) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(Reply::error(format!("Cannot read/write {key}: {}", os_text(&e))));
+        }
+    }
+    daemon.paths.check_resolved(key).map_err(|d| access_denied(&d.shown))?;
+    let rrd = rrd_engine::Rrd::open(std::path::Path::new(key), false)
+        .map_err(|e| Reply::error(format!("RRD Error: {e}")))?;
+    let last_up = rrd.header.live.last_up;
+    if last_up < 1 {
+        return Err(Reply::error("Error: rrdcached: Invalid timestamp returned"));
+    }
+    Ok(last_up as f64)
+}
+
+/// Whether `value` starts with a time followed by `:`, and that time.
+pub fn value_time(value: &str) -> Option<f64> {
+    let (stamp, used) = rrd_strtod(value);
+    (used > 0 && value.as_bytes().get(used) == Some(&b':')).then_some(stamp)
+}
+
+pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
+    let Some(file) = args.next() else { return syntax_error(Command::Update).into() };
+    Stats::add(&daemon.stats.updates_received, 1);
+    let key = match daemon.paths.resolve(&file) {
+        Ok(k) => k,
+        Err(d) => return access_denied(&d.shown).into(),
+    };
+    let cache = &daemon.cache;
+    let known = cache.shard(&key).contains_key(key.as_str());
+    let mut fresh = None;
+    if !known {
+        let (d, k) = (daemon.clone(), key.clone());
+        match blocking(move || open_entry(&d, &k)).await {
+            Ok(last_up) => fresh = Some(last_up),
+            Err(reply) => return reply.into(),
+        }
+    }
+    let values = args.rest();
+    if daemon.journal.is_poisoned() {
+        Stats::add(&daemon.stats.updates_refused, 1);
+        return Reply::error("Journal failure: no updates are accepted until the daemon is restarted").into();
+    }
+    if !values.is_empty() && cache.pending_values.load(Ordering::SeqCst) >= daemon.config.max_pending_values {
+        Stats::add(&daemon.stats.updates_refused, 1);
+        return Reply::error(format!(
+            "Too many pending values (limit {}): update refused, try again later",
+            daemon.config.max_pending_values
+        ))
+        .into();
+    }
+
+    let now = unix_now();
+    let key: Key = key.into();
+    let mut shard = cache.shard(&key);
+    let entry = shard.entry(key.clone()).or_insert_with(|| {
+        // Made by us above, or re-made after a FORGET raced with us.
+        Entry::new(fresh.unwrap_or(0.0), cache.jitter(), now)
+    });
+    let mut accepted = Vec::new();
+    let mut error = None;
+    for value in values {
+        match value_time(&value) {
+            None => {
+                error = Some(format!("Cannot find timestamp in '{value}'!"));
+                break;
+            }
+            Some(stamp) if stamp <= entry.last_stamp => {
+                error = Some(format!(
+                    "illegal attempt to update using time {stamp:.6} when last update time is {:.6} \
+                     (minimum one second step)",
+                    entry.last_stamp
+                ));
+                break;
+            }
+            Some(stamp) => {
+                entry.last_stamp = stamp;
+                accepted.push(value);
+            }
+        }
+    }
+    let count = accepted.len();
+    let mut tickets = Vec::new();
+    if count > 0 {
+        if entry.pending.is_empty() {
+            entry.first_pending_at = now;
+            entry.oldest_seq = daemon.journal.current_seq();
+            cache.add_timer(entry.due_at(cache.write_interval_secs), key.clone());
+        }
+        entry.pending.extend(accepted.iter().cloned());
+        entry.last_activity = now;
+        cache.pending_values.fetch_add(count as u64, Ordering::SeqCst);
+        // Submitted under the shard lock: the journal's order for this file
+        // is the cache's order.
+        tickets.push(daemon.journal.submit(Record { path: key.to_string(), args: accepted }));
+    }
+    drop(shard);
+    let reply = match error {
+        Some(e) => Reply::error(e),
+        None if count == 0 => Reply::error("No values updated."),
+        None => Reply::ok_line(format!("errors, enqueued {count} value(s).")),
+    };
+    if tickets.is_empty() {
+        reply.into()
+    } else {
+        Outcome::AfterCommit(tickets, reply)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_needs_a_time_and_a_colon() {
+        assert_eq!(value_time("1000:1:2"), Some(1000.0));
+        assert_eq!(value_time("1000.5:U"), Some(1000.5));
+        assert_eq!(value_time("1e3:1"), Some(1000.0));
+        assert_eq!(value_time("1000"), None);
+        assert_eq!(value_time("N:1"), None);
+        assert_eq!(value_time(""), None);
+        assert_eq!(value_time("1000@1"), None);
+    }
+}

@@ -1,0 +1,549 @@
+//! The daemon's options: rrdcached 1.7.2's command line (same letters, same
+//! meanings, same getopt style: `-w300` or `-w 300`, clustered flags `-gF`)
+//! plus rrdscale's long options.
+//!
+//! Parsing is two-stage (as ripgrep's): [`parse_args`] reads the words into
+//! a [`Config`] and checks what can be checked without touching the system;
+//! [`Config::prepare`] then creates and canonicalizes directories the way
+//! rrdcached does at startup. `-P`, `-s` and `-m` apply to the `-l` options
+//! that FOLLOW them (and to the default socket when there is no `-l`), as in
+//! rrdcached.
+//!
+//! Deliberately absent: `-a` (rrdcached's allocation chunk) is accepted and
+//! ignored, there being no such knob here.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rrd_journal::SyncPolicy;
+use rrd_protocol::address::{AddressError, ListenAddress};
+use rrd_protocol::{Permissions, DEFAULT_ADDRESS, DEFAULT_PORT};
+use thiserror::Error;
+
+/// One socket to listen on, with what applies to it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListenSpec {
+    pub address: ListenAddress,
+    pub permissions: Permissions,
+    /// `-s`: the group owning a UNIX socket (which then gets mode 0760).
+    pub socket_group: Option<u32>,
+    /// `-m`: the mode of a UNIX socket.
+    pub socket_mode: Option<u32>,
+}
+
+/// rrdcached's `-V` levels, mapped onto tracing's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogLevel {
+    Error,
+    Warning,
+    Info,
+    Debug,
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub listen: Vec<ListenSpec>,
+    /// `-w`: how long values may wait before their file is written.
+    pub write_interval_secs: u64,
+    /// `-z`: each file's write is delayed by a random 0..z seconds.
+    pub write_jitter_secs: u64,
+    /// `-f`: how often idle entries are dropped and the journal rotated.
+    pub flush_interval_secs: u64,
+    /// `-t`: flush threads.
+    pub write_threads: usize,
+    /// `-j`: journal directory (none: no journal, like rrdcached without -j).
+    pub journal_dir: Option<PathBuf>,
+    /// `-F`: write every pending value before exiting.
+    pub flush_at_shutdown: bool,
+    /// `-g`: do not fork.
+    pub foreground: bool,
+    /// `-b`: where relative file names point.
+    pub base_dir: Option<PathBuf>,
+    /// `-B`: refuse files outside the base directory.
+    pub base_only: bool,
+    /// `-R`: CREATE may create missing directories.
+    pub allow_recursive_mkdir: bool,
+    /// `-O`: CREATE never overwrites.
+    pub no_overwrite: bool,
+    /// `-p`
+    pub pid_file: PathBuf,
+    /// `-V`
+    pub log_level: LogLevel,
+    /// `-o`: log here instead of syslog (or stderr in the foreground).
+    pub log_file: Option<PathBuf>,
+    /// `-U` / `-G`: drop to this user / group after setup.
+    pub user: Option<u32>,
+    pub group: Option<u32>,
+    /// `--sync`: when a journal append is durable (default: before the ack).
+    pub sync: SyncPolicy,
+    /// `--max-pending`: values held in memory, beyond which updates are refused.
+    pub max_pending_values: u64,
+    /// `--metrics ADDR`: reserved for the Prometheus listener (not yet served).
+    pub metrics: Option<String>,
+    /// `--tick-ms`: how often the scheduler looks for due files (tests use a
+    /// short one).
+    pub tick: Duration,
+    /// `--segment-bytes`: rotate the journal when its segment passes this.
+    pub segment_len_max: u64,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            listen: Vec::new(),
+            write_interval_secs: 300,
+            write_jitter_secs: 0,
+            flush_interval_secs: 3600,
+            write_threads: 4,
+            journal_dir: None,
+            flush_at_shutdown: false,
+            foreground: false,
+            base_dir: None,
+            base_only: false,
+            allow_recursive_mkdir: false,
+            no_overwrite: false,
+            pid_file: default_pid_file(),
+            log_level: LogLevel::Error,
+            log_file: None,
+            user: None,
+            group: None,
+            sync: SyncPolicy::Always,
+            max_pending_values: 10_000_000,
+            metrics: None,
+            tick: Duration::from_millis(1000),
+            segment_len_max: 64 << 20,
+        }
+    }
+}
+
+/// rrdcached's `$localstatedir/run/rrdcached.pid` for root; elsewhere a
+/// place an ordinary user can write.
+fn default_pid_file() -> PathBuf {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        PathBuf::from("/var/run/rrdcached.pid")
+    } else {
+        // SAFETY: as above.
+        PathBuf::from(format!("/tmp/rrdcached-{}.pid", unsafe { libc::geteuid() }))
+    }
+}
+
+/// Why the command line was refused; `status` is the exit status rrdcached
+/// uses for the same mistake.
+#[derive(Debug, Error)]
+#[error("{message}")]
+pub struct ConfigError {
+    pub message: String,
+    pub status: i32,
+}
+
+fn err(status: i32, message: impl Into<String>) -> ConfigError {
+    ConfigError { message: message.into(), status }
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Parsed {
+    Run(Box<Config>, Vec<String>),
+    /// `-h`: print [`USAGE`] and exit with status 1 (as rrdcached).
+    Help,
+}
+
+pub const USAGE: &str = "\
+rrdscale daemon: an rrdcached 1.7.2 drop-in
+
+Usage: rrdscale daemon [options]
+
+Valid options are:
+  -a <size>     Accepted for compatibility; ignored.
+  -B            Restrict file access to paths within -b <dir>
+  -b <dir>      Base directory to change to.
+  -F            Always flush all updates at shutdown
+  -f <seconds>  Interval in which to flush dead data.
+  -G <group>    Unprivileged group used when running.
+  -g            Do not fork and run in the foreground.
+  -j <dir>      Directory in which to create the journal files.
+  -L            Open sockets on all INET interfaces using default port.
+  -l <address>  Socket address to listen to.
+                Default: unix:/tmp/rrdcached.sock
+  -m <mode>     File permissions (octal) of all following UNIX sockets
+  -O            Do not allow CREATE commands to overwrite existing
+                files, even if asked to.
+  -o <file>     Log to given file instead of syslog.
+  -P <perms>    Sets the permissions to assign to all following sockets
+  -p <file>     Location of the PID-file.
+  -R            Allow recursive directory creation within -b <dir>
+  -s <id|name>  Group owner of all following UNIX sockets
+                (the socket will also have read/write permissions for that group)
+  -t <threads>  Number of write threads.
+  -U <user>     Unprivileged user account used when running.
+  -V <LOGLEVEL> Max syslog level to log with, with LOG_DEBUG being
+                the maximum and LOG_EMERG minimum; see syslog.h
+  -w <seconds>  Interval in which to write data.
+  -z <delay>    Delay writes up to <delay> seconds to spread load
+
+rrdscale options:
+  --sync always|every:MS|none   When a journaled update is durable (default always:
+                                before it is acknowledged, one fdatasync per group commit)
+  --max-pending N               Most values held in memory (default 10000000);
+                                beyond it updates get an error reply
+  --metrics ADDR                Reserved: Prometheus /metrics listener (not served yet)
+  --tick-ms MS                  Scheduler period (default 1000)
+  --segment-bytes N             Journal segment size before rotation (default 64 MiB)
+";
+
+const VALUE_LETTERS: &str = "abfGjlmoPpstUVwz";
+const FLAG_LETTERS: &str = "BFghLOR";
+
+/// rrdcached's `rrd_scaled_duration(arg, 1)`: seconds, or a count with a
+/// unit suffix (`5m`).
+fn duration_secs(what: &str, value: &str, status: i32) -> Result<u64, ConfigError> {
+    rrd_engine::numparse::scaled_duration(value, 1)
+        .map_err(|e| err(status, format!("Invalid {what} {value}: {e}")))
+}
+
+fn parse_sync(value: &str) -> Result<SyncPolicy, ConfigError> {
+    match value {
+        "always" => Ok(SyncPolicy::Always),
+        "none" => Ok(SyncPolicy::None),
+        v => match v.strip_prefix("every:").and_then(|ms| ms.parse::<u64>().ok()) {
+            Some(ms) if ms > 0 => Ok(SyncPolicy::Every(Duration::from_millis(ms))),
+            _ => Err(err(2, format!("Invalid --sync {v}: expected always, none or every:MS"))),
+        },
+    }
+}
+
+fn lookup_group(name: &str) -> Option<u32> {
+    if let Ok(gid) = name.parse::<u32>() {
+        return Some(gid);
+    }
+    let c = std::ffi::CString::new(name).ok()?;
+    // SAFETY: getgrnam reads a NUL-terminated name; the result (static
+    // storage) is read immediately, before any other call could reuse it.
+    let grp = unsafe { libc::getgrnam(c.as_ptr()) };
+    // SAFETY: non-null pointers from getgrnam point to a valid group.
+    (!grp.is_null()).then(|| unsafe { (*grp).gr_gid })
+}
+
+fn lookup_user(name: &str) -> Option<u32> {
+    if let Ok(uid) = name.parse::<u32>() {
+        return Some(uid);
+    }
+    let c = std::ffi::CString::new(name).ok()?;
+    // SAFETY: as in lookup_group, for getpwnam.
+    let pw = unsafe { libc::getpwnam(c.as_ptr()) };
+    // SAFETY: non-null pointers from getpwnam point to a valid passwd.
+    (!pw.is_null()).then(|| unsafe { (*pw).pw_uid })
+}
+
+/// Reads the daemon's arguments (without the program and subcommand names).
+/// Returns the configuration and the warnings rrdcached would print.
+pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
+    let mut c = Config::default();
+    let mut warnings = Vec::new();
+    // What the next -l inherits (rrdcached's `default_socket`).
+    let mut permissions = Permissions::none();
+    let mut socket_group = None;
+    let mut socket_mode = None;
+    let mut i = 0;
+    let next_value = |i: &mut usize, inline: Option<String>, what: &str| -> Result<String, ConfigError> {
+        if let Some(v) = inline {
+            return Ok(v);
+        }
+        *i += 1;
+        args.get(*i).cloned().ok_or_else(|| err(1, format!("option requires an argument -- '{what}'")))
+    };
+    while i < args.len() {
+        let arg = &args[i];
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (long, None),
+            };
+            match name {
+                "help" => return Ok(Parsed::Help),
+                "sync" => c.sync = parse_sync(&next_value(&mut i, inline, name)?)?,
+                "max-pending" => {
+                    let v = next_value(&mut i, inline, name)?;
+                    c.max_pending_values = v.parse().ok().filter(|&n: &u64| n > 0).ok_or_else(|| {
+                        err(2, format!("Invalid --max-pending {v}: expected a positive count"))
+                    })?;
+                }
+                "metrics" => c.metrics = Some(next_value(&mut i, inline, name)?),
+                "tick-ms" => {
+                    let v = next_value(&mut i, inline, name)?;
+                    let ms: u64 = v
+                        .parse()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| err(2, format!("Invalid --tick-ms {v}")))?;
+                    c.tick = Duration::from_millis(ms);
+                }
+                "segment-bytes" => {
+                    let v = next_value(&mut i, inline, name)?;
+                    c.segment_len_max = v
+                        .parse()
+                        .ok()
+                        .filter(|&n| n >= 4096)
+                        .ok_or_else(|| err(2, format!("Invalid --segment-bytes {v}: at least 4096")))?;
+                }
+                _ => return Err(err(1, format!("unrecognized option '--{name}'"))),
+            }
+            i += 1;
+            continue;
+        }
+        let Some(letters) = arg.strip_prefix('-').filter(|l| !l.is_empty()) else {
+            return Err(err(1, format!("unexpected argument '{arg}'")));
+        };
+        for (pos, letter) in letters.char_indices() {
+            if FLAG_LETTERS.contains(letter) {
+                match letter {
+                    'B' => c.base_only = true,
+                    'F' => c.flush_at_shutdown = true,
+                    'g' => c.foreground = true,
+                    'h' => return Ok(Parsed::Help),
+                    'L' => c.listen.push(ListenSpec {
+                        address: ListenAddress::Tcp { host: String::new(), port: DEFAULT_PORT },
+                        permissions: if permissions.is_empty() { Permissions::all() } else { permissions },
+                        socket_group,
+                        socket_mode,
+                    }),
+                    'O' => c.no_overwrite = true,
+                    'R' => c.allow_recursive_mkdir = true,
+                    _ => unreachable!("every flag letter is handled"),
+                }
+                continue;
+            }
+            if !VALUE_LETTERS.contains(letter) {
+                return Err(err(1, format!("invalid option -- '{letter}'")));
+            }
+            let rest = &letters[pos + letter.len_utf8()..];
+            let inline = (!rest.is_empty()).then(|| rest.to_string());
+            let value = next_value(&mut i, inline, &letter.to_string())?;
+            match letter {
+                'a' => {
+                    if value.parse::<i64>().map_or(true, |n| n <= 0) {
+                        return Err(err(10, format!("Invalid allocation size: {value}")));
+                    }
+                }
+                'b' => c.base_dir = Some(PathBuf::from(value)),
+                'f' => c.flush_interval_secs = duration_secs("flush interval", &value, 3)?,
+                'w' => c.write_interval_secs = duration_secs("write interval", &value, 2)?,
+                'z' => c.write_jitter_secs = duration_secs("write jitter", &value, 2)?,
+                'G' => {
+                    c.group = Some(lookup_group(&value).ok_or_else(|| {
+                        err(5, format!("read_options: couldn't map \"{value}\" to a group, Sorry"))
+                    })?)
+                }
+                'U' => {
+                    c.user = Some(lookup_user(&value).ok_or_else(|| {
+                        err(5, format!("read_options: couldn't map \"{value}\" to a user, Sorry"))
+                    })?)
+                }
+                'j' => c.journal_dir = Some(PathBuf::from(value)),
+                'l' => {
+                    let address = ListenAddress::parse(&value)
+                        .map_err(|e: AddressError| err(2, format!("rrdcached: {e}")))?;
+                    c.listen.push(ListenSpec {
+                        address,
+                        permissions: if permissions.is_empty() { Permissions::all() } else { permissions },
+                        socket_group,
+                        socket_mode,
+                    });
+                }
+                'm' => {
+                    let mode = u32::from_str_radix(&value, 8)
+                        .ok()
+                        .filter(|&m| m <= 0o7777)
+                        .ok_or_else(|| err(5, format!("read_options: Invalid file mode \"{value}\".")))?;
+                    socket_mode = Some(mode);
+                }
+                'o' => c.log_file = Some(PathBuf::from(value)),
+                'P' => {
+                    permissions = Permissions::parse(&value).map_err(|name| {
+                        err(
+                            4,
+                            format!(
+                                "read_options: Adding permission \"{name}\" to socket failed. Most likely, \
+                                 this permission doesn't exist. Check your command line."
+                            ),
+                        )
+                    })?;
+                }
+                'p' => c.pid_file = PathBuf::from(value),
+                's' => {
+                    socket_group = Some(lookup_group(&value).ok_or_else(|| {
+                        err(5, format!("read_options: couldn't map \"{value}\" to a group, Sorry"))
+                    })?)
+                }
+                't' => {
+                    c.write_threads = value
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|&n| n >= 1)
+                        .ok_or_else(|| err(1, format!("Invalid thread count: -t {value}")))?;
+                }
+                'V' => {
+                    c.log_level = match value.as_str() {
+                        "LOG_EMERG" | "LOG_ALERT" | "LOG_CRIT" | "LOG_ERR" => LogLevel::Error,
+                        "LOG_WARNING" => LogLevel::Warning,
+                        "LOG_NOTICE" | "LOG_INFO" => LogLevel::Info,
+                        "LOG_DEBUG" => LogLevel::Debug,
+                        other => {
+                            warnings.push(format!(
+                                "Unrecognized log level '{other}'; falling back to default LOG_ERR."
+                            ));
+                            LogLevel::Error
+                        }
+                    }
+                }
+                _ => unreachable!("every value letter is handled"),
+            }
+            break;
+        }
+        i += 1;
+    }
+    if c.listen.is_empty() {
+        c.listen.push(ListenSpec {
+            address: ListenAddress::parse(DEFAULT_ADDRESS).expect("the default address parses"),
+            permissions: if permissions.is_empty() { Permissions::all() } else { permissions },
+            socket_group,
+            socket_mode,
+        });
+    }
+    if c.flush_interval_secs < 2 * c.write_interval_secs {
+        warnings.push("WARNING: flush interval (-f) should be at least 2x write interval (-w) !".into());
+    }
+    if c.write_jitter_secs > c.write_interval_secs {
+        warnings.push("WARNING: write delay (-z) should NOT be larger than write interval (-w) !".into());
+    }
+    if c.base_only && c.base_dir.is_none() {
+        warnings.push(
+            "WARNING: -B does not make sense without -b!\n  Consult the rrdcached documentation".into(),
+        );
+    }
+    if c.allow_recursive_mkdir && !c.base_only {
+        warnings.push(
+            "WARNING: -R does not make sense without -B!\n  Consult the rrdcached documentation".into(),
+        );
+    }
+    if c.journal_dir.is_none() {
+        // Without a journal, pending values exist only in memory.
+        c.flush_at_shutdown = true;
+    }
+    Ok(Parsed::Run(Box::new(c), warnings))
+}
+
+impl Config {
+    /// Creates the base and journal directories and canonicalizes them as
+    /// rrdcached does: a base directory reached through a symbolic link is
+    /// refused (status 5), because confinement compares resolved paths.
+    pub fn prepare(&mut self) -> Result<(), ConfigError> {
+        if let Some(base) = &self.base_dir {
+            std::fs::create_dir_all(base).map_err(|e| {
+                err(3, format!("Failed to create base directory '{}': {}", base.display(), os_text(&e)))
+            })?;
+            let trimmed = trim_trailing_slashes(base);
+            if trimmed.as_os_str().is_empty() {
+                return Err(err(4, format!("Invalid base directory: {}", base.display())));
+            }
+            let real = std::fs::canonicalize(&trimmed).map_err(|e| {
+                err(
+                    5,
+                    format!(
+                        "Failed to canonicalize the base directory '{}': {}",
+                        base.display(),
+                        os_text(&e)
+                    ),
+                )
+            })?;
+            if real != trimmed {
+                return Err(err(
+                    5,
+                    format!(
+                        "Base directory (-b) resolved via file system links!\n\
+                         Please consult rrdcached '-b' documentation!\n\
+                         Consider specifying the real directory ({})",
+                        real.display()
+                    ),
+                ));
+            }
+            self.base_dir = Some(real);
+        }
+        if let Some(dir) = &self.journal_dir {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                err(6, format!("Failed to create journal directory '{}': {}", dir.display(), os_text(&e)))
+            })?;
+            let real = std::fs::canonicalize(dir).map_err(|e| {
+                err(6, format!("Unable to resolve journal path ({},{})", dir.display(), os_text(&e)))
+            })?;
+            self.journal_dir = Some(real);
+        }
+        Ok(())
+    }
+}
+
+fn trim_trailing_slashes(p: &Path) -> PathBuf {
+    let s = p.to_string_lossy();
+    let t = s.trim_end_matches('/');
+    PathBuf::from(if t.is_empty() && s.starts_with('/') { "/" } else { t })
+}
+
+pub(crate) fn os_text(e: &std::io::Error) -> String {
+    rrd_engine::error::os_message(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rrd_protocol::Command;
+
+    fn parse(words: &[&str]) -> (Config, Vec<String>) {
+        let args: Vec<String> = words.iter().map(|s| s.to_string()).collect();
+        match parse_args(&args).unwrap() {
+            Parsed::Run(c, w) => (*c, w),
+            Parsed::Help => panic!("help"),
+        }
+    }
+
+    #[test]
+    fn getopt_forms_and_defaults() {
+        let (c, _) = parse(&["-g", "-w300", "-z", "5m", "-f1h", "-t", "8", "-gF"]);
+        assert!(c.foreground && c.flush_at_shutdown);
+        assert_eq!((c.write_interval_secs, c.write_jitter_secs, c.flush_interval_secs), (300, 300, 3600));
+        assert_eq!(c.write_threads, 8);
+        assert_eq!(c.listen.len(), 1);
+        assert_eq!(c.listen[0].address, ListenAddress::Unix("/tmp/rrdcached.sock".into()));
+        assert_eq!(c.listen[0].permissions, Permissions::all());
+        assert_eq!(c.sync, SyncPolicy::Always);
+        let (c, _) = parse(&["-j", "/x", "--sync=every:50", "--max-pending", "7"]);
+        assert!(!c.flush_at_shutdown, "with a journal, -F is off by default");
+        assert_eq!(c.sync, SyncPolicy::Every(Duration::from_millis(50)));
+        assert_eq!(c.max_pending_values, 7);
+    }
+
+    /// -P applies to the sockets that follow it, as in rrdcached(1)'s example.
+    #[test]
+    fn permissions_apply_to_following_sockets() {
+        let (c, _) = parse(&["-l", "unix:/some/path", "-P", "FLUSH,PENDING", "-l", "10.0.0.1"]);
+        assert_eq!(c.listen[0].permissions, Permissions::all());
+        assert!(c.listen[1].permissions.allows(Command::Flush));
+        assert!(!c.listen[1].permissions.allows(Command::Update));
+        assert!(c.listen[1].permissions.allows(Command::Quit));
+        let (c, _) = parse(&["-m", "0660", "-L"]);
+        assert_eq!(c.listen[0].socket_mode, Some(0o660));
+        assert_eq!(c.listen[0].address, ListenAddress::Tcp { host: String::new(), port: DEFAULT_PORT });
+    }
+
+    #[test]
+    fn mistakes_are_refused_with_rrdcached_statuses() {
+        let bad = |w: &[&str]| parse_args(&w.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap_err();
+        assert_eq!(bad(&["-P", "FLUSH,NOPE"]).status, 4);
+        assert_eq!(bad(&["-t", "0"]).status, 1);
+        assert_eq!(bad(&["-w", "x"]).status, 2);
+        assert_eq!(bad(&["-m", "99"]).status, 5);
+        assert_eq!(bad(&["-q"]).status, 1);
+        assert_eq!(bad(&["--sync", "sometimes"]).status, 2);
+        assert!(matches!(parse_args(&["-h".to_string()]), Ok(Parsed::Help)));
+    }
+}

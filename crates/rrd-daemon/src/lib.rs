@@ -1,0 +1,43 @@
+//! `rrdscale daemon`: a drop-in for rrdcached 1.7.2 whose acknowledgements
+//! mean what they say.
+//!
+//! Architecture (listener → connection → frame parser → one module per
+//! command → cache; a reader merges cache and disk):
+//!
+//! - [`server`]: startup in rrdcached's order, listeners, signals, shutdown.
+//! - [`connection`]: lines in, commands run, replies out in order; BATCH.
+//! - [`commands`]: one module per command; the protocol's texts.
+//! - [`cache`]: per-file pending values, sharded; flush queue and timers.
+//! - [`journaler`]: the committer thread: group commit into the journal
+//!   (rrd-journal), rotation, removal of segments no longer needed.
+//! - [`flusher`]: due files → paced queue → workers that prefetch, write in
+//!   path order, fdatasync, then release their journal segments.
+//! - [`reader`]: FETCH/INFO/FIRST/LAST see pending values without a flush.
+//! - [`replay`]: restart from the journal, idempotently.
+//! - [`paths`]: names to keys; `-B` confinement.
+//! - [`config`]: rrdcached's options plus ours.
+//!
+//! The one rule everything serves: an UPDATE is answered only after its
+//! values are in the journal (synced, under `--sync always`), and a journal
+//! segment is deleted only after every value in it is in its RRD file and
+//! that file is synced. docs/journal.md argues why that survives kill -9
+//! and power loss.
+//!
+//! Deliberately absent in v1: `--metrics` (accepted, not served), TUNE and
+//! DUMP (unknown commands, as in rrdcached 1.7.2), parsed (binary) pending
+//! values, a memory-resident header cache.
+
+pub mod cache;
+pub mod commands;
+pub mod config;
+pub mod connection;
+pub mod flusher;
+pub mod journaler;
+pub mod paths;
+pub mod reader;
+pub mod replay;
+pub mod server;
+pub mod state;
+pub mod stats;
+
+pub use server::{run, RunError};

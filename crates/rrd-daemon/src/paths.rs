@@ -1,0 +1,140 @@
+//! File names from clients become cache keys here.
+//!
+//! A relative name is taken relative to the base directory (`-b`; `/tmp`
+//! without one, rrdcached's working directory), then the path is normalized
+//! lexically: empty and `.` components dropped, so `./x.rrd`, `x.rrd` and
+//! `/base//x.rrd` are one file, one cache entry. `..` is resolved lexically
+//! too, except under `-B`, where any `..` is refused as rrdcached refuses
+//! `../`.
+//!
+//! Under `-B` a file must also *resolve* beneath the base directory:
+//! [`Paths::check_resolved`] follows symbolic links (realpath of the file,
+//! or of its parent when the file does not exist yet) and refuses what lands
+//! outside. rrdcached does not check links; we do, at the points where a
+//! file is first opened (new cache entry, reads, CREATE).
+//!
+//! Invariant: every key is an absolute, normalized path.
+
+use std::path::{Path, PathBuf};
+
+/// Why a name was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Denied {
+    /// The name as rrdcached would print it in `<file>: Permission denied`.
+    pub shown: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Paths {
+    /// Canonical base directory (`/tmp` when `-b` is not given).
+    base: PathBuf,
+    base_only: bool,
+}
+
+impl Paths {
+    pub fn new(base_dir: Option<&Path>, base_only: bool) -> Paths {
+        Paths { base: base_dir.map_or_else(|| PathBuf::from("/tmp"), Path::to_path_buf), base_only }
+    }
+
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+
+    /// The cache key for a client's file name.
+    pub fn resolve(&self, name: &str) -> Result<String, Denied> {
+        let joined = if name.starts_with('/') {
+            name.to_string()
+        } else {
+            format!("{}/{}", self.base.display(), name)
+        };
+        let mut parts: Vec<&str> = Vec::new();
+        for part in joined.split('/') {
+            match part {
+                "" | "." => {}
+                ".." if self.base_only => return Err(Denied { shown: joined }),
+                ".." => {
+                    parts.pop();
+                }
+                p => parts.push(p),
+            }
+        }
+        let key = format!("/{}", parts.join("/"));
+        if self.base_only && !self.is_beneath(Path::new(&key)) {
+            return Err(Denied { shown: joined });
+        }
+        Ok(key)
+    }
+
+    fn is_beneath(&self, path: &Path) -> bool {
+        path.strip_prefix(&self.base).is_ok_and(|rest| !rest.as_os_str().is_empty())
+    }
+
+    /// Under `-B`, checks that `key` resolves (symbolic links followed)
+    /// beneath the base directory. A missing file is judged by its parent.
+    pub fn check_resolved(&self, key: &str) -> Result<(), Denied> {
+        if !self.base_only {
+            return Ok(());
+        }
+        let path = Path::new(key);
+        let real = match std::fs::canonicalize(path) {
+            Ok(r) => r,
+            Err(_) => match (path.parent(), path.file_name()) {
+                (Some(parent), Some(name)) => match std::fs::canonicalize(parent) {
+                    Ok(p) => p.join(name),
+                    // Nothing exists to escape through; the open will fail.
+                    Err(_) => return Ok(()),
+                },
+                _ => return Err(Denied { shown: key.to_string() }),
+            },
+        };
+        if self.is_beneath(&real) {
+            Ok(())
+        } else {
+            Err(Denied { shown: key.to_string() })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_normalize_to_one_key() {
+        let p = Paths::new(Some(Path::new("/srv/rrd")), false);
+        assert_eq!(p.resolve("x.rrd").unwrap(), "/srv/rrd/x.rrd");
+        assert_eq!(p.resolve("./x.rrd").unwrap(), "/srv/rrd/x.rrd");
+        assert_eq!(p.resolve("/srv/rrd//x.rrd").unwrap(), "/srv/rrd/x.rrd");
+        assert_eq!(p.resolve("a/../x.rrd").unwrap(), "/srv/rrd/x.rrd");
+        assert_eq!(p.resolve("/other/y.rrd").unwrap(), "/other/y.rrd");
+    }
+
+    #[test]
+    fn base_only_refuses_escapes() {
+        let p = Paths::new(Some(Path::new("/srv/rrd")), true);
+        assert!(p.resolve("../etc/passwd").is_err());
+        assert!(p.resolve("a/../x.rrd").is_err());
+        assert!(p.resolve("/etc/passwd").is_err());
+        assert!(p.resolve("/srv/rrdx/y.rrd").is_err());
+        assert!(p.resolve("/srv/rrd").is_err());
+        assert_eq!(p.resolve("/srv/rrd/sub/y.rrd").unwrap(), "/srv/rrd/sub/y.rrd");
+    }
+
+    #[test]
+    fn symlinks_out_of_the_base_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("t.rrd"), b"x").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("t.rrd"), base.join("evil.rrd")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), base.join("evildir")).unwrap();
+        std::fs::write(base.join("ok.rrd"), b"x").unwrap();
+        let p = Paths::new(Some(&base), true);
+        let key = p.resolve("evil.rrd").unwrap();
+        assert!(p.check_resolved(&key).is_err());
+        let key = p.resolve("evildir/new.rrd").unwrap();
+        assert!(p.check_resolved(&key).is_err());
+        assert!(p.check_resolved(&p.resolve("ok.rrd").unwrap()).is_ok());
+        assert!(p.check_resolved(&p.resolve("missing.rrd").unwrap()).is_ok());
+    }
+}

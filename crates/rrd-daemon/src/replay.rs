@@ -1,0 +1,105 @@
+//! Restart: the journal's records back into the cache, before any client is
+//! served.
+//!
+//! Records are applied in journal order with the UPDATE rules: a value not
+//! later than the file's newest (on disk or already replayed) is skipped,
+//! which makes replay idempotent (replaying twice, or replaying values that
+//! a flush already wrote, changes nothing). A record with no values is a
+//! FORGET. Files' last update times are read first, in parallel (one header
+//! read each, several threads), so a journal naming 300k files does not cost
+//! 300k sequential disk round trips.
+//!
+//! Replayed values stay in their old segments (they are not journaled
+//! again); the entries are tagged with the OLDEST replayed segment, so none
+//! of those segments is removed before every replayed value is written and
+//! synced.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+
+use rrd_journal::ReplayReport;
+
+use crate::cache::{unix_now, Entry, Key};
+use crate::commands::update_value_time;
+use crate::state::Daemon;
+
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ReplaySummary {
+    pub records: u64,
+    pub values_applied: u64,
+    pub values_skipped: u64,
+    /// Records for files that could not be read (missing, not an RRD).
+    pub records_unreadable: u64,
+}
+
+const READ_THREADS: usize = 8;
+
+/// Each file's last update time (`None` when it cannot be read).
+fn last_updates(paths: Vec<String>) -> HashMap<String, Option<f64>> {
+    let out = Mutex::new(HashMap::with_capacity(paths.len()));
+    let chunk = paths.len().div_ceil(READ_THREADS).max(1);
+    std::thread::scope(|s| {
+        for part in paths.chunks(chunk) {
+            let out = &out;
+            s.spawn(move || {
+                let mut local = Vec::with_capacity(part.len());
+                for p in part {
+                    let t = rrd_engine::Rrd::open(std::path::Path::new(p), false)
+                        .ok()
+                        .map(|r| r.header.live.last_up as f64)
+                        .filter(|&t| t >= 1.0);
+                    local.push((p.clone(), t));
+                }
+                out.lock().expect("replay map lock").extend(local);
+            });
+        }
+    });
+    out.into_inner().expect("replay map lock")
+}
+
+/// Applies `report`'s records to the cache. `first_seq` is the oldest
+/// replayed segment.
+pub fn apply(daemon: &Daemon, report: &ReplayReport, first_seq: u64) -> ReplaySummary {
+    let mut summary = ReplaySummary::default();
+    let mut distinct: Vec<String> =
+        report.records.iter().filter(|r| !r.args.is_empty()).map(|r| r.path.clone()).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let last = last_updates(distinct);
+    let cache = &daemon.cache;
+    let now = unix_now();
+    for record in &report.records {
+        summary.records += 1;
+        let key: Key = record.path.as_str().into();
+        let mut shard = cache.shard(&key);
+        if record.args.is_empty() {
+            if let Some(e) = shard.remove(&key) {
+                cache.pending_values.fetch_sub(e.pending.len() as u64, Ordering::SeqCst);
+            }
+            continue;
+        }
+        let Some(Some(last_up)) = last.get(&record.path) else {
+            summary.records_unreadable += 1;
+            continue;
+        };
+        let entry = shard.entry(key.clone()).or_insert_with(|| Entry::new(*last_up, cache.jitter(), now));
+        for value in &record.args {
+            match update_value_time(value) {
+                Some(t) if t > entry.last_stamp => {
+                    if entry.pending.is_empty() {
+                        entry.first_pending_at = now;
+                        entry.oldest_seq = first_seq;
+                        cache.add_timer(entry.due_at(cache.write_interval_secs), key.clone());
+                    }
+                    entry.last_stamp = t;
+                    entry.pending.push(value.clone());
+                    cache.pending_values.fetch_add(1, Ordering::SeqCst);
+                    summary.values_applied += 1;
+                }
+                _ => summary.values_skipped += 1,
+            }
+        }
+    }
+    summary
+}

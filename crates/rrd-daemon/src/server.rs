@@ -1,0 +1,484 @@
+//! Startup, the listeners, signals and shutdown, in rrdcached's order:
+//! options → PID file → listening sockets (errors still reach the
+//! terminal) → fork (unless `-g`) → logging → PID written → privileges
+//! dropped → journal replayed → flush threads → accepting connections.
+//!
+//! Signals, as rrdcached(1): TERM and INT stop the daemon, writing pending
+//! values first only with `-F` (or without a journal); USR1 stops it after
+//! writing everything; USR2 stops it without writing (the journal keeps the
+//! values). Stopping: listeners close (UNIX socket files removed),
+//! connections close, the flush threads drain if writing was asked for,
+//! the journal is synced (and emptied when everything was written and
+//! synced), the PID file removed.
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rrd_protocol::{ListenAddress, Permissions};
+use thiserror::Error;
+
+use crate::cache::Cache;
+use crate::config::{self, Config, ListenSpec, LogLevel, Parsed};
+use crate::connection;
+use crate::flusher::{self, Scheduler};
+use crate::journaler::Journaler;
+use crate::replay;
+use crate::state::Daemon;
+
+/// Why the daemon could not start; `status` is the process exit status.
+#[derive(Debug, Error)]
+#[error("{message}")]
+pub struct RunError {
+    pub message: String,
+    pub status: i32,
+}
+
+fn fail(status: i32, message: impl Into<String>) -> RunError {
+    RunError { message: message.into(), status }
+}
+
+enum BoundKind {
+    Unix(std::os::unix::net::UnixListener, PathBuf),
+    Tcp(std::net::TcpListener),
+}
+
+struct Bound {
+    kind: BoundKind,
+    permissions: Permissions,
+}
+
+fn bind_unix(path: &str, spec: &ListenSpec) -> Result<Bound, RunError> {
+    let path = PathBuf::from(path);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            fail(1, format!("Failed to create socket directory '{}': {}", dir.display(), config::os_text(&e)))
+        })?;
+    }
+    // We own the PID file, so no live daemon uses this socket.
+    let _ = std::fs::remove_file(&path);
+    let listener = std::os::unix::net::UnixListener::bind(&path).map_err(|e| {
+        fail(1, format!("rrdcached: bind({}) failed: {}.", path.display(), config::os_text(&e)))
+    })?;
+    if let Some(gid) = spec.socket_group {
+        if let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) {
+            // SAFETY: chown reads a NUL-terminated path; -1 keeps the owner.
+            let rc = unsafe { libc::chown(c.as_ptr(), u32::MAX, gid) };
+            let chmod = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o760));
+            if rc != 0 || chmod.is_err() {
+                eprintln!(
+                    "rrdcached: failed to set socket group permissions ({})",
+                    std::io::Error::last_os_error()
+                );
+            }
+        }
+    }
+    if let Some(mode) = spec.socket_mode {
+        if let Err(e) = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)) {
+            eprintln!("rrdcached: failed to set socket file permissions ({mode:o}): {e}");
+        }
+    }
+    listener.set_nonblocking(true).map_err(|e| fail(1, e.to_string()))?;
+    Ok(Bound { kind: BoundKind::Unix(listener, path), permissions: spec.permissions })
+}
+
+fn bind_tcp(host: &str, port: u16, spec: &ListenSpec) -> Result<Vec<Bound>, RunError> {
+    use std::net::ToSocketAddrs;
+    let shown = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+    let candidates: Vec<std::net::SocketAddr> = if host.is_empty() {
+        vec![
+            format!("[::]:{port}").parse().expect("literal"),
+            format!("0.0.0.0:{port}").parse().expect("literal"),
+        ]
+    } else {
+        (host, port)
+            .to_socket_addrs()
+            .map_err(|e| fail(1, format!("rrdcached: getaddrinfo({host}) failed: {e}")))?
+            .collect()
+    };
+    let mut bound = Vec::new();
+    let mut last_error = None;
+    for addr in candidates {
+        match std::net::TcpListener::bind(addr) {
+            Ok(l) => {
+                l.set_nonblocking(true).map_err(|e| fail(1, e.to_string()))?;
+                bound.push(Bound { kind: BoundKind::Tcp(l), permissions: spec.permissions });
+            }
+            // A dual-stack [::] already covers IPv4.
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && !bound.is_empty() => {}
+            Err(e) => last_error = Some(e),
+        }
+    }
+    if bound.is_empty() {
+        let why = last_error.map_or("no address".into(), |e| config::os_text(&e));
+        return Err(fail(1, format!("rrdcached: bind({shown}) failed: {why}.")));
+    }
+    Ok(bound)
+}
+
+fn bind_all(specs: &[ListenSpec]) -> Result<Vec<Bound>, RunError> {
+    let mut all = Vec::new();
+    for spec in specs {
+        match &spec.address {
+            ListenAddress::Unix(path) => all.push(bind_unix(path, spec)?),
+            ListenAddress::Tcp { host, port } => all.extend(bind_tcp(host, *port, spec)?),
+        }
+    }
+    if all.is_empty() {
+        return Err(fail(1, "rrdcached: FATAL: cannot open any listen sockets"));
+    }
+    Ok(all)
+}
+
+/// Creates the PID file, or takes over a stale one (rrdcached's rules).
+fn open_pid_file(path: &Path) -> Result<std::fs::File, RunError> {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(f) => return Ok(f),
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            return Err(fail(
+                1,
+                format!("rrdcached: can't create pid file '{}' ({})", path.display(), config::os_text(&e)),
+            ))
+        }
+        Err(_) => {}
+    }
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let pid: i32 = text.trim().parse().unwrap_or(0);
+    if pid <= 0 {
+        return Err(fail(1, "FATAL: PID file is corrupted"));
+    }
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    if pid != std::process::id() as i32 && unsafe { libc::kill(pid, 0) } == 0 {
+        return Err(fail(1, format!("FATAL: Another rrdcached daemon is running?? (pid {pid})")));
+    }
+    eprintln!("rrdcached: removed stale PID file (no rrdcached on pid {pid})\nrrdcached: starting normally.");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| fail(1, format!("FATAL: Faild to truncate stale PID file. ({})", config::os_text(&e))))
+}
+
+/// Forks into the background: the parent exits 0, the child leads a new
+/// session with its standard streams on /dev/null. Must run before any
+/// thread exists.
+fn daemonize() -> Result<(), RunError> {
+    // SAFETY: the process is single-threaded here (no runtime, no workers
+    // yet), so fork duplicates a consistent state.
+    match unsafe { libc::fork() } {
+        -1 => return Err(fail(1, "daemonize: fork(2) failed.")),
+        0 => {}
+        _ => std::process::exit(0),
+    }
+    // SAFETY: setsid and dup2 on valid descriptors have no memory effects.
+    unsafe {
+        libc::setsid();
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        if null >= 0 {
+            libc::dup2(null, 0);
+            libc::dup2(null, 1);
+            libc::dup2(null, 2);
+            if null > 2 {
+                libc::close(null);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes log lines to syslog (LOG_DAEMON), one `syslog` call per line.
+struct SyslogWriter;
+
+impl Write for SyslogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            if let Ok(c) = std::ffi::CString::new(line) {
+                // SAFETY: the format is a literal "%s" and the argument a
+                // NUL-terminated string.
+                unsafe { libc::syslog(libc::LOG_NOTICE, c"%s".as_ptr(), c.as_ptr()) };
+            }
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn init_logging(config: &Config) -> Result<(), RunError> {
+    let level = match config.log_level {
+        LogLevel::Error => tracing::Level::ERROR,
+        LogLevel::Warning => tracing::Level::WARN,
+        LogLevel::Info => tracing::Level::INFO,
+        LogLevel::Debug => tracing::Level::DEBUG,
+    };
+    let builder = tracing_subscriber::fmt().with_max_level(level).with_ansi(false).with_target(false);
+    let result = if let Some(file) = &config.log_file {
+        let f = std::fs::OpenOptions::new().create(true).append(true).open(file).map_err(|e| {
+            fail(1, format!("cannot open log file {}: {}", file.display(), config::os_text(&e)))
+        })?;
+        builder.with_writer(Mutex::new(f)).try_init()
+    } else if config.foreground {
+        builder.with_writer(std::io::stderr).try_init()
+    } else {
+        // SAFETY: openlog with a static identifier string.
+        unsafe { libc::openlog(c"rrdcached".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON) };
+        builder.without_time().with_writer(|| SyslogWriter).try_init()
+    };
+    // Already initialized (tests running several daemons): keep the first.
+    let _ = result;
+    Ok(())
+}
+
+use std::sync::Mutex;
+
+fn drop_privileges(config: &Config) -> Result<(), RunError> {
+    // SAFETY: set[gu]id/gete[gu]id have no memory effects.
+    unsafe {
+        if let Some(gid) = config.group {
+            if libc::getegid() != gid && libc::setgid(gid) != 0 {
+                return Err(fail(1, format!("daemonize: failed to setgid({gid})")));
+            }
+        }
+        if let Some(uid) = config.user {
+            if libc::geteuid() != uid && libc::setuid(uid) != 0 {
+                return Err(fail(1, format!("daemonize: failed to setuid({uid})")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `rrdscale daemon ARGS`: runs until a signal stops it.
+pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), RunError> {
+    let mut config = match config::parse_args(args).map_err(|e| fail(e.status, e.message))? {
+        Parsed::Help => {
+            let _ = out.write_all(config::USAGE.as_bytes());
+            let _ = out.flush();
+            return Err(fail(1, ""));
+        }
+        Parsed::Run(c, warnings) => {
+            for w in warnings {
+                eprintln!("{w}");
+            }
+            *c
+        }
+    };
+    config.prepare().map_err(|e| fail(e.status, e.message))?;
+    let mut pid_file = open_pid_file(&config.pid_file)?;
+    let listeners = match bind_all(&config.listen) {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = std::fs::remove_file(&config.pid_file);
+            return Err(e);
+        }
+    };
+    if !config.foreground {
+        daemonize()?;
+    }
+    init_logging(&config)?;
+    let _ = writeln!(pid_file, "{}", std::process::id());
+    drop(pid_file);
+    drop_privileges(&config)?;
+    tracing::info!("starting up");
+    let pid_path = config.pid_file.clone();
+    let result = start(config, listeners);
+    let _ = std::fs::remove_file(&pid_path);
+    tracing::info!("goodbye");
+    result
+}
+
+/// Opens the journal (replaying it), returns the committer and the replayed
+/// records' oldest segment.
+fn open_journal(
+    config: &Config,
+    stats: &Arc<crate::stats::Stats>,
+) -> Result<(Journaler, Option<(rrd_journal::ReplayReport, u64)>), RunError> {
+    let Some(dir) = &config.journal_dir else { return Ok((Journaler::disabled(), None)) };
+    let report = rrd_journal::replay(dir).map_err(|e| fail(6, format!("journal replay failed: {e}")))?;
+    if let Some((seq, off, len)) = report.torn_tail {
+        tracing::warn!(
+            "journal segment {seq}: torn tail of {len} bytes at offset {off} dropped (never acknowledged)"
+        );
+    }
+    for (seq, off, what) in &report.corrupt {
+        tracing::error!("journal segment {seq}: damaged record at offset {off} ({what}); skipped");
+    }
+    let journal = rrd_journal::Journal::open(dir, config.sync)
+        .map_err(|e| fail(6, format!("cannot open journal: {e}")))?;
+    let first = report.segments.first().copied().unwrap_or(journal.seq());
+    let journaler = Journaler::start(
+        journal,
+        dir.clone(),
+        stats.clone(),
+        Duration::from_secs(config.flush_interval_secs),
+        config.segment_len_max,
+    );
+    Ok((journaler, Some((report, first))))
+}
+
+fn start(config: Config, listeners: Vec<Bound>) -> Result<(), RunError> {
+    let stats = Arc::new(crate::stats::Stats::default());
+    let (journaler, replayed) = open_journal(&config, &stats)?;
+    let daemon = Arc::new(Daemon::with_stats(config, journaler, stats));
+    if let Some((report, first)) = replayed {
+        let s = replay::apply(&daemon, &report, first);
+        tracing::info!(
+            "journal replayed: {} records, {} values pending, {} already written, {} for unreadable files",
+            s.records,
+            s.values_applied,
+            s.values_skipped,
+            s.records_unreadable
+        );
+    }
+    let threads = spawn_flush_threads(&daemon);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("rrdscale-daemon")
+        .build()
+        .map_err(|e| fail(1, format!("cannot start the runtime: {e}")))?;
+    let unix_paths: Vec<PathBuf> = listeners
+        .iter()
+        .filter_map(|b| match &b.kind {
+            BoundKind::Unix(_, p) => Some(p.clone()),
+            BoundKind::Tcp(_) => None,
+        })
+        .collect();
+    runtime.block_on(serve(daemon.clone(), listeners));
+    for p in unix_paths {
+        let _ = std::fs::remove_file(p);
+    }
+    // Connections are closing; finish the flush threads' work.
+    let write_all = daemon.flush_at_shutdown.load(Ordering::SeqCst);
+    if write_all {
+        tracing::info!("writing every pending value before exiting");
+        flusher::enqueue_all(&daemon.cache);
+        while !daemon.cache.is_drained() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    daemon.cache.stopping.store(true, Ordering::SeqCst);
+    daemon.cache.wake_all();
+    for t in threads {
+        let _ = t.join();
+    }
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    let clean = write_all && daemon.cache.oldest_needed_seq(u64::MAX) == u64::MAX;
+    daemon.journal.shutdown(clean);
+    if clean {
+        tracing::info!("clean shutdown; all RRDs flushed");
+    } else {
+        tracing::info!("expedited shutdown; journals will be used at next startup");
+    }
+    Ok(())
+}
+
+fn spawn_flush_threads(daemon: &Arc<Daemon>) -> Vec<std::thread::JoinHandle<()>> {
+    let mut threads = Vec::new();
+    for i in 0..daemon.config.write_threads {
+        let cache: Arc<Cache> = daemon.cache.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("flush-{i}"))
+                .spawn(move || flusher::worker(cache))
+                .expect("spawning a flush thread"),
+        );
+    }
+    let scheduler = Scheduler {
+        cache: daemon.cache.clone(),
+        journal: daemon.journal.clone(),
+        tick: daemon.config.tick,
+        flush_interval: Duration::from_secs(daemon.config.flush_interval_secs),
+    };
+    threads.push(
+        std::thread::Builder::new()
+            .name("scheduler".into())
+            .spawn(move || scheduler.run())
+            .expect("spawning the scheduler"),
+    );
+    threads
+}
+
+/// The most connections served at once; more wait in the listen backlog.
+const CONNECTIONS_MAX: usize = 4096;
+
+/// Accepts on every listener until a stopping signal arrives.
+async fn serve(daemon: Arc<Daemon>, listeners: Vec<Bound>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let limit = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
+    let mut accept_tasks = Vec::new();
+    for b in listeners {
+        let daemon = daemon.clone();
+        let limit = limit.clone();
+        let permissions = b.permissions;
+        let task = match b.kind {
+            BoundKind::Unix(l, _) => {
+                let l = tokio::net::UnixListener::from_std(l).expect("a non-blocking UNIX listener");
+                tokio::spawn(async move {
+                    loop {
+                        let Ok(permit) = limit.clone().acquire_owned().await else { return };
+                        let Ok((stream, _)) = l.accept().await else { continue };
+                        let d = daemon.clone();
+                        tokio::spawn(async move {
+                            connection::serve(d, stream, permissions).await;
+                            drop(permit);
+                        });
+                    }
+                })
+            }
+            BoundKind::Tcp(l) => {
+                let l = tokio::net::TcpListener::from_std(l).expect("a non-blocking TCP listener");
+                tokio::spawn(async move {
+                    loop {
+                        let Ok(permit) = limit.clone().acquire_owned().await else { return };
+                        let Ok((stream, _)) = l.accept().await else { continue };
+                        let _ = stream.set_nodelay(true);
+                        let d = daemon.clone();
+                        tokio::spawn(async move {
+                            connection::serve(d, stream, permissions).await;
+                            drop(permit);
+                        });
+                    }
+                })
+            }
+        };
+        accept_tasks.push(task);
+    }
+    tracing::info!("listening for connections");
+    let (Ok(mut term), Ok(mut int), Ok(mut usr1), Ok(mut usr2)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::user_defined1()),
+        signal(SignalKind::user_defined2()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("caught SIGTERM"),
+        _ = int.recv() => tracing::info!("caught SIGINT"),
+        _ = usr1.recv() => {
+            tracing::info!("caught SIGUSR1");
+            daemon.flush_at_shutdown.store(true, Ordering::SeqCst);
+        }
+        _ = usr2.recv() => {
+            tracing::info!("caught SIGUSR2");
+            daemon.flush_at_shutdown.store(false, Ordering::SeqCst);
+        }
+    }
+    tracing::info!("starting shutdown");
+    for t in accept_tasks {
+        t.abort();
+    }
+    let _ = daemon.shutdown.send(true);
+    // Give connections a moment to finish the command they are running.
+    let all = limit.acquire_many(CONNECTIONS_MAX as u32);
+    let _ = tokio::time::timeout(Duration::from_secs(5), all).await;
+}

@@ -1,0 +1,52 @@
+//! The state every connection shares: configuration, cache, journal,
+//! counters, and the shutdown signal.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use crate::cache::Cache;
+use crate::config::Config;
+use crate::journaler::Journaler;
+use crate::paths::Paths;
+use crate::stats::Stats;
+
+pub struct Daemon {
+    pub config: Config,
+    pub paths: Paths,
+    pub cache: Arc<Cache>,
+    pub journal: Arc<Journaler>,
+    pub stats: Arc<Stats>,
+    /// Becomes true when the daemon starts shutting down: connections close.
+    pub shutdown: tokio::sync::watch::Sender<bool>,
+    /// Set by SIGUSR1 (flush before exiting) and cleared by SIGUSR2.
+    pub flush_at_shutdown: AtomicBool,
+    /// Serializes CREATE, as rrdcached does.
+    pub create_lock: tokio::sync::Mutex<()>,
+}
+
+impl Daemon {
+    pub fn new(config: Config, journal: Journaler) -> Daemon {
+        let stats = Arc::new(Stats::default());
+        Daemon::with_stats(config, journal, stats)
+    }
+
+    pub fn with_stats(config: Config, journal: Journaler, stats: Arc<Stats>) -> Daemon {
+        let paths = Paths::new(config.base_dir.as_deref(), config.base_only);
+        let cache = Arc::new(Cache::new(stats.clone(), config.write_interval_secs, config.write_jitter_secs));
+        let flush_at_shutdown = AtomicBool::new(config.flush_at_shutdown);
+        Daemon {
+            config,
+            paths,
+            cache,
+            journal: Arc::new(journal),
+            stats,
+            shutdown: tokio::sync::watch::channel(false).0,
+            flush_at_shutdown,
+            create_lock: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+}
