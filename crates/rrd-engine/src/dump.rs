@@ -284,28 +284,6 @@ fn c_str(field: &[u8]) -> &[u8] {
     &field[..end]
 }
 
-/// Formats a double as C's `printf("%0.10e")` does (`NaN` aside, which
-/// RRDtool prints itself): mantissa rounded half-to-even on the exact binary
-/// value, a signed exponent of at least two digits, `inf`/`-inf`.
-pub fn format_e10(v: f64, out: &mut Vec<u8>) {
-    use std::io::Write as _;
-    if v.is_infinite() {
-        out.extend_from_slice(if v < 0.0 { b"-inf" } else { b"inf" });
-        return;
-    }
-    let start = out.len();
-    // Rust's exact formatting rounds like glibc (see the unit tests).
-    write!(out, "{v:.10e}").expect("writing to a Vec cannot fail");
-    let e = start + out[start..].iter().position(|&c| c == b'e').expect("exponent format has an 'e'");
-    let exp: i32 = std::str::from_utf8(&out[e + 1..]).expect("ascii").parse().expect("an integer exponent");
-    out.truncate(e + 1);
-    out.push(if exp < 0 { b'-' } else { b'+' });
-    if exp.abs() < 10 {
-        out.push(b'0');
-    }
-    write!(out, "{}", exp.abs()).expect("writing to a Vec cannot fail");
-}
-
 /// The buffered writer the dump goes through.
 struct XmlOut<'a> {
     buf: Vec<u8>,
@@ -332,12 +310,14 @@ impl XmlOut<'_> {
         write!(self.buf, "{v}").expect("writing to a Vec cannot fail");
     }
 
-    /// A double slot as RRDtool prints it: `NaN` for any NaN, else `%0.10e`.
+    /// A double slot as RRDtool prints it: `NaN` for any NaN, else
+    /// `%0.10e` through rrdtool's own printf (which rounds near ties its own
+    /// way and prints -0 as 0), not glibc's.
     fn put_value(&mut self, v: f64) {
         if v.is_nan() {
             self.buf.extend_from_slice(b"NaN");
         } else {
-            format_e10(v, &mut self.buf);
+            self.buf.extend_from_slice(crate::fetch::rrd_snprintf_e(v, 10).as_bytes());
         }
     }
 
@@ -433,60 +413,12 @@ impl LocalClock {
 mod tests {
     use super::*;
 
-    fn e10(v: f64) -> String {
-        let mut out = Vec::new();
-        format_e10(v, &mut out);
-        String::from_utf8(out).unwrap()
-    }
-
-    fn c_e10(v: f64) -> String {
-        let mut buf = [0u8; 64];
-        // SAFETY: the buffer is 64 bytes, the format NUL-terminated and
-        // consumes exactly one double.
-        let n = unsafe { libc::snprintf(buf.as_mut_ptr().cast(), buf.len(), c"%0.10e".as_ptr(), v) };
-        String::from_utf8(buf[..n as usize].to_vec()).unwrap()
-    }
-
+    /// Dump prints values with rrdtool's own printf: negative zero
+    /// without a sign (glibc would print "-0.0000000000e+00").
     #[test]
-    fn number_format_matches_printf_on_edges() {
-        assert_eq!(e10(0.0), "0.0000000000e+00");
-        assert_eq!(e10(-0.0), "-0.0000000000e+00");
-        assert_eq!(e10(100.0), "1.0000000000e+02");
-        assert_eq!(e10(1.0 / 3.0), "3.3333333333e-01");
-        assert_eq!(e10(f64::INFINITY), "inf");
-        assert_eq!(e10(f64::NEG_INFINITY), "-inf");
-        for v in [
-            5e-324,
-            f64::MAX,
-            f64::MIN_POSITIVE,
-            1e100,
-            1e-100,
-            12345678905.0,
-            12345678915.0,
-            0.125,
-            2.5e-5,
-            -7.25e17,
-            9.99999999995,
-            9.999999999949999,
-        ] {
-            assert_eq!(e10(v), c_e10(v), "value {v:e}");
-        }
-    }
-
-    #[test]
-    fn number_format_matches_printf_on_random_bits() {
-        // A fixed-seed xorshift: deterministic, covers all exponents.
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        for _ in 0..200_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let v = f64::from_bits(x);
-            if v.is_nan() {
-                continue;
-            }
-            assert_eq!(e10(v), c_e10(v), "bits {x:#x}");
-        }
+    fn values_print_like_rrdtool_not_glibc() {
+        assert_eq!(crate::fetch::rrd_snprintf_e(-0.0, 10), "0.0000000000e+00");
+        assert_eq!(crate::fetch::rrd_snprintf_e(1.5, 10), "1.5000000000e+00");
     }
 
     #[test]

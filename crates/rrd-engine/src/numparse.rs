@@ -170,8 +170,13 @@ pub fn rrd_diff(a: &str, b: &str) -> f64 {
     // 30 decimal digits fit in an i128 (which holds 38).
     let a_val: i128 = a_digits.parse().expect("at most 30 digits");
     let b_val: i128 = b_digits.parse().expect("at most 30 digits");
-    // i128 -> f64 rounds to nearest, as glibc's atof does on the digit string.
-    let diff = (a_val - b_val) as f64;
+    // rrdtool 1.7.2 converts the difference's digit string with its own
+    // rrd_strtod (digits accumulated in a double, rounding at every step),
+    // not with a correctly rounded atof: near 2^64 the two differ by ulps,
+    // and those ulps show in COUNTER wrap-arounds.
+    let exact = a_val - b_val;
+    let (magnitude, _) = rrd_strtod(&exact.unsigned_abs().to_string());
+    let diff = if exact < 0 { -magnitude } else { magnitude };
     if a_neg {
         -diff
     } else {
@@ -271,6 +276,12 @@ mod tests {
         assert!(rrd_diff("-5", "10").is_nan());
         assert!(rrd_diff("U", "10").is_nan());
         assert!(rrd_diff(&"9".repeat(31), "1").is_nan());
+        // Observed with rrdtool 1.7.2: a 64-bit wrap of 307676761 after
+        // 18446744073487696704 stores 529534976 (correct rounding gives 529530880).
+        let mut v = rrd_diff("307676761", "18446744073487696704");
+        v += 4_294_967_295.0;
+        v += 18_446_744_069_414_584_320.0;
+        assert_eq!(v, 529_534_976.0);
     }
 
     #[test]

@@ -38,6 +38,9 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     }
     options.template = p.value("template").map(PathBuf::from);
     options.sources = p.values("source").into_iter().map(PathBuf::from).collect();
+    // rrdtool checks the sources while reading its options, before it
+    // looks for the file name.
+    rrd_engine::prefill::check_source_paths(&options.sources)?;
     let Some((file, defs)) = p.operands.split_first() else {
         bail!("need name of an rrd file to create");
     };
