@@ -95,7 +95,8 @@ fn resolve(cgroups: &str, mountinfo: &str) -> Result<(PathBuf, Version), BenchEr
 }
 
 fn write(path: &Path, value: &str) -> Result<(), BenchError> {
-    fs::write(path, value).map_err(|e| BenchError::Cgroup(format!("cannot write '{value}' to {}: {e}", path.display())))
+    fs::write(path, value)
+        .map_err(|e| BenchError::Cgroup(format!("cannot write '{value}' to {}: {e}", path.display())))
 }
 
 impl MemoryCgroup {
@@ -134,7 +135,9 @@ impl MemoryCgroup {
     pub fn usage(&self) -> Usage {
         let read = |f: &str| fs::read_to_string(self.path.join(f)).ok().and_then(|s| s.trim().parse().ok());
         match self.version {
-            Version::V1 => Usage { max_usage_bytes: read("memory.max_usage_in_bytes"), failcnt: read("memory.failcnt") },
+            Version::V1 => {
+                Usage { max_usage_bytes: read("memory.max_usage_in_bytes"), failcnt: read("memory.failcnt") }
+            }
             Version::V2 => Usage { max_usage_bytes: read("memory.peak"), failcnt: None },
         }
     }

@@ -175,7 +175,8 @@ mod tests {
         assert_eq!(p.common.mode, vec![Mode::Direct, Mode::Batch]);
         assert_eq!(p.common.vs, vec![Versus::Rrdtool]);
         assert_eq!(p.common.memory_budget, Some(50 << 20));
-        let args: Vec<String> = ["growthforecast", "--sizes", "20,40"].iter().map(|s| s.to_string()).collect();
+        let args: Vec<String> =
+            ["growthforecast", "--sizes", "20,40"].iter().map(|s| s.to_string()).collect();
         let Workload::Growthforecast(g) = parse(&args).unwrap().workload else { panic!("not gf") };
         assert_eq!(g.sizes, vec![20, 40]);
         assert_eq!(g.passes, 3);

@@ -58,11 +58,19 @@ fn shell_quote(a: &str) -> String {
     }
 }
 
-fn machine(dir: &Path) -> Machine {
+/// The 1-, 5- and 15-minute load averages.
+fn load_average() -> String {
+    let text = fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+fn machine(dir: &Path, load_before: String) -> Machine {
     let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo
         .lines()
-        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_string()))
+        .find_map(|l| {
+            l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_string())
+        })
         .unwrap_or_else(|| "unknown CPU".into());
     let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let memory_bytes = meminfo
@@ -77,6 +85,8 @@ fn machine(dir: &Path) -> Machine {
         memory_bytes,
         kernel,
         filesystem: filesystem(dir),
+        load_before,
+        load_after: load_average(),
     }
 }
 
@@ -123,7 +133,11 @@ fn create_master(w: &Workload, master: &Path) -> Result<(), BenchError> {
     mkdirs(master, w.total_files())?;
     let pb = bar(w.total_files(), "creating files".into());
     for c in &w.creations {
-        let opts = CreateOptions { start: Some(c.start_time), step_secs: Some(w.schema.step_secs), ..Default::default() };
+        let opts = CreateOptions {
+            start: Some(c.start_time),
+            step_secs: Some(w.schema.step_secs),
+            ..Default::default()
+        };
         for i in c.first..c.end {
             let p = file_path(master, i);
             create(&p, &opts, &w.schema.defs, 0)
@@ -141,13 +155,15 @@ fn create_master(w: &Workload, master: &Path) -> Result<(), BenchError> {
 /// last side).
 fn copy_files(master: &Path, dest: &Path, count: u64, take: bool, label: &str) -> Result<(), BenchError> {
     if take {
-        return fs::rename(master, dest).map_err(|e| BenchError::io(format!("renaming {} to {}", master.display(), dest.display()), e));
+        return fs::rename(master, dest)
+            .map_err(|e| BenchError::io(format!("renaming {} to {}", master.display(), dest.display()), e));
     }
     mkdirs(dest, count)?;
     let pb = bar(count, format!("copying for {label}"));
     for i in 0..count {
         let (a, b) = (file_path(master, i), file_path(dest, i));
-        fs::copy(&a, &b).map_err(|e| BenchError::io(format!("copying {} to {}", a.display(), b.display()), e))?;
+        fs::copy(&a, &b)
+            .map_err(|e| BenchError::io(format!("copying {} to {}", a.display(), b.display()), e))?;
         if i % 256 == 0 {
             pb.set_position(i);
         }
@@ -169,8 +185,8 @@ struct Worker {
 impl Worker {
     /// Starts a worker; it reports `Started` and then waits for go-aheads.
     fn spawn(exe: &Path, spec: &WorkerSpec, cgroup: Option<MemoryCgroup>) -> Result<Worker, BenchError> {
-        let json =
-            serde_json::to_string(spec).map_err(|e| BenchError::Worker(format!("encoding the worker spec: {e}")))?;
+        let json = serde_json::to_string(spec)
+            .map_err(|e| BenchError::Worker(format!("encoding the worker spec: {e}")))?;
         let mut child = Command::new(exe)
             .args(["bench", "--internal-worker", &json])
             .stdin(Stdio::piped())
@@ -209,8 +225,9 @@ impl Worker {
                 )));
             }
         };
-        serde_json::from_str(&line)
-            .map_err(|e| BenchError::Worker(format!("the {label} worker printed '{line}', not an event ({e})")))
+        serde_json::from_str(&line).map_err(|e| {
+            BenchError::Worker(format!("the {label} worker printed '{line}', not an event ({e})"))
+        })
     }
 
     fn nonsense(&self, e: &Event) -> BenchError {
@@ -225,8 +242,12 @@ impl Worker {
             Step::Evict { count } => (*count, format!("{label} evict")),
             Step::Pass(p) => (p.files(), format!("{label} pass {}/{}", p.group, p.pass)),
         };
-        let stdin = self.stdin.as_mut().ok_or_else(|| BenchError::Worker("the worker's input is closed".into()))?;
-        stdin.write_all(b"go\n").and_then(|_| stdin.flush()).map_err(|e| BenchError::io("starting a step", e))?;
+        let stdin =
+            self.stdin.as_mut().ok_or_else(|| BenchError::Worker("the worker's input is closed".into()))?;
+        stdin
+            .write_all(b"go\n")
+            .and_then(|_| stdin.flush())
+            .map_err(|e| BenchError::io("starting a step", e))?;
         let pb = bar(len, name.clone());
         loop {
             match self.next_event()? {
@@ -303,23 +324,22 @@ fn verify(sides: &[SideResult], files: u64, n: u64) -> Result<Verify, BenchError
     if sides.len() < 2 || n == 0 || files == 0 {
         return Ok(v);
     }
-    let picks: Vec<u64> = if n >= files { (0..files).collect() } else { (0..n).map(|k| k * files / n).collect() };
+    let picks: Vec<u64> =
+        if n >= files { (0..files).collect() } else { (0..n).map(|k| k * files / n).collect() };
     for &i in &picks {
         let a_path = file_path(&sides[0].dir, i);
         let a = fs::read(&a_path).map_err(|e| BenchError::io(format!("reading {}", a_path.display()), e))?;
         let mut same = true;
         for other in &sides[1..] {
             let b_path = file_path(&other.dir, i);
-            let b = fs::read(&b_path).map_err(|e| BenchError::io(format!("reading {}", b_path.display()), e))?;
+            let b =
+                fs::read(&b_path).map_err(|e| BenchError::io(format!("reading {}", b_path.display()), e))?;
             if a != b {
                 same = false;
                 if v.first_difference.is_none() {
                     let at = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
-                    v.first_difference = Some(format!(
-                        "{} and {} differ at byte {at}",
-                        a_path.display(),
-                        b_path.display()
-                    ));
+                    v.first_difference =
+                        Some(format!("{} and {} differ at byte {at}", a_path.display(), b_path.display()));
                 }
             }
         }
@@ -351,10 +371,22 @@ fn plots(r: &Results, dir: &Path) -> Result<Vec<PathBuf>, BenchError> {
                     .collect()
             };
             let ups = per_pass(&|p| report::rate(p.updates, p.counters.secs));
-            let chart = Chart { title: "perftest: updates/s per pass", x_label: "pass", y_label: "updates/s", log_x: false, log_y: false };
+            let chart = Chart {
+                title: "perftest: updates/s per pass",
+                x_label: "pass",
+                y_label: "updates/s",
+                log_x: false,
+                log_y: false,
+            };
             write("perftest-updates.svg", svg::line_chart(&chart, &ups))?;
             let pg = per_pass(&pages);
-            let chart = Chart { title: "perftest: pages read per update", x_label: "pass", y_label: "pages read / update", log_x: false, log_y: false };
+            let chart = Chart {
+                title: "perftest: pages read per update",
+                x_label: "pass",
+                y_label: "pages read / update",
+                log_x: false,
+                log_y: false,
+            };
             write("perftest-pages.svg", svg::line_chart(&chart, &pg))?;
         }
         Kind::Growthforecast => {
@@ -375,9 +407,21 @@ fn plots(r: &Results, dir: &Path) -> Result<Vec<PathBuf>, BenchError> {
                     pg.push(Series { name, points: pts(&pages) });
                 }
             }
-            let chart = Chart { title: "growthforecast: seconds per pass", x_label: "files", y_label: "seconds", log_x: true, log_y: true };
+            let chart = Chart {
+                title: "growthforecast: seconds per pass",
+                x_label: "files",
+                y_label: "seconds",
+                log_x: true,
+                log_y: true,
+            };
             write("growthforecast-seconds.svg", svg::line_chart(&chart, &secs))?;
-            let chart = Chart { title: "growthforecast: pages read per update", x_label: "files", y_label: "pages read / update", log_x: true, log_y: false };
+            let chart = Chart {
+                title: "growthforecast: pages read per update",
+                x_label: "files",
+                y_label: "pages read / update",
+                log_x: true,
+                log_y: false,
+            };
             write("growthforecast-pages.svg", svg::line_chart(&chart, &pg))?;
         }
     }
@@ -392,12 +436,21 @@ fn build(cli: &Cli) -> Result<(Workload, &Common), BenchError> {
                 return bad("--files, --updates-per-round and --rounds must be at least 1");
             }
             let schema = Schema::parse(&p.schema)?;
-            let w = workload::perftest(schema, p.files, p.updates_per_round, p.rounds, p.evict, p.common.start_time);
+            let w = workload::perftest(
+                schema,
+                p.files,
+                p.updates_per_round,
+                p.rounds,
+                p.evict,
+                p.common.start_time,
+            );
             Ok((w, &p.common))
         }
         CliWorkload::Growthforecast(g) => {
             if g.sizes.is_empty() || g.sizes.contains(&0) || g.passes == 0 {
-                return bad("--sizes must list numbers of files of at least 1, and --passes must be at least 1");
+                return bad(
+                    "--sizes must list numbers of files of at least 1, and --passes must be at least 1",
+                );
             }
             let schema = Schema::parse(&g.schema)?;
             Ok((workload::growthforecast(schema, &g.sizes, g.passes, g.common.start_time), &g.common))
@@ -411,10 +464,12 @@ fn preflight(sides: &[Side]) -> Result<(), BenchError> {
         drop(Librrd::load()?);
     }
     if sides.contains(&Side::RrdtoolPipe) {
-        let ok = Command::new("rrdtool").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status();
+        let ok =
+            Command::new("rrdtool").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status();
         if ok.is_err() {
             return Err(BenchError::Invalid(
-                "--vs rrdtool-pipe needs the rrdtool program on the PATH (Debian: apt-get install rrdtool)".into(),
+                "--vs rrdtool-pipe needs the rrdtool program on the PATH (Debian: apt-get install rrdtool)"
+                    .into(),
             ));
         }
     }
@@ -466,7 +521,8 @@ pub fn run(cli: &Cli, args: &[String], exe: &Path, out: &mut dyn Write) -> Resul
     if let Some(dir) = &common.svg {
         results.plots = plots(&results, dir)?;
     }
-    out.write_all(report::markdown(&results).as_bytes()).map_err(|e| BenchError::io("writing the report", e))?;
+    out.write_all(report::markdown(&results).as_bytes())
+        .map_err(|e| BenchError::io("writing the report", e))?;
     if let Some(path) = &common.json {
         let text = serde_json::to_string_pretty(&results)
             .map_err(|e| BenchError::Worker(format!("encoding the results: {e}")))?;
@@ -504,6 +560,7 @@ fn run_sides(
     exe: &Path,
     command: String,
 ) -> Result<Results, BenchError> {
+    let load_before = load_average();
     create_master(w, master)?;
     let file_bytes = fs::metadata(file_path(master, 0)).map(|m| m.len()).unwrap_or(0);
     let cgroup_where = match common.memory_budget {
@@ -525,7 +582,9 @@ fn run_sides(
     let mut workers = Vec::new();
     for (k, (side, dir)) in sides.iter().zip(dirs).enumerate() {
         let cg = match common.memory_budget {
-            Some(limit) => Some(MemoryCgroup::create(&format!("rrdscale-bench-{}-{k}", std::process::id()), limit)?),
+            Some(limit) => {
+                Some(MemoryCgroup::create(&format!("rrdscale-bench-{}-{k}", std::process::id()), limit)?)
+            }
             None => None,
         };
         let spec = WorkerSpec {
@@ -556,7 +615,7 @@ fn run_sides(
     };
     Ok(Results {
         command,
-        machine: machine(base),
+        machine: machine(base, load_before),
         kind: w.kind,
         schema: w.schema.clone(),
         file_bytes,

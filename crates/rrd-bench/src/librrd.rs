@@ -18,7 +18,8 @@ use std::path::Path;
 use crate::BenchError;
 
 type UpdateR = unsafe extern "C" fn(*const c_char, *const c_char, c_int, *const *const c_char) -> c_int;
-type CreateR = unsafe extern "C" fn(*const c_char, c_ulong, libc::time_t, c_int, *const *const c_char) -> c_int;
+type CreateR =
+    unsafe extern "C" fn(*const c_char, c_ulong, libc::time_t, c_int, *const *const c_char) -> c_int;
 type GetError = unsafe extern "C" fn() -> *mut c_char;
 type ClearError = unsafe extern "C" fn();
 type StrVersion = unsafe extern "C" fn() -> *mut c_char;
@@ -74,7 +75,11 @@ impl Librrd {
             let clear_error: ClearError = std::mem::transmute(sym(b"rrd_clear_error\0")?);
             let strversion: StrVersion = std::mem::transmute(sym(b"rrd_strversion\0")?);
             let v = strversion();
-            let version = if v.is_null() { "unknown".to_string() } else { CStr::from_ptr(v).to_string_lossy().into_owned() };
+            let version = if v.is_null() {
+                "unknown".to_string()
+            } else {
+                CStr::from_ptr(v).to_string_lossy().into_owned()
+            };
             Ok(Librrd { update_r, create_r, get_error, clear_error, version, _lib: lib })
         }
     }
@@ -89,7 +94,8 @@ impl Librrd {
         // (never freed by us); we copy it before clearing.
         unsafe {
             let p = (self.get_error)();
-            let msg = if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().into_owned() };
+            let msg =
+                if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().into_owned() };
             (self.clear_error)();
             if msg.is_empty() {
                 "librrd failed without a message".to_string()
@@ -104,7 +110,8 @@ impl Librrd {
         let argv: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).collect();
         // SAFETY: every pointer is a NUL-terminated string borrowed for the
         // duration of the call; librrd does not keep them.
-        let rc = unsafe { (self.update_r)(path.as_ptr(), std::ptr::null(), argv.len() as c_int, argv.as_ptr()) };
+        let rc =
+            unsafe { (self.update_r)(path.as_ptr(), std::ptr::null(), argv.len() as c_int, argv.as_ptr()) };
         if rc == 0 {
             Ok(())
         } else {
@@ -115,11 +122,18 @@ impl Librrd {
     /// `rrd_create_r(path, step, start, n, defs)`.
     pub fn create(&self, path: &Path, step_secs: u64, start: i64, defs: &[String]) -> Result<(), String> {
         let p = cstring("the path", &path.to_string_lossy())?;
-        let defs: Vec<CString> = defs.iter().map(|d| cstring("the definition", d)).collect::<Result<_, _>>()?;
+        let defs: Vec<CString> =
+            defs.iter().map(|d| cstring("the definition", d)).collect::<Result<_, _>>()?;
         let argv: Vec<*const c_char> = defs.iter().map(|a| a.as_ptr()).collect();
         // SAFETY: as in `update`; the strings outlive the call.
         let rc = unsafe {
-            (self.create_r)(p.as_ptr(), step_secs as c_ulong, start as libc::time_t, argv.len() as c_int, argv.as_ptr())
+            (self.create_r)(
+                p.as_ptr(),
+                step_secs as c_ulong,
+                start as libc::time_t,
+                argv.len() as c_int,
+                argv.as_ptr(),
+            )
         };
         if rc == 0 {
             Ok(())

@@ -62,7 +62,10 @@ pub fn sample(pid: u32) -> std::io::Result<Sample> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     let mut s = parse_io(&io);
     parse_stat(&stat, &mut s).ok_or_else(|| {
-        std::io::Error::new(std::io::ErrorKind::InvalidData, format!("/proc/{pid}/stat has an unexpected layout"))
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("/proc/{pid}/stat has an unexpected layout"),
+        )
     })?;
     Ok(s)
 }

@@ -32,6 +32,10 @@ pub struct Machine {
     pub kernel: String,
     /// File system of the benchmark directory.
     pub filesystem: String,
+    /// `/proc/loadavg` (1, 5, 15 minutes) when the run started and ended:
+    /// other work on the machine shows here.
+    pub load_before: String,
+    pub load_after: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -201,17 +205,21 @@ pub fn markdown(r: &Results) -> String {
     let m = &r.machine;
     let _ = writeln!(
         s,
-        "Machine: {}, {} CPUs, {} RAM, Linux {}, files on {}.",
+        "Machine: {}, {} CPUs, {:.1} GiB RAM, Linux {}, files on {}; load average {} before, {} after.",
         m.cpu,
         m.cpus,
-        mib(m.memory_bytes),
+        m.memory_bytes as f64 / (1u64 << 30) as f64,
         m.kernel,
-        m.filesystem
+        m.filesystem,
+        m.load_before,
+        m.load_after
     );
     let versions: Vec<String> = r.sides.iter().map(|x| x.version.clone()).collect();
     let _ = writeln!(s, "Tools: {}.", versions.join(", "));
     let budget = match (r.memory_budget_bytes, &r.cgroup) {
-        (Some(b), Some(cg)) => format!("{} ({} bytes), page cache charged to a fresh memory cgroup per side ({cg})", mib(b), b),
+        (Some(b), Some(cg)) => {
+            format!("{} ({} bytes), page cache charged to a fresh memory cgroup per side ({cg})", mib(b), b)
+        }
         (Some(b), None) => format!("{} ({b} bytes)", mib(b)),
         (None, _) => "none (warm unless a pass is marked cold)".to_string(),
     };
@@ -310,7 +318,8 @@ fn perftest_passes(s: &mut String, r: &Results) {
     let _ = writeln!(s, "{head}\n{align}");
     for p in &r.passes {
         let seg = &p.segments[0];
-        let fired: Vec<String> = r.schema.consolidations(seg.prev_time, seg.time).iter().map(u64::to_string).collect();
+        let fired: Vec<String> =
+            r.schema.consolidations(seg.prev_time, seg.time).iter().map(u64::to_string).collect();
         let mut row = format!(
             "| {} | {} | {} | {} | {} |",
             p.group,
@@ -369,7 +378,10 @@ fn growthforecast_table(s: &mut String, r: &Results) {
     let reference = r.reference();
     let max_pass = r.passes.iter().map(|p| p.pass).max().unwrap_or(0);
     let _ = writeln!(s, "### Seconds per pass\n");
-    let _ = writeln!(s, "Pass 1 is cold (every file evicted with fdatasync + DONTNEED first); the others follow it.\n");
+    let _ = writeln!(
+        s,
+        "Pass 1 is cold (every file evicted with fdatasync + DONTNEED first); the others follow it.\n"
+    );
     let mut head = String::from("| files | side |");
     let mut align = String::from("|---:|---|");
     for k in 1..=max_pass {
@@ -471,7 +483,11 @@ fn files_section(s: &mut String, r: &Results) {
             let _ = writeln!(s, "- **{} failed {errors} operations**; first: {first}", side.label);
         }
     }
-    let _ = writeln!(s, "\nReproduce with: `{}` (release build: `cargo build --release -p rrdscale`).", r.command);
+    let _ = writeln!(
+        s,
+        "\nReproduce with: `{}` (release build: `cargo build --release -p rrdscale`).",
+        r.command
+    );
 }
 
 #[cfg(test)]

@@ -134,7 +134,9 @@ impl Schema {
                     // the benchmarks use; Holt-Winters archives consolidate
                     // every step.
                     let steps = match fields.get(1).copied() {
-                        Some("AVERAGE" | "MIN" | "MAX" | "LAST") => fields.get(3).and_then(|s| s.parse().ok()),
+                        Some("AVERAGE" | "MIN" | "MAX" | "LAST") => {
+                            fields.get(3).and_then(|s| s.parse().ok())
+                        }
                         _ => Some(1),
                     };
                     let steps = steps.ok_or_else(|| {
@@ -142,7 +144,9 @@ impl Schema {
                     })?;
                     rra_pdp_counts.push(steps);
                 }
-                _ => return Err(BenchError::Invalid(format!("'{def}' is neither a DS nor an RRA definition"))),
+                _ => {
+                    return Err(BenchError::Invalid(format!("'{def}' is neither a DS nor an RRA definition")))
+                }
             }
         }
         if values.is_empty() {
@@ -224,7 +228,8 @@ fn parse_create_line(line: &str) -> Result<(u64, Vec<String>), BenchError> {
     if words.first() == Some(&"create") {
         i = 2;
     }
-    let bad_step = |s: &str| BenchError::Invalid(format!("the step '{s}' of the create line is not a number"));
+    let bad_step =
+        |s: &str| BenchError::Invalid(format!("the step '{s}' of the create line is not a number"));
     while i < words.len() {
         let w = words[i];
         if w == "-s" || w == "--step" {
@@ -257,7 +262,8 @@ fn parse_create_line(line: &str) -> Result<(u64, Vec<String>), BenchError> {
 /// A well-mixed 64-bit hash of three numbers (splitmix64 finaliser), so
 /// values look random but every side computes the same ones.
 fn mix(a: u64, b: u64, c: u64) -> u64 {
-    let mut z = a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.rotate_left(21) ^ c.wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    let mut z =
+        a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.rotate_left(21) ^ c.wrapping_mul(0xD6E8_FEB8_6659_FD93);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
@@ -281,8 +287,9 @@ mod tests {
 
     #[test]
     fn create_line_gives_step_and_defs() {
-        let s = Schema::parse("create x.rrd -b 5 -s 60 DS:a:GAUGE:120:U:U DS:c:COMPUTE:a,2,* RRA:MAX:0.5:5:10")
-            .unwrap();
+        let s =
+            Schema::parse("create x.rrd -b 5 -s 60 DS:a:GAUGE:120:U:U DS:c:COMPUTE:a,2,* RRA:MAX:0.5:5:10")
+                .unwrap();
         assert_eq!(s.name, "custom");
         assert_eq!(s.step_secs, 60);
         assert_eq!(s.values, vec![ValueKind::Reading]);

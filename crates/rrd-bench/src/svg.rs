@@ -28,7 +28,8 @@ const LEFT: f64 = 80.0;
 const RIGHT: f64 = 200.0;
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = 60.0;
-const COLORS: [&str; 8] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
+const COLORS: [&str; 8] =
+    ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
@@ -74,7 +75,8 @@ pub fn line_chart(chart: &Chart, series: &[Series]) -> String {
     let pts = series.iter().flat_map(|s| s.points.iter()).filter(|(x, y)| {
         x.is_finite() && y.is_finite() && (!chart.log_x || *x > 0.0) && (!chart.log_y || *y > 0.0)
     });
-    let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
+    let (mut x0, mut x1, mut y0, mut y1) =
+        (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
     for &(x, y) in pts {
         x0 = x0.min(x);
         x1 = x1.max(x);
@@ -98,8 +100,15 @@ pub fn line_chart(chart: &Chart, series: &[Series]) -> String {
     let (x0, x1) = (xt.first().copied().unwrap_or(x0).min(x0), xt.last().copied().unwrap_or(x1).max(x1));
     let (y0, y1) = (yt.first().copied().unwrap_or(y0).min(y0), yt.last().copied().unwrap_or(y1).max(y1));
     let f = |v: f64, log: bool| if log { v.log10() } else { v };
-    let px = |x: f64| LEFT + (f(x, chart.log_x) - f(x0, chart.log_x)) / (f(x1, chart.log_x) - f(x0, chart.log_x)) * (W - LEFT - RIGHT);
-    let py = |y: f64| H - BOTTOM - (f(y, chart.log_y) - f(y0, chart.log_y)) / (f(y1, chart.log_y) - f(y0, chart.log_y)) * (H - TOP - BOTTOM);
+    let px = |x: f64| {
+        LEFT + (f(x, chart.log_x) - f(x0, chart.log_x)) / (f(x1, chart.log_x) - f(x0, chart.log_x))
+            * (W - LEFT - RIGHT)
+    };
+    let py = |y: f64| {
+        H - BOTTOM
+            - (f(y, chart.log_y) - f(y0, chart.log_y)) / (f(y1, chart.log_y) - f(y0, chart.log_y))
+                * (H - TOP - BOTTOM)
+    };
 
     let mut s = String::new();
     let _ = writeln!(
@@ -107,16 +116,34 @@ pub fn line_chart(chart: &Chart, series: &[Series]) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
     );
     let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
-    let _ = writeln!(s, r#"<text x="{}" y="24" font-size="15" text-anchor="middle">{}</text>"#, (W - RIGHT + LEFT) / 2.0, esc(chart.title));
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="24" font-size="15" text-anchor="middle">{}</text>"#,
+        (W - RIGHT + LEFT) / 2.0,
+        esc(chart.title)
+    );
     for &t in &xt {
         let x = px(t);
-        let _ = writeln!(s, r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{}" stroke="#ddd"/>"##, H - BOTTOM);
-        let _ = writeln!(s, r#"<text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#, H - BOTTOM + 16.0, label(t));
+        let _ =
+            writeln!(s, r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{}" stroke="#ddd"/>"##, H - BOTTOM);
+        let _ = writeln!(
+            s,
+            r#"<text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
+            H - BOTTOM + 16.0,
+            label(t)
+        );
     }
     for &t in &yt {
         let y = py(t);
-        let _ = writeln!(s, r##"<line x1="{LEFT}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#ddd"/>"##, W - RIGHT);
-        let _ = writeln!(s, r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#, LEFT - 6.0, y + 4.0, label(t));
+        let _ =
+            writeln!(s, r##"<line x1="{LEFT}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#ddd"/>"##, W - RIGHT);
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
+            LEFT - 6.0,
+            y + 4.0,
+            label(t)
+        );
     }
     let _ = writeln!(
         s,
@@ -124,7 +151,13 @@ pub fn line_chart(chart: &Chart, series: &[Series]) -> String {
         W - LEFT - RIGHT,
         H - TOP - BOTTOM
     );
-    let _ = writeln!(s, r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#, (W - RIGHT + LEFT) / 2.0, H - 16.0, esc(chart.x_label));
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+        (W - RIGHT + LEFT) / 2.0,
+        H - 16.0,
+        esc(chart.x_label)
+    );
     let _ = writeln!(
         s,
         r#"<text x="18" y="{}" text-anchor="middle" transform="rotate(-90 18 {})">{}</text>"#,
@@ -137,11 +170,17 @@ pub fn line_chart(chart: &Chart, series: &[Series]) -> String {
         let points: Vec<String> = ser
             .points
             .iter()
-            .filter(|(x, y)| x.is_finite() && y.is_finite() && (!chart.log_x || *x > 0.0) && (!chart.log_y || *y > 0.0))
+            .filter(|(x, y)| {
+                x.is_finite() && y.is_finite() && (!chart.log_x || *x > 0.0) && (!chart.log_y || *y > 0.0)
+            })
             .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
             .collect();
         if !points.is_empty() {
-            let _ = writeln!(s, r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#, points.join(" "));
+            let _ = writeln!(
+                s,
+                r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
+                points.join(" ")
+            );
             for p in &points {
                 let (x, y) = p.split_once(',').expect("formatted above");
                 let _ = writeln!(s, r#"<circle cx="{x}" cy="{y}" r="2.5" fill="{color}"/>"#);
@@ -149,7 +188,11 @@ pub fn line_chart(chart: &Chart, series: &[Series]) -> String {
         }
         let ly = TOP + 10.0 + 18.0 * i as f64;
         let lx = W - RIGHT + 12.0;
-        let _ = writeln!(s, r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="3"/>"#, lx + 22.0);
+        let _ = writeln!(
+            s,
+            r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="3"/>"#,
+            lx + 22.0
+        );
         let _ = writeln!(s, r#"<text x="{}" y="{}">{}</text>"#, lx + 28.0, ly + 4.0, esc(&ser.name));
     }
     s.push_str("</svg>\n");

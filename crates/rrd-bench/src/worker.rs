@@ -20,8 +20,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 use rrd_engine::batch::{BatchUpdater, UpdateRequest};
-use rrd_engine::pagecache;
 use rrd_engine::create::{create, CreateOptions};
+use rrd_engine::pagecache;
 use rrd_engine::update::{update_file, UpdateOptions};
 use serde::{Deserialize, Serialize};
 
@@ -55,11 +55,36 @@ pub struct WorkerSpec {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "event")]
 pub enum Event {
-    Started { pid: u32, measured_pid: u32, version: String },
-    Progress { step: usize, done: u64 },
-    Created { step: usize, round: usize, count: u64, errors: u64, first_error: Option<String>, counters: Counters },
-    Evicted { step: usize, count: u64, secs: f64 },
-    Passed { step: usize, id: usize, updates: u64, errors: u64, first_error: Option<String>, counters: Counters },
+    Started {
+        pid: u32,
+        measured_pid: u32,
+        version: String,
+    },
+    Progress {
+        step: usize,
+        done: u64,
+    },
+    Created {
+        step: usize,
+        round: usize,
+        count: u64,
+        errors: u64,
+        first_error: Option<String>,
+        counters: Counters,
+    },
+    Evicted {
+        step: usize,
+        count: u64,
+        secs: f64,
+    },
+    Passed {
+        step: usize,
+        id: usize,
+        updates: u64,
+        errors: u64,
+        first_error: Option<String>,
+        counters: Counters,
+    },
     Finished,
 }
 
@@ -97,7 +122,12 @@ trait Runner {
     fn measured_pid(&self) -> u32;
     fn version(&self) -> String;
     fn prepare_updates(&self, jobs: Vec<UpdateRequest>) -> Result<Prepared, BenchError>;
-    fn prepare_creates(&self, paths: Vec<PathBuf>, start: i64, schema: &Schema) -> Result<Prepared, BenchError>;
+    fn prepare_creates(
+        &self,
+        paths: Vec<PathBuf>,
+        start: i64,
+        schema: &Schema,
+    ) -> Result<Prepared, BenchError>;
     /// Runs prepared updates or creates, calling `progress(done)` now and then.
     fn run(&mut self, work: &Prepared, failures: &mut Failures, progress: &mut dyn FnMut(u64));
 }
@@ -121,14 +151,23 @@ impl Runner for RrdscaleLib {
     fn prepare_updates(&self, jobs: Vec<UpdateRequest>) -> Result<Prepared, BenchError> {
         Ok(Prepared::Requests(jobs))
     }
-    fn prepare_creates(&self, paths: Vec<PathBuf>, start: i64, _schema: &Schema) -> Result<Prepared, BenchError> {
+    fn prepare_creates(
+        &self,
+        paths: Vec<PathBuf>,
+        start: i64,
+        _schema: &Schema,
+    ) -> Result<Prepared, BenchError> {
         Ok(Prepared::Creates(paths, start))
     }
     fn run(&mut self, work: &Prepared, failures: &mut Failures, progress: &mut dyn FnMut(u64)) {
         let reqs = match work {
             Prepared::Requests(reqs) => reqs,
             Prepared::Creates(paths, start) => {
-                let opts = CreateOptions { start: Some(*start), step_secs: Some(self.step_secs), ..Default::default() };
+                let opts = CreateOptions {
+                    start: Some(*start),
+                    step_secs: Some(self.step_secs),
+                    ..Default::default()
+                };
                 for (i, p) in paths.iter().enumerate() {
                     if let Err(e) = create(p, &opts, &self.defs, 0) {
                         failures.record(e.to_string());
@@ -207,7 +246,12 @@ impl Runner for LibrrdRunner {
         }
         Ok(Prepared::Calls(calls))
     }
-    fn prepare_creates(&self, paths: Vec<PathBuf>, start: i64, _schema: &Schema) -> Result<Prepared, BenchError> {
+    fn prepare_creates(
+        &self,
+        paths: Vec<PathBuf>,
+        start: i64,
+        _schema: &Schema,
+    ) -> Result<Prepared, BenchError> {
         Ok(Prepared::Creates(paths, start))
     }
     fn run(&mut self, work: &Prepared, failures: &mut Failures, progress: &mut dyn FnMut(u64)) {
@@ -289,7 +333,12 @@ impl Runner for PipeRunner {
         }
         Ok(Prepared::Lines(lines))
     }
-    fn prepare_creates(&self, paths: Vec<PathBuf>, start: i64, schema: &Schema) -> Result<Prepared, BenchError> {
+    fn prepare_creates(
+        &self,
+        paths: Vec<PathBuf>,
+        start: i64,
+        schema: &Schema,
+    ) -> Result<Prepared, BenchError> {
         let tail = format!("-b {start} -s {} {}", schema.step_secs, schema.defs.join(" "));
         let mut lines = Vec::with_capacity(paths.len());
         for p in paths {
@@ -318,7 +367,8 @@ impl Runner for PipeRunner {
                 line.clear();
                 match stdout.read_line(&mut line) {
                     Ok(0) | Err(_) => {
-                        failures.record(format!("the tool stopped after {answered} of {} commands", lines.len()));
+                        failures
+                            .record(format!("the tool stopped after {answered} of {} commands", lines.len()));
                         break;
                     }
                     Ok(_) => {}
@@ -364,7 +414,8 @@ pub fn evict_files(dir: &Path, count: u64) -> Result<(), BenchError> {
 }
 
 fn emit(out: &mut dyn Write, event: &Event) -> Result<(), BenchError> {
-    let line = serde_json::to_string(event).map_err(|e| BenchError::Worker(format!("encoding an event: {e}")))?;
+    let line =
+        serde_json::to_string(event).map_err(|e| BenchError::Worker(format!("encoding an event: {e}")))?;
     writeln!(out, "{line}").and_then(|_| out.flush()).map_err(|e| BenchError::io("writing an event", e))
 }
 
@@ -377,13 +428,18 @@ fn make_runner(spec: &WorkerSpec) -> Result<Box<dyn Runner>, BenchError> {
             step_secs: schema.step_secs,
             defs: schema.defs.clone(),
         }),
-        Side::Rrdscale(Mode::Pipe) => {
-            Box::new(PipeRunner::spawn(&spec.rrdscale_exe, format!("rrdscale {} (pipe)", env!("CARGO_PKG_VERSION")))?)
+        Side::Rrdscale(Mode::Pipe) => Box::new(PipeRunner::spawn(
+            &spec.rrdscale_exe,
+            format!("rrdscale {} (pipe)", env!("CARGO_PKG_VERSION")),
+        )?),
+        Side::Librrd => Box::new(LibrrdRunner {
+            lib: Librrd::load()?,
+            step_secs: schema.step_secs,
+            defs: schema.defs.clone(),
+        }),
+        Side::RrdtoolPipe => {
+            Box::new(PipeRunner::spawn(Path::new("rrdtool"), "rrdtool 1.7.2 (pipe)".into())?)
         }
-        Side::Librrd => {
-            Box::new(LibrrdRunner { lib: Librrd::load()?, step_secs: schema.step_secs, defs: schema.defs.clone() })
-        }
-        Side::RrdtoolPipe => Box::new(PipeRunner::spawn(Path::new("rrdtool"), "rrdtool 1.7.2 (pipe)".into())?),
     })
 }
 
@@ -417,8 +473,8 @@ fn ensure_fd_limit(max_open: usize) -> Result<(), BenchError> {
 
 /// Runs a worker: `spec` is a JSON [`WorkerSpec`].
 pub fn main(spec: &str, out: &mut dyn Write) -> Result<(), BenchError> {
-    let spec: WorkerSpec =
-        serde_json::from_str(spec).map_err(|e| BenchError::Worker(format!("the worker spec is not valid: {e}")))?;
+    let spec: WorkerSpec = serde_json::from_str(spec)
+        .map_err(|e| BenchError::Worker(format!("the worker spec is not valid: {e}")))?;
     if let Some(cg) = &spec.cgroup {
         MemoryCgroup::enter(cg, std::process::id())?;
     }
@@ -429,7 +485,14 @@ pub fn main(spec: &str, out: &mut dyn Write) -> Result<(), BenchError> {
     // One runner for every step: files stay open across passes in batch
     // and pipe mode, as they would in a long-running user.
     let mut runner = make_runner(&spec)?;
-    emit(out, &Event::Started { pid: std::process::id(), measured_pid: runner.measured_pid(), version: runner.version() })?;
+    emit(
+        out,
+        &Event::Started {
+            pid: std::process::id(),
+            measured_pid: runner.measured_pid(),
+            version: runner.version(),
+        },
+    )?;
     let mut go = String::new();
     let stdin = std::io::stdin();
     for (index, step) in spec.steps.iter().enumerate() {
@@ -437,7 +500,9 @@ pub fn main(spec: &str, out: &mut dyn Write) -> Result<(), BenchError> {
         // so a change in the machine's background load hits all sides alike.
         go.clear();
         if stdin.lock().read_line(&mut go).map_err(|e| BenchError::io("reading the go-ahead", e))? == 0 {
-            return Err(BenchError::Worker("the parent closed the worker's input before the last step".into()));
+            return Err(BenchError::Worker(
+                "the parent closed the worker's input before the last step".into(),
+            ));
         }
         let r = runner.as_mut();
         let pid = r.measured_pid();
@@ -446,7 +511,8 @@ pub fn main(spec: &str, out: &mut dyn Write) -> Result<(), BenchError> {
             Step::CreateBench { round, count, start_time } => {
                 let scratch = spec.dir.join(".create-bench");
                 for d in file_dirs(&scratch, *count) {
-                    std::fs::create_dir_all(&d).map_err(|e| BenchError::io(format!("creating {}", d.display()), e))?;
+                    std::fs::create_dir_all(&d)
+                        .map_err(|e| BenchError::io(format!("creating {}", d.display()), e))?;
                 }
                 let paths: Vec<PathBuf> = (0..*count).map(|i| file_path(&scratch, i)).collect();
                 let work = r.prepare_creates(paths, *start_time, &schema)?;

@@ -65,9 +65,15 @@ impl PassSpec {
 pub enum Step {
     /// Time `count` creates of fresh files (in a scratch directory, removed
     /// afterwards; the benchmarked files are copies made before the run).
-    CreateBench { round: usize, count: u64, start_time: i64 },
+    CreateBench {
+        round: usize,
+        count: u64,
+        start_time: i64,
+    },
     /// fdatasync + DONTNEED files `0..count`.
-    Evict { count: u64 },
+    Evict {
+        count: u64,
+    },
     Pass(PassSpec),
 }
 
@@ -150,7 +156,14 @@ fn overlay(runs: &[(u64, u64, i64)], first: u64, end: u64, time: i64) -> Vec<(u6
 /// the previous round (their last update 2 s before that step, as the
 /// script does), then `passes` passes over all files so far, the clock
 /// advancing one step per pass.
-pub fn perftest(schema: Schema, files: u64, passes: usize, rounds: usize, evict: Evict, start: i64) -> Workload {
+pub fn perftest(
+    schema: Schema,
+    files: u64,
+    passes: usize,
+    rounds: usize,
+    evict: Evict,
+    start: i64,
+) -> Workload {
     let step = schema.step_secs as i64;
     let mut t = start;
     let mut creations = Vec::new();
@@ -212,7 +225,12 @@ pub fn growthforecast(schema: Schema, sizes: &[u64], passes: usize, start: i64) 
                 if a >= n {
                     break;
                 }
-                segments.push(Segment { first: a, end: b.min(n), time: time_after(k + 1), prev_time: time_after(k) });
+                segments.push(Segment {
+                    first: a,
+                    end: b.min(n),
+                    time: time_after(k + 1),
+                    prev_time: time_after(k),
+                });
             }
             for s in &segments {
                 let k = (s.time - start) / step;
@@ -249,7 +267,10 @@ mod tests {
         assert_eq!(w.total_files(), 20);
         let passes: Vec<&PassSpec> = w.passes().collect();
         assert_eq!(passes.len(), 6);
-        assert_eq!(passes[0].segments, vec![Segment { first: 0, end: 10, time: 1_000_000_800, prev_time: 1_000_000_498 }]);
+        assert_eq!(
+            passes[0].segments,
+            vec![Segment { first: 0, end: 10, time: 1_000_000_800, prev_time: 1_000_000_498 }]
+        );
         assert!(passes[0].cold && !passes[1].cold && passes[3].cold);
         // Round 2: created at 1_000_001_698, first pass one step later for all 20.
         assert_eq!(w.creations[1], Creation { first: 10, end: 20, start_time: 1_000_001_698 });
@@ -272,7 +293,10 @@ mod tests {
         let w = growthforecast(schema(), &[2, 5], 3, start);
         let passes: Vec<&PassSpec> = w.passes().collect();
         assert_eq!(passes.len(), 6);
-        assert_eq!(passes[0].segments, vec![Segment { first: 0, end: 2, time: start + 300, prev_time: start - 10 }]);
+        assert_eq!(
+            passes[0].segments,
+            vec![Segment { first: 0, end: 2, time: start + 300, prev_time: start - 10 }]
+        );
         // Size 5, pass 1: files 0-1 had 3 updates, files 2-4 none.
         assert_eq!(
             passes[3].segments,

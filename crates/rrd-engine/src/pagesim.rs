@@ -256,7 +256,12 @@ impl Schema {
                 "pagesim needs AVERAGE, MIN, MAX or LAST archives; Holt-Winters archives cannot be updated yet",
             ));
         }
-        let mut state = seed | 1;
+        // SplitMix64 of the seed: nearby seeds give unrelated starting rows,
+        // and the xorshift state is never zero.
+        let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        let mut state = (z ^ (z >> 31)) | 1;
         for (ptr, rra) in header.rra_ptr.iter_mut().zip(&header.rra) {
             *ptr = next_random(&mut state) % rra.row_count;
         }
@@ -917,15 +922,18 @@ const MODEL_PERIOD_MAX: u64 = 1 << 20;
 ///   modelled as `⌊mean⌋` or `⌊mean⌋ + 1` (a Bernoulli on the fraction),
 ///   independent across RRAs (their starting rows are random). An access
 ///   misses with probability `P(d + Σ_j C_j(W) ≥ p)`.
-///   The access that *enters* a page is different: that page was last used
-///   one wrap ago, `W = x_r·(R_r − R_r/P_r)` updates back, and its distance
-///   is `D_r = h + (P_r − 1) + Σ_{j≠r, x_j ≤ W} (1 + C_j(W))`; a fraction
-///   `P_r / R_r` of `r`'s accesses are entries, missing with
-///   probability `P(D_r ≥ p)`.
+///   The access that *enters* page `q` is different: that page was last
+///   used one wrap ago, `W = x_r·(R_r − rows_q)` updates back (`rows_q` = `u`,
+///   or the remainder on the last page), and its distance is
+///   `D = h + (P_r − 1) + Σ_{j≠r, x_j ≤ W} (1 + C_j(W))`; a fraction
+///   `P_r / R_r` of `r`'s accesses are entries, missing with probability
+///   `P(D ≥ p)` averaged over the pages.
 #[derive(Clone, Debug)]
 pub struct LruModel {
     period: u64,
     header_pages: u64,
+    /// `u`.
+    rows_per_page: u64,
     /// Per RRA: `(x, R, P)`.
     rras: Vec<(u64, u64, u64)>,
     /// Header accesses over one period: `(distance, gap)`; `u64::MAX` for
@@ -1031,7 +1039,7 @@ impl LruModel {
             }
             (0..h).for_each(|i| use_page(ModelPage::Header(i)));
         }
-        LruModel { period, header_pages: h, rras, header_accesses, rra_accesses }
+        LruModel { period, header_pages: h, rows_per_page: u, rras, header_accesses, rra_accesses }
     }
 
     /// Updates in one period of the consolidation schedule.
@@ -1092,17 +1100,24 @@ impl LruModel {
             }
             let entry_fraction = pages as f64 / rows as f64;
             rras += hot * (1.0 - entry_fraction);
-            // The page entered was last used one wrap ago.
-            let gap = x.saturating_mul(rows - rows / pages);
-            let mut terms: Vec<(u64, f64)> = Vec::new();
-            let mut offset = self.header_pages + (pages - 1);
-            for (j, &(xj, _, _)) in self.rras.iter().enumerate() {
-                if j != r && xj <= gap {
-                    offset += 1;
-                    terms.push(self.crossings(j, gap));
+            // The page entered was last used one wrap ago: the gap is the
+            // wrap less the rows that page holds (u, or the remainder on the
+            // last page).
+            let mut entry_miss = 0.0;
+            for q in 0..pages {
+                let rows_q =
+                    if q + 1 < pages { self.rows_per_page } else { rows - (pages - 1) * self.rows_per_page };
+                let gap = x.saturating_mul(rows - rows_q);
+                let mut terms: Vec<(u64, f64)> = Vec::new();
+                let mut offset = self.header_pages + (pages - 1);
+                for (j, &(xj, _, _)) in self.rras.iter().enumerate() {
+                    if j != r && xj <= gap {
+                        offset += 1;
+                        terms.push(self.crossings(j, gap));
+                    }
                 }
+                entry_miss += tail(&sum_distribution(&terms), offset, p) / pages as f64;
             }
-            let entry_miss = tail(&sum_distribution(&terms), offset, p);
             crossing += accesses.len() as f64 / period * entry_fraction * entry_miss;
         }
         LruPrediction { cache_pages: p as usize, header, rras, crossing }
@@ -1138,8 +1153,11 @@ pub struct Config {
     pub warmup_steps: u64,
     /// Cache sizes `p` to simulate.
     pub pages: Vec<usize>,
-    /// Seed of the RRAs' starting rows.
+    /// Seed of the RRAs' starting rows (file `f` uses `seed + f`).
     pub seed: u64,
+    /// Files simulated (each with its own starting rows), pooled: a host's
+    /// files do not all cross pages at the same updates.
+    pub files: u64,
     pub windows: ReadaheadWindows,
     /// Cache size of the time-of-day profile.
     pub tod_pages: usize,
@@ -1158,6 +1176,7 @@ impl Config {
             warmup_steps: day_steps.min(steps / 10),
             pages: (1..=32).collect(),
             seed: 1,
+            files: 1,
             windows: ReadaheadWindows::default(),
             tod_pages: 8,
         }
@@ -1227,6 +1246,8 @@ pub struct Report {
     pub schema: Schema,
     pub windows: ReadaheadWindows,
     pub steps: u64,
+    /// Files pooled.
+    pub files: u64,
     pub warmup_steps: u64,
     pub file_len: u64,
     pub file_pages: u64,
@@ -1278,7 +1299,77 @@ fn level_stats(input: &ModelInput, step_secs: u64, tod: &[TodBucket]) -> Vec<Lev
     stats
 }
 
-/// Records the trace and runs every simulation of `config`.
+/// Page-ins and updates counted for one or more files.
+struct FileCounts {
+    /// Per cache size: `(page_ins, updates)` for none/true, none/aligned,
+    /// readahead, readahead on miss.
+    per_page: Vec<[(u64, u64); 4]>,
+    tod_none: Vec<(u64, u64)>,
+    tod_readahead: Vec<(u64, u64)>,
+    written: Vec<u64>,
+}
+
+impl FileCounts {
+    fn add(&mut self, other: &FileCounts) {
+        let sum = |a: &mut (u64, u64), b: &(u64, u64)| {
+            a.0 += b.0;
+            a.1 += b.1;
+        };
+        for (mine, theirs) in self.per_page.iter_mut().zip(&other.per_page) {
+            mine.iter_mut().zip(theirs).for_each(|(a, b)| sum(a, b));
+        }
+        self.tod_none.iter_mut().zip(&other.tod_none).for_each(|(a, b)| sum(a, b));
+        self.tod_readahead.iter_mut().zip(&other.tod_readahead).for_each(|(a, b)| sum(a, b));
+        self.written.iter_mut().zip(&other.written).for_each(|(a, b)| *a += b);
+    }
+}
+
+/// Every simulation of `config` on one file's trace.
+fn simulate_file(
+    config: &Config,
+    trace: &Trace,
+    true_map: &PageMap,
+    aligned_map: &PageMap,
+    warmup: usize,
+) -> FileCounts {
+    let true_trace = AccessTrace::new(trace, true_map);
+    let aligned_trace = AccessTrace::new(trace, aligned_map);
+    let w = config.windows;
+    let count = |r: SimResult| (r.page_ins, r.updates);
+    let sims = |p: usize| {
+        [
+            count(simulate(&true_trace, p, Readahead::Off, w, warmup)),
+            count(simulate(&aligned_trace, p, Readahead::Off, w, warmup)),
+            count(simulate(&true_trace, p, Readahead::EveryOpen, w, warmup)),
+            count(simulate(&true_trace, p, Readahead::OnMiss, w, warmup)),
+        ]
+    };
+    // Two cores at most here: split the cache sizes between two threads.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 2);
+    let per_page: Vec<[(u64, u64); 4]> = if threads > 1 && config.pages.len() > 1 {
+        let (odd, even): (Vec<(usize, usize)>, Vec<(usize, usize)>) =
+            config.pages.iter().copied().enumerate().partition(|(i, _)| i % 2 == 1);
+        std::thread::scope(|scope| {
+            let other = scope.spawn(|| odd.iter().map(|&(i, p)| (i, sims(p))).collect::<Vec<_>>());
+            let mut all: Vec<(usize, [(u64, u64); 4])> = even.iter().map(|&(i, p)| (i, sims(p))).collect();
+            all.extend(other.join().expect("a simulation thread panicked"));
+            all.sort_by_key(|(i, _)| *i);
+            all.into_iter().map(|(_, r)| r).collect()
+        })
+    } else {
+        config.pages.iter().map(|&p| sims(p)).collect()
+    };
+    let none = simulate(&true_trace, config.tod_pages, Readahead::Off, w, warmup);
+    let readahead = simulate(&true_trace, config.tod_pages, Readahead::EveryOpen, w, warmup);
+    let mut written = vec![0u64; TOD_BUCKETS];
+    for k in warmup..true_trace.len() {
+        written[minute_of_day(true_trace.times[k])] += true_trace.written(k);
+    }
+    FileCounts { per_page, tod_none: none.tod, tod_readahead: readahead.tod, written }
+}
+
+/// Records the traces and runs every simulation of `config`; with several
+/// files, their counts are pooled (the same schema, different starting rows).
 pub fn run(config: &Config) -> Result<Report> {
     if config.pages.is_empty() {
         return Err(Error::invalid("no cache sizes to simulate"));
@@ -1286,65 +1377,65 @@ pub fn run(config: &Config) -> Result<Report> {
     if config.steps == 0 {
         return Err(Error::invalid("the simulation needs at least one update"));
     }
-    let trace = Trace::record(&config.schema, config.start, config.steps, config.seed)?;
-    let true_map = PageMap::new(&trace.header, PageLayout::True);
-    let aligned_map = PageMap::new(&trace.header, PageLayout::BlockAligned);
-    let true_trace = AccessTrace::new(&trace, &true_map);
-    let aligned_trace = AccessTrace::new(&trace, &aligned_map);
-    let warmup = config.warmup_steps.min(config.steps - 1) as usize;
-    let input = ModelInput::of(&trace.header);
-    let lru_model = LruModel::new(&input);
-    let w = config.windows;
-    let sim_row = |p: usize| Row {
-        cache_pages: p,
-        none_true: simulate(&true_trace, p, Readahead::Off, w, warmup).page_ins_per_update(),
-        none_aligned: simulate(&aligned_trace, p, Readahead::Off, w, warmup).page_ins_per_update(),
-        paper: paper_model(&input, p),
-        model: lru_model.predict(p),
-        readahead: simulate(&true_trace, p, Readahead::EveryOpen, w, warmup).page_ins_per_update(),
-        readahead_on_miss: simulate(&true_trace, p, Readahead::OnMiss, w, warmup).page_ins_per_update(),
-    };
-    // Two cores at most here: split the cache sizes between two threads.
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 2);
-    let mut rows: Vec<Row> = if threads > 1 && config.pages.len() > 1 {
-        type Jobs = Vec<(usize, usize)>;
-        let (a, b): (Jobs, Jobs) = config.pages.iter().copied().enumerate().partition(|(i, _)| i % 2 == 0);
-        std::thread::scope(|scope| {
-            let hb = scope.spawn(|| b.iter().map(|&(i, p)| (i, sim_row(p))).collect::<Vec<_>>());
-            let mut all: Vec<(usize, Row)> = a.iter().map(|&(i, p)| (i, sim_row(p))).collect();
-            all.extend(hb.join().expect("a simulation thread panicked"));
-            all.sort_by_key(|(i, _)| *i);
-            all.into_iter().map(|(_, r)| r).collect()
-        })
-    } else {
-        config.pages.iter().map(|&p| sim_row(p)).collect()
-    };
-    rows.sort_by_key(|r| r.cache_pages);
-    let none = simulate(&true_trace, config.tod_pages, Readahead::Off, w, warmup);
-    let ra = simulate(&true_trace, config.tod_pages, Readahead::EveryOpen, w, warmup);
-    let mut written = vec![0u64; TOD_BUCKETS];
-    for k in warmup..true_trace.len() {
-        written[minute_of_day(true_trace.times[k])] += true_trace.written(k);
+    if config.files == 0 {
+        return Err(Error::invalid("the simulation needs at least one file"));
     }
+    let warmup = config.warmup_steps.min(config.steps - 1) as usize;
+    let mut counts: Option<FileCounts> = None;
+    let mut first: Option<(Header, PageMap, PageMap)> = None;
+    for f in 0..config.files {
+        let trace = Trace::record(&config.schema, config.start, config.steps, config.seed.wrapping_add(f))?;
+        let true_map = PageMap::new(&trace.header, PageLayout::True);
+        let aligned_map = PageMap::new(&trace.header, PageLayout::BlockAligned);
+        let file = simulate_file(config, &trace, &true_map, &aligned_map, warmup);
+        match &mut counts {
+            Some(c) => c.add(&file),
+            None => counts = Some(file),
+        }
+        if first.is_none() {
+            first = Some((trace.header, true_map, aligned_map));
+        }
+    }
+    let counts = counts.expect("at least one file");
+    let (header, true_map, aligned_map) = first.expect("at least one file");
+    let input = ModelInput::of(&header);
+    let lru_model = LruModel::new(&input);
+    let rate =
+        |(page_ins, updates): (u64, u64)| if updates == 0 { 0.0 } else { page_ins as f64 / updates as f64 };
+    let rows: Vec<Row> = config
+        .pages
+        .iter()
+        .zip(&counts.per_page)
+        .map(|(&p, c)| Row {
+            cache_pages: p,
+            none_true: rate(c[0]),
+            none_aligned: rate(c[1]),
+            paper: paper_model(&input, p),
+            model: lru_model.predict(p),
+            readahead: rate(c[2]),
+            readahead_on_miss: rate(c[3]),
+        })
+        .collect();
     let tod: Vec<TodBucket> = (0..TOD_BUCKETS)
-        .filter(|&m| none.tod[m].0 > 0)
+        .filter(|&m| counts.tod_none[m].0 > 0)
         .map(|m| {
-            let n = none.tod[m].0 as f64;
+            let n = counts.tod_none[m].0 as f64;
             TodBucket {
                 minute: m as u32,
-                updates: none.tod[m].0,
-                none: none.tod[m].1 as f64 / n,
-                readahead: ra.tod[m].1 as f64 / n,
-                written: written[m] as f64 / n,
+                updates: counts.tod_none[m].0,
+                none: counts.tod_none[m].1 as f64 / n,
+                readahead: counts.tod_readahead[m].1 as f64 / n,
+                written: counts.written[m] as f64 / n,
             }
         })
         .collect();
     let levels = level_stats(&input, config.schema.step_secs, &tod);
-    let layout = trace.header.layout();
+    let layout = header.layout();
     Ok(Report {
         schema: config.schema.clone(),
         windows: config.windows,
         steps: config.steps,
+        files: config.files,
         warmup_steps: warmup as u64,
         file_len: layout.file_len,
         file_pages: true_map.file_pages,

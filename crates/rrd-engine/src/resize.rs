@@ -86,7 +86,7 @@ pub fn resized<S: Store>(
         if delta_rows > 0 {
             let grow = delta_rows as u64;
             data.extend_from_slice(&rows[..(cur_row as usize + 1) * ds]);
-            data.extend(std::iter::repeat_n(DNAN, grow as usize * ds));
+            data.resize(data.len() + grow as usize * ds, DNAN);
             data.extend_from_slice(&rows[(cur_row as usize + 1) * ds..]);
             header.rra[r].row_count = row_count + grow;
         } else {

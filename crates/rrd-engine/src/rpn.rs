@@ -105,6 +105,9 @@ pub enum RpnError {
     NeedsTimeSeries { op: &'static str },
     #[error("the RPN stack grew beyond {limit} values")]
     StackOverflow { limit: usize },
+    /// TREND/TRENDNAN whose variable is not the node two before it.
+    #[error("malformed trend arguments")]
+    MalformedTrend,
 }
 
 impl RpnError {

@@ -215,6 +215,18 @@ fn scan_c_double(s: &str) -> Option<f64> {
     t[..end].parse().ok()
 }
 
+/// Whether `v` is outside [0, 1] (`closed`) or (0, 1), as C's comparisons
+/// decide it: NaN compares false, so it is never outside (and rrdtool
+/// accepts it), which `RangeInclusive::contains` would get wrong.
+#[allow(clippy::manual_range_contains)]
+fn outside_unit(v: f64, closed: bool) -> bool {
+    if closed {
+        v < 0.0 || v > 1.0
+    } else {
+        v <= 0.0 || v >= 1.0
+    }
+}
+
 /// `FnvHash`: 32-bit FNV-1 computed in 64-bit arithmetic, as rrdtool seeds
 /// the smoothing index of seasonal archives from the file name.
 pub fn fnv_hash(name: &[u8]) -> u64 {
@@ -351,8 +363,7 @@ impl<S: Store> Tuner<S> {
     /// (`inclusive`: 0 <= v <= 1) on the first archive of `cf`.
     fn set_hw(&mut self, cf: Cf, slot: usize, arg: &str, inclusive: bool) -> Result<()> {
         let (status, value) = strtodbl(arg);
-        let out_of_range = if inclusive { value < 0.0 || value > 1.0 } else { value <= 0.0 || value >= 1.0 };
-        if (status == 1 || status == 2) && out_of_range {
+        if (status == 1 || status == 2) && outside_unit(value, inclusive) {
             return Err(err("Holt-Winters parameter must be between 0 and 1"));
         }
         if status == 0 {
@@ -769,12 +780,12 @@ fn populate_rows(
                 cand_rows = (cand_rows as u64).wrapping_add(r.row_count) as i32;
             }
             let cand_slot = f64::from(timeslot(ih, r));
-            for k in 0..out_ds {
+            for (k, &in_k) in ds_map.iter().enumerate() {
                 let idx = row as usize * out_ds + k;
                 if idx >= values.len() || !values[idx].is_nan() {
                     continue;
                 }
-                let Ok(in_k) = usize::try_from(ds_map[k]) else { continue };
+                let Ok(in_k) = usize::try_from(in_k) else { continue };
                 let (mut acc, mut result, mut covered) = (DNAN, DNAN, 0.0f64);
                 let mut cand_row = first as u64;
                 for _ in 0..cand_rows {
@@ -790,11 +801,11 @@ fn populate_rows(
                             result = acc / covered;
                         }
                         Cf::Minimum => {
-                            acc = if acc.is_nan() || !(acc < v) { v } else { acc };
+                            acc = if acc.is_nan() || v <= acc { v } else { acc };
                             result = acc;
                         }
                         Cf::Maximum => {
-                            acc = if acc.is_nan() || !(acc > v) { v } else { acc };
+                            acc = if acc.is_nan() || v >= acc { v } else { acc };
                             result = acc;
                         }
                         _ => {
@@ -827,10 +838,10 @@ fn prepare_cdps(
         candidates.iter().find(|c| ih.rra[c.index].pdp_count == 1 || ih.rra[c.index].cf == Cf::Average);
     let out_ds = out.ds.len();
     let in_ds = ih.ds.len();
-    for i in 0..out_ds {
+    for (i, &mapped) in ds_map.iter().enumerate() {
         let mut s: Par = [0; 10];
         init_cdp(out.live.last_up, out.pdp_step, &rra_def, &out.pdp[i], &mut s);
-        if let (Some(c), Ok(mapped)) = (chosen, usize::try_from(ds_map[i])) {
+        if let (Some(c), Ok(mapped)) = (chosen, usize::try_from(mapped)) {
             let cand = &ih.rra[c.index];
             let cand_cur = ih.rra_ptr[c.index] as i32;
             let last_up = ih.live.last_up;
@@ -954,8 +965,7 @@ fn parse_hw_rra(
     let index_arg = |t: &str| i64::from(c_atoi(t).wrapping_sub(1)) as u64;
     let fraction = |t: &str, lo_open: bool, what: &str| -> Result<f64> {
         let (status, v) = strtodbl(t);
-        let bad = if lo_open { v <= 0.0 || v >= 1.0 } else { v < 0.0 || v > 1.0 };
-        if status != 2 || bad {
+        if status != 2 || outside_unit(v, !lo_open) {
             return Err(err(format!("Invalid {what}: must be between 0 and 1")));
         }
         Ok(v)
@@ -1023,7 +1033,7 @@ fn parse_hw_rra(
                 }
                 require_at_least(require_version, 4);
                 let v = f64::from_bits(par[RRA_SEASONAL_SMOOTHING_WINDOW]);
-                if v < 0.0 || v > 1.0 {
+                if outside_unit(v, true) {
                     return Err(err(format!("Invalid smoothing-window {v:.6}: must be between 0 and 1")));
                 }
             }
@@ -1051,7 +1061,7 @@ fn parse_hw_rra(
 }
 
 fn require_at_least(require_version: &mut Option<u8>, version: u8) {
-    if require_version.map_or(true, |v| v < version) {
+    if !matches!(*require_version, Some(v) if v >= version) {
         *require_version = Some(version);
     }
 }
@@ -1331,7 +1341,7 @@ pub fn modify(inp: &Image, plan: &ModifyPlan, new_step: i32, hash: u64) -> Resul
     if new_step > 0 {
         let step = inp.header.pdp_step;
         let new_step = new_step as u64;
-        if step % new_step != 0 || step / new_step <= 1 {
+        if step.checked_rem(new_step) != Some(0) || step / new_step <= 1 {
             return Err(err(
                 "invalid 'newstep' parameter. The newsize must divide the old step parameter without a remainder.",
             ));

@@ -1,5 +1,6 @@
-//! `xport`: DEF, CDEF and XPORT elements evaluated over a time range and
-//! written as XML or JSON, as RRDtool 1.7.2's `rrd_xport` does.
+//! `xport`: DEF, CDEF, VDEF and XPORT elements evaluated over a time range
+//! and written as XML or JSON, as RRDtool 1.7.2's `rrd_xport` does; and
+//! [`evaluate`], the same data path for callers that draw (`rrd-graph`).
 //!
 //! The pipeline is RRDtool's graph data path:
 //! 1. every DEF fetches its archive at the wished step (the global step, or
@@ -8,15 +9,19 @@
 //! 2. every CDEF runs over the latest start and earliest end of its inputs,
 //!    at the greatest common divisor of their steps, each input advancing
 //!    one row whenever the evaluation time is a multiple of its step;
-//! 3. the XPORT columns are sampled at the greatest common divisor of their
+//! 3. every VDEF reduces its DEF or CDEF to one value (and, for MAXIMUM,
+//!    MINIMUM, FIRST and LAST, the time of that value); a CDEF that names a
+//!    VDEF sees that value as a constant, as in RRDtool's `data_calc`;
+//! 4. the XPORT columns are sampled at the greatest common divisor of their
 //!    steps over the requested range.
 //!
 //! CDEFs are evaluated by the shared RPN calculator ([`crate::rpn`]); this
 //! module supplies the time series: variables, PREV, PREV(vname), COUNT,
-//! TIME, STEPWIDTH, LTIME and NEWDAY/NEWMONTH/NEWYEAR. Deliberately absent
-//! for now (an error names them): TREND, TRENDNAN, PREDICT, PREDICTSIGMA,
-//! PREDICTPERC and NEWWEEK, VDEF and every drawing element (LINE, AREA,
-//! PRINT, ...), SHIFT, and `--daemon`.
+//! TIME, STEPWIDTH, LTIME, NEWDAY/NEWMONTH/NEWYEAR and TREND/TRENDNAN.
+//! Deliberately absent for now (an error names them): PREDICT, PREDICTSIGMA,
+//! PREDICTPERC and NEWWEEK, every drawing element (LINE, AREA, PRINT, ...;
+//! `rrd-graph` parses those itself and hands only DEF/CDEF/VDEF here),
+//! SHIFT, and `--daemon`.
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -78,6 +83,92 @@ pub struct XportFormat {
     pub enum_ds: bool,
 }
 
+/// The rows of one evaluated DEF or CDEF: row `i` covers the interval
+/// `(start + i * step_secs, start + (i + 1) * step_secs]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeriesData {
+    pub start: i64,
+    pub end: i64,
+    pub step_secs: i64,
+    pub values: Vec<f64>,
+}
+
+/// What a VDEF computed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VdefValue {
+    pub value: f64,
+    /// The end of the row the value came from (MAXIMUM, MINIMUM, LAST) or
+    /// its start (FIRST); `None` for functions without a time and when
+    /// every row was unknown (RRDtool's `never`).
+    pub when: Option<i64>,
+}
+
+/// One evaluated variable.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Variable {
+    Series(SeriesData),
+    Value(VdefValue),
+}
+
+/// Every DEF, CDEF and VDEF of an [`evaluate`] call, in definition order.
+#[derive(Clone, Debug, Default)]
+pub struct Evaluation {
+    /// The step every DEF was consolidated to at least: `--step`, or the
+    /// range divided by `max_rows` (the graph width) when that is larger.
+    pub global_step_secs: i64,
+    variables: Vec<(String, Variable)>,
+}
+
+impl Evaluation {
+    /// The variable called `name` (the first definition wins, as in
+    /// RRDtool's `find_var`).
+    pub fn get(&self, name: &str) -> Option<&Variable> {
+        self.variables.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    /// Variables in definition order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Variable)> {
+        self.variables.iter().map(|(n, v)| (n.as_str(), v))
+    }
+}
+
+/// The VDEF functions of RRDtool 1.7.2.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum VdefOp {
+    Percent,
+    PercentNan,
+    Maximum,
+    Average,
+    Stdev,
+    Minimum,
+    Total,
+    First,
+    Last,
+    LslSlope,
+    LslInt,
+    LslCorrel,
+}
+
+impl VdefOp {
+    fn from_name(name: &str) -> Option<VdefOp> {
+        Some(match name {
+            "PERCENT" => VdefOp::Percent,
+            "PERCENTNAN" => VdefOp::PercentNan,
+            "MAXIMUM" => VdefOp::Maximum,
+            "AVERAGE" => VdefOp::Average,
+            "STDEV" => VdefOp::Stdev,
+            "MINIMUM" => VdefOp::Minimum,
+            "TOTAL" => VdefOp::Total,
+            "FIRST" => VdefOp::First,
+            "LAST" => VdefOp::Last,
+            "LSLSLOPE" => VdefOp::LslSlope,
+            "LSLINT" => VdefOp::LslInt,
+            "LSLCORREL" => VdefOp::LslCorrel,
+            _ => return None,
+        })
+    }
+}
+
 /// A variable: a DEF's data (possibly shared by several DEFs) or a CDEF's.
 #[derive(Clone, Debug)]
 struct Series {
@@ -92,6 +183,11 @@ struct Series {
 }
 
 impl Series {
+    fn to_data(&self) -> SeriesData {
+        let values = (0..self.rows()).map(|row| self.value(row)).collect();
+        SeriesData { start: self.start, end: self.end, step_secs: self.step, values }
+    }
+
     fn rows(&self) -> i64 {
         (self.end - self.start).checked_div(self.step).unwrap_or(0)
     }
@@ -116,7 +212,26 @@ struct Def {
 enum Element {
     Def(Def),
     Cdef(Program),
+    Vdef { var: usize, op: VdefOp, param: f64 },
     Xport { var: usize, legend: String },
+}
+
+/// What an element left behind for later ones to read.
+#[derive(Clone, Debug)]
+enum Slot {
+    Series(Series),
+    Value(VdefValue),
+    /// XPORT elements define no variable.
+    None,
+}
+
+impl Slot {
+    fn series(&self) -> Option<&Series> {
+        match self {
+            Slot::Series(s) => Some(s),
+            _ => None,
+        }
+    }
 }
 
 fn valid_vname(s: &str) -> bool {
@@ -188,7 +303,7 @@ fn parse_rpn(expr: &str, vars: &[String]) -> Result<Program> {
 /// The time series a CDEF step sees: each variable at its current row, the
 /// outputs so far, the evaluation time and step.
 struct SeriesContext<'a> {
-    series: &'a [Option<Series>],
+    series: &'a [Slot],
     /// Current row of each variable (indexed like `series`).
     cursors: &'a [i64],
     output: &'a [f64],
@@ -201,7 +316,7 @@ impl SeriesContext<'_> {
     fn series(&self, index: usize) -> Result<&Series, RpnError> {
         self.series
             .get(index)
-            .and_then(Option::as_ref)
+            .and_then(Slot::series)
             .ok_or(RpnError::MissingValue { index, available: self.series.len() })
     }
 }
@@ -256,10 +371,13 @@ impl Context for SeriesContext<'_> {
     fn series_op(
         &mut self,
         op: Op,
-        _position: usize,
-        _nodes: &[Node],
+        position: usize,
+        nodes: &[Node],
         stack: &mut Stack,
     ) -> Result<(), RpnError> {
+        if matches!(op, Op::Trend | Op::TrendNan) {
+            return self.trend(op, position, nodes, stack);
+        }
         let day_changed = |pick: fn(&libc::tm) -> i32| -> f64 {
             match (local_tm(self.time), local_tm(self.time - self.step)) {
                 (Some(a), Some(b)) if pick(&a) != pick(&b) => 1.0,
@@ -278,6 +396,58 @@ impl Context for SeriesContext<'_> {
             _ => return Err(RpnError::NeedsTimeSeries { op: op.name() }),
         };
         stack.push(value)
+    }
+}
+
+impl SeriesContext<'_> {
+    /// TREND and TRENDNAN: the variable named just before the window
+    /// length, averaged over the last `ceil(window / step)` of its rows up
+    /// to the current one (TREND lets one unknown row make the average
+    /// unknown, TRENDNAN skips unknown rows). Unknown until the CDEF has
+    /// produced enough rows, counted as RRDtool counts them (in `float`).
+    fn trend(&mut self, op: Op, position: usize, nodes: &[Node], stack: &mut Stack) -> Result<(), RpnError> {
+        stack.need(1, op)?;
+        let var = match position.checked_sub(2).and_then(|p| nodes.get(p)) {
+            Some(Node::Variable(v)) => *v,
+            _ => return Err(RpnError::MalformedTrend),
+        };
+        let window = stack.pop();
+        let series = self.series(var)?;
+        let step = series.step;
+        // C's time_t conversion of the window (NaN and overflow become 0
+        // here, where RRDtool's result is undefined).
+        let mut dur = if window.is_finite() { window as i64 } else { 0 };
+        let needed = ((dur as f32) / (step as f32)).ceil();
+        let value = if (self.output.len() as f32 + 1.0) >= needed {
+            // RRDtool reads backwards from the variable's data pointer,
+            // which has already moved past the current row when the
+            // evaluation time is a multiple of the variable's step.
+            let cursor = self.cursors[var];
+            let mut row = if self.time % step == 0 { cursor } else { cursor - 1 };
+            let ignore_nan = op == Op::Trend;
+            let (mut sum, mut count) = (0.0, 0u64);
+            loop {
+                let v = series.value(row);
+                row -= 1;
+                if ignore_nan || !v.is_nan() {
+                    sum += v;
+                    count += 1;
+                }
+                dur -= step;
+                if dur <= 0 {
+                    break;
+                }
+            }
+            if count == 0 {
+                FILL_NAN
+            } else {
+                sum / count as f64
+            }
+        } else {
+            FILL_NAN
+        };
+        let top = stack.depth() as i64 - 1;
+        stack.set(top, value)
     }
 }
 
@@ -417,11 +587,62 @@ fn def_times(start: Option<&str>, end: Option<&str>, range: &XportRange) -> Resu
     attime::resolve_start_end(&start_spec, &end_spec, range.now).map_err(|e| Error::invalid(e.to_string()))
 }
 
-/// Runs an xport over `elements` (`DEF:...`, `CDEF:...`, `XPORT:...`).
-pub fn xport(range: &XportRange, elements: &[String]) -> Result<XportResult> {
-    if elements.is_empty() {
-        return Err(Error::invalid("can't make an xport without contents"));
+/// The parsed elements and what they need from the range.
+struct Parsed {
+    global_step: i64,
+    elements: Vec<Element>,
+    /// The variable name each element defines ("" for XPORT).
+    names: Vec<String>,
+}
+
+/// Parses a VDEF's `source,FUNCTION` or `source,param,FUNCTION` as
+/// RRDtool's `parse_vdef` and `vdef_parse` do, with their messages.
+fn parse_vdef(vname: &str, body: &str, names: &[String], parsed: &[Element]) -> Result<Element> {
+    let Some((source, function)) = body.split_once(',') else {
+        return Err(Error::invalid(format!("Comma expected in VDEF definition {body}")));
+    };
+    let var = names
+        .iter()
+        .position(|n| n == source)
+        .ok_or_else(|| Error::invalid(format!("Not a valid vname: {source} in line {body}")))?;
+    if !matches!(parsed[var], Element::Def(_) | Element::Cdef(_)) {
+        return Err(Error::invalid(format!("variable '{source}' not DEF nor CDEF in VDEF '{body}'")));
     }
+    let is_func = |s: &str| !s.is_empty() && s.len() <= 29 && s.bytes().all(|c| c.is_ascii_uppercase());
+    let (param, name) = match function.split_once(',') {
+        Some((p, f))
+            if !p.is_empty()
+                && p.len() <= 40
+                && p.bytes().all(|c| c.is_ascii_digit() || b".e+-".contains(&c))
+                && rrd_strtod(p).1 == p.len()
+                && is_func(f) =>
+        {
+            (rrd_strtod(p).0, f)
+        }
+        _ if is_func(function) => (f64::NAN, function),
+        _ => return Err(Error::invalid(format!("Unknown function string '{function}' in VDEF '{vname}'"))),
+    };
+    let op = VdefOp::from_name(name)
+        .ok_or_else(|| Error::invalid(format!("Unknown function '{name}' in VDEF '{vname}'")))?;
+    match op {
+        VdefOp::Percent | VdefOp::PercentNan => {
+            if param.is_nan() {
+                return Err(Error::invalid(format!("Function '{name}' needs parameter in VDEF '{vname}'")));
+            }
+            if !(0.0..=100.0).contains(&param) {
+                return Err(Error::invalid(format!("Parameter '{param:.6}' out of range in VDEF '{vname}'")));
+            }
+        }
+        _ if !param.is_nan() => {
+            return Err(Error::invalid(format!("Function '{name}' needs no parameter in VDEF '{vname}'")))
+        }
+        _ => {}
+    }
+    Ok(Element::Vdef { var, op, param })
+}
+
+/// Parses every element first, as RRDtool does before fetching anything.
+fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
     if range.end < range.start {
         return Err(Error::invalid(format!(
             "start ({}) should be less than end ({})",
@@ -432,19 +653,20 @@ pub fn xport(range: &XportRange, elements: &[String]) -> Result<XportResult> {
         range.end.checked_sub(range.start).ok_or_else(|| Error::invalid("the xport range is too long"))?;
     let global_step = range.step_secs.max(span / range.max_rows.max(1));
 
-    // Parse every element first, as RRDtool does before fetching anything.
     let mut names: Vec<String> = Vec::new();
     let mut parsed: Vec<Element> = Vec::new();
     for text in elements {
         let (kind, rest) = text.split_once(':').unwrap_or((text.as_str(), ""));
         match kind {
-            "DEF" | "CDEF" => {
+            "DEF" | "CDEF" | "VDEF" => {
                 let (vname, body) = rest.split_once('=').unwrap_or((rest, ""));
                 if !valid_vname(vname) {
                     return Err(Error::invalid(format!("Invalid vname '{vname}' in line '{text}'")));
                 }
                 let element = if kind == "CDEF" {
                     Element::Cdef(parse_rpn(body, &names)?)
+                } else if kind == "VDEF" {
+                    parse_vdef(vname, body, &names, &parsed)?
                 } else {
                     let fields = split_fields(body);
                     let [file, ds_name, cf, options @ ..] = fields.as_slice() else {
@@ -495,6 +717,9 @@ pub fn xport(range: &XportRange, elements: &[String]) -> Result<XportResult> {
                     .iter()
                     .position(|n| n == vname)
                     .ok_or_else(|| Error::invalid(format!("{vname} is not a vname nor a number")))?;
+                if matches!(parsed[var], Element::Vdef { .. }) {
+                    return Err(Error::invalid(format!("Cannot shift a VDEF: '{vname}' in line '{text}'")));
+                }
                 let mut legend = fields.get(1).cloned().unwrap_or_default();
                 if legend.len() > LEGEND_MAX {
                     let mut cut = LEGEND_MAX;
@@ -513,13 +738,104 @@ pub fn xport(range: &XportRange, elements: &[String]) -> Result<XportResult> {
             }
         }
     }
+    Ok(Parsed { global_step, elements: parsed, names })
+}
 
-    // Fetch DEFs (sharing identical fetches), then run CDEFs, in order.
-    let mut series: Vec<Option<Series>> = Vec::with_capacity(parsed.len());
+/// RRDtool's `vdef_calc` over the rows of `src`.
+fn vdef_calc(src: &Series, op: VdefOp, param: f64) -> VdefValue {
+    let rows: Vec<f64> = (0..src.rows()).map(|r| src.value(r)).collect();
+    let end_of = |row: usize| Some(src.start + (row as i64 + 1) * src.step);
+    let none = |value: f64| VdefValue { value, when: None };
+    match op {
+        VdefOp::Percent | VdefOp::PercentNan => {
+            let mut sorted: Vec<f64> =
+                rows.iter().copied().filter(|v| op == VdefOp::Percent || !v.is_nan()).collect();
+            if sorted.is_empty() {
+                return none(FILL_NAN);
+            }
+            // RRDtool's order: unknown first, then -inf, finite values, +inf.
+            let rank = |v: f64| match () {
+                _ if v.is_nan() => 0,
+                _ if v == f64::NEG_INFINITY => 1,
+                _ if v == f64::INFINITY => 3,
+                _ => 2,
+            };
+            sorted.sort_by(|a, b| {
+                rank(*a).cmp(&rank(*b)).then(a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal))
+            });
+            let field = (param * (sorted.len() - 1) as f64 / 100.0).round() as usize;
+            none(sorted[field.min(sorted.len() - 1)])
+        }
+        VdefOp::Maximum | VdefOp::Minimum => {
+            let Some(first) = rows.iter().position(|v| !v.is_nan()) else {
+                return none(FILL_NAN);
+            };
+            let mut best = VdefValue { value: rows[first], when: end_of(first) };
+            for (row, &v) in rows.iter().enumerate().skip(first) {
+                let better = if op == VdefOp::Maximum { v > best.value } else { v < best.value };
+                if v.is_finite() && better {
+                    best = VdefValue { value: v, when: end_of(row) };
+                }
+            }
+            best
+        }
+        VdefOp::Total | VdefOp::Average | VdefOp::Stdev => {
+            let finite: Vec<f64> = rows.iter().copied().filter(|v| v.is_finite()).collect();
+            if finite.is_empty() {
+                return none(FILL_NAN);
+            }
+            let sum: f64 = finite.iter().sum();
+            let count = finite.len() as f64;
+            none(match op {
+                VdefOp::Total => sum * src.step as f64,
+                VdefOp::Average => sum / count,
+                _ => {
+                    let average = sum / count;
+                    let squares: f64 = finite.iter().map(|v| (v - average).powi(2)).sum();
+                    (squares / count).sqrt()
+                }
+            })
+        }
+        VdefOp::First => match rows.iter().position(|v| !v.is_nan()) {
+            Some(row) => VdefValue { value: rows[row], when: Some(src.start + row as i64 * src.step) },
+            None => none(FILL_NAN),
+        },
+        VdefOp::Last => match rows.iter().rposition(|v| !v.is_nan()) {
+            Some(row) => VdefValue { value: rows[row], when: end_of(row) },
+            None => none(FILL_NAN),
+        },
+        VdefOp::LslSlope | VdefOp::LslInt | VdefOp::LslCorrel => {
+            let (mut n, mut sx, mut sy, mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+            for (x, &y) in rows.iter().enumerate() {
+                if y.is_finite() {
+                    let x = x as f64;
+                    n += 1.0;
+                    sx += x;
+                    sxx += x * x;
+                    sxy += x * y;
+                    sy += y;
+                    syy += y * y;
+                }
+            }
+            if n == 0.0 {
+                return none(FILL_NAN);
+            }
+            let slope = (sx * sy - n * sxy) / (sx * sx - n * sxx);
+            none(match op {
+                VdefOp::LslSlope => slope,
+                VdefOp::LslInt => (sy - slope * sx) / n,
+                _ => (sxy - sx * sy / n) / ((sxx - sx * sx / n) * (syy - sy * sy / n)).sqrt(),
+            })
+        }
+    }
+}
+
+/// Fetches the DEFs (sharing identical fetches) and runs CDEFs and VDEFs
+/// in order: what each element defines.
+fn run(range: &XportRange, parsed: &Parsed) -> Result<Vec<Slot>> {
+    let mut series: Vec<Slot> = Vec::with_capacity(parsed.elements.len());
     let mut fetched: Vec<(FetchKey, Series, Vec<String>)> = Vec::new();
-    let mut columns: Vec<(usize, String)> = Vec::new();
-    let now_clock = range.now;
-    for element in &parsed {
+    for element in &parsed.elements {
         match element {
             Element::Def(def) => {
                 let key = FetchKey {
@@ -533,7 +849,7 @@ pub fn xport(range: &XportRange, elements: &[String]) -> Result<XportResult> {
                 let (base, ds_names) = match fetched.iter().find(|f| f.0 == key) {
                     Some((_, base, names)) => (base.clone(), names.clone()),
                     None => {
-                        let (base, names) = fetch_def(def, global_step)?;
+                        let (base, names) = fetch_def(def, parsed.global_step)?;
                         fetched.push((key, base.clone(), names.clone()));
                         (base, names)
                     }
@@ -541,88 +857,129 @@ pub fn xport(range: &XportRange, elements: &[String]) -> Result<XportResult> {
                 let ds = ds_names.iter().position(|n| *n == def.ds_name).ok_or_else(|| {
                     Error::invalid(format!("No DS called '{}' in '{}'", def.ds_name, def.file))
                 })?;
-                series.push(Some(Series { ds, ..base }));
+                series.push(Slot::Series(Series { ds, ..base }));
             }
             Element::Cdef(program) => {
-                // The variables read (a DEF's, or an earlier CDEF's).
-                let mut vars: Vec<usize> = program
-                    .nodes()
-                    .iter()
-                    .filter_map(|n| match *n {
-                        Node::Variable(v) | Node::PrevOf(v) => Some(v),
-                        _ => None,
-                    })
-                    .filter(|v| series[*v].is_some())
-                    .collect();
-                vars.sort_unstable();
-                vars.dedup();
-                let inputs: Vec<&Series> = vars.iter().filter_map(|v| series[*v].as_ref()).collect();
-                if inputs.is_empty() {
-                    return Err(Error::invalid(
-                        "rpn expressions without DEF or CDEF variables are not supported",
-                    ));
-                }
-                // The latest start, the earliest end, the common step.
-                let start = inputs.iter().map(|s| s.start).max().expect("non-empty");
-                let end = inputs.iter().map(|s| s.end).min().expect("non-empty");
-                let step = gcd_of(inputs.iter().map(|s| s.step));
-                if step <= 0 {
-                    return Err(Error::invalid("CDEF step is zero"));
-                }
-                // Each variable starts at the row covering the CDEF's start
-                // and moves on whenever the time is a multiple of its step.
-                let mut cursors = vec![0i64; series.len()];
-                for &v in &vars {
-                    let s = series[v].as_ref().expect("filtered above");
-                    cursors[v] = (start - s.start).max(0) / s.step;
-                }
-                let rows = ((end - start) / step).max(0) as usize;
-                if rows > MAX_FETCH_VALUES {
-                    return Err(Error::invalid(format!(
-                        "CDEF needs {rows} rows, more than rrdscale computes"
-                    )));
-                }
-                let mut out = Vec::with_capacity(rows);
-                let mut t = start + step;
-                while t <= end {
-                    let mut ctx = SeriesContext {
-                        series: &series,
-                        cursors: &cursors,
-                        output: &out,
-                        time: t,
-                        step,
-                        clock: now_clock,
-                    };
-                    let v = program.eval_with(&mut ctx).map_err(rpn_error)?;
-                    out.push(v);
-                    for &v in &vars {
-                        if t % series[v].as_ref().expect("filtered above").step == 0 {
-                            cursors[v] += 1;
-                        }
-                    }
-                    t += step;
-                }
-                series.push(Some(Series {
-                    start,
-                    end,
-                    step,
-                    ds_count: 1,
-                    ds: 0,
-                    data: std::rc::Rc::new(out),
-                }));
+                let out = eval_cdef(program, &series, range.now)?;
+                series.push(Slot::Series(out));
             }
-            Element::Xport { var, legend } => {
-                columns.push((*var, legend.clone()));
-                series.push(None);
+            Element::Vdef { var, op, param } => {
+                let src = series[*var].series().ok_or_else(|| Error::invalid("VDEF of a VDEF"))?;
+                series.push(Slot::Value(vdef_calc(src, *op, *param)));
             }
+            Element::Xport { .. } => series.push(Slot::None),
         }
     }
+    Ok(series)
+}
+
+/// Runs one CDEF over the variables defined so far.
+fn eval_cdef(program: &Program, series: &[Slot], now_clock: i64) -> Result<Series> {
+    // A VDEF read by a CDEF is a constant there (RRDtool turns the node
+    // into a number, PREV(vdef) included).
+    let nodes: Vec<Node> = program
+        .nodes()
+        .iter()
+        .map(|n| match *n {
+            Node::Variable(v) | Node::PrevOf(v) => match series.get(v) {
+                Some(Slot::Value(value)) => Node::Number(value.value),
+                _ => *n,
+            },
+            other => other,
+        })
+        .collect();
+    let program = Program::from_nodes(nodes);
+    // The variables read (a DEF's, or an earlier CDEF's).
+    let mut vars: Vec<usize> = program
+        .nodes()
+        .iter()
+        .filter_map(|n| match *n {
+            Node::Variable(v) | Node::PrevOf(v) => Some(v),
+            _ => None,
+        })
+        .filter(|v| series.get(*v).and_then(Slot::series).is_some())
+        .collect();
+    vars.sort_unstable();
+    vars.dedup();
+    let inputs: Vec<&Series> = vars.iter().filter_map(|v| series[*v].series()).collect();
+    if inputs.is_empty() {
+        return Err(Error::invalid("rpn expressions without DEF or CDEF variables are not supported"));
+    }
+    // The latest start, the earliest end, the common step.
+    let start = inputs.iter().map(|s| s.start).max().expect("non-empty");
+    let end = inputs.iter().map(|s| s.end).min().expect("non-empty");
+    let step = gcd_of(inputs.iter().map(|s| s.step));
+    if step <= 0 {
+        return Err(Error::invalid("CDEF step is zero"));
+    }
+    // Each variable starts at the row covering the CDEF's start and moves
+    // on whenever the time is a multiple of its step.
+    let mut cursors = vec![0i64; series.len()];
+    for &v in &vars {
+        let s = series[v].series().expect("filtered above");
+        cursors[v] = (start - s.start).max(0) / s.step;
+    }
+    let rows = ((end - start) / step).max(0) as usize;
+    if rows > MAX_FETCH_VALUES {
+        return Err(Error::invalid(format!("CDEF needs {rows} rows, more than rrdscale computes")));
+    }
+    let mut out = Vec::with_capacity(rows);
+    let mut t = start + step;
+    while t <= end {
+        let mut ctx =
+            SeriesContext { series, cursors: &cursors, output: &out, time: t, step, clock: now_clock };
+        let v = program.eval_with(&mut ctx).map_err(rpn_error)?;
+        out.push(v);
+        for &v in &vars {
+            if t % series[v].series().expect("filtered above").step == 0 {
+                cursors[v] += 1;
+            }
+        }
+        t += step;
+    }
+    Ok(Series { start, end, step, ds_count: 1, ds: 0, data: std::rc::Rc::new(out) })
+}
+
+/// Evaluates DEF, CDEF and VDEF elements (XPORT elements are checked and
+/// skipped) over `range`, for callers that draw rather than export.
+pub fn evaluate(range: &XportRange, elements: &[String]) -> Result<Evaluation> {
+    let parsed = parse_elements(range, elements)?;
+    let slots = run(range, &parsed)?;
+    let variables = parsed
+        .names
+        .iter()
+        .zip(slots)
+        .filter_map(|(name, slot)| match slot {
+            Slot::Series(s) => Some((name.clone(), Variable::Series(s.to_data()))),
+            Slot::Value(v) => Some((name.clone(), Variable::Value(v))),
+            Slot::None => None,
+        })
+        .collect();
+    Ok(Evaluation { global_step_secs: parsed.global_step, variables })
+}
+
+/// Runs an xport over `elements` (`DEF:...`, `CDEF:...`, `VDEF:...`,
+/// `XPORT:...`).
+pub fn xport(range: &XportRange, elements: &[String]) -> Result<XportResult> {
+    if elements.is_empty() {
+        return Err(Error::invalid("can't make an xport without contents"));
+    }
+    let parsed = parse_elements(range, elements)?;
+    let series = run(range, &parsed)?;
+    let columns: Vec<(usize, String)> = parsed
+        .elements
+        .iter()
+        .filter_map(|e| match e {
+            Element::Xport { var, legend } => Some((*var, legend.clone())),
+            _ => None,
+        })
+        .collect();
     if columns.is_empty() {
         return Err(Error::invalid("no XPORT found, nothing to do"));
     }
     let col_series: Vec<&Series> = columns
         .iter()
-        .map(|(v, _)| series[*v].as_ref().ok_or_else(|| Error::invalid("XPORT of an XPORT")))
+        .map(|(v, _)| series[*v].series().ok_or_else(|| Error::invalid("XPORT of an XPORT")))
         .collect::<Result<_>>()?;
     let step = gcd_of(col_series.iter().map(|s| s.step));
     if step <= 0 {
@@ -766,7 +1123,7 @@ mod tests {
 
     #[test]
     fn series_context_serves_variables_and_time_operators() {
-        let s = vec![Some(series(0, 10, &[1.0, f64::NAN, 4.0]))];
+        let s = vec![Slot::Series(series(0, 10, &[1.0, f64::NAN, 4.0]))];
         let run = |expr: &str, row: i64, output: &[f64]| {
             let program = parse_rpn(expr, &["a".to_string()]).unwrap();
             let mut ctx =
@@ -783,7 +1140,14 @@ mod tests {
         assert!(run("PREV(a),1,+", 1, &[]).unwrap().is_nan());
         assert_eq!(run("a,+", 0, &[]).unwrap_err().to_string(), "RPN stack underflow");
         assert_eq!(run("a,a", 0, &[]).unwrap_err().to_string(), "RPN final stack size != 1");
-        assert!(run("a,3600,TREND", 0, &[]).unwrap_err().to_string().contains("TREND is not supported"));
+        // TREND needs ceil(window / step) rows of output first, then
+        // averages back from the current row (TRENDNAN skipping unknowns).
+        assert!(run("a,3600,TREND", 0, &[]).unwrap().is_nan());
+        assert_eq!(run("a,10,TREND", 0, &[]).unwrap(), 1.0);
+        assert!(run("a,20,TREND", 2, &[0.0, 0.0]).unwrap().is_nan());
+        assert_eq!(run("a,20,TRENDNAN", 2, &[0.0, 0.0]).unwrap(), 4.0);
+        assert_eq!(run("a,30,TRENDNAN", 2, &[0.0, 0.0]).unwrap(), 2.5);
+        assert_eq!(run("1,20,TREND", 2, &[0.0, 0.0]).unwrap_err().to_string(), "malformed trend arguments");
     }
 
     #[test]
@@ -804,6 +1168,43 @@ mod tests {
         assert_eq!((start, end), (900, 2700));
         assert!(out[0].is_nan());
         assert_eq!(out[1], 5.0);
+    }
+
+    #[test]
+    fn vdef_functions_reduce_a_series() {
+        let s = series(1000, 100, &[3.0, f64::NAN, 7.0, 1.0, f64::NAN]);
+        let v = |op, param| vdef_calc(&s, op, param);
+        assert_eq!(v(VdefOp::Maximum, f64::NAN), VdefValue { value: 7.0, when: Some(1300) });
+        assert_eq!(v(VdefOp::Minimum, f64::NAN), VdefValue { value: 1.0, when: Some(1400) });
+        assert_eq!(v(VdefOp::First, f64::NAN), VdefValue { value: 3.0, when: Some(1000) });
+        assert_eq!(v(VdefOp::Last, f64::NAN), VdefValue { value: 1.0, when: Some(1400) });
+        assert_eq!(v(VdefOp::Average, f64::NAN).value, 11.0 / 3.0);
+        assert_eq!(v(VdefOp::Total, f64::NAN).value, 1100.0);
+        assert_eq!(v(VdefOp::PercentNan, 50.0).value, 3.0);
+        // PERCENT counts unknown rows (sorted first).
+        assert_eq!(v(VdefOp::Percent, 100.0).value, 7.0);
+        assert!(v(VdefOp::Percent, 0.0).value.is_nan());
+        let empty = series(0, 10, &[f64::NAN, f64::NAN]);
+        assert_eq!(vdef_calc(&empty, VdefOp::Maximum, f64::NAN).when, None);
+        assert!(vdef_calc(&empty, VdefOp::Average, f64::NAN).value.is_nan());
+    }
+
+    #[test]
+    fn vdef_parse_messages_are_rrdtools() {
+        let names = vec!["a".to_string()];
+        let parsed = vec![Element::Cdef(Program::from_nodes(vec![Node::Number(1.0)]))];
+        let err = |body: &str| parse_vdef("m", body, &names, &parsed).err().unwrap().to_string();
+        assert_eq!(err("a"), "Comma expected in VDEF definition a");
+        assert_eq!(err("zz,MAXIMUM"), "Not a valid vname: zz in line zz,MAXIMUM");
+        assert_eq!(err("a,FOO"), "Unknown function 'FOO' in VDEF 'm'");
+        assert_eq!(err("a,PERCENT"), "Function 'PERCENT' needs parameter in VDEF 'm'");
+        assert_eq!(err("a,101,PERCENT"), "Parameter '101.000000' out of range in VDEF 'm'");
+        assert_eq!(err("a,5,MAXIMUM"), "Function 'MAXIMUM' needs no parameter in VDEF 'm'");
+        assert_eq!(err("a,MAXIMUM,1"), "Unknown function string 'MAXIMUM,1' in VDEF 'm'");
+        assert!(matches!(
+            parse_vdef("m", "a,95.5,PERCENT", &names, &parsed),
+            Ok(Element::Vdef { var: 0, op: VdefOp::Percent, .. })
+        ));
     }
 
     #[test]

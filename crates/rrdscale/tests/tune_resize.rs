@@ -659,9 +659,17 @@ fn ds_names(path: &Path) -> Vec<String> {
 /// Whether every `DS:` argument parses against the sources present when
 /// rrdtool parses it (the file's, less the `DEL:` ones, plus earlier adds).
 fn added_definitions_parse(base: &Path, args: &[&str]) -> bool {
+    let mut names = ds_names(base);
+    // Options (renames among them) apply before the structural arguments.
+    for pair in args.windows(2).filter(|w| w[0] == "-r") {
+        if let Some((old, new)) = pair[1].split_once(':') {
+            if let Some(n) = names.iter_mut().find(|n| n.as_str() == old) {
+                *n = new.to_string();
+            }
+        }
+    }
     let deleted: Vec<&str> = args.iter().filter_map(|a| a.strip_prefix("DEL:")).collect();
-    let mut names: Vec<String> =
-        ds_names(base).into_iter().filter(|n| !deleted.contains(&n.as_str())).collect();
+    names.retain(|n| !deleted.contains(&n.as_str()));
     for def in args.iter().filter_map(|a| a.strip_prefix("DS:")) {
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         match rrd_engine::create::parse_ds(def, &refs) {

@@ -117,7 +117,7 @@ impl Stack {
     }
 
     /// The top value, popped (the caller has checked the depth).
-    fn pop(&mut self) -> f64 {
+    pub fn pop(&mut self) -> f64 {
         let v = self.get(self.top);
         self.top -= 1;
         v

@@ -1,9 +1,15 @@
 //! `rrdscale create`: rrdtool's options, then the engine.
+//!
+//! With `--daemon ADDR` (or `RRDCACHED_ADDRESS`) the daemon creates the file
+//! (CREATE, with `-b`/`-s` resolved to seconds here, `-s 0` when no step
+//! was given, `-r`/`-t` names as given), as rrdtool 1.7.2 does. An
+//! unreachable daemon means creating the file directly, without an error.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
+use rrd_client::{CreateRequest, Daemon};
 use rrd_engine::create::{self, CreateOptions};
 
 use crate::opts::{self, flag, value};
@@ -44,6 +50,21 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let Some((file, defs)) = p.operands.split_first() else {
         bail!("need name of an rrd file to create");
     };
+    if let Daemon::Connected(mut session) = rrd_client::daemon(p.value("daemon")) {
+        let req = CreateRequest {
+            file: file.clone(),
+            step_secs: options.step_secs.unwrap_or(0),
+            start: options.start,
+            no_overwrite: options.no_overwrite,
+            sources: p.values("source").into_iter().map(str::to_string).collect(),
+            template: p.value("template").map(str::to_string),
+            definitions: defs.to_vec(),
+        };
+        return match session.create(&req) {
+            Err(e) if e.message().is_some() => Err(e.into()),
+            _ => Ok(()),
+        };
+    }
     create::create(std::path::Path::new(file), &options, defs, now)?;
     Ok(())
 }

@@ -7,14 +7,20 @@
 //! file read-only, AT-style start/end, C's `strtol`, and RRDtool's scaled
 //! durations.
 //!
-//! Deliberately absent: `--daemon` is accepted and ignored (TODO: ask the
-//! daemon to flush the file, or fetch through it, once it exists).
+//! With `--daemon ADDR` (or `RRDCACHED_ADDRESS`) the rows come from the
+//! daemon's FETCH instead, as rrdtool 1.7.2 does: times are resolved here
+//! and sent as seconds, `--resolution` is not sent, the consolidation
+//! function is the daemon's to check, and the reply's values (printed by
+//! the daemon with 17 digits) are read back and printed as usual. An
+//! unreachable daemon means reading the file, then failing with the
+//! connection error (see `client.rs`).
 
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
-use rrd_engine::fetch::{fetch, printf_e10};
+use rrd_client::Daemon;
+use rrd_engine::fetch::{fetch, printf_e10, FetchResult};
 use rrd_engine::{attime, Rrd};
 use rrd_format::Cf;
 
@@ -151,10 +157,36 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let [file, cf, ..] = parsed.operands.as_slice() else {
         bail!("Usage: rrdtool fetch <file> <CF> [options]");
     };
-    let cf = parse_cf(cf)?;
-    let rrd = open_rrd(file)?;
-    let result = fetch(&rrd, cf, start, end, resolution_secs)?;
+    let local = |out: &mut dyn Write| -> Result<()> {
+        let cf = parse_cf(cf)?;
+        let rrd = open_rrd(file)?;
+        write_rows(&fetch(&rrd, cf, start, end, resolution_secs)?, out)
+    };
+    match rrd_client::daemon(parsed.value("daemon")) {
+        Daemon::Absent => local(out),
+        Daemon::Unreachable(e) => super::client::after_fallback(local(out), e),
+        Daemon::Connected(mut session) => match session.fetch(file, cf, start, end) {
+            Ok(r) => {
+                let rows = FetchResult {
+                    start: r.start,
+                    end: r.end,
+                    step_secs: r.step_secs,
+                    rra_index: 0,
+                    ds_names: r.ds_names,
+                    data: r.data,
+                };
+                write_rows(&rows, out)
+            }
+            Err(e) if e.message().is_some() => Err(e.into()),
+            // rrdtool prints nothing and reports nothing for a fetch its
+            // client refused without a text.
+            Err(_) => Ok(()),
+        },
+    }
+}
 
+/// Prints fetched rows as `rrdtool fetch` does.
+fn write_rows(result: &FetchResult, out: &mut dyn Write) -> Result<()> {
     let mut text = String::with_capacity(64 + result.data.len() * 17);
     text.push_str("           ");
     for name in &result.ds_names {

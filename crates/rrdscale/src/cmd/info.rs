@@ -1,24 +1,60 @@
 //! `rrdscale info [--daemon addr] [--noflush] file`: every header field as
 //! `key = value` lines, exactly as `rrdtool info` 1.7.2 prints them.
 //!
-//! Deliberately absent: `--daemon`/`--noflush` are accepted and ignored
-//! (TODO: flush through the daemon first once it exists).
+//! With `--daemon ADDR` (or `RRDCACHED_ADDRESS`), as rrdtool 1.7.2: the
+//! file is flushed first (not with `--noflush`), then the daemon's INFO
+//! reply is read back (values through `atof`/`atol`, as librrd) and printed;
+//! `filename` is then the name the daemon resolved. An unreachable daemon
+//! means the file is read directly, then the command fails with the
+//! connection error.
 
 use std::io::Write;
 
 use anyhow::{bail, Result};
-use rrd_engine::info::{info, write_info};
+use rrd_client::{Daemon, InfoItem};
+use rrd_engine::info::{info, write_info, InfoEntry, InfoValue};
 
 use super::fetch::open_rrd;
 use crate::opts;
+
+/// An item of the daemon's reply as the engine's info entry.
+fn entry(item: InfoItem) -> InfoEntry {
+    let value = match item.value {
+        rrd_client::InfoValue::Value(v) => InfoValue::Value(v),
+        rrd_client::InfoValue::Count(c) => InfoValue::Count(c),
+        rrd_client::InfoValue::Str(s) => InfoValue::Str(s),
+        rrd_client::InfoValue::Int(i) => InfoValue::Int(i),
+    };
+    InfoEntry { key: item.key, value }
+}
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let parsed = opts::parse(args, &[opts::value(Some('d'), "daemon"), opts::flag(Some('F'), "noflush")])?;
     let [file] = parsed.operands.as_slice() else {
         bail!("Usage: rrdtool info [--daemon |-d <addr> [--noflush|-F]] <file>");
     };
-    let rrd = open_rrd(file)?;
-    let entries = info(&rrd, file)?;
-    write_info(&entries, out)?;
-    Ok(())
+    let local = |out: &mut dyn Write| -> Result<()> {
+        let rrd = open_rrd(file)?;
+        let entries = info(&rrd, file)?;
+        write_info(&entries, out)?;
+        Ok(())
+    };
+    match rrd_client::daemon(parsed.value("daemon")) {
+        Daemon::Absent => local(out),
+        Daemon::Unreachable(e) => super::client::after_fallback(local(out), e),
+        Daemon::Connected(mut session) => {
+            if !parsed.has("noflush") {
+                session.flush(file).map_err(|e| super::client::flush_failure(file, e))?;
+            }
+            match session.info(file) {
+                Ok(items) => {
+                    let entries: Vec<InfoEntry> = items.into_iter().map(entry).collect();
+                    write_info(&entries, out)?;
+                    Ok(())
+                }
+                Err(e) if e.message().is_some() => Err(e.into()),
+                Err(_) => Ok(()),
+            }
+        }
+    }
 }

@@ -2,12 +2,15 @@
 //! update time and each DS's last reading (as stored, in text), exactly as
 //! `rrdtool lastupdate` 1.7.2 prints them.
 //!
-//! Deliberately absent: `--daemon` is accepted and ignored (TODO: flush
-//! through the daemon first once it exists).
+//! With `--daemon ADDR` (or `RRDCACHED_ADDRESS`) the daemon is asked to
+//! FLUSH the file first, then the file is read, as rrdtool 1.7.2 does; an
+//! unreachable daemon means reading the file anyway, then failing with the
+//! connection error.
 
 use std::io::Write;
 
 use anyhow::{bail, Result};
+use rrd_client::Daemon;
 
 use super::fetch::open_rrd;
 use crate::opts;
@@ -17,6 +20,18 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let [file] = parsed.operands.as_slice() else {
         bail!("Usage: rrdtool lastupdate [--daemon|-d <addr>] <file>");
     };
+    match rrd_client::daemon(parsed.value("daemon")) {
+        Daemon::Absent => print(file, out),
+        Daemon::Unreachable(e) => super::client::after_fallback(print(file, out), e),
+        Daemon::Connected(mut session) => {
+            session.flush(file).map_err(|e| super::client::flush_failure(file, e))?;
+            print(file, out)
+        }
+    }
+}
+
+/// Reads the file and prints what `rrdtool lastupdate` prints.
+fn print(file: &str, out: &mut dyn Write) -> Result<()> {
     let rrd = open_rrd(file)?;
     let header = &rrd.header;
     let mut text = Vec::new();

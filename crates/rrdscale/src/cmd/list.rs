@@ -13,8 +13,12 @@
 //! Where rrdtool's `errno` is left over from an earlier call, this prints the
 //! message 1.7.2 was seen to print in that case.
 //!
-//! Deliberately absent: `--daemon` and `--noflush` are accepted and ignored
-//! (TODO: list through the daemon once it exists).
+//! With `--daemon ADDR` (or `RRDCACHED_ADDRESS`) the daemon lists instead
+//! (its LIST, relative to its base directory; FLUSHALL first unless
+//! `--noflush`), as rrdtool 1.7.2 does. A `--daemon` that cannot be reached
+//! prints `Error connecting to rrdcached: <why>` on stderr and fails; an
+//! unreachable `RRDCACHED_ADDRESS` means listing locally, then failing with
+//! the connection error.
 
 use std::ffi::{CStr, CString, OsStr, OsString};
 use std::io::Write;
@@ -23,6 +27,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use anyhow::{bail, Result};
 
 use crate::opts;
+use rrd_client::Daemon;
 use rrd_engine::error::os_message;
 
 /// C's `PATH_MAX`: rrdtool skips entries whose path would not fit.
@@ -170,15 +175,49 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let [dirname] = parsed.operands.as_slice() else {
         bail!("Usage: rrdtool list [--daemon <addr> [--noflush]] [--recursive] <directory>");
     };
-    let dirname = OsString::from(dirname).into_vec();
-    match list(parsed.has("recursive"), &dirname) {
-        Ok(text) => out.write_all(&text)?,
-        Err(NoList(message)) => {
+    let recursive = parsed.has("recursive");
+    let local = |out: &mut dyn Write| -> Result<()> {
+        match list(recursive, &OsString::from(dirname).into_vec()) {
+            Ok(text) => out.write_all(&text)?,
+            Err(NoList(message)) => {
+                out.flush()?;
+                eprint!("{message}");
+            }
+        }
+        Ok(())
+    };
+    let option = parsed.value("daemon");
+    match rrd_client::daemon(option) {
+        // `--daemon ""` names no daemon: rrdtool says so and lists nothing.
+        Daemon::Absent if option.is_some() => {
             out.flush()?;
-            eprint!("{message}");
+            eprintln!("Error connecting to rrdcached");
+            Ok(())
+        }
+        Daemon::Absent => local(out),
+        Daemon::Unreachable(e) if option.is_some() => {
+            out.flush()?;
+            eprintln!("Error connecting to rrdcached: {e}");
+            Err(e.into())
+        }
+        Daemon::Unreachable(e) => super::client::after_fallback(local(out), e),
+        Daemon::Connected(mut session) => {
+            if !parsed.has("noflush") {
+                session.flush_all()?;
+            }
+            match session.list(recursive, dirname) {
+                Ok(names) => {
+                    for name in names {
+                        out.write_all(name.as_bytes())?;
+                        out.write_all(b"\n")?;
+                    }
+                    Ok(())
+                }
+                Err(e) if e.message().is_some() => Err(e.into()),
+                Err(_) => Ok(()),
+            }
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use std::io::Write;
 use anyhow::{bail, Result};
 
 mod bench;
+mod client;
 mod create;
 mod daemon;
 mod dump;
@@ -12,6 +13,8 @@ mod fadvise;
 mod fetch;
 mod fincore;
 mod first;
+mod flushcached;
+mod graph;
 mod info;
 mod last;
 mod lastupdate;
@@ -39,6 +42,9 @@ pub fn dispatch(args: &[String], out: &mut dyn Write) -> Result<()> {
         "fadvise" => fadvise::run(rest, out),
         "fetch" => fetch::run(rest, out),
         "first" => first::run(rest, out),
+        "graph" => graph::run(rest, out, false),
+        "graphv" => graph::run(rest, out, true),
+        "flushcached" => flushcached::run(rest, out),
         "info" => info::run(rest, out),
         "last" => last::run(rest, out),
         "lastupdate" => lastupdate::run(rest, out),
@@ -68,7 +74,10 @@ pub fn error_message(e: &anyhow::Error) -> String {
 fn usage(out: &mut dyn Write) -> Result<()> {
     writeln!(out, "Usage: rrdscale COMMAND [options]")?;
     writeln!(out, "Commands mirror rrdtool's: create update updatev fetch info last first lastupdate")?;
-    writeln!(out, "dump restore tune resize xport list, and '-' for commands on standard input.")?;
+    writeln!(
+        out,
+        "dump restore tune resize xport list flushcached, and '-' for commands on standard input."
+    )?;
     Ok(())
 }
 

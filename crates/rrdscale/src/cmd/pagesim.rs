@@ -4,7 +4,8 @@
 //! ```text
 //! rrdscale pagesim [--schema mrtg|mrtg-classic|perftest|growthforecast]
 //!                  [--create 'DS:… RRA:…' [--step SECS]] [--days N]
-//!                  [--pages 1-32] [--tod-pages P] [--seed N] [--start EPOCH]
+//!                  [--pages 1-32] [--tod-pages P] [--seed N] [--files N]
+//!                  [--start EPOCH]
 //!                  [--json] [--svg FILE] [--tod-svg FILE]
 //! ```
 //!
@@ -26,12 +27,14 @@ use rrd_engine::pagesim::{self, Config, Report, Schema, TodBucket};
 use crate::opts;
 
 const SYNOPSIS: &str = "pagesim [--schema mrtg|mrtg-classic|perftest|growthforecast] \
-[--create 'DS:... RRA:...' [--step SECS]] [--days N] [--pages 1-32] [--tod-pages P] [--seed N] \
+[--create 'DS:... RRA:...' [--step SECS]] [--days N] [--pages 1-32] [--tod-pages P] [--seed N] [--files N] \
 [--start EPOCH] [--json] [--svg FILE] [--tod-svg FILE]";
 
 /// Longest simulation accepted: 100 years of 5-minute steps is ~10.5M
 /// updates, minutes of CPU; anything longer is a typo.
 const MAX_STEPS: u64 = 20_000_000;
+/// Most files pooled in one run (each is a full simulation).
+const MAX_FILES: u64 = 1000;
 /// Largest cache simulated; the LRU scans linearly.
 const MAX_PAGES: usize = 4096;
 
@@ -71,6 +74,7 @@ fn config(args: &[String]) -> Result<(Config, bool, Option<String>, Option<Strin
             opts::value(None, "pages"),
             opts::value(None, "tod-pages"),
             opts::value(None, "seed"),
+            opts::value(None, "files"),
             opts::value(Some('b'), "start"),
             opts::flag(None, "json"),
             opts::value(None, "svg"),
@@ -124,6 +128,12 @@ fn config(args: &[String]) -> Result<(Config, bool, Option<String>, Option<Strin
     }
     if let Some(s) = parsed.value("seed") {
         config.seed = s.parse().with_context(|| format!("--seed '{s}' is not a number"))?;
+    }
+    if let Some(f) = parsed.value("files") {
+        config.files = f.parse().with_context(|| format!("--files '{f}' is not a number of files"))?;
+        if config.files == 0 || config.files > MAX_FILES {
+            bail!("--files must be within 1-{MAX_FILES}");
+        }
     }
     if let Some(s) = parsed.value("start") {
         config.start = s.parse().with_context(|| format!("--start '{s}' is not epoch seconds"))?;
@@ -267,10 +277,11 @@ fn to_text(r: &Report) -> String {
 
 fn describe(r: &Report) -> String {
     format!(
-        "# pagesim: schema {} (step {} s), {} updates ({:.0} days; the first {} not counted), \
+        "# pagesim: schema {} (step {} s), {} file(s) of {} updates ({:.0} days; the first {} not counted), \
 file {} bytes = {} pages ({} block-aligned), header {} bytes",
         r.schema.name,
         r.schema.step_secs,
+        r.files,
         r.steps,
         r.steps as f64 * r.schema.step_secs as f64 / 86_400.0,
         r.warmup_steps,
@@ -319,8 +330,8 @@ fn to_json(r: &Report) -> String {
     );
     let _ = write!(
         s,
-        "\"steps\":{},\"warmup_steps\":{},\"file_len\":{},\"file_pages\":{},\"aligned_file_pages\":{},\"header_len\":{},",
-        r.steps, r.warmup_steps, r.file_len, r.file_pages, r.aligned_file_pages, r.header_len
+        "\"steps\":{},\"files\":{},\"warmup_steps\":{},\"file_len\":{},\"file_pages\":{},\"aligned_file_pages\":{},\"header_len\":{},",
+        r.steps, r.files, r.warmup_steps, r.file_len, r.file_pages, r.aligned_file_pages, r.header_len
     );
     let _ = write!(
         s,
@@ -530,7 +541,7 @@ fn svg_open(s: &mut String, width: u32, height: u32) {
 /// where the model can be told from the simulation.
 fn figure13_svg(r: &Report) -> String {
     let mut s = String::new();
-    svg_open(&mut s, 1000, 500);
+    svg_open(&mut s, 1000, 520);
     let p_max = r.rows.last().map_or(1, |row| row.cache_pages) as f64;
     let p_min = r.rows.first().map_or(1, |row| row.cache_pages) as f64;
     let x_range = (p_min.min(p_max - 1.0), p_max);
@@ -615,7 +626,8 @@ fn figure13_svg(r: &Report) -> String {
         580.0,
         440.0,
         &[
-            ("no readahead, true layout / block-aligned (dashed)", "#17becf", Some("6 4"), false),
+            ("no readahead, true layout (simulation)", "#1f77b4", None, false),
+            ("no readahead, RRAs block-aligned (simulation)", "#17becf", Some("6 4"), false),
             ("the paper's model as written", "#9467bd", Some("2 3"), false),
             ("model with LRU chain and crossings (points)", "#2ca02c", None, true),
         ],

@@ -63,18 +63,20 @@ fn cpu_times() -> (f64, f64) {
     }
 }
 
-/// An update line that can go through the batch path (not `--daemon`).
+/// An update line that can go through the batch path: not one for a
+/// daemon (`update --daemon`, or `update` with `RRDCACHED_ADDRESS` set;
+/// `updatev` never uses a daemon).
 fn batchable(args: &[String]) -> Option<(UpdateRequest, bool)> {
     let verbose = match args.first().map(String::as_str) {
         Some("update") => false,
         Some("updatev") => true,
         _ => return None,
     };
-    if args.iter().any(|a| a == "-d" || a.starts_with("--daemon") || a.starts_with("-d")) {
+    if !verbose && rrd_client::chosen(None).is_some() {
         return None;
     }
-    match super::update::parse_request(&args[1..]) {
-        Ok(Some(req)) => Some((req, verbose)),
+    match super::update::parse(&args[1..], verbose) {
+        Ok(Some((req, None))) => Some((req, verbose)),
         _ => None,
     }
 }

@@ -1,11 +1,20 @@
 //! `rrdscale update` and `updatev`: parsing rrdtool's options into an
 //! [`UpdateRequest`], running it, and printing what rrdtool prints.
 //! Pipe mode reuses the parsing and printing with its batch updater.
+//!
+//! With `--daemon ADDR` (or `RRDCACHED_ADDRESS`), `update` sends the values
+//! to the daemon instead, as rrdtool 1.7.2 does: an unreachable daemon is an
+//! error (no fallback to the file), `--template` is mapped to DS order here
+//! (the file's header is read for its DS names), `--template` together with
+//! `--skip-past-updates` is refused, and `--skip-past-updates` alone is
+//! ignored (the daemon refuses past values as usual). `updatev` does not
+//! know `--daemon` and ignores `RRDCACHED_ADDRESS`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
+use rrd_client::Daemon;
 use rrd_engine::batch::UpdateRequest;
 use rrd_engine::update::{self, UpdateOptions, UpdateReport};
 
@@ -18,13 +27,30 @@ const SPECS: &[opts::Spec] = &[
     value(Some('L'), "locking"),
 ];
 
+/// The longest message rrdtool's option parser reports (its buffer is 48
+/// bytes with the NUL).
+const OPTPARSE_MESSAGE_MAX: usize = 47;
+
 const SYNOPSIS: &str = "update filename [--template|-t ds-name:ds-name:...] [--skip-past-updates|-s] [--daemon|-d <address>] time|N:value[:value...]";
 
-/// Parses `update` arguments. `Ok(None)`: no arguments at all (rrdtool
-/// prints its help and succeeds).
-pub fn parse_request(args: &[String]) -> Result<Option<UpdateRequest>> {
+/// Parses `update` arguments (`updatev`'s when `verbose`): the request and
+/// the `--daemon` address given, if any. `Ok(None)`: no arguments at all
+/// (rrdtool prints its help and succeeds).
+pub fn parse(args: &[String], verbose: bool) -> Result<Option<(UpdateRequest, Option<String>)>> {
     if args.is_empty() {
         return Ok(None);
+    }
+    if verbose {
+        if let Some(option) = daemon_option_of_updatev(args) {
+            // rrdtool's option parser keeps its message in 48 bytes.
+            let mut message = format!("invalid option -- '{option}'");
+            let mut cut = message.len().min(OPTPARSE_MESSAGE_MAX);
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+            bail!(message);
+        }
     }
     let p = opts::parse(args, SPECS)?;
     let opts = UpdateOptions {
@@ -35,22 +61,90 @@ pub fn parse_request(args: &[String]) -> Result<Option<UpdateRequest>> {
         bail!("Not enough arguments");
     }
     let (file, values) = p.operands.split_first().expect("checked above");
-    Ok(Some(UpdateRequest { path: PathBuf::from(file), args: values.to_vec(), opts }))
+    let daemon = p.value("daemon").map(str::to_string);
+    Ok(Some((UpdateRequest { path: PathBuf::from(file), args: values.to_vec(), opts }, daemon)))
+}
+
+/// `updatev` has no `--daemon`: the option as rrdtool names it in its
+/// "invalid option" error (`d`, `daemon`, `daemon=ADDR`), if present.
+fn daemon_option_of_updatev(args: &[String]) -> Option<String> {
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        if arg == "--" {
+            return None;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            let name = long.split('=').next().unwrap_or_default();
+            if !name.is_empty() && "daemon".starts_with(name) {
+                return Some(long.to_string());
+            }
+            let takes_value = ["template", "locking"].iter().any(|o| o.starts_with(name));
+            if takes_value && !name.is_empty() && !long.contains('=') {
+                i += 1;
+            }
+        } else if let Some(cluster) = arg.strip_prefix('-').filter(|c| !c.is_empty()) {
+            for (pos, c) in cluster.char_indices() {
+                match c {
+                    'd' => return Some("d".to_string()),
+                    't' | 'L' => {
+                        // The value is the rest of the word, or the next word.
+                        if pos + 1 == cluster.len() {
+                            i += 1;
+                        }
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    None
 }
 
 pub fn run(args: &[String], out: &mut dyn Write, verbose: bool) -> Result<()> {
-    let req = match parse_request(args) {
-        Ok(Some(r)) => r,
-        Ok(None) => return super::command_usage(out, SYNOPSIS),
-        Err(e) => {
-            if verbose {
-                writeln!(out, "return_value = -1")?;
-            }
-            return Err(e);
-        }
+    // A mistake in the arguments prints nothing else, even for updatev.
+    let (req, daemon_option) = match parse(args, verbose)? {
+        Some(r) => r,
+        None => return super::command_usage(out, SYNOPSIS),
     };
+    if !verbose {
+        match rrd_client::daemon(daemon_option.as_deref()) {
+            Daemon::Absent => {}
+            Daemon::Unreachable(e) => return Err(e.into()),
+            Daemon::Connected(mut session) => return update_via_daemon(&mut session, &req),
+        }
+    }
     let result = update::update_file(&req.path, &req.args, &req.opts, verbose);
     report(out, &req.path, result, verbose)
+}
+
+/// Sends an update to the daemon as rrdtool does.
+fn update_via_daemon(session: &mut rrd_client::Session, req: &UpdateRequest) -> Result<()> {
+    let file = req.path.to_string_lossy();
+    let values = match &req.opts.template {
+        Some(_) if req.opts.skip_past_updates => {
+            bail!("The caching daemon cannot be used together with templates and skip-past-updates yet.")
+        }
+        Some(template) => {
+            let rrd = rrd_engine::Rrd::open(&req.path, false)?;
+            let names: Vec<&str> = rrd.header.ds.iter().map(|d| d.name.as_str()).collect();
+            rrd_client::map_template(template, &names, &req.args).map_err(|e| anyhow!(e))?
+        }
+        None => req.args.clone(),
+    };
+    match session.update(&file, &values) {
+        Ok(()) => Ok(()),
+        Err(e) if e.message().is_some() => Err(e.into()),
+        // librrd words a failure that set no text only when its status is
+        // an errno; a refusal with status -1 passes in silence.
+        Err(e) if e.status() > 0 => Err(anyhow!(
+            "Failed sending the values to rrdcached: {}",
+            rrd_client::ctext::strerror(e.status())
+        )),
+        Err(_) => Ok(()),
+    }
 }
 
 /// Prints an update's outcome as rrdtool does: for `updatev`, the return

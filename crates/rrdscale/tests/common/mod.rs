@@ -191,7 +191,7 @@ pub fn report_run(h: &Harness, cfg: &RunConfig, result: &RunResult, label: &str)
             }
         }
         if k < cfg.shrink {
-            if let Some(small) = h.shrink(r, 40) {
+            if let Some(small) = h.shrink(r, 25) {
                 println!(
                     "case {} shrinks to {} updates in {} calls, {} RRAs, still failing '{}':",
                     r.index,
@@ -208,6 +208,16 @@ pub fn report_run(h: &Harness, cfg: &RunConfig, result: &RunResult, label: &str)
                 }
             }
         }
+    }
+    println!("all failing cases (rerun one with RRDSCALE_DIFF_SEED={} RRDSCALE_DIFF_ONLY=<case>):", cfg.seed);
+    for r in &failed {
+        let mut checks: Vec<&str> = Vec::new();
+        for m in &r.mismatches {
+            if !checks.contains(&m.check.as_str()) {
+                checks.push(&m.check);
+            }
+        }
+        println!("  case {:>4}: {}", r.index, checks.join(", "));
     }
     let first = failed[0];
     text.push_str(&format!(

@@ -1,0 +1,68 @@
+//! Choosing and keeping the daemon connection, as librrd's default client
+//! does: one connection per process, reused while commands name the same
+//! address (pipe mode sends many commands), replaced when another address
+//! is named.
+//!
+//! Invariant: a [`Session`] holds the process's connection exclusively and
+//! puts it back when dropped, so two commands never interleave requests.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::Mutex;
+
+use crate::address::chosen;
+use crate::connection::Client;
+use crate::error::ClientError;
+
+static CACHED: Mutex<Option<Client>> = Mutex::new(None);
+
+/// The process's connection, lent to one command.
+pub struct Session {
+    client: Option<Client>,
+}
+
+impl Deref for Session {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        self.client.as_ref().expect("a session holds its client until dropped")
+    }
+}
+
+impl DerefMut for Session {
+    fn deref_mut(&mut self) -> &mut Client {
+        self.client.as_mut().expect("a session holds its client until dropped")
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(c) = self.client.take() {
+            *CACHED.lock().unwrap_or_else(|p| p.into_inner()) = Some(c);
+        }
+    }
+}
+
+/// Where a command's data goes.
+pub enum Daemon {
+    /// No daemon named: the command works on the file itself.
+    Absent,
+    /// Connected to the daemon named.
+    Connected(Session),
+    /// A daemon was named but could not be reached.
+    Unreachable(ClientError),
+}
+
+/// The daemon for a command: `--daemon`'s value if given (empty: none),
+/// else `RRDCACHED_ADDRESS`; connected, or the reason it is not.
+pub fn daemon(option: Option<&str>) -> Daemon {
+    let Some(address) = chosen(option) else { return Daemon::Absent };
+    let cached = CACHED.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(c) = cached {
+        if c.address() == address && c.is_connected() {
+            return Daemon::Connected(Session { client: Some(c) });
+        }
+    }
+    match Client::connect(&address) {
+        Ok(c) => Daemon::Connected(Session { client: Some(c) }),
+        Err(e) => Daemon::Unreachable(e),
+    }
+}

@@ -1,0 +1,352 @@
+//! Drawing surfaces: a raster one (tiny-skia, encoded as PNG) and an SVG
+//! one written by hand. Both take the same calls in the same pixel
+//! coordinates, so the graph code draws once for either format.
+//!
+//! Coordinates are pixels, origin at the top left, y downwards. Colours
+//! have straight alpha. Text is placed the way RRDtool's `gfx_text` places
+//! it: the anchor is a corner, edge midpoint or centre of the text's
+//! logical box, and the angle turns the text counter-clockwise around the
+//! anchor. The SVG surface writes text as `<text>` in DejaVu Sans Mono
+//! (the viewer's copy draws it); the raster surface fills the bundled
+//! font's outlines.
+
+use std::fmt::Write as _;
+
+use tiny_skia::{
+    FillRule, LineCap, LineJoin, Mask, Paint, PathBuilder, Pixmap, Stroke, StrokeDash, Transform,
+};
+
+use crate::error::{GraphError, Result};
+use crate::options::Rgba;
+use crate::text::{font, PathOp};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HAlign {
+    Left,
+    Center,
+    Right,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum VAlign {
+    Top,
+    Center,
+    Bottom,
+}
+
+/// A piece of text to draw.
+pub(crate) struct TextSpec<'a> {
+    pub x: f64,
+    pub y: f64,
+    pub color: Rgba,
+    pub size_pt: f64,
+    pub tab_width: f64,
+    /// Degrees, counter-clockwise.
+    pub angle: f64,
+    pub h: HAlign,
+    pub v: VAlign,
+    pub text: &'a str,
+}
+
+impl TextSpec<'_> {
+    /// Where the text's baseline starts, before rotation, relative to the
+    /// anchor.
+    fn offset(&self) -> (f64, f64) {
+        let f = font();
+        let w = f.text_width(self.text, self.size_pt, self.tab_width);
+        let h = f.text_height(self.size_pt);
+        let dx = match self.h {
+            HAlign::Left => 0.0,
+            HAlign::Center => -w / 2.0,
+            HAlign::Right => -w,
+        };
+        let top = match self.v {
+            VAlign::Top => 0.0,
+            VAlign::Center => -h / 2.0,
+            VAlign::Bottom => -h,
+        };
+        (dx, top + f.ascent(self.size_pt))
+    }
+}
+
+/// What the graph code draws on.
+pub(crate) trait Canvas {
+    /// Fills a closed polygon.
+    fn fill(&mut self, points: &[(f64, f64)], color: Rgba);
+    /// Strokes a polyline; `dash` is on/off lengths; `round` gives round
+    /// caps and joins (RRDtool's LINE), else butt caps.
+    fn stroke(&mut self, points: &[(f64, f64)], width: f64, color: Rgba, dash: Option<&[f64]>, round: bool);
+    fn text(&mut self, spec: &TextSpec);
+    /// Restricts drawing to a rectangle (x, y, w, h), or lifts the limit.
+    fn clip(&mut self, rect: Option<(f64, f64, f64, f64)>);
+    /// The encoded image.
+    fn finish(self: Box<Self>) -> Result<Vec<u8>>;
+}
+
+fn paint(color: Rgba) -> Paint<'static> {
+    let mut p = Paint::default();
+    p.set_color_rgba8(color.r, color.g, color.b, color.a);
+    p.anti_alias = true;
+    p
+}
+
+fn polygon(points: &[(f64, f64)], close: bool) -> Option<tiny_skia::Path> {
+    let mut pb = PathBuilder::new();
+    let (first, rest) = points.split_first()?;
+    pb.move_to(first.0 as f32, first.1 as f32);
+    for p in rest {
+        pb.line_to(p.0 as f32, p.1 as f32);
+    }
+    if close {
+        pb.close();
+    }
+    pb.finish()
+}
+
+/// The raster surface.
+pub(crate) struct PngCanvas {
+    pixmap: Pixmap,
+    mask: Option<Mask>,
+}
+
+impl PngCanvas {
+    pub(crate) fn new(width: u32, height: u32) -> Result<PngCanvas> {
+        let pixmap = Pixmap::new(width.max(1), height.max(1))
+            .ok_or_else(|| GraphError::Encode(format!("an image of {width}x{height} pixels is too large")))?;
+        Ok(PngCanvas { pixmap, mask: None })
+    }
+}
+
+impl Canvas for PngCanvas {
+    fn fill(&mut self, points: &[(f64, f64)], color: Rgba) {
+        if let Some(path) = polygon(points, true) {
+            self.pixmap.fill_path(
+                &path,
+                &paint(color),
+                FillRule::Winding,
+                Transform::identity(),
+                self.mask.as_ref(),
+            );
+        }
+    }
+
+    fn stroke(&mut self, points: &[(f64, f64)], width: f64, color: Rgba, dash: Option<&[f64]>, round: bool) {
+        let Some(path) = polygon(points, false) else { return };
+        let mut stroke = Stroke {
+            width: width as f32,
+            line_cap: if round { LineCap::Round } else { LineCap::Butt },
+            line_join: if round { LineJoin::Round } else { LineJoin::Miter },
+            ..Stroke::default()
+        };
+        if let Some(d) = dash {
+            let mut v: Vec<f32> = d.iter().map(|x| *x as f32).collect();
+            if v.len() % 2 == 1 {
+                v.extend(v.clone());
+            }
+            stroke.dash = StrokeDash::new(v, 0.0);
+        }
+        self.pixmap.stroke_path(&path, &paint(color), &stroke, Transform::identity(), self.mask.as_ref());
+    }
+
+    fn text(&mut self, spec: &TextSpec) {
+        let ops = font().outline(spec.text, spec.size_pt, spec.tab_width);
+        let mut pb = PathBuilder::new();
+        for op in ops {
+            match op {
+                PathOp::Move(x, y) => pb.move_to(x as f32, y as f32),
+                PathOp::Line(x, y) => pb.line_to(x as f32, y as f32),
+                PathOp::Quad(x1, y1, x, y) => pb.quad_to(x1 as f32, y1 as f32, x as f32, y as f32),
+                PathOp::Cubic(x1, y1, x2, y2, x, y) => {
+                    pb.cubic_to(x1 as f32, y1 as f32, x2 as f32, y2 as f32, x as f32, y as f32)
+                }
+                PathOp::Close => pb.close(),
+            }
+        }
+        let Some(path) = pb.finish() else { return };
+        let (dx, dy) = spec.offset();
+        let t = Transform::from_translate(spec.x as f32, spec.y as f32)
+            .pre_rotate(-spec.angle as f32)
+            .pre_translate(dx as f32, dy as f32);
+        self.pixmap.fill_path(&path, &paint(spec.color), FillRule::Winding, t, self.mask.as_ref());
+    }
+
+    fn clip(&mut self, rect: Option<(f64, f64, f64, f64)>) {
+        self.mask = rect.and_then(|(x, y, w, h)| {
+            let mut mask = Mask::new(self.pixmap.width(), self.pixmap.height())?;
+            let r = tiny_skia::Rect::from_xywh(x as f32, y as f32, w as f32, h as f32)?;
+            mask.fill_path(&PathBuilder::from_rect(r), FillRule::Winding, false, Transform::identity());
+            Some(mask)
+        });
+    }
+
+    fn finish(self: Box<Self>) -> Result<Vec<u8>> {
+        self.pixmap.encode_png().map_err(|e| GraphError::Encode(e.to_string()))
+    }
+}
+
+/// The SVG surface.
+pub(crate) struct SvgCanvas {
+    body: String,
+    width: u32,
+    height: u32,
+    clips: usize,
+    in_clip: bool,
+}
+
+impl SvgCanvas {
+    pub(crate) fn new(width: u32, height: u32) -> SvgCanvas {
+        SvgCanvas { body: String::new(), width, height, clips: 0, in_clip: false }
+    }
+}
+
+/// `#rrggbb` plus an opacity attribute when not opaque.
+fn svg_color(kind: &str, c: Rgba) -> String {
+    let mut s = format!("{kind}=\"#{:02x}{:02x}{:02x}\"", c.r, c.g, c.b);
+    if c.a != 255 {
+        let _ = write!(s, " {kind}-opacity=\"{:.3}\"", f64::from(c.a) / 255.0);
+    }
+    s
+}
+
+fn svg_points(points: &[(f64, f64)], close: bool) -> String {
+    let mut d = String::new();
+    for (i, (x, y)) in points.iter().enumerate() {
+        let _ = write!(d, "{}{:.2},{:.2}", if i == 0 { "M" } else { " L" }, x, y);
+    }
+    if close {
+        d.push_str(" Z");
+    }
+    d
+}
+
+/// Text as XML character data.
+fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\t' => out.push(' '),
+            // XML 1.0 has no other control characters.
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+impl Canvas for SvgCanvas {
+    fn fill(&mut self, points: &[(f64, f64)], color: Rgba) {
+        if points.len() < 2 {
+            return;
+        }
+        let _ =
+            writeln!(self.body, "<path d=\"{}\" {}/>", svg_points(points, true), svg_color("fill", color));
+    }
+
+    fn stroke(&mut self, points: &[(f64, f64)], width: f64, color: Rgba, dash: Option<&[f64]>, round: bool) {
+        if points.len() < 2 {
+            return;
+        }
+        let _ = write!(
+            self.body,
+            "<path d=\"{}\" fill=\"none\" {} stroke-width=\"{width}\"",
+            svg_points(points, false),
+            svg_color("stroke", color)
+        );
+        if round {
+            self.body.push_str(" stroke-linecap=\"round\" stroke-linejoin=\"round\"");
+        }
+        if let Some(d) = dash {
+            let list: Vec<String> = d.iter().map(|v| v.to_string()).collect();
+            let _ = write!(self.body, " stroke-dasharray=\"{}\"", list.join(","));
+        }
+        self.body.push_str("/>\n");
+    }
+
+    fn text(&mut self, spec: &TextSpec) {
+        let (dx, dy) = spec.offset();
+        let px = spec.size_pt * 100.0 / 72.0;
+        let _ = write!(
+            self.body,
+            "<text transform=\"translate({:.2},{:.2}) rotate({:.1})\" x=\"{dx:.2}\" y=\"{dy:.2}\" \
+             font-family=\"DejaVu Sans Mono,Bitstream Vera Sans Mono,monospace\" font-size=\"{px:.2}px\" \
+             xml:space=\"preserve\" {}>{}</text>\n",
+            spec.x,
+            spec.y,
+            -spec.angle,
+            svg_color("fill", spec.color),
+            xml_escape(spec.text)
+        );
+    }
+
+    fn clip(&mut self, rect: Option<(f64, f64, f64, f64)>) {
+        if self.in_clip {
+            self.body.push_str("</g>\n");
+            self.in_clip = false;
+        }
+        if let Some((x, y, w, h)) = rect {
+            self.clips += 1;
+            let _ = writeln!(
+                self.body,
+                "<clipPath id=\"clip{}\"><rect x=\"{x}\" y=\"{y}\" width=\"{w}\" height=\"{h}\"/></clipPath>\n\
+                 <g clip-path=\"url(#clip{})\">",
+                self.clips, self.clips
+            );
+            self.in_clip = true;
+        }
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<Vec<u8>> {
+        self.clip(None);
+        let mut out = String::with_capacity(self.body.len() + 256);
+        let _ = writeln!(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>");
+        let _ = writeln!(
+            out,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}pt\" height=\"{h}pt\" viewBox=\"0 0 {w} {h}\" version=\"1.1\">",
+            w = self.width,
+            h = self.height
+        );
+        out.push_str(&self.body);
+        out.push_str("</svg>\n");
+        Ok(out.into_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn svg_escapes_text_and_closes_groups() {
+        let mut c: Box<dyn Canvas> = Box::new(SvgCanvas::new(20, 10));
+        c.clip(Some((0.0, 0.0, 5.0, 5.0)));
+        c.fill(&[(0.0, 0.0), (5.0, 0.0), (5.0, 5.0)], Rgba::new(255, 0, 0, 128));
+        c.text(&TextSpec {
+            x: 1.0,
+            y: 2.0,
+            color: Rgba::new(0, 0, 0, 255),
+            size_pt: 8.0,
+            tab_width: 40.0,
+            angle: 90.0,
+            h: HAlign::Center,
+            v: VAlign::Center,
+            text: "a<b&\"c\"",
+        });
+        let svg = String::from_utf8(c.finish().unwrap()).unwrap();
+        assert!(svg.contains("a&lt;b&amp;&quot;c&quot;"));
+        assert!(svg.contains("fill-opacity=\"0.502\""));
+        assert_eq!(svg.matches("<g ").count(), svg.matches("</g>").count());
+    }
+
+    #[test]
+    fn png_draws_pixels() {
+        let mut c: Box<dyn Canvas> = Box::new(PngCanvas::new(20, 20).unwrap());
+        c.fill(&[(0.0, 0.0), (20.0, 0.0), (20.0, 20.0), (0.0, 20.0)], Rgba::new(255, 255, 255, 255));
+        c.stroke(&[(0.0, 10.5), (20.0, 10.5)], 1.0, Rgba::new(255, 0, 0, 255), None, false);
+        let png = c.finish().unwrap();
+        assert_eq!(&png[1..4], b"PNG");
+    }
+}

@@ -1,0 +1,392 @@
+//! Graph elements as RRDtool 1.7.2 writes them: `DEF`, `CDEF` and `VDEF`
+//! (handed on to the engine as text), `LINE[width]`, `AREA`, `STACK`,
+//! `HRULE`, `VRULE`, `COMMENT`, `GPRINT`, `PRINT` and `TEXTALIGN`.
+//!
+//! Fields are separated by unescaped colons (`\:` is a colon, `\\` a
+//! backslash). A drawing element names an earlier DEF/CDEF/VDEF or gives a
+//! number; legends of drawn elements get RRDtool's two-space prefix (room
+//! for the colour box). Errors carry RRDtool's messages.
+//!
+//! Deliberately not here: `TICK`, `SHIFT`, `XPORT`, `gradheight=`, the
+//! `strftime`/`valstrftime` GPRINT variants; they are refused by name.
+
+use rrd_format::Cf;
+
+use crate::error::{GraphError, Result};
+use crate::options::Rgba;
+use crate::printf::PrintFormat;
+
+/// A number or the name of a variable.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum ValueRef {
+    Var(String),
+    Number(f64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Align {
+    Left,
+    Right,
+    Justified,
+    Center,
+}
+
+/// A LINE or an AREA.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Plot {
+    pub is_area: bool,
+    pub value: ValueRef,
+    /// Stroke width of a LINE.
+    pub width: f64,
+    /// `None`: not drawn (RRDtool's fully transparent default).
+    pub color: Option<Rgba>,
+    pub stack: bool,
+    pub skip_scale: bool,
+    pub dashes: Option<Vec<f64>>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Kind {
+    /// DEF, CDEF or VDEF, evaluated by the engine.
+    Data {
+        vname: String,
+        is_vdef: bool,
+    },
+    Plot(Plot),
+    HRule {
+        value: ValueRef,
+        color: Option<Rgba>,
+        dashes: Option<Vec<f64>>,
+    },
+    VRule {
+        value: ValueRef,
+        color: Option<Rgba>,
+        dashes: Option<Vec<f64>>,
+    },
+    Comment,
+    /// PRINT (`graph_print`) or GPRINT; `cf` for the deprecated
+    /// `vname:CF:format` form over a DEF or CDEF.
+    Print {
+        vname: String,
+        cf: Option<Cf>,
+        format: PrintFormat,
+        graph: bool,
+    },
+    TextAlign(Align),
+}
+
+/// One parsed element with its legend (before PRINT formatting).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Element {
+    pub text: String,
+    pub kind: Kind,
+    pub legend: String,
+}
+
+/// Splits at unescaped colons as RRDtool's `scan_for_col` does.
+fn split_fields(s: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' && matches!(chars.peek(), Some(':') | Some('\\')) {
+            let next = chars.next().expect("peeked");
+            fields.last_mut().expect("never empty").push(next);
+        } else if c == ':' {
+            fields.push(String::new());
+        } else {
+            fields.last_mut().expect("never empty").push(c);
+        }
+    }
+    fields
+}
+
+/// `#RRGGBB[AA]` (or the short `#RGB[A]`).
+fn parse_color(hex: &str, text: &str) -> Result<Rgba> {
+    let bad = || GraphError::invalid(format!("Color problem in {text}"));
+    if !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return Err(bad());
+    }
+    let v = u32::from_str_radix(hex, 16).map_err(|_| bad())?;
+    let expand = |n: u32| n * 0x11;
+    Ok(match hex.len() {
+        3 => Rgba::new(expand(v >> 8) as u8, expand((v >> 4) & 0xf) as u8, expand(v & 0xf) as u8, 255),
+        4 => Rgba::new(
+            expand(v >> 12) as u8,
+            expand((v >> 8) & 0xf) as u8,
+            expand((v >> 4) & 0xf) as u8,
+            expand(v & 0xf) as u8,
+        ),
+        6 => Rgba::from_u32((v << 8) | 0xff),
+        8 => Rgba::from_u32(v),
+        _ => return Err(bad()),
+    })
+}
+
+/// What the parser knows about the names defined so far.
+#[derive(Default)]
+struct Names {
+    /// (name, is_vdef), in definition order.
+    defined: Vec<(String, bool)>,
+}
+
+impl Names {
+    fn find(&self, name: &str) -> Option<bool> {
+        self.defined.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    }
+
+    /// A variable or a number, as RRDtool reads the first field of drawing
+    /// elements.
+    fn value(&self, s: &str) -> Result<ValueRef> {
+        if self.find(s).is_some() {
+            return Ok(ValueRef::Var(s.to_string()));
+        }
+        let (v, used) = rrd_engine::numparse::rrd_strtod(s);
+        if used > 0 && used == s.len() {
+            return Ok(ValueRef::Number(v));
+        }
+        Err(GraphError::invalid(format!("{s} is not a vname nor a number")))
+    }
+}
+
+/// `name[#color[#color2]]`.
+fn value_and_color(names: &Names, field: &str, text: &str) -> Result<(ValueRef, Option<Rgba>)> {
+    let mut parts = field.split('#');
+    let value = names.value(parts.next().unwrap_or(""))?;
+    let color = parts.next().map(|c| parse_color(c, text)).transpose()?;
+    Ok((value, color))
+}
+
+/// `dashes[=on[,off...]]`: RRDtool's default is 5,5.
+fn parse_dashes(spec: Option<&str>, text: &str) -> Result<Vec<f64>> {
+    let Some(list) = spec else { return Ok(vec![5.0, 5.0]) };
+    list.split(',')
+        .map(|p| {
+            let (v, used) = rrd_engine::numparse::rrd_strtod(p);
+            if used == 0 || used != p.len() || !(v > 0.0) {
+                Err(GraphError::invalid(format!("Bad dashes in {text}")))
+            } else {
+                Ok(v)
+            }
+        })
+        .collect()
+}
+
+fn unused(opt: &str, text: &str) -> GraphError {
+    GraphError::invalid(format!("Unused Arguments \"{opt}\" in command : {text}"))
+}
+
+/// Legend of a drawn element: RRDtool's two-space prefix when not empty.
+fn box_legend(s: Option<&String>) -> String {
+    match s {
+        Some(l) if !l.is_empty() => format!("  {l}"),
+        _ => String::new(),
+    }
+}
+
+/// Parses every element in order.
+pub(crate) fn parse(elements: &[String]) -> Result<Vec<Element>> {
+    let mut names = Names::default();
+    let mut out: Vec<Element> = Vec::with_capacity(elements.len());
+    for text in elements {
+        let (head, rest) = text.split_once(':').unwrap_or((text.as_str(), ""));
+        let fields = split_fields(rest);
+        let element = match head {
+            "DEF" | "CDEF" | "VDEF" => {
+                let vname = rest.split_once('=').map_or(rest, |(n, _)| n).to_string();
+                let is_vdef = head == "VDEF";
+                names.defined.push((vname.clone(), is_vdef));
+                Element { text: text.clone(), kind: Kind::Data { vname, is_vdef }, legend: String::new() }
+            }
+            _ if head.starts_with("LINE") || head == "AREA" || head == "STACK" => {
+                parse_plot(head, &fields, text, &names, &out)?
+            }
+            "HRULE" | "VRULE" => {
+                let (value, color) = value_and_color(&names, &fields[0], text)?;
+                let mut dashes = None;
+                for opt in fields.iter().skip(2) {
+                    match opt.split_once('=') {
+                        _ if opt == "dashes" => dashes = Some(parse_dashes(None, text)?),
+                        Some(("dashes", v)) => dashes = Some(parse_dashes(Some(v), text)?),
+                        Some(("dash-offset", _)) => {}
+                        _ => return Err(unused(opt, text)),
+                    }
+                }
+                let kind = if head == "HRULE" {
+                    Kind::HRule { value, color, dashes }
+                } else {
+                    Kind::VRule { value, color, dashes }
+                };
+                Element { text: text.clone(), kind, legend: box_legend(fields.get(1)) }
+            }
+            "COMMENT" => {
+                if rest.is_empty() && !text.contains(':') {
+                    return Err(GraphError::invalid("No positional CF/FORMAT"));
+                }
+                Element { text: text.clone(), kind: Kind::Comment, legend: fields.join(":") }
+            }
+            "PRINT" | "GPRINT" => {
+                let vname = fields[0].clone();
+                let is_vdef = names
+                    .find(&vname)
+                    .ok_or_else(|| GraphError::invalid(format!("{vname} is not a vname nor a number")))?;
+                let (cf, format) = match fields.len() {
+                    1 => return Err(GraphError::invalid("No positional CF/FORMAT")),
+                    2 if is_vdef => (None, &fields[1]),
+                    _ if is_vdef => return Err(unused(&fields[2..].join(":"), text)),
+                    2 => return Err(GraphError::invalid(format!("bad CF for DEF/CDEF: {}", fields[1]))),
+                    3 => {
+                        let cf = Cf::parse(&fields[1]).ok_or_else(|| {
+                            GraphError::invalid(format!("bad CF for DEF/CDEF: {}", fields[1]))
+                        })?;
+                        (Some(cf), &fields[2])
+                    }
+                    _ => return Err(unused(&fields[3..].join(":"), text)),
+                };
+                let format = PrintFormat::parse(format)?;
+                Element {
+                    text: text.clone(),
+                    kind: Kind::Print { vname, cf, format, graph: head == "GPRINT" },
+                    legend: String::new(),
+                }
+            }
+            "TEXTALIGN" => {
+                let align = match rest {
+                    "left" => Align::Left,
+                    "right" => Align::Right,
+                    "justified" => Align::Justified,
+                    "center" => Align::Center,
+                    other => return Err(GraphError::invalid(format!("Unknown alignment type '{other}'"))),
+                };
+                Element { text: text.clone(), kind: Kind::TextAlign(align), legend: String::new() }
+            }
+            "TICK" | "SHIFT" | "XPORT" => {
+                return Err(GraphError::invalid(format!(
+                    "the graph element {head} is not supported by rrdscale yet"
+                )))
+            }
+            other => {
+                return Err(GraphError::invalid(format!("'{other}' is not a valid function name in {text}")))
+            }
+        };
+        out.push(element);
+    }
+    Ok(out)
+}
+
+fn parse_plot(
+    head: &str,
+    fields: &[String],
+    text: &str,
+    names: &Names,
+    before: &[Element],
+) -> Result<Element> {
+    let (is_area, width, implicit_stack) = if head == "STACK" {
+        // The deprecated STACK repeats the kind of the previous LINE/AREA.
+        let prev = before.iter().rev().find_map(|e| match &e.kind {
+            Kind::Plot(p) => Some((p.is_area, p.width)),
+            _ => None,
+        });
+        let (a, w) =
+            prev.ok_or_else(|| GraphError::invalid(format!("No previous LINE or AREA found for {text}")))?;
+        (a, w, true)
+    } else if head == "AREA" {
+        (true, 1.0, false)
+    } else {
+        let w = &head["LINE".len()..];
+        let width = if w.is_empty() {
+            1.0
+        } else {
+            let (v, used) = rrd_engine::numparse::rrd_strtod(w);
+            if used != w.len() || !(v >= 0.0) {
+                return Err(GraphError::invalid(format!("Bad line width: {w}")));
+            }
+            v
+        };
+        (false, width, false)
+    };
+    let (value, color) = value_and_color(names, &fields[0], text)?;
+    let mut plot =
+        Plot { is_area, value, width, color, stack: implicit_stack, skip_scale: false, dashes: None };
+    for opt in fields.iter().skip(2) {
+        match opt.as_str() {
+            "STACK" => plot.stack = true,
+            "skipscale" => plot.skip_scale = true,
+            "dashes" if !is_area => plot.dashes = Some(parse_dashes(None, text)?),
+            _ => match opt.split_once('=') {
+                Some(("dashes", v)) if !is_area => plot.dashes = Some(parse_dashes(Some(v), text)?),
+                Some(("dash-offset", _)) if !is_area => {}
+                _ => return Err(unused(opt, text)),
+            },
+        }
+    }
+    Ok(Element { text: text.to_string(), kind: Kind::Plot(plot), legend: box_legend(fields.get(1)) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn els(list: &[&str]) -> Result<Vec<Element>> {
+        parse(&list.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    fn err(list: &[&str]) -> String {
+        els(list).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn drawing_elements_parse() {
+        let e = els(&[
+            "DEF:a=x.rrd:a:AVERAGE",
+            "VDEF:m=a,MAXIMUM",
+            "LINE2.5:a#ff000080:in\\: bytes:STACK:dashes=3,2",
+            "AREA:a#00ff00::skipscale",
+            "STACK:a#0000ff:more",
+            "HRULE:m#123:max",
+            "VRULE:1700000000#abcd",
+            "LINE:42",
+            "COMMENT:a\\:b\\\\c\\l",
+            "GPRINT:m:%6.2lf %s",
+            "PRINT:a:MAX:%lf",
+            "TEXTALIGN:center",
+        ])
+        .unwrap();
+        let Kind::Plot(p) = &e[2].kind else { panic!() };
+        assert_eq!((p.width, p.stack, p.color), (2.5, true, Some(Rgba::new(255, 0, 0, 128))));
+        assert_eq!(p.dashes, Some(vec![3.0, 2.0]));
+        assert_eq!(e[2].legend, "  in: bytes");
+        let Kind::Plot(p) = &e[3].kind else { panic!() };
+        assert!(p.is_area && p.skip_scale && !p.stack);
+        assert_eq!(e[3].legend, "");
+        let Kind::Plot(p) = &e[4].kind else { panic!() };
+        assert!(p.is_area && p.stack);
+        assert!(matches!(&e[5].kind, Kind::HRule { value: ValueRef::Var(v), color: Some(c), .. }
+            if v == "m" && *c == Rgba::new(0x11, 0x22, 0x33, 255)));
+        assert!(
+            matches!(&e[7].kind, Kind::Plot(Plot { value: ValueRef::Number(n), color: None, .. }) if *n == 42.0)
+        );
+        assert_eq!(e[8].legend, "a:b\\c\\l");
+        assert!(matches!(&e[10].kind, Kind::Print { cf: Some(Cf::Maximum), graph: false, .. }));
+        assert!(matches!(e[11].kind, Kind::TextAlign(Align::Center)));
+    }
+
+    #[test]
+    fn errors_are_rrdtools() {
+        let d = "DEF:a=x.rrd:a:AVERAGE";
+        assert_eq!(err(&[d, "LINE1:zz#ff0000"]), "zz is not a vname nor a number");
+        assert_eq!(err(&[d, "LINEx:a#ff0000"]), "Bad line width: x");
+        assert_eq!(
+            err(&[d, "LINE1:a#ff0000:x:bogus"]),
+            "Unused Arguments \"bogus\" in command : LINE1:a#ff0000:x:bogus"
+        );
+        assert_eq!(err(&[d, "GPRINT:a:%lf"]), "bad CF for DEF/CDEF: %lf");
+        assert_eq!(err(&[d, "GPRINT:a:FOO:%lf"]), "bad CF for DEF/CDEF: FOO");
+        assert_eq!(err(&[d, "VDEF:m=a,MAXIMUM", "GPRINT:m"]), "No positional CF/FORMAT");
+        assert_eq!(err(&["COMMENT"]), "No positional CF/FORMAT");
+        assert_eq!(err(&["TEXTALIGN:foo"]), "Unknown alignment type 'foo'");
+        assert_eq!(err(&[d, "STACK:a#ff0000:x"]), "No previous LINE or AREA found for STACK:a#ff0000:x");
+        assert_eq!(err(&["FOO:bar"]), "'FOO' is not a valid function name in FOO:bar");
+        assert_eq!(err(&[d, "LINE1:a#ff00zz"]), "Color problem in LINE1:a#ff00zz");
+        assert!(err(&[d, "VDEF:m=a,MAXIMUM", "GPRINT:m:%d"]).starts_with("invalid format string '%d'"));
+    }
+}

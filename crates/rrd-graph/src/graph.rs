@@ -1,0 +1,1465 @@
+//! The graph pipeline of RRDtool 1.7.2's `rrd_graph_v`, step by step:
+//! evaluate DEF/CDEF/VDEF ([`rrd_engine::xport::evaluate`]), compute
+//! PRINT/GPRINT (`print_calc`), lay out the image (`graph_size_location`,
+//! `leg_place`), sample the data per pixel and find the y range
+//! (`data_proc`, `si_unit`, `expand_range`), choose the y grid
+//! (`calc_horizontal_grid`), then draw.
+//!
+//! What must equal RRDtool's output is computed the way RRDtool computes
+//! it: the PRINT and GPRINT text, graphv's numbers (image and graph
+//! geometry, start, end, value_min, value_max, legend coordinates) and the
+//! plotted series. The drawing itself follows RRDtool's geometry but is
+//! not pixel-identical (other rasteriser, unhinted glyphs).
+//!
+//! Deliberately not here: legend positions other than south, the right
+//! axis, `--alt-y-grid`, custom x/y grids, TICK, SHIFT, gradients,
+//! `--lazy`, `--imginfo`.
+
+use rrd_engine::attime;
+use rrd_engine::xport::{evaluate, Evaluation, SeriesData, Variable, XportRange};
+use rrd_format::Cf;
+
+use crate::canvas::{Canvas, HAlign, PngCanvas, SvgCanvas, TextSpec, VAlign};
+use crate::elements::{self, Align, Element, Kind, ValueRef};
+use crate::error::{GraphError, Result};
+use crate::options::{ColorTag, ImageFormat, Options, Rgba};
+use crate::printf::{auto_scale, c_int};
+use crate::text::font;
+use crate::timeaxis;
+
+/// Font sizes (points) of RRDtool's text properties.
+const TITLE_PT: f64 = 9.0;
+const AXIS_PT: f64 = 7.0;
+const UNIT_PT: f64 = 8.0;
+const LEGEND_PT: f64 = 8.0;
+const WATERMARK_PT: f64 = 5.5;
+
+/// Widths of grid lines.
+const GRID_WIDTH: f64 = 0.4;
+const MGRID_WIDTH: f64 = 0.6;
+
+/// Most bytes RRDtool keeps of a GPRINT result.
+const GPRINT_MAX: usize = 197;
+
+/// A value of graphv's output.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InfoValue {
+    /// Printed as an integer.
+    Count(i64),
+    /// Printed as `%0.10e`.
+    Value(f64),
+    /// Printed in double quotes.
+    Text(String),
+}
+
+/// Everything a graph produced.
+#[derive(Clone, Debug)]
+pub struct GraphOutput {
+    /// graphv's entries in RRDtool's order (`print[i]`, the geometry,
+    /// `value_min`/`value_max`, `legend[i]`/`coords[i]`), without the image.
+    pub info: Vec<(String, InfoValue)>,
+    /// PRINT results in order.
+    pub prints: Vec<String>,
+    /// The encoded image; `None` when there is nothing to draw (no LINE,
+    /// AREA, rule or GPRINT), in which case RRDtool writes no file.
+    pub image: Option<Vec<u8>>,
+    pub image_width: i64,
+    pub image_height: i64,
+    /// The evaluated DEF/CDEF/VDEF data, for callers that want the numbers
+    /// behind the picture.
+    pub data: Evaluation,
+}
+
+impl GraphOutput {
+    /// The series a LINE or AREA of `vname` plots.
+    pub fn series(&self, vname: &str) -> Option<&SeriesData> {
+        match self.data.get(vname)? {
+            Variable::Series(s) => Some(s),
+            Variable::Value(_) => None,
+        }
+    }
+}
+
+/// An element with what the pipeline learns about it.
+struct Item {
+    el: Element,
+    legend: String,
+    leg_x: f64,
+    leg_y: f64,
+    /// HRULE value, or the constant of a LINE/AREA on a number.
+    yrule: f64,
+    /// VRULE time.
+    xrule: i64,
+    /// Per-pixel values of a LINE/AREA (stacked).
+    p_data: Vec<f64>,
+}
+
+/// The image being made (RRDtool's `image_desc_t`, the parts we use).
+struct Image<'a> {
+    o: &'a Options,
+    start: i64,
+    end: i64,
+    xsize: i64,
+    ysize: i64,
+    ximg: i64,
+    yimg: i64,
+    xorigin: i64,
+    yorigin: i64,
+    minval: f64,
+    maxval: f64,
+    magfact: f64,
+    viewfactor: f64,
+    symbol: char,
+    gridstep: f64,
+    labfact: i64,
+    legendwidth: f64,
+    legendheight: i64,
+    x_origin_legend: i64,
+    y_origin_legend: i64,
+    x_origin_legend_y: i64,
+    y_origin_legend_y: i64,
+    gridfit: bool,
+    items: Vec<Item>,
+}
+
+/// RRDtool's `AlmostEqual2sComplement` on the values as floats.
+fn almost_equal(a: f64, b: f64, max_ulps: i64) -> bool {
+    let ord = |v: f32| {
+        let i = v.to_bits() as i32 as i64;
+        if i < 0 {
+            0x8000_0000_i64 - i
+        } else {
+            i
+        }
+    };
+    (ord(a as f32) - ord(b as f32)).abs() <= max_ulps
+}
+
+/// Makes a graph. `now` is the clock for AT-style times and NOW.
+pub fn render(options: &Options, elements: &[String], now: i64) -> Result<GraphOutput> {
+    options.validate()?;
+    let (start, end) = attime::parse_start_end(&options.start, &options.end, now)
+        .map_err(|e| GraphError::invalid(e.to_string()))?;
+    if start < 3600 * 24 * 365 * 10 {
+        return Err(GraphError::invalid(format!("the first entry to fetch should be after 1980 ({start})")));
+    }
+    if end < start {
+        return Err(GraphError::invalid(format!("start ({start}) should be less than end ({end})")));
+    }
+    let parsed = elements::parse(elements)?;
+    let data_texts: Vec<String> =
+        parsed.iter().filter(|e| matches!(e.kind, Kind::Data { .. })).map(|e| e.text.clone()).collect();
+    let range = XportRange { start, end, step_secs: options.step_secs, max_rows: options.width, now };
+    let data = evaluate(&range, &data_texts)?;
+
+    let mut im = Image {
+        o: options,
+        start,
+        end,
+        xsize: options.width,
+        ysize: options.height,
+        ximg: 0,
+        yimg: 0,
+        xorigin: 0,
+        yorigin: 0,
+        minval: options.lower_limit,
+        maxval: options.upper_limit,
+        magfact: 1.0,
+        viewfactor: 1.0,
+        symbol: ' ',
+        gridstep: f64::NAN,
+        labfact: 2,
+        legendwidth: 0.0,
+        legendheight: 0,
+        x_origin_legend: 0,
+        y_origin_legend: 0,
+        x_origin_legend_y: 0,
+        y_origin_legend_y: 0,
+        gridfit: options.image_format == ImageFormat::Png,
+        items: parsed
+            .into_iter()
+            .map(|el| Item {
+                legend: el.legend.clone(),
+                el,
+                leg_x: 0.0,
+                leg_y: 0.0,
+                yrule: f64::NAN,
+                xrule: 0,
+                p_data: Vec::new(),
+            })
+            .collect(),
+    };
+    let mut info: Vec<(String, InfoValue)> = Vec::new();
+    let mut prints = Vec::new();
+    let drawn = im.print_calc(&data, &mut prints)?;
+    for (i, p) in prints.iter().enumerate() {
+        info.push((format!("print[{i}]"), InfoValue::Text(p.clone())));
+    }
+    if !drawn {
+        return Ok(GraphOutput { info, prints, image: None, image_width: 0, image_height: 0, data });
+    }
+    im.size_location()?;
+    for (k, v) in [
+        ("graph_left", im.xorigin),
+        ("graph_top", im.yorigin - im.ysize),
+        ("graph_width", im.xsize),
+        ("graph_height", im.ysize),
+        ("image_width", im.ximg),
+        ("image_height", im.yimg),
+        ("graph_start", im.start),
+        ("graph_end", im.end),
+    ] {
+        info.push((k.to_string(), InfoValue::Count(v)));
+    }
+    im.data_proc(&data);
+    if !options.logarithmic {
+        im.si_unit();
+    }
+    if !options.rigid && !options.logarithmic {
+        im.expand_range();
+    }
+    info.push(("value_min".into(), InfoValue::Value(im.minval)));
+    info.push(("value_max".into(), InfoValue::Value(im.maxval)));
+    let has_grid = im.calc_horizontal_grid();
+
+    let mut canvas: Box<dyn Canvas> = match options.image_format {
+        ImageFormat::Png => {
+            let w = u32::try_from(im.ximg).unwrap_or(0);
+            let h = u32::try_from(im.yimg).unwrap_or(0);
+            if w == 0 || h == 0 || u64::from(w) * u64::from(h) > 100_000_000 {
+                return Err(GraphError::Encode(format!(
+                    "an image of {}x{} pixels cannot be drawn",
+                    im.ximg, im.yimg
+                )));
+            }
+            Box::new(PngCanvas::new(w, h)?)
+        }
+        ImageFormat::Svg => Box::new(SvgCanvas::new(im.ximg.max(0) as u32, im.yimg.max(0) as u32)),
+    };
+    im.paint(canvas.as_mut(), has_grid, &mut info);
+    let image = canvas.finish()?;
+    Ok(GraphOutput { info, prints, image: Some(image), image_width: im.ximg, image_height: im.yimg, data })
+}
+
+impl Image<'_> {
+    fn color(&self, tag: ColorTag) -> Rgba {
+        self.o.colors[tag as usize]
+    }
+
+    /// PRINT/GPRINT values and texts, rule positions. Returns whether
+    /// anything is drawn.
+    fn print_calc(&mut self, data: &Evaluation, prints: &mut Vec<String>) -> Result<bool> {
+        let base = self.o.base as f64;
+        let mut magfact = -1.0;
+        let mut symbol: &'static str = "";
+        let mut drawn = false;
+        for item in &mut self.items {
+            match &item.el.kind {
+                Kind::Print { vname, cf, format, graph } => {
+                    let mut value = match (data.get(vname), cf) {
+                        (Some(Variable::Value(v)), _) => v.value,
+                        (Some(Variable::Series(s)), Some(cf)) => legacy_print_value(s, *cf),
+                        _ => return Err(GraphError::invalid(format!("{vname} is not a vname nor a number"))),
+                    };
+                    if format.shared_scale {
+                        // One prefix for every %S of the graph, set by the
+                        // first non-zero value (and reset by any %s).
+                        if magfact < 0.0 {
+                            let (v, s, m) = auto_scale(value, base);
+                            value = v;
+                            symbol = s;
+                            magfact = m;
+                            if value == 0.0 {
+                                magfact = -1.0;
+                            }
+                        } else {
+                            value /= magfact;
+                        }
+                    } else if format.has_symbol {
+                        let (v, s, m) = auto_scale(value, base);
+                        value = v;
+                        symbol = s;
+                        magfact = m;
+                    }
+                    let text = format.format(value, symbol);
+                    if *graph {
+                        let mut t = text;
+                        if t.len() > GPRINT_MAX {
+                            let mut cut = GPRINT_MAX;
+                            while !t.is_char_boundary(cut) {
+                                cut -= 1;
+                            }
+                            t.truncate(cut);
+                        }
+                        item.legend = t;
+                        drawn = true;
+                    } else {
+                        prints.push(text);
+                    }
+                }
+                Kind::Plot(p) => {
+                    if let ValueRef::Number(n) = p.value {
+                        item.yrule = n;
+                    }
+                    drawn = true;
+                }
+                Kind::HRule { value, .. } => {
+                    item.yrule = match value {
+                        ValueRef::Number(n) => *n,
+                        ValueRef::Var(v) => match data.get(v) {
+                            Some(Variable::Value(v)) => v.value,
+                            _ => f64::NAN,
+                        },
+                    };
+                    drawn = true;
+                }
+                Kind::VRule { value, .. } => {
+                    item.xrule = match value {
+                        ValueRef::Number(n) => *n as i64,
+                        ValueRef::Var(v) => match data.get(v) {
+                            Some(Variable::Value(v)) => v.when.unwrap_or(0),
+                            _ => 0,
+                        },
+                    };
+                    drawn = true;
+                }
+                _ => {}
+            }
+        }
+        Ok(drawn)
+    }
+
+    fn text_width(&self, s: &str, pt: f64) -> f64 {
+        font().text_width(s, pt, self.o.tab_width)
+    }
+
+    /// RRDtool's `graph_size_location` for a legend south of the graph.
+    fn size_location(&mut self) -> Result<()> {
+        let o = self.o;
+        if o.only_graph {
+            self.xorigin = 0;
+            self.ximg = self.xsize;
+            self.yimg = self.ysize;
+            self.yorigin = self.ysize;
+            return Ok(());
+        }
+        let (x_spacing, y_spacing) = (15_i64, 15_i64);
+        let y_watermark = if o.watermark.is_empty() { 4 } else { (WATERMARK_PT * 2.0) as i64 };
+        let x_vertical = if o.vertical_label.is_empty() { 0 } else { (UNIT_PT * 2.0) as i64 };
+        let x_vertical2 = x_spacing;
+        let y_title = if o.title.is_empty() {
+            y_spacing
+        } else {
+            (TITLE_PT * (title_lines(&o.title).len() as f64 + 1.0) * 1.6) as i64
+        };
+        let y_xlabel = if o.draw_x_grid { (AXIS_PT * 2.5) as i64 } else { 0 };
+        let mut x_ylabel = 0;
+        if o.draw_y_grid || o.force_left_space {
+            x_ylabel = (self.text_width("0", AXIS_PT) * o.units_length as f64) as i64;
+        }
+        x_ylabel += x_spacing;
+        let legend = !o.no_legend;
+        let y_main;
+        if o.full_size_mode {
+            self.ximg = self.xsize;
+            self.yimg = self.ysize;
+            let mut xm = self.ximg - x_ylabel;
+            if !o.no_rrdtool_tag {
+                xm -= x_spacing;
+            }
+            xm -= x_vertical + x_vertical2;
+            xm = xm.max(1);
+            self.xsize = xm;
+            if legend {
+                self.legendwidth = self.ximg as f64;
+                self.leg_place()?;
+            }
+            let mut ym = self.yimg as f64;
+            ym -= (y_xlabel + if legend { self.legendheight } else { 0 }) as f64;
+            ym -= y_title as f64;
+            if o.no_legend {
+                ym -= 0.5 * y_spacing as f64;
+            }
+            if !o.watermark.is_empty() {
+                ym -= y_watermark as f64;
+            }
+            let ym = (ym as i64).max(1);
+            self.ysize = ym;
+            y_main = ym;
+        } else {
+            y_main = self.ysize;
+            self.ximg = self.xsize + x_ylabel;
+            if !o.no_rrdtool_tag {
+                self.ximg += x_spacing;
+            }
+            self.ximg += x_vertical + x_vertical2;
+            if legend {
+                self.legendwidth = self.ximg as f64;
+                self.leg_place()?;
+            }
+            let mut yimg = (y_main + y_xlabel) as f64;
+            if legend {
+                yimg += self.legendheight as f64;
+            }
+            yimg += y_title as f64;
+            if o.no_legend {
+                yimg += 0.5 * y_spacing as f64;
+            }
+            if !o.watermark.is_empty() {
+                yimg += y_watermark as f64;
+            }
+            self.yimg = yimg as i64;
+        }
+        self.x_origin_legend = 0;
+        self.y_origin_legend = y_title + y_main + y_xlabel;
+        self.x_origin_legend_y = 0;
+        self.y_origin_legend_y = y_title + y_main / 2;
+        self.xorigin = x_vertical + x_ylabel;
+        self.yorigin = y_title + y_main;
+        Ok(())
+    }
+
+    /// RRDtool's `leg_place` (south legend): splits legends into lines,
+    /// honours `\l \r \c \j \s \g \u \n \.` and TEXTALIGN, and sets each
+    /// legend's position and the legend height.
+    fn leg_place(&mut self) -> Result<()> {
+        let o = self.o;
+        if o.no_legend || o.only_graph {
+            return Ok(());
+        }
+        let interleg = (LEGEND_PT * 2.0) as i64;
+        let border = (LEGEND_PT * 2.0) as i64;
+        let legendwidth = self.legendwidth - 2.0 * border as f64;
+        let mut fill: i64 = 0;
+        let mut leg_c = 0;
+        let mut leg_y: i64 = 0;
+        let mut mark = 0;
+        let mut default_align = 'j';
+        let n = self.items.len();
+        let mut legspace = vec![0i64; n];
+        let mut i: usize = 0;
+        while i < n {
+            let fill_last = fill;
+            if let Kind::TextAlign(a) = self.items[i].el.kind {
+                default_align = match a {
+                    Align::Left => 'l',
+                    Align::Right => 'r',
+                    Align::Justified => 'j',
+                    Align::Center => 'c',
+                };
+            }
+            if !o.force_rules_legend {
+                let item = &self.items[i];
+                let hide = match item.el.kind {
+                    Kind::HRule { .. } => item.yrule < self.minval || item.yrule > self.maxval,
+                    Kind::VRule { .. } => item.xrule < self.start || item.xrule > self.end,
+                    _ => false,
+                };
+                if hide {
+                    self.items[i].legend.clear();
+                }
+            }
+            let legend = &mut self.items[i].legend;
+            if legend.contains("\\t") {
+                *legend = legend.replace("\\t", "\t");
+            }
+            let mut prt = '\0';
+            let bytes = legend.as_bytes();
+            if bytes.len() >= 2 && bytes[bytes.len() - 2] == b'\\' && bytes[bytes.len() - 1].is_ascii() {
+                prt = bytes[bytes.len() - 1] as char;
+                legend.truncate(legend.len() - 2);
+            }
+            if !matches!(prt, 'l' | 'n' | 'r' | 'j' | 'c' | 'u' | '.' | 's' | '\0' | 'g') {
+                return Err(GraphError::invalid(format!(
+                    "Unknown control code at the end of '{legend}\\{prt}'"
+                )));
+            }
+            if prt == 'n' {
+                prt = 'l';
+            }
+            if prt == '.' {
+                prt = '\0';
+            }
+            if prt == 'g' {
+                while legend.ends_with(' ') {
+                    legend.pop();
+                }
+            }
+            if !legend.is_empty() {
+                legspace[i] = if prt == 'g' { 0 } else { interleg };
+                if fill > 0 {
+                    fill += legspace[i];
+                }
+                let w = font().text_width(legend, LEGEND_PT, o.tab_width) as i64;
+                fill += w;
+                leg_c += 1;
+            } else {
+                legspace[i] = 0;
+            }
+            if prt == 'g' {
+                prt = '\0';
+            }
+            if prt == '\0' {
+                if i == n - 1 || fill as f64 > legendwidth {
+                    prt = default_align;
+                }
+                if fill as f64 > legendwidth && leg_c > 1 {
+                    // Too wide: this legend starts the next line.
+                    i -= 1;
+                    fill = fill_last;
+                    leg_c -= 1;
+                }
+                if leg_c == 1 && prt == 'j' {
+                    prt = 'l';
+                }
+            }
+            if prt != '\0' {
+                let mut leg_x = border as f64;
+                let glue = if leg_c >= 2 && prt == 'j' {
+                    (legendwidth - fill as f64) / (leg_c - 1) as f64
+                } else {
+                    0.0
+                };
+                if prt == 'c' {
+                    leg_x = border as f64 + (legendwidth - fill as f64) / 2.0;
+                }
+                if prt == 'r' {
+                    leg_x = legendwidth - fill as f64 + border as f64;
+                }
+                for ii in mark..=i {
+                    if self.items[ii].legend.is_empty() {
+                        continue;
+                    }
+                    self.items[ii].leg_x = leg_x;
+                    self.items[ii].leg_y = (leg_y + border) as f64;
+                    leg_x += font().text_width(&self.items[ii].legend, LEGEND_PT, o.tab_width)
+                        + legspace[ii] as f64
+                        + glue;
+                }
+                if leg_x > border as f64 || prt == 's' {
+                    leg_y += (LEGEND_PT * 1.8) as i64;
+                }
+                if prt == 's' {
+                    leg_y -= LEGEND_PT as i64;
+                }
+                if prt == 'u' {
+                    leg_y -= (LEGEND_PT * 1.8) as i64;
+                }
+                fill = 0;
+                leg_c = 0;
+                mark = i + 1;
+            }
+            i += 1;
+        }
+        self.legendheight = (leg_y as f64 + border as f64 * 0.6) as i64;
+        Ok(())
+    }
+
+    /// The value of a LINE/AREA at graph time `t`.
+    fn plot_value(data: &Evaluation, value: &ValueRef, yrule: f64, t: i64) -> f64 {
+        if !yrule.is_nan() {
+            return yrule;
+        }
+        let ValueRef::Var(name) = value else { return f64::NAN };
+        match data.get(name) {
+            Some(Variable::Value(v)) => v.value,
+            Some(Variable::Series(s)) => {
+                if t >= s.start && t < s.end && s.step_secs > 0 {
+                    let row = ((t - s.start) as f64 / s.step_secs as f64).floor() as usize;
+                    s.values.get(row).copied().unwrap_or(f64::NAN)
+                } else {
+                    f64::NAN
+                }
+            }
+            None => f64::NAN,
+        }
+    }
+
+    /// RRDtool's `data_proc`: one (stacked) value per pixel for every LINE
+    /// and AREA, and the y range from them and the limits.
+    fn data_proc(&mut self, data: &Evaluation) {
+        let o = self.o;
+        let pixstep = (self.end - self.start) as f64 / self.xsize as f64;
+        let xsize = self.xsize.max(0) as usize;
+        let (mut minval, mut maxval) = (f64::NAN, f64::NAN);
+        for item in &mut self.items {
+            if matches!(item.el.kind, Kind::Plot(_)) {
+                item.p_data = vec![f64::NAN; xsize + 1];
+            }
+        }
+        for i in 0..xsize {
+            let gr_time = (self.start as f64 + pixstep * i as f64) as u64 as i64;
+            let mut paintval = 0.0;
+            for item in &mut self.items {
+                let Kind::Plot(p) = &item.el.kind else { continue };
+                if !p.stack {
+                    paintval = 0.0;
+                }
+                let value = Self::plot_value(data, &p.value, item.yrule, gr_time);
+                if !value.is_nan() {
+                    paintval += value;
+                    item.p_data[i] = paintval;
+                    if paintval.is_finite() && !p.skip_scale {
+                        if (minval.is_nan() || paintval < minval) && !(o.logarithmic && paintval <= 0.0) {
+                            minval = paintval;
+                        }
+                        if maxval.is_nan() || paintval > maxval {
+                            maxval = paintval;
+                        }
+                    }
+                } else {
+                    item.p_data[i] = f64::NAN;
+                }
+            }
+        }
+        if o.logarithmic {
+            if minval.is_nan() || maxval.is_nan() || maxval <= 0.0 {
+                minval = 0.0;
+                maxval = 5.1;
+            }
+            if minval <= 0.0 {
+                minval = maxval / 10e8;
+            }
+        } else if minval.is_nan() || maxval.is_nan() {
+            minval = 0.0;
+            maxval = 1.0;
+        }
+        if self.minval.is_nan() || (!o.rigid && self.minval > minval) {
+            self.minval = if o.logarithmic { minval / 2.0 } else { minval };
+        }
+        if self.maxval.is_nan() || (!o.rigid && self.maxval < maxval) {
+            self.maxval = if o.logarithmic { maxval * 2.0 } else { maxval };
+        }
+        if self.minval > self.maxval {
+            self.minval = if self.minval > 0.0 { 0.99 * self.maxval } else { 1.01 * self.maxval };
+        }
+        if almost_equal(self.minval, self.maxval, 4) {
+            if self.maxval > 0.0 {
+                self.maxval *= 1.01;
+            } else {
+                self.maxval *= 0.99;
+            }
+            if almost_equal(self.maxval, 0.0, 4) {
+                self.maxval = 1.0;
+            }
+        }
+    }
+
+    /// RRDtool's `si_unit`: the magnitude of the axis and its SI prefix.
+    fn si_unit(&mut self) {
+        const SYMBOLS: [char; 17] =
+            ['y', 'z', 'a', 'f', 'p', 'n', 'u', 'm', ' ', 'k', 'M', 'G', 'T', 'P', 'E', 'Z', 'Y'];
+        let base = self.o.base as f64;
+        let digits = (self.minval.abs().max(self.maxval.abs()).ln() / base.ln()).floor();
+        let viewdigits = match self.o.units_exponent {
+            Some(e) => f64::from(e / 3),
+            None => digits,
+        };
+        self.magfact = base.powf(digits);
+        self.viewfactor = self.magfact / base.powf(viewdigits);
+        let idx = viewdigits + 8.0;
+        self.symbol = if (0.0..17.0).contains(&idx) { SYMBOLS[idx as usize] } else { '?' };
+    }
+
+    /// RRDtool's `expand_range`: limits moved to sensible round values.
+    fn expand_range(&mut self) {
+        const SENSIBLE: [f64; 48] = [
+            1000.0, 900.0, 800.0, 750.0, 700.0, 600.0, 500.0, 400.0, 300.0, 250.0, 200.0, 125.0, 100.0, 90.0,
+            80.0, 75.0, 70.0, 60.0, 50.0, 40.0, 30.0, 25.0, 20.0, 10.0, 9.0, 8.0, 7.0, 6.0, 5.0, 4.0, 3.5,
+            3.0, 2.5, 2.0, 1.8, 1.5, 1.2, 1.0, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0, -1.0,
+        ];
+        let o = self.o;
+        if o.alt_autoscale {
+            let delt = self.maxval - self.minval;
+            let mut adj = delt * 0.1;
+            let fact = 2.0
+                * 10f64.powf((self.minval.abs().max(self.maxval.abs()) / self.magfact).log10().floor() - 2.0);
+            if delt < fact {
+                adj = (fact - delt) * 0.55;
+            }
+            self.minval -= adj;
+            self.maxval += adj;
+        } else if o.alt_autoscale_min {
+            self.minval -= (self.maxval - self.minval) * 0.1;
+        } else if o.alt_autoscale_max {
+            self.maxval += (self.maxval - self.minval) * 0.1;
+        } else {
+            let scaled_min = self.minval / self.magfact;
+            let scaled_max = self.maxval / self.magfact;
+            let mut i = 1;
+            while SENSIBLE[i] > 0.0 {
+                let (hi, lo) = (SENSIBLE[i - 1], SENSIBLE[i]);
+                if hi >= scaled_min && lo <= scaled_min {
+                    self.minval = lo * self.magfact;
+                }
+                if -hi <= scaled_min && -lo >= scaled_min {
+                    self.minval = -hi * self.magfact;
+                }
+                if hi >= scaled_max && lo <= scaled_max {
+                    self.maxval = hi * self.magfact;
+                }
+                if -hi <= scaled_max && -lo >= scaled_max {
+                    self.maxval = -lo * self.magfact;
+                }
+                i += 1;
+            }
+        }
+    }
+
+    /// RRDtool's `calc_horizontal_grid` (classic grid): grid step and
+    /// label factor. False when the range cannot carry a grid.
+    fn calc_horizontal_grid(&mut self) -> bool {
+        const YLAB: [(f64, [i64; 4]); 12] = [
+            (0.1, [1, 2, 5, 10]),
+            (0.2, [1, 5, 10, 20]),
+            (0.5, [1, 2, 4, 10]),
+            (1.0, [1, 2, 5, 10]),
+            (2.0, [1, 5, 10, 20]),
+            (5.0, [1, 2, 4, 10]),
+            (10.0, [1, 2, 5, 10]),
+            (20.0, [1, 5, 10, 20]),
+            (50.0, [1, 2, 4, 10]),
+            (100.0, [1, 2, 5, 10]),
+            (200.0, [1, 5, 10, 20]),
+            (500.0, [1, 2, 4, 10]),
+        ];
+        self.labfact = 2;
+        let range = self.maxval - self.minval;
+        let scaledrange = range / self.magfact;
+        if scaledrange.is_nan() {
+            return false;
+        }
+        let mut pixel = 1_i64;
+        let mut gridind = 0;
+        for (i, (grid, _)) in YLAB.iter().enumerate() {
+            pixel = c_int(self.ysize as f64 / (scaledrange / grid)) as i64;
+            gridind = i;
+            if pixel >= 5 {
+                break;
+            }
+        }
+        for f in YLAB[gridind].1 {
+            if (pixel * f) as f64 >= 1.8 * AXIS_PT {
+                self.labfact = f;
+                break;
+            }
+        }
+        self.gridstep = YLAB[gridind].0 * self.magfact;
+        true
+    }
+
+    fn xtr(&self, t: i64) -> f64 {
+        let pixie = self.xsize as f64 / (self.end - self.start).max(1) as f64;
+        c_int(self.xorigin as f64 + pixie * (t - self.start) as f64) as f64
+    }
+
+    fn ytr(&self, value: f64) -> f64 {
+        let yorigin = self.yorigin as f64;
+        if value.is_nan() {
+            return yorigin;
+        }
+        if !self.o.logarithmic {
+            let pixie = self.ysize as f64 / (self.maxval - self.minval);
+            yorigin - pixie * (value - self.minval)
+        } else {
+            let pixie = self.ysize as f64 / (self.maxval.log10() - self.minval.log10());
+            if value < self.minval {
+                yorigin
+            } else {
+                yorigin - pixie * (value.log10() - self.minval.log10())
+            }
+        }
+    }
+
+    /// RRDtool's `gfx_line_fit`: centres thin lines on pixels.
+    fn line_fit(&self, x: f64, y: f64, width: f64) -> (f64, f64) {
+        if !self.gridfit {
+            return (x, y);
+        }
+        let half = width / 2.0 - (width / 2.0).trunc();
+        (((x + 0.5) as i64) as f64 - half, ((y + 0.5) as i64) as f64 + half)
+    }
+
+    /// RRDtool's `gfx_area_fit`: area corners on whole pixels.
+    fn area_fit(&self, x: f64, y: f64) -> (f64, f64) {
+        if !self.gridfit {
+            return (x, y);
+        }
+        ((x + 0.5).floor(), (y + 0.5).floor())
+    }
+
+    fn line(
+        &self,
+        c: &mut dyn Canvas,
+        p0: (f64, f64),
+        p1: (f64, f64),
+        width: f64,
+        color: Rgba,
+        dash: Option<&[f64]>,
+    ) {
+        let a = self.line_fit(p0.0, p0.1, width);
+        let b = self.line_fit(p1.0, p1.1, width);
+        c.stroke(&[a, b], width, color, dash, false);
+    }
+
+    fn area(&self, c: &mut dyn Canvas, points: &[(f64, f64)], color: Rgba) {
+        let pts: Vec<(f64, f64)> = points.iter().map(|p| self.area_fit(p.0, p.1)).collect();
+        c.fill(&pts, color);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn text(
+        &self,
+        c: &mut dyn Canvas,
+        x: f64,
+        y: f64,
+        color: Rgba,
+        pt: f64,
+        angle: f64,
+        h: HAlign,
+        v: VAlign,
+        s: &str,
+    ) {
+        c.text(&TextSpec { x, y, color, size_pt: pt, tab_width: self.o.tab_width, angle, h, v, text: s });
+    }
+
+    fn paint(&mut self, c: &mut dyn Canvas, has_grid: bool, info: &mut Vec<(String, InfoValue)>) {
+        let (ximg, yimg) = (self.ximg as f64, self.yimg as f64);
+        let (xo, yo, xs, ys) =
+            (self.xorigin as f64, self.yorigin as f64, self.xsize as f64, self.ysize as f64);
+        self.area(c, &[(0.0, 0.0), (0.0, yimg), (ximg, yimg), (ximg, 0.0)], self.color(ColorTag::Back));
+        self.area(
+            c,
+            &[(xo, yo), (xo + xs, yo), (xo + xs, yo - ys), (xo, yo - ys)],
+            self.color(ColorTag::Canvas),
+        );
+        c.clip(Some((xo, yo - ys - 1.0, xs, ys + 2.0)));
+        self.paint_plots(c);
+        c.clip(None);
+        if !self.o.only_graph {
+            self.grid_paint(c, has_grid, info);
+            self.axis_paint(c);
+        }
+        for item in &self.items {
+            match &item.el.kind {
+                Kind::HRule { color: Some(col), dashes, .. }
+                    if item.yrule >= self.minval && item.yrule <= self.maxval =>
+                {
+                    let y = self.ytr(item.yrule);
+                    self.line(c, (xo, y), (xo + xs, y), 1.0, *col, dashes.as_deref());
+                }
+                Kind::VRule { color: Some(col), dashes, .. }
+                    if item.xrule >= self.start && item.xrule <= self.end =>
+                {
+                    let x = self.xtr(item.xrule);
+                    self.line(c, (x, yo), (x, yo - ys), 1.0, *col, dashes.as_deref());
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// LINEs and AREAs, in order, each stacking on the one before.
+    fn paint_plots(&mut self, c: &mut dyn Canvas) {
+        let areazero = if self.minval > 0.0 {
+            self.minval
+        } else if self.maxval < 0.0 {
+            self.maxval
+        } else {
+            0.0
+        };
+        let xsize = self.xsize.max(0) as usize;
+        let xo = self.xorigin as f64;
+        let diff = self.maxval - self.minval;
+        let (maxlimit, minlimit) = (self.maxval + 9.0 * diff, self.minval - 9.0 * diff);
+        let mut last: Option<usize> = None;
+        for idx in 0..self.items.len() {
+            let Kind::Plot(p) = self.items[idx].el.kind.clone() else { continue };
+            let mut data = std::mem::take(&mut self.items[idx].p_data);
+            for v in data.iter_mut().take(xsize) {
+                if v.is_infinite() {
+                    *v = if *v > 0.0 { self.maxval } else { self.minval };
+                }
+                if *v > maxlimit {
+                    *v = maxlimit;
+                }
+                if *v < minlimit {
+                    *v = minlimit;
+                }
+            }
+            if let Some(color) = p.color.filter(|c| c.a != 0) {
+                if !p.is_area {
+                    self.paint_line(c, &data, p.width, color, p.dashes.as_deref());
+                } else {
+                    let base_data = if p.stack { last.map(|l| self.items[l].p_data.clone()) } else { None };
+                    let mut run: Vec<(f64, f64, f64)> = Vec::new(); // (x, ytop, ybase)
+                    let flush = |run: &mut Vec<(f64, f64, f64)>, c: &mut dyn Canvas| {
+                        if run.is_empty() {
+                            return;
+                        }
+                        let mut poly: Vec<(f64, f64)> = Vec::with_capacity(run.len() * 4);
+                        for (x, top, _) in run.iter() {
+                            poly.push((x - 1.0, *top));
+                            poly.push((*x, *top));
+                        }
+                        for (x, _, base) in run.iter().rev() {
+                            poly.push((*x, *base));
+                            poly.push((x - 1.0, *base));
+                        }
+                        self.area(c, &poly, color);
+                        run.clear();
+                    };
+                    for (ii, v) in data.iter().enumerate().take(xsize) {
+                        if (!self.o.slope_mode && ii == 0) || v.is_nan() {
+                            flush(&mut run, c);
+                            continue;
+                        }
+                        let top = self.ytr(*v);
+                        let base = match &base_data {
+                            Some(b) => self.ytr(b[ii]),
+                            None => self.ytr(areazero),
+                        };
+                        if top == base {
+                            flush(&mut run, c);
+                            continue;
+                        }
+                        run.push((ii as f64 + xo, top, base));
+                    }
+                    flush(&mut run, c);
+                }
+            }
+            // Unknown pixels stack on what is below them.
+            for (ii, v) in data.iter_mut().enumerate().take(xsize) {
+                if v.is_nan() {
+                    *v = match (p.stack, last) {
+                        (true, Some(l)) => self.items[l].p_data[ii],
+                        _ => areazero,
+                    };
+                }
+            }
+            self.items[idx].p_data = data;
+            last = Some(idx);
+        }
+    }
+
+    /// A LINE as RRDtool draws it: steps from pixel to pixel (or slopes
+    /// with `--slope-mode`), broken where the value is unknown.
+    fn paint_line(&self, c: &mut dyn Canvas, data: &[f64], width: f64, color: Rgba, dashes: Option<&[f64]>) {
+        let xo = self.xorigin as f64;
+        let xsize = self.xsize.max(0) as usize;
+        let mut path: Vec<(f64, f64)> = Vec::new();
+        let mut last_y = 0.0;
+        let fit = |x: f64, y: f64| self.line_fit(x, y, width);
+        let mut flush = |path: &mut Vec<(f64, f64)>| {
+            if path.len() >= 2 {
+                c.stroke(path, width, color, dashes, true);
+            }
+            path.clear();
+        };
+        for ii in 1..xsize {
+            if data[ii].is_nan() || (self.o.slope_mode && data[ii - 1].is_nan()) {
+                flush(&mut path);
+                continue;
+            }
+            let x = ii as f64 + xo;
+            if path.is_empty() {
+                last_y = self.ytr(data[ii]);
+                if !self.o.slope_mode {
+                    path.push(fit(x - 1.0, last_y));
+                } else {
+                    path.push(fit(x - 1.0, self.ytr(data[ii - 1])));
+                }
+                path.push(fit(x, last_y));
+            } else {
+                let y1 = self.ytr(data[ii]);
+                if !self.o.slope_mode && !almost_equal(y1, last_y, 4) {
+                    path.push(fit(x - 1.0, y1));
+                }
+                last_y = y1;
+                path.push(fit(x, y1));
+            }
+        }
+        flush(&mut path);
+    }
+
+    fn grid_paint(&mut self, c: &mut dyn Canvas, has_grid: bool, info: &mut Vec<(String, InfoValue)>) {
+        let o = self.o;
+        let (ximg, yimg) = (self.ximg as f64, self.yimg as f64);
+        if o.border > 0 {
+            let b = o.border as f64;
+            self.area(
+                c,
+                &[(0.0, yimg), (b, yimg - b), (b, b), (ximg - b, b), (ximg, 0.0), (0.0, 0.0)],
+                self.color(ColorTag::ShadeA),
+            );
+            self.area(
+                c,
+                &[(b, yimg - b), (ximg - b, yimg - b), (ximg - b, b), (ximg, 0.0), (ximg, yimg), (0.0, yimg)],
+                self.color(ColorTag::ShadeB),
+            );
+        }
+        if o.draw_x_grid {
+            self.vertical_grid(c);
+        }
+        if o.draw_y_grid {
+            let drew = if o.logarithmic {
+                self.log_grid(c);
+                true
+            } else {
+                has_grid && self.horizontal_grid(c)
+            };
+            if !drew {
+                self.text(
+                    c,
+                    (self.ximg / 2) as f64,
+                    ((2 * self.yorigin - self.ysize) / 2) as f64,
+                    self.color(ColorTag::Font),
+                    AXIS_PT,
+                    0.0,
+                    HAlign::Center,
+                    VAlign::Center,
+                    "No Data found",
+                );
+            }
+        }
+        let font_color = self.color(ColorTag::Font);
+        if !o.vertical_label.is_empty() {
+            self.text(
+                c,
+                (self.x_origin_legend_y + 10) as f64,
+                self.y_origin_legend_y as f64,
+                font_color,
+                UNIT_PT,
+                90.0,
+                HAlign::Center,
+                VAlign::Center,
+                &o.vertical_label,
+            );
+        }
+        for (j, line) in title_lines(&o.title).iter().enumerate() {
+            self.text(
+                c,
+                (self.ximg / 2) as f64,
+                TITLE_PT * 1.3 + TITLE_PT * 1.6 * j as f64,
+                font_color,
+                TITLE_PT,
+                0.0,
+                HAlign::Center,
+                VAlign::Top,
+                line,
+            );
+        }
+        let faint = font_color.with_alpha((0.3 * f64::from(font_color.a)) as u8);
+        if !o.no_rrdtool_tag {
+            // Where RRDtool puts its own name, ours.
+            self.text(c, ximg - 4.0, 5.0, faint, WATERMARK_PT, -90.0, HAlign::Left, VAlign::Top, "RRDSCALE");
+        }
+        if !o.watermark.is_empty() {
+            self.text(
+                c,
+                ximg / 2.0,
+                yimg - 6.0,
+                faint,
+                WATERMARK_PT,
+                0.0,
+                HAlign::Center,
+                VAlign::Bottom,
+                &o.watermark,
+            );
+        }
+        if o.no_legend || o.only_graph {
+            return;
+        }
+        let f = font();
+        let mut count = 0;
+        for item in &self.items {
+            if item.legend.is_empty() {
+                continue;
+            }
+            let x0 = self.x_origin_legend as f64 + item.leg_x;
+            let y0 = self.y_origin_legend as f64 + item.leg_y;
+            self.text(c, x0, y0, font_color, LEGEND_PT, 0.0, HAlign::Left, VAlign::Bottom, &item.legend);
+            let w = f.text_width(&item.legend, LEGEND_PT, o.tab_width);
+            let h = f.text_height(LEGEND_PT);
+            info.push((format!("legend[{count}]"), InfoValue::Text(item.legend.clone())));
+            info.push((
+                format!("coords[{count}]"),
+                InfoValue::Text(format!("{:.0},{:.0},{:.0},{:.0}", x0, y0 - h, x0 + w, y0)),
+            ));
+            count += 1;
+            let color = match &item.el.kind {
+                Kind::Plot(p) => p.color,
+                Kind::HRule { color, .. } | Kind::VRule { color, .. } => *color,
+                _ => continue,
+            };
+            let box_h = f.text_width("o", LEGEND_PT, o.tab_width) * 1.2;
+            let box_v = box_h;
+            let y0 = y0 - box_v * 0.4;
+            let square = [(x0, y0 - box_v), (x0, y0), (x0 + box_h, y0), (x0 + box_h, y0 - box_v)];
+            self.area(c, &square, self.color(ColorTag::Back));
+            if let Some(col) = color {
+                self.area(c, &square, col);
+            }
+            let (a, b) = (self.line_fit(x0, y0, 1.0), self.line_fit(x0 + box_h, y0 - box_v, 1.0));
+            let dashed = match &item.el.kind {
+                Kind::Plot(p) => p.dashes.is_some(),
+                Kind::HRule { dashes, .. } | Kind::VRule { dashes, .. } => dashes.is_some(),
+                _ => false,
+            };
+            c.stroke(
+                &[(a.0, a.1), (b.0, a.1), (b.0, b.1), (a.0, b.1), (a.0, a.1)],
+                1.0,
+                self.color(ColorTag::Frame),
+                dashed.then_some(&[3.0, 3.0][..]),
+                false,
+            );
+        }
+    }
+
+    /// Horizontal grid lines and their labels (RRDtool's classic grid).
+    fn horizontal_grid(&self, c: &mut dyn Canvas) -> bool {
+        let (x0, x1) = (self.xorigin as f64, (self.xorigin + self.xsize) as f64);
+        let sgrid = c_int(self.minval / self.gridstep - 1.0) as i64;
+        let egrid = c_int(self.maxval / self.gridstep + 1.0) as i64;
+        let scaledstep = self.gridstep / self.magfact * self.viewfactor;
+        let max_y = scaledstep * egrid as f64;
+        let top = (self.yorigin - self.ysize) as f64;
+        let bottom = self.yorigin as f64;
+        let mut nlabels = 0;
+        for i in sgrid..=egrid {
+            let y0 = self.ytr(self.gridstep * i as f64);
+            let yn = self.ytr(self.gridstep * (i + 1) as f64);
+            if (y0 + 0.5).floor() < top || (y0 + 0.5).floor() > bottom {
+                continue;
+            }
+            if i % self.labfact == 0 || (nlabels == 1 && (yn < top || yn > bottom)) {
+                let v = scaledstep * i as f64;
+                let decimals = max_y < 10.0 || scaledstep * (self.labfact as f64) < 1.0;
+                let mut label = if decimals { format!("{v:4.1}") } else { format!("{v:4.0}") };
+                if self.symbol != ' ' {
+                    label.push(' ');
+                    label.push(if i == 0 { ' ' } else { self.symbol });
+                }
+                nlabels += 1;
+                self.text(
+                    c,
+                    x0 - AXIS_PT,
+                    y0,
+                    self.color(ColorTag::Font),
+                    AXIS_PT,
+                    0.0,
+                    HAlign::Right,
+                    VAlign::Center,
+                    &label,
+                );
+                let mg = self.color(ColorTag::MGrid);
+                self.line(c, (x0 - 2.0, y0), (x0, y0), MGRID_WIDTH, mg, None);
+                self.line(c, (x1, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, None);
+                self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(&[1.0, 1.0]));
+            } else if !self.o.no_minor {
+                let g = self.color(ColorTag::Grid);
+                self.line(c, (x0 - 2.0, y0), (x0, y0), GRID_WIDTH, g, None);
+                self.line(c, (x1, y0), (x1 + 2.0, y0), GRID_WIDTH, g, None);
+                self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(&[1.0, 1.0]));
+            }
+        }
+        true
+    }
+
+    /// RRDtool's `horizontal_log_grid`: decades, with minor lines between.
+    fn log_grid(&self, c: &mut dyn Canvas) {
+        const YLOGLAB: [[f64; 10]; 5] = [
+            [1.0, 10.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            [1.0, 5.0, 10.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            [1.0, 2.0, 5.0, 7.0, 10.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+            [1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 0.0, 0.0, 0.0, 0.0],
+            [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0],
+        ];
+        let nex = (self.maxval / self.minval).log10();
+        if !(nex > 0.0) || !nex.is_finite() {
+            return;
+        }
+        let logscale = self.ysize as f64 / nex;
+        let mut exfrac = 1_i64;
+        while logscale * (exfrac as f64) < 3.0 * LEGEND_PT && exfrac < 1000 {
+            exfrac = if exfrac == 1 { 3 } else { exfrac + 3 };
+        }
+        let mut mid: usize = 0;
+        loop {
+            let last = YLOGLAB[mid].iter().position(|v| *v >= 10.0).unwrap_or(1) - 1;
+            let mspac = logscale * (10.0 / YLOGLAB[mid][last]).log10();
+            if mspac <= 2.0 * LEGEND_PT || mid + 1 >= YLOGLAB.len() {
+                break;
+            }
+            mid += 1;
+        }
+        mid = mid.saturating_sub(1);
+        let (mnt, exp) = frexp10(self.minval);
+        let mut flab = 0;
+        while YLOGLAB[mid][flab] < 10.0 && mnt > YLOGLAB[mid][flab] {
+            flab += 1;
+        }
+        let mut val_exp = exp as i64;
+        if YLOGLAB[mid][flab] == 10.0 {
+            val_exp += 1;
+            flab = 0;
+        }
+        if val_exp % exfrac != 0 {
+            val_exp += (-val_exp % exfrac).abs();
+        }
+        let (x0, x1) = (self.xorigin as f64, (self.xorigin + self.xsize) as f64);
+        let top = (self.yorigin - self.ysize) as f64;
+        let minor = |c: &mut dyn Canvas, value: f64| -> bool {
+            if value < self.minval {
+                return true;
+            }
+            let y0 = self.ytr(value);
+            if (y0 + 0.5).floor() <= top {
+                return false;
+            }
+            let g = self.color(ColorTag::Grid);
+            self.line(c, (x0 - 2.0, y0), (x0, y0), GRID_WIDTH, g, None);
+            self.line(c, (x1, y0), (x1 + 2.0, y0), GRID_WIDTH, g, None);
+            self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(&[1.0, 1.0]));
+            true
+        };
+        let minors_below = |c: &mut dyn Canvas, flab: usize, val_exp: i64| {
+            if mid < 4 && exfrac == 1 {
+                let (min_exp, from, to) = if flab == 0 {
+                    let last = YLOGLAB[mid].iter().position(|v| *v >= 10.0).unwrap_or(1);
+                    (val_exp - 1, YLOGLAB[mid][last - 1] as i64 + 1, 10)
+                } else {
+                    (val_exp, YLOGLAB[mid][flab - 1] as i64 + 1, YLOGLAB[mid][flab] as i64)
+                };
+                for k in from..to {
+                    if !minor(c, k as f64 * 10f64.powi(min_exp as i32)) {
+                        break;
+                    }
+                }
+            } else if exfrac > 1 {
+                let mut k = val_exp - exfrac / 3 * 2;
+                while k < val_exp {
+                    if !minor(c, 10f64.powi(k as i32)) {
+                        break;
+                    }
+                    k += exfrac / 3;
+                }
+            }
+        };
+        let mut pre_value = f64::NAN;
+        for _ in 0..1000 {
+            let value = YLOGLAB[mid][flab] * 10f64.powi(val_exp as i32);
+            if almost_equal(value, pre_value, 4) {
+                break;
+            }
+            pre_value = value;
+            let y0 = self.ytr(value);
+            if (y0 + 0.5).floor() <= top {
+                break;
+            }
+            let mg = self.color(ColorTag::MGrid);
+            self.line(c, (x0 - 2.0, y0), (x0, y0), MGRID_WIDTH, mg, None);
+            self.line(c, (x1, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, None);
+            self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(&[1.0, 1.0]));
+            let label = if self.o.units_si {
+                const SI: [char; 17] =
+                    ['y', 'z', 'a', 'f', 'p', 'n', 'u', 'm', ' ', 'k', 'M', 'G', 'T', 'P', 'E', 'Z', 'Y'];
+                let scale = (val_exp as f64 / 3.0).floor() as i64;
+                let pvalue = if value >= 1.0 {
+                    10f64.powi((val_exp % 3) as i32)
+                } else {
+                    10f64.powi(((val_exp + 1) % 3 + 2) as i32)
+                } * YLOGLAB[mid][flab];
+                let sym = usize::try_from(scale + 8).ok().and_then(|i| SI.get(i)).copied().unwrap_or('?');
+                format!("{pvalue:3.0} {sym}")
+            } else {
+                crate::printf::format_double(
+                    value,
+                    crate::printf::Conversion { flag: None, width: 3, precision: Some(0), conv: 'e' },
+                )
+            };
+            self.text(
+                c,
+                x0 - AXIS_PT,
+                y0,
+                self.color(ColorTag::Font),
+                AXIS_PT,
+                0.0,
+                HAlign::Right,
+                VAlign::Center,
+                &label,
+            );
+            minors_below(c, flab, val_exp);
+            flab += 1;
+            if YLOGLAB[mid][flab] == 10.0 {
+                flab = 0;
+                val_exp += exfrac;
+            }
+        }
+        minors_below(c, flab, val_exp);
+    }
+
+    /// RRDtool's `vertical_grid`: minor and major time lines and labels.
+    fn vertical_grid(&self, c: &mut dyn Canvas) {
+        let xl = timeaxis::choose(self.end - self.start, self.xsize);
+        let (y0, y1) = (self.yorigin as f64, (self.yorigin - self.ysize) as f64);
+        // Bounded loops: a pathological clock must not hang the graph.
+        const MAX_LINES: usize = 10_000;
+        if !self.o.no_minor {
+            let mut ti = timeaxis::first_time(self.start, xl.grid);
+            let mut timajor = timeaxis::first_time(self.start, xl.major);
+            let mut n = 0;
+            while ti < self.end && ti != -1 && n < MAX_LINES {
+                n += 1;
+                if ti >= self.start && ti <= self.end {
+                    let mut m = 0;
+                    while timajor < ti && timajor != -1 && m < MAX_LINES {
+                        timajor = timeaxis::next_time(timajor, xl.major);
+                        m += 1;
+                    }
+                    if timajor == -1 {
+                        break;
+                    }
+                    if ti != timajor {
+                        let x0 = self.xtr(ti);
+                        let g = self.color(ColorTag::Grid);
+                        self.line(c, (x0, y1 - 2.0), (x0, y1), GRID_WIDTH, g, None);
+                        self.line(c, (x0, y0), (x0, y0 + 2.0), GRID_WIDTH, g, None);
+                        self.line(c, (x0, y0 + 1.0), (x0, y1 - 1.0), GRID_WIDTH, g, Some(&[1.0, 1.0]));
+                    }
+                }
+                ti = timeaxis::next_time(ti, xl.grid);
+            }
+        }
+        let mut ti = timeaxis::first_time(self.start, xl.major);
+        let mut n = 0;
+        while ti < self.end && ti != -1 && n < MAX_LINES {
+            n += 1;
+            if ti >= self.start && ti <= self.end {
+                let x0 = self.xtr(ti);
+                let mg = self.color(ColorTag::MGrid);
+                self.line(c, (x0, y1 - 2.0), (x0, y1), MGRID_WIDTH, mg, None);
+                self.line(c, (x0, y0), (x0, y0 + 3.0), MGRID_WIDTH, mg, None);
+                self.line(c, (x0, y0 + 3.0), (x0, y1 - 2.0), MGRID_WIDTH, mg, Some(&[1.0, 1.0]));
+            }
+            ti = timeaxis::next_time(ti, xl.major);
+        }
+        let mut ti = timeaxis::first_time(self.start - xl.precision / 2, xl.label);
+        let mut n = 0;
+        while ti <= self.end - xl.precision / 2 && ti != -1 && n < MAX_LINES {
+            n += 1;
+            let tilab = ti + xl.precision / 2;
+            if tilab >= self.start && tilab <= self.end {
+                let label = timeaxis::format_time(tilab, xl.format);
+                self.text(
+                    c,
+                    self.xtr(tilab),
+                    y0 + 3.0,
+                    self.color(ColorTag::Font),
+                    AXIS_PT,
+                    0.0,
+                    HAlign::Center,
+                    VAlign::Top,
+                    &label,
+                );
+            }
+            ti = timeaxis::next_time(ti, xl.label);
+        }
+    }
+
+    /// The x and y axis with their arrows.
+    fn axis_paint(&self, c: &mut dyn Canvas) {
+        let (xo, yo, xs, ys) =
+            (self.xorigin as f64, self.yorigin as f64, self.xsize as f64, self.ysize as f64);
+        let axis = self.color(ColorTag::Axis);
+        self.line(c, (xo - 4.0, yo), (xo + xs + 4.0, yo), MGRID_WIDTH, axis, None);
+        self.line(c, (xo, yo + 4.0), (xo, yo - ys - 4.0), MGRID_WIDTH, axis, None);
+        let arrow = self.color(ColorTag::Arrow);
+        self.area(c, &[(xo + xs + 2.0, yo - 3.0), (xo + xs + 2.0, yo + 3.0), (xo + xs + 7.0, yo)], arrow);
+        self.area(c, &[(xo - 3.0, yo - ys - 2.0), (xo + 3.0, yo - ys - 2.0), (xo, yo - ys - 7.0)], arrow);
+    }
+}
+
+/// The lines of a title (split at `\n`, as RRDtool splits it).
+fn title_lines(title: &str) -> Vec<&str> {
+    if title.is_empty() {
+        return Vec::new();
+    }
+    title.split("\\n").collect()
+}
+
+/// RRDtool's `frexp10`: mantissa in [1, 10) and decimal exponent.
+fn frexp10(x: f64) -> (f64, f64) {
+    let mut iexp = (x.abs().ln() / 10f64.ln()).floor();
+    let mut mnt = x / 10f64.powf(iexp);
+    if mnt >= 10.0 {
+        iexp += 1.0;
+        mnt = x / 10f64.powf(iexp);
+    }
+    (mnt, iexp)
+}
+
+/// The deprecated `PRINT:vname:CF:format`: the CF over every known row.
+fn legacy_print_value(s: &SeriesData, cf: Cf) -> f64 {
+    let mut value = f64::NAN;
+    let mut valid = 0u64;
+    for &v in &s.values {
+        if !v.is_finite() {
+            continue;
+        }
+        if value.is_nan() {
+            value = v;
+            valid += 1;
+            continue;
+        }
+        match cf {
+            Cf::Minimum => value = value.min(v),
+            Cf::Maximum | Cf::Failures => value = value.max(v),
+            Cf::Last => value = v,
+            _ => {
+                valid += 1;
+                value += v;
+            }
+        }
+    }
+    if !matches!(cf, Cf::Minimum | Cf::Maximum | Cf::Last | Cf::Failures) && valid > 1 {
+        value /= valid as f64;
+    }
+    if value.is_nan() {
+        // RRDtool's unknown (printed as "-nan").
+        -f64::NAN
+    } else {
+        value
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn almost_equal_is_rrdtools_float_ulps() {
+        assert!(almost_equal(50.0, 50.0, 4));
+        assert!(almost_equal(1.0, 1.0 + 1e-9, 4));
+        assert!(!almost_equal(1.0, 1.001, 4));
+        assert!(!almost_equal(f64::NAN, 1.0, 4));
+    }
+
+    #[test]
+    fn legacy_print_averages_known_rows() {
+        let s =
+            SeriesData { start: 0, end: 40, step_secs: 10, values: vec![1.0, f64::NAN, 3.0, f64::INFINITY] };
+        assert_eq!(legacy_print_value(&s, Cf::Average), 2.0);
+        assert_eq!(legacy_print_value(&s, Cf::Maximum), 3.0);
+        assert_eq!(legacy_print_value(&s, Cf::Last), 3.0);
+        let none = SeriesData { start: 0, end: 10, step_secs: 10, values: vec![f64::NAN] };
+        assert!(legacy_print_value(&none, Cf::Average).is_sign_negative());
+    }
+
+    #[test]
+    fn frexp10_splits_decimal_exponents() {
+        assert_eq!(frexp10(2500.0), (2.5, 3.0));
+        let (m, e) = frexp10(0.05);
+        assert!((m - 5.0).abs() < 1e-12 && e == -2.0);
+    }
+}

@@ -1,0 +1,29 @@
+//! rrd-graph: the common subset of `rrdtool graph`/`graphv` 1.7.2, drawn
+//! as PNG or SVG over the engine's DEF/CDEF/VDEF evaluation.
+//!
+//! Owns: the graph elements (LINE, AREA, STACK, HRULE, VRULE, COMMENT,
+//! GPRINT, PRINT, TEXTALIGN), the PRINT format whitelist and formatter,
+//! the image layout, y-axis scaling, time axis, legend and the two image
+//! encoders. The data (fetch, consolidation, RPN, VDEF) belongs to
+//! `rrd_engine::xport`; this crate never re-implements it.
+//!
+//! Invariants: untrusted element text and options never panic and never
+//! reach a C `printf`; image size, graphv numbers and PRINT text follow
+//! RRDtool's arithmetic so scripts that read them keep working.
+//!
+//! Deliberately not here: legend positions other than south, the right
+//! axis, `--alt-y-grid`, custom `--x-grid`/`--y-grid`, TICK, SHIFT,
+//! gradients, PDF/EPS output, pixel-identical drawing.
+
+mod canvas;
+mod elements;
+pub mod error;
+mod graph;
+pub mod options;
+pub mod printf;
+mod text;
+mod timeaxis;
+
+pub use error::GraphError;
+pub use graph::{render, GraphOutput, InfoValue};
+pub use options::{ImageFormat, Options, Rgba, OPTION_SPECS};

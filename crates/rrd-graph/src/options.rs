@@ -1,0 +1,484 @@
+//! The options of `rrdtool graph` that rrd-graph understands, set one at a
+//! time by their long name (the command line parses getopt-style and calls
+//! [`Options::apply`]; a web handler can call it directly).
+//!
+//! Invariants: `width`/`height` are at least 10 (RRDtool refuses less),
+//! `base` is 1000 or 1024. Time specifications stay text until the graph
+//! is drawn, so `now` is read once per graph.
+//!
+//! Options that only tune RRDtool's Cairo/Pango backend (`--font`,
+//! `--font-render-mode`, `--graph-render-mode`, `--zoom`, `--interlaced`,
+//! `--lazy`, `--daemon`, `--pango-markup`, `--dynamic-labels`,
+//! `--grid-dash`, `--font-smoothing-threshold`) are accepted and ignored.
+
+use crate::error::{GraphError, Result};
+
+/// A colour with straight (not premultiplied) alpha, components 0..=255.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rgba {
+    pub r: u8,
+    pub g: u8,
+    pub b: u8,
+    pub a: u8,
+}
+
+impl Rgba {
+    pub const fn new(r: u8, g: u8, b: u8, a: u8) -> Rgba {
+        Rgba { r, g, b, a }
+    }
+
+    /// From RRDtool's 0xRRGGBBAA.
+    pub const fn from_u32(v: u32) -> Rgba {
+        Rgba::new((v >> 24) as u8, (v >> 16) as u8, (v >> 8) as u8, v as u8)
+    }
+
+    /// From RRDtool's default colour table (components 0.0..=1.0).
+    const fn from_unit(r: f64, g: f64, b: f64, a: f64) -> Rgba {
+        Rgba::new(
+            (r * 255.0 + 0.5) as u8,
+            (g * 255.0 + 0.5) as u8,
+            (b * 255.0 + 0.5) as u8,
+            (a * 255.0 + 0.5) as u8,
+        )
+    }
+
+    pub fn with_alpha(self, a: u8) -> Rgba {
+        Rgba { a, ..self }
+    }
+}
+
+/// The colour slots of `--color NAME#RRGGBB[AA]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColorTag {
+    Canvas = 0,
+    Back = 1,
+    ShadeA = 2,
+    ShadeB = 3,
+    Grid = 4,
+    MGrid = 5,
+    Font = 6,
+    Arrow = 7,
+    Axis = 8,
+    Frame = 9,
+}
+
+impl ColorTag {
+    fn from_name(name: &str) -> Option<ColorTag> {
+        Some(match name {
+            "BACK" => ColorTag::Back,
+            "CANVAS" => ColorTag::Canvas,
+            "SHADEA" => ColorTag::ShadeA,
+            "SHADEB" => ColorTag::ShadeB,
+            "GRID" => ColorTag::Grid,
+            "MGRID" => ColorTag::MGrid,
+            "FONT" => ColorTag::Font,
+            "ARROW" => ColorTag::Arrow,
+            "AXIS" => ColorTag::Axis,
+            "FRAME" => ColorTag::Frame,
+            _ => return None,
+        })
+    }
+}
+
+/// RRDtool's default colours, indexed by [`ColorTag`].
+pub const DEFAULT_COLORS: [Rgba; 10] = [
+    Rgba::from_unit(1.00, 1.00, 1.00, 1.00),
+    Rgba::from_unit(0.95, 0.95, 0.95, 1.00),
+    Rgba::from_unit(0.81, 0.81, 0.81, 1.00),
+    Rgba::from_unit(0.62, 0.62, 0.62, 1.00),
+    Rgba::from_unit(0.56, 0.56, 0.56, 0.75),
+    Rgba::from_unit(0.87, 0.31, 0.31, 0.60),
+    Rgba::from_unit(0.00, 0.00, 0.00, 1.00),
+    Rgba::from_unit(0.50, 0.12, 0.12, 1.00),
+    Rgba::from_unit(0.12, 0.12, 0.12, 1.00),
+    Rgba::from_unit(0.00, 0.00, 0.00, 1.00),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ImageFormat {
+    #[default]
+    Png,
+    Svg,
+}
+
+/// Every option that changes the graph.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// AT-style `--start` (default `end-24h`).
+    pub start: String,
+    /// AT-style `--end` (default `now`).
+    pub end: String,
+    /// `--step`: the smallest consolidation step wished for (0: automatic).
+    pub step_secs: i64,
+    pub title: String,
+    pub vertical_label: String,
+    /// Graph area (or, with `full_size_mode`, whole image) width in pixels.
+    pub width: i64,
+    pub height: i64,
+    /// `--upper-limit` / `--lower-limit` (NaN when not given).
+    pub upper_limit: f64,
+    pub lower_limit: f64,
+    pub rigid: bool,
+    pub logarithmic: bool,
+    pub base: i64,
+    /// `--units-exponent` (RRDtool's 9999 means "not given").
+    pub units_exponent: Option<i32>,
+    /// `--units-length` (default 6) and whether it was given.
+    pub units_length: i64,
+    pub force_left_space: bool,
+    /// `--units=si` (SI labels on a logarithmic axis).
+    pub units_si: bool,
+    pub colors: [Rgba; 10],
+    pub image_format: ImageFormat,
+    pub only_graph: bool,
+    pub full_size_mode: bool,
+    pub no_legend: bool,
+    pub slope_mode: bool,
+    pub no_minor: bool,
+    pub alt_autoscale: bool,
+    pub alt_autoscale_min: bool,
+    pub alt_autoscale_max: bool,
+    pub draw_x_grid: bool,
+    pub draw_y_grid: bool,
+    pub no_rrdtool_tag: bool,
+    pub force_rules_legend: bool,
+    pub watermark: String,
+    /// Width of the 3D border (`--border`, default 2).
+    pub border: i64,
+    /// Tab stops in legends, in pixels (`--tabwidth`, default 40).
+    pub tab_width: f64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            start: "end-24h".into(),
+            end: "now".into(),
+            step_secs: 0,
+            title: String::new(),
+            vertical_label: String::new(),
+            width: 400,
+            height: 100,
+            upper_limit: f64::NAN,
+            lower_limit: f64::NAN,
+            rigid: false,
+            logarithmic: false,
+            base: 1000,
+            units_exponent: None,
+            units_length: 6,
+            force_left_space: false,
+            units_si: false,
+            colors: DEFAULT_COLORS,
+            image_format: ImageFormat::Png,
+            only_graph: false,
+            full_size_mode: false,
+            no_legend: false,
+            slope_mode: false,
+            no_minor: false,
+            alt_autoscale: false,
+            alt_autoscale_min: false,
+            alt_autoscale_max: false,
+            draw_x_grid: true,
+            draw_y_grid: true,
+            no_rrdtool_tag: false,
+            force_rules_legend: false,
+            watermark: String::new(),
+            border: 2,
+            tab_width: 40.0,
+        }
+    }
+}
+
+/// An option the command line may pass: its long name, short letter and
+/// whether it takes a value (the getopt table of `rrdtool graph`).
+pub struct OptionSpec {
+    pub long: &'static str,
+    pub short: Option<char>,
+    pub takes_value: bool,
+}
+
+const fn spec(long: &'static str, short: Option<char>, takes_value: bool) -> OptionSpec {
+    OptionSpec { long, short, takes_value }
+}
+
+/// Every option `rrdtool graph` 1.7.2 knows that rrd-graph accepts.
+pub const OPTION_SPECS: &[OptionSpec] = &[
+    spec("alt-autoscale", Some('A'), false),
+    spec("imgformat", Some('a'), true),
+    spec("font-smoothing-threshold", Some('B'), true),
+    spec("base", Some('b'), true),
+    spec("color", Some('c'), true),
+    spec("full-size-mode", Some('D'), false),
+    spec("daemon", Some('d'), true),
+    spec("slope-mode", Some('E'), false),
+    spec("end", Some('e'), true),
+    spec("force-rules-legend", Some('F'), false),
+    spec("graph-render-mode", Some('G'), true),
+    spec("no-legend", Some('g'), false),
+    spec("height", Some('h'), true),
+    spec("no-minor", Some('I'), false),
+    spec("interlaced", Some('i'), false),
+    spec("alt-autoscale-min", Some('J'), false),
+    spec("only-graph", Some('j'), false),
+    spec("units-length", Some('L'), true),
+    spec("lower-limit", Some('l'), true),
+    spec("alt-autoscale-max", Some('M'), false),
+    spec("zoom", Some('m'), true),
+    spec("no-gridfit", Some('N'), false),
+    spec("font", Some('n'), true),
+    spec("logarithmic", Some('o'), false),
+    spec("pango-markup", Some('P'), false),
+    spec("font-render-mode", Some('R'), true),
+    spec("rigid", Some('r'), false),
+    spec("step", Some('S'), true),
+    spec("start", Some('s'), true),
+    spec("tabwidth", Some('T'), true),
+    spec("title", Some('t'), true),
+    spec("upper-limit", Some('u'), true),
+    spec("vertical-label", Some('v'), true),
+    spec("watermark", Some('W'), true),
+    spec("width", Some('w'), true),
+    spec("units-exponent", Some('X'), true),
+    spec("x-grid", Some('x'), true),
+    spec("y-grid", Some('y'), true),
+    spec("lazy", Some('z'), false),
+    spec("units", None, true),
+    spec("disable-rrdtool-tag", None, false),
+    spec("border", None, true),
+    spec("grid-dash", None, true),
+    spec("dynamic-labels", None, false),
+];
+
+/// C's `atol`/`atoi`: optional space and sign, then digits; 0 when none.
+pub(crate) fn c_atol(s: &str) -> i64 {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let (negative, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let end = digits.bytes().position(|c| !c.is_ascii_digit()).unwrap_or(digits.len());
+    let v: i64 = digits[..end].parse().unwrap_or(if end == 0 { 0 } else { i64::MAX });
+    if negative {
+        -v
+    } else {
+        v
+    }
+}
+
+/// A number as RRDtool 1.7.2 reads `--upper-limit` and friends: all of the
+/// text must be a number.
+fn parse_double(value: &str, option: &str) -> Result<f64> {
+    let (v, used) = rrd_engine::numparse::rrd_strtod(value);
+    if used == 0 {
+        return Err(GraphError::invalid(format!("option {option} - Cannot convert '{value}' to float")));
+    }
+    if used != value.len() {
+        return Err(GraphError::invalid(format!(
+            "option {option} - Converted '{value}' to {v:.6}, but cannot convert '{}'",
+            &value[used..]
+        )));
+    }
+    Ok(v)
+}
+
+/// `--color NAME#RRGGBB[AA]` (also `#RGB` and `#RGBA`, as RRDtool allows).
+fn parse_color_option(value: &str) -> Result<(ColorTag, Rgba)> {
+    let bad = || GraphError::invalid("invalid color def format");
+    let (name, hex) = value.split_once('#').ok_or_else(bad)?;
+    if name.is_empty() || name.len() > 10 || !name.bytes().all(|c| c.is_ascii_uppercase()) {
+        return Err(bad());
+    }
+    let digits: String = hex.chars().take_while(char::is_ascii_hexdigit).take(8).collect();
+    if digits.is_empty() {
+        return Err(bad());
+    }
+    let v = u32::from_str_radix(&digits, 16).map_err(|_| bad())?;
+    let color = match digits.len() {
+        3 => ((v & 0xf00) * 0x11_0000) | ((v & 0x0f0) * 0x01_1000) | ((v & 0x00f) * 0x00_1100) | 0xff,
+        4 => {
+            ((v & 0xf000) * 0x1_1000)
+                | ((v & 0x0f00) * 0x1100)
+                | ((v & 0x00f0) * 0x110)
+                | ((v & 0x000f) * 0x11)
+        }
+        6 => (v << 8) | 0xff,
+        8 => v,
+        _ => return Err(GraphError::invalid("the color format is #RRGGBB[AA]")),
+    };
+    let tag = ColorTag::from_name(name)
+        .ok_or_else(|| GraphError::invalid(format!("invalid color name '{name}'")))?;
+    Ok((tag, Rgba::from_u32(color)))
+}
+
+impl Options {
+    /// Applies one option by its long name, as `rrdtool graph` would.
+    pub fn apply(&mut self, long: &str, value: Option<&str>) -> Result<()> {
+        let v = value.unwrap_or("");
+        match long {
+            "alt-autoscale" => self.alt_autoscale = true,
+            "alt-autoscale-min" => self.alt_autoscale_min = true,
+            "alt-autoscale-max" => self.alt_autoscale_max = true,
+            "imgformat" => {
+                self.image_format = match v {
+                    "PNG" => ImageFormat::Png,
+                    "SVG" => ImageFormat::Svg,
+                    _ => return Err(GraphError::invalid(format!("unsupported graphics format '{v}'"))),
+                }
+            }
+            "base" => {
+                self.base = c_atol(v);
+                if self.base != 1000 && self.base != 1024 {
+                    return Err(GraphError::invalid(
+                        "the only sensible value for base apart from 1000 is 1024",
+                    ));
+                }
+            }
+            "color" => {
+                let (tag, color) = parse_color_option(v)?;
+                self.colors[tag as usize] = color;
+            }
+            "full-size-mode" => self.full_size_mode = true,
+            "slope-mode" => self.slope_mode = true,
+            "start" => self.start = v.to_string(),
+            "end" => self.end = v.to_string(),
+            "force-rules-legend" => self.force_rules_legend = true,
+            "no-legend" => self.no_legend = true,
+            "height" => {
+                let h = c_atol(v);
+                if h < 10 {
+                    return Err(GraphError::invalid("height below 10 pixels"));
+                }
+                self.height = h;
+            }
+            "width" => {
+                let w = c_atol(v);
+                if w < 10 {
+                    return Err(GraphError::invalid("width below 10 pixels"));
+                }
+                self.width = w;
+            }
+            "no-minor" => self.no_minor = true,
+            "only-graph" => self.only_graph = true,
+            "units-length" => {
+                self.units_length = c_atol(v) as i32 as i64;
+                self.force_left_space = true;
+            }
+            "lower-limit" => self.lower_limit = parse_double(v, "-l")?,
+            "upper-limit" => self.upper_limit = parse_double(v, "-u")?,
+            "logarithmic" => self.logarithmic = true,
+            "rigid" => self.rigid = true,
+            "step" => self.step_secs = c_atol(v) as i32 as i64,
+            "tabwidth" => self.tab_width = parse_double(v, "-T")?,
+            "title" => self.title = v.to_string(),
+            "vertical-label" => self.vertical_label = v.to_string(),
+            "watermark" => self.watermark = v.to_string(),
+            "units-exponent" => self.units_exponent = Some(c_atol(v) as i32),
+            "x-grid" => {
+                if v != "none" {
+                    return Err(GraphError::invalid(format!(
+                        "--x-grid {v}: rrdscale only supports --x-grid none so far"
+                    )));
+                }
+                self.draw_x_grid = false;
+            }
+            "y-grid" => {
+                if v != "none" {
+                    return Err(GraphError::invalid(format!(
+                        "--y-grid {v}: rrdscale only supports --y-grid none so far"
+                    )));
+                }
+                self.draw_y_grid = false;
+            }
+            "units" => {
+                if self.units_si {
+                    return Err(GraphError::invalid("--units can only be used once!"));
+                }
+                if v != "si" {
+                    return Err(GraphError::invalid(format!("invalid argument for --units: {v}")));
+                }
+                self.units_si = true;
+            }
+            "disable-rrdtool-tag" => self.no_rrdtool_tag = true,
+            "border" => self.border = c_atol(v) as i32 as i64,
+            "font-smoothing-threshold"
+            | "daemon"
+            | "graph-render-mode"
+            | "interlaced"
+            | "zoom"
+            | "no-gridfit"
+            | "font"
+            | "pango-markup"
+            | "font-render-mode"
+            | "lazy"
+            | "grid-dash"
+            | "dynamic-labels" => {}
+            other => return Err(GraphError::invalid(format!("unknown option '{other}'"))),
+        }
+        Ok(())
+    }
+
+    /// What RRDtool checks once every option is read.
+    pub(crate) fn validate(&self) -> Result<()> {
+        // An unset lower limit (NaN) passes, as in RRDtool.
+        if self.logarithmic && self.lower_limit <= 0.0 {
+            return Err(GraphError::invalid("for a logarithmic yaxis you must specify a lower-limit > 0"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colors_parse_like_rrdtool() {
+        assert_eq!(parse_color_option("BACK#ff0000").unwrap(), (ColorTag::Back, Rgba::new(255, 0, 0, 255)));
+        assert_eq!(parse_color_option("FONT#12345678").unwrap().1, Rgba::new(0x12, 0x34, 0x56, 0x78));
+        assert_eq!(parse_color_option("GRID#abc").unwrap().1, Rgba::new(0xaa, 0xbb, 0xcc, 0xff));
+        assert_eq!(parse_color_option("GRID#abcd").unwrap().1, Rgba::new(0xaa, 0xbb, 0xcc, 0xdd));
+        assert_eq!(parse_color_option("NOPE#ffffff").unwrap_err().to_string(), "invalid color name 'NOPE'");
+        assert_eq!(
+            parse_color_option("BACK#fffff").unwrap_err().to_string(),
+            "the color format is #RRGGBB[AA]"
+        );
+        assert_eq!(parse_color_option("back#ffffff").unwrap_err().to_string(), "invalid color def format");
+    }
+
+    #[test]
+    fn option_values_are_checked() {
+        let mut o = Options::default();
+        assert_eq!(o.apply("width", Some("9")).unwrap_err().to_string(), "width below 10 pixels");
+        assert_eq!(o.apply("height", Some("x")).unwrap_err().to_string(), "height below 10 pixels");
+        assert!(o.apply("base", Some("1000")).is_ok());
+        assert!(o.apply("base", Some("10")).is_err());
+        o.apply("upper-limit", Some("1e3")).unwrap();
+        assert_eq!(o.upper_limit, 1000.0);
+        assert_eq!(
+            o.apply("lower-limit", Some("5x")).unwrap_err().to_string(),
+            "option -l - Converted '5x' to 5.000000, but cannot convert 'x'"
+        );
+        assert_eq!(
+            o.apply("upper-limit", Some("")).unwrap_err().to_string(),
+            "option -u - Cannot convert '' to float"
+        );
+        o.apply("imgformat", Some("SVG")).unwrap();
+        assert_eq!(o.image_format, ImageFormat::Svg);
+        assert_eq!(
+            o.apply("imgformat", Some("GIF")).unwrap_err().to_string(),
+            "unsupported graphics format 'GIF'"
+        );
+        o.apply("logarithmic", None).unwrap();
+        o.lower_limit = f64::NAN;
+        assert!(o.validate().is_ok());
+        o.apply("lower-limit", Some("0")).unwrap();
+        assert!(o.validate().is_err());
+    }
+
+    #[test]
+    fn default_colors_are_rrdtools() {
+        assert_eq!(DEFAULT_COLORS[ColorTag::Back as usize], Rgba::new(242, 242, 242, 255));
+        assert_eq!(DEFAULT_COLORS[ColorTag::MGrid as usize], Rgba::new(222, 79, 79, 153));
+    }
+}

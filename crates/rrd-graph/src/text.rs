@@ -1,0 +1,174 @@
+//! Text metrics and glyph outlines from the bundled DejaVu Sans Mono, the
+//! font RRDtool 1.7.2 asks for first.
+//!
+//! RRDtool measures text with Pango at 100 dpi with hinted metrics, so a
+//! glyph advances a whole number of pixels and a line is as tall as its
+//! rounded-up ascent plus rounded-up descent. [`Font`] reproduces those
+//! numbers (the legend layout and the image size depend on them) and
+//! hands out unhinted outlines for drawing; the drawn glyphs are not
+//! Pango's pixels. Tabs advance to the next multiple of the tab width.
+//!
+//! The font file is compiled in (`fonts/DejaVuSansMono.ttf`, Bitstream
+//! Vera licence, see `fonts/LICENSE-DejaVu.txt`), so a graph looks the same
+//! on every machine.
+
+use std::sync::OnceLock;
+
+use ab_glyph::{Font as _, FontRef, OutlineCurve};
+
+static FONT_BYTES: &[u8] = include_bytes!("../fonts/DejaVuSansMono.ttf");
+
+/// The resolution RRDtool gives Pango.
+const DPI: f64 = 100.0;
+
+/// One step of a glyph outline, in pixels, y growing downwards, relative
+/// to the start of the text on its baseline.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum PathOp {
+    Move(f64, f64),
+    Line(f64, f64),
+    Quad(f64, f64, f64, f64),
+    Cubic(f64, f64, f64, f64, f64, f64),
+    Close,
+}
+
+pub(crate) struct Font {
+    font: FontRef<'static>,
+}
+
+/// The bundled font, parsed once.
+pub(crate) fn font() -> &'static Font {
+    static FONT: OnceLock<Font> = OnceLock::new();
+    FONT.get_or_init(|| Font { font: FontRef::try_from_slice(FONT_BYTES).expect("the bundled font parses") })
+}
+
+impl Font {
+    /// Font units to pixels at `size_pt`.
+    fn scale(&self, size_pt: f64) -> f64 {
+        size_pt * DPI / 72.0 / f64::from(self.font.units_per_em().unwrap_or(2048.0))
+    }
+
+    fn glyph(&self, c: char) -> ab_glyph::GlyphId {
+        let id = self.font.glyph_id(c);
+        if id.0 == 0 {
+            self.font.glyph_id('?')
+        } else {
+            id
+        }
+    }
+
+    /// The hinted advance of `c` in whole pixels.
+    fn advance(&self, c: char, size_pt: f64) -> f64 {
+        (f64::from(self.font.h_advance_unscaled(self.glyph(c))) * self.scale(size_pt)).round()
+    }
+
+    /// Walks `text`, calling `f(char, pen_x)` for each drawn character;
+    /// returns the total width.
+    fn layout(&self, text: &str, size_pt: f64, tab_width: f64, mut f: impl FnMut(char, f64)) -> f64 {
+        let mut x = 0.0;
+        for c in text.chars() {
+            if c == '\t' {
+                let tab = if tab_width > 0.0 { tab_width } else { 40.0 };
+                x = ((x / tab).floor() + 1.0) * tab;
+                continue;
+            }
+            if c.is_control() {
+                continue;
+            }
+            f(c, x);
+            x += self.advance(c, size_pt);
+        }
+        x
+    }
+
+    /// Width of `text` as RRDtool's `gfx_get_text_width` reports it.
+    pub(crate) fn text_width(&self, text: &str, size_pt: f64, tab_width: f64) -> f64 {
+        self.layout(text, size_pt, tab_width, |_, _| {})
+    }
+
+    /// Pixels from the top of a line to its baseline.
+    pub(crate) fn ascent(&self, size_pt: f64) -> f64 {
+        (f64::from(self.font.ascent_unscaled()) * self.scale(size_pt)).ceil()
+    }
+
+    /// Pixels from the baseline to the bottom of a line.
+    pub(crate) fn descent(&self, size_pt: f64) -> f64 {
+        (-f64::from(self.font.descent_unscaled()) * self.scale(size_pt)).ceil()
+    }
+
+    /// Line height as RRDtool's `gfx_get_text_height` reports it.
+    pub(crate) fn text_height(&self, size_pt: f64) -> f64 {
+        self.ascent(size_pt) + self.descent(size_pt)
+    }
+
+    /// Outlines of `text`, origin at the start of its baseline.
+    pub(crate) fn outline(&self, text: &str, size_pt: f64, tab_width: f64) -> Vec<PathOp> {
+        let s = self.scale(size_pt);
+        let mut ops = Vec::new();
+        self.layout(text, size_pt, tab_width, |c, pen| {
+            let Some(outline) = self.font.outline(self.glyph(c)) else { return };
+            let p = |pt: ab_glyph::Point| (pen + f64::from(pt.x) * s, -f64::from(pt.y) * s);
+            let mut last: Option<ab_glyph::Point> = None;
+            for curve in &outline.curves {
+                let (start, end) = match curve {
+                    OutlineCurve::Line(a, b) => (*a, *b),
+                    OutlineCurve::Quad(a, _, b) => (*a, *b),
+                    OutlineCurve::Cubic(a, _, _, b) => (*a, *b),
+                };
+                if last != Some(start) {
+                    if last.is_some() {
+                        ops.push(PathOp::Close);
+                    }
+                    let (x, y) = p(start);
+                    ops.push(PathOp::Move(x, y));
+                }
+                match curve {
+                    OutlineCurve::Line(_, b) => {
+                        let (x, y) = p(*b);
+                        ops.push(PathOp::Line(x, y));
+                    }
+                    OutlineCurve::Quad(_, c1, b) => {
+                        let ((x1, y1), (x, y)) = (p(*c1), p(*b));
+                        ops.push(PathOp::Quad(x1, y1, x, y));
+                    }
+                    OutlineCurve::Cubic(_, c1, c2, b) => {
+                        let ((x1, y1), (x2, y2), (x, y)) = (p(*c1), p(*c2), p(*b));
+                        ops.push(PathOp::Cubic(x1, y1, x2, y2, x, y));
+                    }
+                }
+                last = Some(end);
+            }
+            if last.is_some() {
+                ops.push(PathOp::Close);
+            }
+        });
+        ops
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The numbers below are what rrdtool 1.7.2 reported (graphv's
+    /// image_width and legend coords) with this font.
+    #[test]
+    fn metrics_match_rrdtools_pango() {
+        let f = font();
+        // "0" at the axis size: 6 px (a 481 px wide default image).
+        assert_eq!(f.text_width("0", 7.0, 40.0), 6.0);
+        // Legends at 8 pt: 7 px a character, 14 px a line.
+        assert_eq!(f.text_width("  foo", 8.0, 40.0), 35.0);
+        assert_eq!(f.text_width(" 89.99 ", 8.0, 40.0), 49.0);
+        assert_eq!(f.text_height(8.0), 14.0);
+        assert_eq!(f.text_width("a\tb", 8.0, 40.0), 47.0);
+    }
+
+    #[test]
+    fn outlines_exist_for_text() {
+        let ops = font().outline("Ab", 8.0, 40.0);
+        assert!(matches!(ops.first(), Some(PathOp::Move(..))));
+        assert!(ops.iter().filter(|o| matches!(o, PathOp::Close)).count() >= 3);
+        assert!(font().outline(" ", 8.0, 40.0).is_empty());
+    }
+}

@@ -1,0 +1,71 @@
+//! `rrdscale graph|graphv FILE [options] ELEMENTS...`: draws a graph as
+//! `rrdtool graph` 1.7.2 does and prints what it prints.
+//!
+//! `graph` prints `WIDTHxHEIGHT` and the PRINT results (nothing when the
+//! first argument is `-`, which sends the image to standard output, as
+//! rrdtool does); `graphv` prints graphv's `key = value` lines, with the
+//! image as `image = BLOB_SIZE:n` followed by its bytes when the file is
+//! `-`. With no LINE, AREA, rule or GPRINT nothing is drawn and no file is
+//! written (`0x0`). Options are parsed here getopt-style; their meaning,
+//! the elements and the drawing belong to `rrd_graph`.
+
+use std::io::Write;
+
+use anyhow::{bail, Result};
+use rrd_graph::{render, InfoValue, Options, OPTION_SPECS};
+
+use super::{fmt_info_value, now_secs};
+use crate::opts;
+
+pub fn run(args: &[String], out: &mut dyn Write, verbose: bool) -> Result<()> {
+    if args.is_empty() {
+        bail!("missing filename");
+    }
+    let specs: Vec<opts::Spec> = OPTION_SPECS
+        .iter()
+        .map(|s| if s.takes_value { opts::value(s.short, s.long) } else { opts::flag(s.short, s.long) })
+        .collect();
+    let parsed = opts::parse(args, &specs)?;
+    let mut options = Options::default();
+    for (name, value) in &parsed.opts {
+        options.apply(name, value.as_deref())?;
+    }
+    let Some((file, elements)) = parsed.operands.split_first() else {
+        bail!("missing filename");
+    };
+    let graph = render(&options, elements, now_secs())?;
+    let to_stdout = file == "-";
+    if let Some(image) = &graph.image {
+        if !to_stdout {
+            if let Err(e) = std::fs::write(file, image) {
+                let kind = match options.image_format {
+                    rrd_graph::ImageFormat::Png => "png",
+                    rrd_graph::ImageFormat::Svg => "svg",
+                };
+                bail!("Could not save {kind} to '{file}' ({e})");
+            }
+        } else if !verbose {
+            out.write_all(image)?;
+        }
+    }
+    if verbose {
+        for (key, value) in &graph.info {
+            match value {
+                InfoValue::Count(n) => writeln!(out, "{key} = {n}")?,
+                InfoValue::Value(v) => writeln!(out, "{key} = {}", fmt_info_value(*v))?,
+                InfoValue::Text(s) => writeln!(out, "{key} = \"{s}\"")?,
+            }
+        }
+        if let (true, Some(image)) = (to_stdout, &graph.image) {
+            writeln!(out, "image = BLOB_SIZE:{}", image.len())?;
+            out.write_all(image)?;
+        }
+    } else if args[0] != "-" {
+        // rrdtool compares its first argument, not the file name, with "-".
+        writeln!(out, "{}x{}", graph.image_width, graph.image_height)?;
+        for line in &graph.prints {
+            writeln!(out, "{line}")?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,292 @@
+//! `rrdscale bench` at tiny sizes, so the benchmarks never rot: every
+//! workload with and without `--vs rrdtool`, every mode, and a memory
+//! budget. Asserts the report's rows, that the benchmarked files are valid
+//! RRDs afterwards (`rrdtool info` succeeds) whose last update is the one
+//! the report claims (`rrdtool lastupdate`), and that all sides' files are
+//! byte-identical. No timing is asserted.
+//!
+//! rrdtool and librrd are required: when missing, these tests fail with a
+//! message saying so.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn rrdscale() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rrdscale"));
+    c.env("TZ", "UTC").env("LC_ALL", "C");
+    c
+}
+
+fn rrdtool(args: &[&str]) -> std::process::Output {
+    Command::new("rrdtool")
+        .args(args)
+        .env("TZ", "UTC")
+        .env("LC_ALL", "C")
+        .output()
+        .expect("rrdtool 1.7.2 must be installed to compare against it (apt-get install rrdtool)")
+}
+
+/// Runs `rrdscale bench ARGS`, asserting success; returns the report.
+fn bench(args: &[&str]) -> String {
+    let out = rrdscale().arg("bench").args(args).output().expect("running rrdscale bench");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "rrdscale bench {} failed: {}\nstderr:\n{}\nstdout:\n{stdout}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The directories listed as "Files of <side>: `<dir>`".
+fn side_dirs(report: &str) -> Vec<(String, PathBuf)> {
+    report
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("- Files of ")?;
+            let (side, dir) = rest.split_once(": `")?;
+            let dir = dir.split('`').next()?;
+            Some((side.to_string(), PathBuf::from(dir)))
+        })
+        .collect()
+}
+
+/// The "Last update of files a..b: T" lines.
+fn last_updates(report: &str) -> Vec<(u64, u64, i64)> {
+    report
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("- Last update of files ")?;
+            let (range, t) = rest.split_once(": ")?;
+            let (a, b) = range.split_once("..")?;
+            let t = t.split_whitespace().next()?;
+            Some((a.parse().ok()?, b.parse().ok()?, t.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Path of file `i` as the bench lays files out.
+fn file_path(dir: &Path, i: u64) -> PathBuf {
+    dir.join(format!("{:04}", i / 1000)).join(format!("{i:07}.rrd"))
+}
+
+/// Every side's first and last file of every run is a valid RRD whose last
+/// update is the one the report claims.
+fn check_files(report: &str, expected_sides: &[&str]) {
+    let dirs = side_dirs(report);
+    let labels: Vec<&str> = dirs.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(labels, expected_sides, "sides listed in the report:\n{report}");
+    let runs = last_updates(report);
+    assert!(!runs.is_empty(), "no last-update lines in the report:\n{report}");
+    for (side, dir) in &dirs {
+        for &(a, b, t) in &runs {
+            for i in [a, b - 1] {
+                let f = file_path(dir, i);
+                let f = f.to_str().unwrap();
+                let info = rrdtool(&["info", f]);
+                assert!(
+                    info.status.success(),
+                    "rrdtool info {f} ({side}): {}",
+                    String::from_utf8_lossy(&info.stderr)
+                );
+                let last = rrdtool(&["lastupdate", f]);
+                assert!(last.status.success(), "rrdtool lastupdate {f}");
+                let text = String::from_utf8_lossy(&last.stdout);
+                let data = text.lines().find(|l| l.contains(':')).unwrap_or("");
+                assert!(
+                    data.starts_with(&format!("{t}:")),
+                    "{side}: {f} was last updated at '{data}', the report says {t}"
+                );
+            }
+        }
+    }
+}
+
+fn row_count(report: &str, prefix: &str) -> usize {
+    report.lines().filter(|l| l.starts_with(prefix)).count()
+}
+
+#[test]
+fn perftest_against_rrdtool_in_every_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("b");
+    let json = dir.path().join("r.json");
+    let svg = dir.path().join("svg");
+    let report = bench(&[
+        "perftest",
+        "--files",
+        "50",
+        "--updates-per-round",
+        "3",
+        "--rounds",
+        "2",
+        "--mode",
+        "direct,batch,pipe",
+        "--vs",
+        "rrdtool,rrdtool-pipe",
+        "--dir",
+        d.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    for mode in ["direct", "batch", "pipe"] {
+        assert_eq!(row_count(&report, &format!("| rrdscale | 100 | perftest | {mode} |")), 1, "{report}");
+    }
+    assert_eq!(row_count(&report, "| rrdtool 1.7.2 | 100 | perftest | librrd |"), 1, "{report}");
+    assert_eq!(row_count(&report, "| rrdtool 1.7.2 | 100 | perftest | pipe |"), 1, "{report}");
+    // Two rounds of three passes; creates per side per round.
+    for round in 1..=2 {
+        for pass in 1..=3 {
+            assert_eq!(row_count(&report, &format!("| {round} | {pass} | 2023-11-15 ")), 1, "{report}");
+        }
+    }
+    assert_eq!(row_count(&report, "| librrd | 2 | 50 |"), 1, "{report}");
+    assert!(report.contains("Byte-identical across sides: 100 of 100 compared files"), "{report}");
+    assert!(report.contains("Reproduce with: `rrdscale bench perftest --files 50"), "{report}");
+    check_files(&report, &["rrdscale direct", "rrdscale batch", "rrdscale pipe", "librrd", "rrdtool pipe"]);
+    let j = std::fs::read_to_string(&json).unwrap();
+    assert!(j.starts_with('{') && j.contains("\"command\"") && j.contains("\"Librrd\""), "{j}");
+    for name in ["perftest-updates.svg", "perftest-pages.svg"] {
+        let s = std::fs::read_to_string(svg.join(name)).unwrap();
+        assert!(s.starts_with("<svg") && s.matches("<polyline").count() == 5, "{name}");
+    }
+}
+
+#[test]
+fn perftest_alone_has_no_ratio() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("b");
+    let report = bench(&[
+        "perftest",
+        "--files",
+        "20",
+        "--updates-per-round",
+        "2",
+        "--schema",
+        "mrtg",
+        "--dir",
+        d.to_str().unwrap(),
+    ]);
+    let row =
+        report.lines().find(|l| l.starts_with("| rrdscale | 20 | mrtg | direct |")).expect("summary row");
+    assert!(row.ends_with("| – |"), "no reference, no ratio: {row}");
+    assert!(!report.contains("librrd"), "{report}");
+    check_files(&report, &["rrdscale direct"]);
+}
+
+#[test]
+fn growthforecast_against_rrdtool() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("b");
+    let report = bench(&[
+        "growthforecast",
+        "--sizes",
+        "20,40",
+        "--passes",
+        "2",
+        "--mode",
+        "direct,batch",
+        "--vs",
+        "rrdtool",
+        "--dir",
+        d.to_str().unwrap(),
+    ]);
+    for n in [20, 40] {
+        for side in ["rrdscale direct", "rrdscale batch", "librrd"] {
+            assert_eq!(row_count(&report, &format!("| {n} | {side} |")), 1, "{report}");
+        }
+        assert_eq!(
+            row_count(&report, &format!("| {n} | rrdscale direct vs librrd (speedup) |")),
+            1,
+            "{report}"
+        );
+    }
+    assert!(report.contains("| pass 1 (cold) s | pass 2 s |"), "{report}");
+    // Files 0..20 got 4 updates, files 20..40 two: two runs of last updates.
+    assert_eq!(last_updates(&report).len(), 2, "{report}");
+    assert!(report.contains("Byte-identical across sides: 40 of 40 compared files"), "{report}");
+    check_files(&report, &["rrdscale direct", "rrdscale batch", "librrd"]);
+}
+
+#[test]
+fn growthforecast_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("b");
+    let report = bench(&[
+        "growthforecast",
+        "--sizes",
+        "20,40",
+        "--passes",
+        "2",
+        "--mode",
+        "pipe",
+        "--dir",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(row_count(&report, "| 40 | rrdscale pipe |"), 1, "{report}");
+    assert!(!report.contains("speedup"), "{report}");
+    check_files(&report, &["rrdscale pipe"]);
+}
+
+/// A memory budget puts each side in its own memory cgroup (needs root and
+/// a cgroup hierarchy, as on the project's machines) and removes it after.
+#[test]
+fn memory_budget_charges_each_side_and_cleans_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("b");
+    let report = bench(&[
+        "perftest",
+        "--files",
+        "30",
+        "--updates-per-round",
+        "2",
+        "--evict",
+        "round",
+        "--mode",
+        "direct,batch",
+        "--vs",
+        "rrdtool",
+        "--memory-budget",
+        "64M",
+        "--dir",
+        d.to_str().unwrap(),
+    ]);
+    assert!(report.contains("Memory budget: 64.0 MiB (67108864 bytes)"), "{report}");
+    assert!(report.contains("### Cold passes only"), "{report}");
+    let row = report
+        .lines()
+        .find(|l| l.starts_with("| rrdtool 1.7.2 | 30 | perftest | librrd |"))
+        .expect("librrd row");
+    assert!(row.contains(" MiB |"), "peak cgroup memory is reported: {row}");
+    check_files(&report, &["rrdscale direct", "rrdscale batch", "librrd"]);
+    // No child cgroup of ours is left behind.
+    let cg = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let own = cg.lines().find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_string()));
+    if let Some(own) = own {
+        let parent = Path::new("/sys/fs/cgroup/memory").join(own.trim_start_matches('/'));
+        if let Ok(entries) = std::fs::read_dir(&parent) {
+            let left: Vec<String> = entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("rrdscale-bench-"))
+                .collect();
+            assert!(left.is_empty(), "cgroups left behind: {left:?}");
+        }
+    }
+}
+
+#[test]
+fn bad_options_are_errors() {
+    let out = rrdscale().args(["bench", "perftest", "--mode", "fast"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("ERROR: "), "{out:?}");
+    let out = rrdscale().args(["bench", "perftest", "--schema", "nonsense"]).output().unwrap();
+    assert!(!out.status.success());
+    let help = rrdscale().args(["bench", "--help"]).output().unwrap();
+    assert!(help.status.success());
+    assert!(String::from_utf8_lossy(&help.stdout).contains("growthforecast"));
+}
