@@ -205,6 +205,7 @@ impl Worker {
             evictions_secs: 0.0,
             passes: Vec::new(),
             memory: None,
+            cgroup: cgroup.as_ref().map(|c| c.path.clone()),
         };
         let mut w = Worker { child, stdin, events, result, cgroup };
         match w.next_event()? {
@@ -379,6 +380,19 @@ fn plots(r: &Results, dir: &Path) -> Result<Vec<PathBuf>, BenchError> {
                 log_y: false,
             };
             write("perftest-updates.svg", svg::line_chart(&chart, &ups))?;
+            // Wall time swings with other work on the machine; CPU time per
+            // update does much less.
+            let cpu = per_pass(&|p| {
+                (p.counters.cpu_user_secs + p.counters.cpu_sys_secs) * 1e6 / p.updates.max(1) as f64
+            });
+            let chart = Chart {
+                title: "perftest: CPU µs per update (process doing the I/O)",
+                x_label: "pass",
+                y_label: "CPU µs / update",
+                log_x: false,
+                log_y: false,
+            };
+            write("perftest-cpu.svg", svg::line_chart(&chart, &cpu))?;
             let pg = per_pass(&pages);
             let chart = Chart {
                 title: "perftest: pages read per update",

@@ -6,7 +6,9 @@
 //!
 //! Ratios are always "rrdscale is N× faster": updates/s of the side over
 //! updates/s of the reference (librrd, else `rrdtool -`), which for
-//! seconds per pass is the reference's seconds over the side's.
+//! seconds per pass is the reference's seconds over the side's. A second
+//! ratio compares CPU time per update (of the process doing the I/O), which
+//! other work on the machine disturbs much less than wall time.
 //!
 //! Deliberately absent: any verdict on targets; the figures are stated.
 
@@ -66,6 +68,8 @@ pub struct SideResult {
     pub evictions_secs: f64,
     pub passes: Vec<PassResult>,
     pub memory: Option<Usage>,
+    /// The memory cgroup the side ran in (removed after the run).
+    pub cgroup: Option<PathBuf>,
 }
 
 /// Files compared byte for byte between the first side and every other.
@@ -256,13 +260,18 @@ fn summary(s: &mut String, r: &Results, title: &str, keep: &dyn Fn(&PassResult) 
         let (u, c) = x.totals(keep);
         rate(u, c.secs)
     });
+    let cpu_per_update = |u: u64, c: &Counters| per((c.cpu_user_secs + c.cpu_sys_secs) * 1e6, u);
+    let ref_cpu = reference.map(|x| {
+        let (u, c) = x.totals(keep);
+        cpu_per_update(u, &c)
+    });
     let ref_label = reference.map_or("rrdtool".to_string(), |x| x.label.clone());
     let _ = writeln!(s, "### {title}\n");
     let _ = writeln!(
         s,
-        "| side | files | schema | mode | updates | updates/s | pages read/update | major faults | read+write syscalls/update | CPU µs/update | creates/s | peak cgroup memory | vs {ref_label} |"
+        "| side | files | schema | mode | updates | updates/s | pages read/update | major faults | read+write syscalls/update | CPU µs/update | creates/s | peak cgroup memory | vs {ref_label} | vs {ref_label}, CPU time |"
     );
-    let _ = writeln!(s, "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let files = r.passes.iter().map(|p| p.files()).max().unwrap_or(0);
     for side in &r.sides {
         let (updates, c) = side.totals(keep);
@@ -275,9 +284,14 @@ fn summary(s: &mut String, r: &Results, title: &str, keep: &dyn Fn(&PassResult) 
             _ => "–".into(),
         };
         let peak = side.memory.and_then(|u| u.max_usage_bytes).map_or("–".into(), mib);
+        let cpu = cpu_per_update(updates, &c);
+        let vs_cpu = match ref_cpu {
+            Some(rc) if cpu > 0.0 => ratio(rc / cpu),
+            _ => "–".into(),
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {:.2} | {} | {:.2} | {:.1} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {:.2} | {} | {:.2} | {:.1} | {} | {} | {} | {} |",
             side.side.tool(),
             files,
             r.schema.name,
@@ -287,10 +301,11 @@ fn summary(s: &mut String, r: &Results, title: &str, keep: &dyn Fn(&PassResult) 
             per(c.read_bytes as f64 / PAGE_BYTES, updates),
             thousands(c.majflt as f64),
             per((c.syscr + c.syscw) as f64, updates),
-            per((c.cpu_user_secs + c.cpu_sys_secs) * 1e6, updates),
+            cpu,
             creates,
             peak,
-            vs
+            vs,
+            vs_cpu
         );
     }
     let _ = writeln!(s);
@@ -454,6 +469,12 @@ fn files_section(s: &mut String, r: &Results) {
         };
         let kept = if r.dir_kept { "" } else { " (removed after the run)" };
         let _ = writeln!(s, "- Files of {}: `{}`{kept}{evict}", side.label, side.dir.display());
+    }
+    for side in &r.sides {
+        if let Some(cg) = &side.cgroup {
+            let _ =
+                writeln!(s, "- Memory cgroup of {}: `{}` (removed after the run)", side.label, cg.display());
+        }
     }
     for (a, b, t) in &r.final_times {
         let _ = writeln!(s, "- Last update of files {a}..{b}: {t} ({} UTC)", utc(*t));

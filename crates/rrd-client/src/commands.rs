@@ -254,7 +254,7 @@ fn header(line: &str) -> Option<(&str, &str)> {
 
 /// A numeric header: `strtol` base 0 that must read something without
 /// overflowing.
-fn numeric_header<'a>(line: &'a str, name: &str) -> Result<i64, ClientError> {
+fn numeric_header(line: &str, name: &str) -> Result<i64, ClientError> {
     let bad = || ClientError::Fetch(format!("Unable to parse header `{name}'"));
     let (key, value) = header(line).ok_or_else(bad)?;
     let (v, consumed, overflow) = strtol(value.as_bytes(), 0);
@@ -320,7 +320,7 @@ pub fn parse_fetch(lines: &[String]) -> Result<FetchReply, ClientError> {
     if lines.len() as u64 != expected {
         return Err(ClientError::Fetch(format!("Got {} lines, expected {expected}", lines.len())));
     }
-    let mut data = Vec::with_capacity(lines.len().saturating_sub(6) * want);
+    let mut data = Vec::new();
     for line in &lines[6..] {
         let bad = || ClientError::Fetch("Cannot parse value line".into());
         let (stamp, value) = header(line).ok_or_else(bad)?;

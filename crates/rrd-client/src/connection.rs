@@ -13,7 +13,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
 
 use crate::address::Endpoint;
@@ -101,15 +101,39 @@ struct Link {
 impl Link {
     fn open(endpoint: &Endpoint) -> Result<Link, String> {
         let stream = match endpoint {
-            Endpoint::Unix(path) => {
-                let bytes = path.as_bytes();
-                let path = std::ffi::OsStr::from_bytes(&bytes[..bytes.len().min(SUN_PATH_MAX)]);
-                Stream::Unix(UnixStream::connect(path).map_err(|e| io_text(&e))?)
-            }
+            Endpoint::Unix(path) => Stream::Unix(connect_unix(path.as_bytes()).map_err(|e| io_text(&e))?),
             Endpoint::Network { host, port } => Stream::Tcp(connect_tcp(host, port)?),
         };
         let writer = stream.try_clone().map_err(|e| io_text(&e))?;
         Ok(Link { reader: BufReader::new(stream), writer })
+    }
+}
+
+/// Connects as librrd does: the path copied into a zeroed `sockaddr_un`
+/// (cut to 107 bytes) and the whole structure's size passed, so an empty
+/// path names the all-zero abstract address rather than being refused.
+fn connect_unix(path: &[u8]) -> std::io::Result<UnixStream> {
+    // SAFETY: socket/connect/close on a descriptor we own; `sa` is a
+    // zeroed sockaddr_un of which we fill the family and at most
+    // SUN_PATH_MAX path bytes, leaving a NUL; from_raw_fd takes ownership
+    // of a connected stream socket exactly once.
+    unsafe {
+        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut sa: libc::sockaddr_un = std::mem::zeroed();
+        sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        for (slot, &b) in sa.sun_path.iter_mut().zip(path.iter().take(SUN_PATH_MAX)) {
+            *slot = b as libc::c_char;
+        }
+        let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+        if libc::connect(fd, &sa as *const libc::sockaddr_un as *const libc::sockaddr, len) != 0 {
+            let e = std::io::Error::last_os_error();
+            libc::close(fd);
+            return Err(e);
+        }
+        Ok(UnixStream::from_raw_fd(fd))
     }
 }
 

@@ -14,19 +14,25 @@
 //!   filled from the other archives where a classic CF allows, and a new
 //!   archive's consolidation scratch is primed from a fitting archive.
 //!
-//! rrdtool's quirks are reproduced on purpose (the binary is the reference):
-//! a deleted archive does not advance the read position of the archives
-//! after it (see [`REPRODUCE_DELRRA_READ_OFFSET`]); adding a DCOUNTER or
-//! DDERIVE source does not raise the file version while adding an
-//! MHWPREDICT archive can only lower it; a new archive's primary CDP value
-//! is read with a row index used as a value index; new archives' MIN and
-//! MAX scratch values start from 0.
+//! rrdtool's quirks are reproduced on purpose (the binary is the reference)
+//! where they do not lose data: adding a DCOUNTER or DDERIVE source does
+//! not raise the file version while adding an MHWPREDICT archive can only
+//! lower it; a new archive's primary CDP value is read with a row index
+//! used as a value index; new archives' MIN and MAX scratch values start
+//! from 0.
 //!
-//! Not reproducible: growing archive `i` while deleting others so that
-//! fewer than `i + 1` archives remain makes rrdtool read the new archive's
-//! `cur_row` past the end of an array (heap memory); we read it as 0, which
-//! is what rrdtool read when that memory was fresh, so only the rows filled
-//! from other archives can differ.
+//! Deliberately different because rrdtool destroys data there (the project
+//! never corrupts a user's data, so compatibility stops where rrdtool
+//! does): when an archive is deleted (`DELRRA:i`, `RRA#i:=0`, or a shrink
+//! to 0 rows), rrdtool 1.7.2 does not move its read position past the
+//! deleted archive's data, so every later archive is overwritten with
+//! values read from the wrong place in the old file, and an archive grown
+//! in the same call takes its `cur_row` from another archive (by its old
+//! index in the new list, past the end of that list in some cases), so
+//! the rows it fills get values from the wrong times. rrdscale keeps every
+//! kept archive's own data and uses each grown archive's own `cur_row`.
+//! Deleting only trailing archives is not affected, and there the result
+//! is byte for byte rrdtool's. docs/compatibility.md lists this deviation.
 //!
 //! Deliberately different from rrdtool (which crashes, writes garbage or
 //! writes a file nothing can read in these cases): a `DS:` definition that
@@ -52,13 +58,6 @@ use crate::error::{Error, Result};
 use crate::numparse::{self, NumberError, DNAN};
 use crate::rrd::Rrd;
 use crate::store::Store;
-
-/// rrdtool 1.7.2 does not advance its read position past an archive that
-/// `DELRRA` (or a row count of 0) removes, so every archive after a deleted
-/// one is filled from the data of the archive before it. We reproduce that
-/// because the installed rrdtool is the reference; setting this to `false`
-/// keeps each archive's own data instead.
-pub const REPRODUCE_DELRRA_READ_OFFSET: bool = true;
 
 /// Largest failure window (`MAX_FAILURES_WINDOW_LEN`).
 const MAX_FAILURES_WINDOW_LEN: u64 = 28;
@@ -1215,9 +1214,10 @@ fn modify_structure(
         let in_values = in_rra.row_count as usize * in_ds;
         let op = ops.iter().find(|o| o.index == rra_index as i32);
         if op.is_some_and(|o| o.final_row_count == 0) {
-            if !REPRODUCE_DELRRA_READ_OFFSET {
-                in_base += in_values;
-            }
+            // Skip the deleted archive's data too, so that the archives
+            // after it read their own (rrdtool 1.7.2 does not: see the
+            // module docs).
+            in_base += in_values;
             continue;
         }
         let in_rows = in_rra.row_count;
@@ -1241,10 +1241,10 @@ fn modify_structure(
                     // New rows go in front (they are the oldest) and are
                     // filled from the other archives where possible.
                     oi = u64::from(count).min(out_rows);
-                    // rrdtool looks up cur_row by the archive's old index
-                    // in the new list; past its end it reads heap memory,
-                    // which is zero in the cases we could observe.
-                    let cur_row = out.rra_ptr.get(rra_index).copied().unwrap_or(0) as i32;
+                    // The archive's own cur_row (its last row). rrdtool
+                    // looks it up by the old index in the new list, which
+                    // names another archive once an earlier one is deleted.
+                    let cur_row = out.rra_ptr[out_rra] as i32;
                     let rra_def = out.rra[out_rra].clone();
                     populate_rows(
                         inp,
@@ -1454,6 +1454,22 @@ mod tests {
         assert_eq!(out.values, [3.0, 1.0]);
         let none = parse_modify_args(&s(&["DEL:a", "DEL:b"])).unwrap();
         assert_eq!(modify(&img, &none, 0, 0).unwrap_err().to_string(), "Cannot allocate memory");
+    }
+
+    #[test]
+    fn deleting_an_archive_keeps_the_data_of_the_later_ones() {
+        let img = image(&["DS:a:GAUGE:600:U:U", "RRA:LAST:0.5:1:2", "RRA:LAST:0.5:1:3", "RRA:MAX:0.5:1:2"]);
+        // File order: archive 0 holds 0,1; archive 1 holds 2,3,4; archive 2
+        // holds 5,6; every cur_row is 0, so each starts at its row 1.
+        for args in [&["DELRRA:0"][..], &["RRA#0:=0"], &["RRA#0:-5"]] {
+            let plan = parse_modify_args(&s(args)).unwrap();
+            let out = modify(&img, &plan, 0, 0).unwrap();
+            assert_eq!(out.header.rra.len(), 2, "{args:?}");
+            assert_eq!(out.values, [3.0, 4.0, 2.0, 6.0, 5.0], "{args:?}");
+            assert_eq!(out.header.rra_ptr, [2, 1], "{args:?}");
+        }
+        let plan = parse_modify_args(&s(&["DELRRA:1"])).unwrap();
+        assert_eq!(modify(&img, &plan, 0, 0).unwrap().values, [1.0, 0.0, 6.0, 5.0]);
     }
 
     #[test]

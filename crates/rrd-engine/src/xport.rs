@@ -623,18 +623,20 @@ fn parse_vdef(vname: &str, body: &str, names: &[String], parsed: &[Element]) -> 
         _ => return Err(Error::invalid(format!("Unknown function string '{function}' in VDEF '{vname}'"))),
     };
     let op = VdefOp::from_name(name)
-        .ok_or_else(|| Error::invalid(format!("Unknown function '{name}' in VDEF '{vname}'")))?;
+        .ok_or_else(|| Error::invalid(format!("Unknown function '{name}' in VDEF '{vname}'\n")))?;
     match op {
         VdefOp::Percent | VdefOp::PercentNan => {
             if param.is_nan() {
-                return Err(Error::invalid(format!("Function '{name}' needs parameter in VDEF '{vname}'")));
+                return Err(Error::invalid(format!("Function '{name}' needs parameter in VDEF '{vname}'\n")));
             }
             if !(0.0..=100.0).contains(&param) {
-                return Err(Error::invalid(format!("Parameter '{param:.6}' out of range in VDEF '{vname}'")));
+                return Err(Error::invalid(format!(
+                    "Parameter '{param:.6}' out of range in VDEF '{vname}'\n"
+                )));
             }
         }
         _ if !param.is_nan() => {
-            return Err(Error::invalid(format!("Function '{name}' needs no parameter in VDEF '{vname}'")))
+            return Err(Error::invalid(format!("Function '{name}' needs no parameter in VDEF '{vname}'\n")))
         }
         _ => {}
     }
@@ -1196,10 +1198,10 @@ mod tests {
         let err = |body: &str| parse_vdef("m", body, &names, &parsed).err().unwrap().to_string();
         assert_eq!(err("a"), "Comma expected in VDEF definition a");
         assert_eq!(err("zz,MAXIMUM"), "Not a valid vname: zz in line zz,MAXIMUM");
-        assert_eq!(err("a,FOO"), "Unknown function 'FOO' in VDEF 'm'");
-        assert_eq!(err("a,PERCENT"), "Function 'PERCENT' needs parameter in VDEF 'm'");
-        assert_eq!(err("a,101,PERCENT"), "Parameter '101.000000' out of range in VDEF 'm'");
-        assert_eq!(err("a,5,MAXIMUM"), "Function 'MAXIMUM' needs no parameter in VDEF 'm'");
+        assert_eq!(err("a,FOO"), "Unknown function 'FOO' in VDEF 'm'\n");
+        assert_eq!(err("a,PERCENT"), "Function 'PERCENT' needs parameter in VDEF 'm'\n");
+        assert_eq!(err("a,101,PERCENT"), "Parameter '101.000000' out of range in VDEF 'm'\n");
+        assert_eq!(err("a,5,MAXIMUM"), "Function 'MAXIMUM' needs no parameter in VDEF 'm'\n");
         assert_eq!(err("a,MAXIMUM,1"), "Unknown function string 'MAXIMUM,1' in VDEF 'm'");
         assert!(matches!(
             parse_vdef("m", "a,95.5,PERCENT", &names, &parsed),

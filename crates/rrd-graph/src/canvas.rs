@@ -179,8 +179,27 @@ impl Canvas for PngCanvas {
         });
     }
 
+    /// PNG of the straight-alpha pixels: RGB when every pixel is opaque
+    /// (the usual case; a third smaller), else RGBA.
     fn finish(self: Box<Self>) -> Result<Vec<u8>> {
-        self.pixmap.encode_png().map_err(|e| GraphError::Encode(e.to_string()))
+        let pixels: Vec<tiny_skia::ColorU8> = self.pixmap.pixels().iter().map(|p| p.demultiply()).collect();
+        let opaque = pixels.iter().all(|p| p.alpha() == 255);
+        let data: Vec<u8> = if opaque {
+            pixels.iter().flat_map(|p| [p.red(), p.green(), p.blue()]).collect()
+        } else {
+            pixels.iter().flat_map(|p| [p.red(), p.green(), p.blue(), p.alpha()]).collect()
+        };
+        let mut out = Vec::new();
+        let mut encoder = png::Encoder::new(&mut out, self.pixmap.width(), self.pixmap.height());
+        encoder.set_color(if opaque { png::ColorType::Rgb } else { png::ColorType::Rgba });
+        encoder.set_depth(png::BitDepth::Eight);
+        encoder.set_compression(png::Compression::Best);
+        encoder.set_adaptive_filter(png::AdaptiveFilterType::Adaptive);
+        let encode = |e: png::EncodingError| GraphError::Encode(e.to_string());
+        let mut writer = encoder.write_header().map_err(encode)?;
+        writer.write_image_data(&data).map_err(encode)?;
+        writer.finish().map_err(encode)?;
+        Ok(out)
     }
 }
 
@@ -269,11 +288,11 @@ impl Canvas for SvgCanvas {
     fn text(&mut self, spec: &TextSpec) {
         let (dx, dy) = spec.offset();
         let px = spec.size_pt * 100.0 / 72.0;
-        let _ = write!(
+        let _ = writeln!(
             self.body,
             "<text transform=\"translate({:.2},{:.2}) rotate({:.1})\" x=\"{dx:.2}\" y=\"{dy:.2}\" \
              font-family=\"DejaVu Sans Mono,Bitstream Vera Sans Mono,monospace\" font-size=\"{px:.2}px\" \
-             xml:space=\"preserve\" {}>{}</text>\n",
+             xml:space=\"preserve\" {}>{}</text>",
             spec.x,
             spec.y,
             -spec.angle,
@@ -336,6 +355,9 @@ mod tests {
             text: "a<b&\"c\"",
         });
         let svg = String::from_utf8(c.finish().unwrap()).unwrap();
+        let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+        let text = doc.descendants().find(|n| n.has_tag_name("text")).and_then(|n| n.text());
+        assert_eq!(text, Some("a<b&\"c\""));
         assert!(svg.contains("a&lt;b&amp;&quot;c&quot;"));
         assert!(svg.contains("fill-opacity=\"0.502\""));
         assert_eq!(svg.matches("<g ").count(), svg.matches("</g>").count());

@@ -162,7 +162,7 @@ fn parse_dashes(spec: Option<&str>, text: &str) -> Result<Vec<f64>> {
     list.split(',')
         .map(|p| {
             let (v, used) = rrd_engine::numparse::rrd_strtod(p);
-            if used == 0 || used != p.len() || !(v > 0.0) {
+            if used == 0 || used != p.len() || v.is_nan() || v <= 0.0 {
                 Err(GraphError::invalid(format!("Bad dashes in {text}")))
             } else {
                 Ok(v)
@@ -297,7 +297,7 @@ fn parse_plot(
             1.0
         } else {
             let (v, used) = rrd_engine::numparse::rrd_strtod(w);
-            if used != w.len() || !(v >= 0.0) {
+            if used != w.len() || v.is_nan() || v < 0.0 {
                 return Err(GraphError::invalid(format!("Bad line width: {w}")));
             }
             v

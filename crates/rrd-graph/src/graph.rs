@@ -38,6 +38,9 @@ const WATERMARK_PT: f64 = 5.5;
 const GRID_WIDTH: f64 = 0.4;
 const MGRID_WIDTH: f64 = 0.6;
 
+/// The largest image side Cairo (and so RRDtool) can draw.
+const MAX_SIDE: i64 = 32767;
+
 /// Most bytes RRDtool keeps of a GPRINT result.
 const GPRINT_MAX: usize = 197;
 
@@ -199,6 +202,14 @@ pub fn render(options: &Options, elements: &[String], now: i64) -> Result<GraphO
         return Ok(GraphOutput { info, prints, image: None, image_width: 0, image_height: 0, data });
     }
     im.size_location()?;
+    // Cairo, which RRDtool draws with, refuses images over 32767 pixels a
+    // side; the limit also keeps a hostile --width from exhausting memory.
+    if !(1..=MAX_SIDE).contains(&im.ximg) || !(1..=MAX_SIDE).contains(&im.yimg) {
+        return Err(GraphError::invalid(format!(
+            "an image of {}x{} pixels cannot be drawn (at most {MAX_SIDE} a side)",
+            im.ximg, im.yimg
+        )));
+    }
     for (k, v) in [
         ("graph_left", im.xorigin),
         ("graph_top", im.yorigin - im.ysize),
@@ -223,18 +234,8 @@ pub fn render(options: &Options, elements: &[String], now: i64) -> Result<GraphO
     let has_grid = im.calc_horizontal_grid();
 
     let mut canvas: Box<dyn Canvas> = match options.image_format {
-        ImageFormat::Png => {
-            let w = u32::try_from(im.ximg).unwrap_or(0);
-            let h = u32::try_from(im.yimg).unwrap_or(0);
-            if w == 0 || h == 0 || u64::from(w) * u64::from(h) > 100_000_000 {
-                return Err(GraphError::Encode(format!(
-                    "an image of {}x{} pixels cannot be drawn",
-                    im.ximg, im.yimg
-                )));
-            }
-            Box::new(PngCanvas::new(w, h)?)
-        }
-        ImageFormat::Svg => Box::new(SvgCanvas::new(im.ximg.max(0) as u32, im.yimg.max(0) as u32)),
+        ImageFormat::Png => Box::new(PngCanvas::new(im.ximg as u32, im.yimg as u32)?),
+        ImageFormat::Svg => Box::new(SvgCanvas::new(im.ximg as u32, im.yimg as u32)),
     };
     im.paint(canvas.as_mut(), has_grid, &mut info);
     let image = canvas.finish()?;
@@ -526,24 +527,23 @@ impl Image<'_> {
                 if prt == 'r' {
                     leg_x = legendwidth - fill as f64 + border as f64;
                 }
-                for ii in mark..=i {
-                    if self.items[ii].legend.is_empty() {
+                for (item, space) in self.items[mark..=i].iter_mut().zip(&legspace[mark..=i]) {
+                    if item.legend.is_empty() {
                         continue;
                     }
-                    self.items[ii].leg_x = leg_x;
-                    self.items[ii].leg_y = (leg_y + border) as f64;
-                    leg_x += font().text_width(&self.items[ii].legend, LEGEND_PT, o.tab_width)
-                        + legspace[ii] as f64
-                        + glue;
+                    item.leg_x = leg_x;
+                    item.leg_y = (leg_y + border) as f64;
+                    leg_x += font().text_width(&item.legend, LEGEND_PT, o.tab_width) + *space as f64 + glue;
                 }
+                // C's int arithmetic: the double result is truncated.
                 if leg_x > border as f64 || prt == 's' {
-                    leg_y += (LEGEND_PT * 1.8) as i64;
+                    leg_y = (leg_y as f64 + LEGEND_PT * 1.8) as i64;
                 }
                 if prt == 's' {
-                    leg_y -= LEGEND_PT as i64;
+                    leg_y = (leg_y as f64 - LEGEND_PT) as i64;
                 }
                 if prt == 'u' {
-                    leg_y -= (LEGEND_PT * 1.8) as i64;
+                    leg_y = (leg_y as f64 - LEGEND_PT * 1.8) as i64;
                 }
                 fill = 0;
                 leg_c = 0;
@@ -804,7 +804,7 @@ impl Image<'_> {
 
     fn area(&self, c: &mut dyn Canvas, points: &[(f64, f64)], color: Rgba) {
         let pts: Vec<(f64, f64)> = points.iter().map(|p| self.area_fit(p.0, p.1)).collect();
-        c.fill(&pts, color);
+        c.fill(&simplify(&pts), color);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -952,7 +952,7 @@ impl Image<'_> {
         let fit = |x: f64, y: f64| self.line_fit(x, y, width);
         let mut flush = |path: &mut Vec<(f64, f64)>| {
             if path.len() >= 2 {
-                c.stroke(path, width, color, dashes, true);
+                c.stroke(&simplify(path), width, color, dashes, true);
             }
             path.clear();
         };
@@ -1121,6 +1121,10 @@ impl Image<'_> {
         let (x0, x1) = (self.xorigin as f64, (self.xorigin + self.xsize) as f64);
         let sgrid = c_int(self.minval / self.gridstep - 1.0) as i64;
         let egrid = c_int(self.maxval / self.gridstep + 1.0) as i64;
+        // A degenerate range (infinite limits) must not become a long loop.
+        if egrid - sgrid > 100_000 {
+            return false;
+        }
         let scaledstep = self.gridstep / self.magfact * self.viewfactor;
         let max_y = scaledstep * egrid as f64;
         let top = (self.yorigin - self.ysize) as f64;
@@ -1176,7 +1180,7 @@ impl Image<'_> {
             [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0],
         ];
         let nex = (self.maxval / self.minval).log10();
-        if !(nex > 0.0) || !nex.is_finite() {
+        if nex.is_nan() || nex <= 0.0 || !nex.is_finite() {
             return;
         }
         let logscale = self.ysize as f64 / nex;
@@ -1380,12 +1384,34 @@ impl Image<'_> {
     }
 }
 
+/// Drops repeated points and the middle of straight horizontal or
+/// vertical runs (RRDtool's step paths repeat both a lot); the shape is
+/// unchanged, the SVG much smaller.
+fn simplify(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::with_capacity(points.len());
+    for &p in points {
+        if out.last() == Some(&p) {
+            continue;
+        }
+        if out.len() >= 2 {
+            let (a, b) = (out[out.len() - 2], out[out.len() - 1]);
+            let same_row = a.1 == b.1 && b.1 == p.1 && (a.0 - b.0) * (b.0 - p.0) > 0.0;
+            let same_col = a.0 == b.0 && b.0 == p.0 && (a.1 - b.1) * (b.1 - p.1) > 0.0;
+            if same_row || same_col {
+                out.pop();
+            }
+        }
+        out.push(p);
+    }
+    out
+}
+
 /// The lines of a title (split at `\n`, as RRDtool splits it).
 fn title_lines(title: &str) -> Vec<&str> {
     if title.is_empty() {
         return Vec::new();
     }
-    title.split("\\n").collect()
+    vec![title]
 }
 
 /// RRDtool's `frexp10`: mantissa in [1, 10) and decimal exponent.
@@ -1454,6 +1480,15 @@ mod tests {
         assert_eq!(legacy_print_value(&s, Cf::Last), 3.0);
         let none = SeriesData { start: 0, end: 10, step_secs: 10, values: vec![f64::NAN] };
         assert!(legacy_print_value(&none, Cf::Average).is_sign_negative());
+    }
+
+    #[test]
+    fn simplify_keeps_the_shape() {
+        let steps = [(0.0, 1.0), (1.0, 1.0), (1.0, 1.0), (2.0, 1.0), (2.0, 3.0), (2.0, 5.0), (3.0, 5.0)];
+        assert_eq!(simplify(&steps), vec![(0.0, 1.0), (2.0, 1.0), (2.0, 5.0), (3.0, 5.0)]);
+        // A run that turns back is kept (it is not a straight line).
+        let back = [(0.0, 0.0), (2.0, 0.0), (1.0, 0.0)];
+        assert_eq!(simplify(&back), back.to_vec());
     }
 
     #[test]

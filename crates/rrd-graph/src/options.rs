@@ -266,10 +266,38 @@ pub(crate) fn c_atol(s: &str) -> i64 {
     }
 }
 
+/// C's `strtod`: RRDtool's number syntax plus `nan`, `inf` and
+/// `infinity` in any case, with an optional sign. Returns the value and
+/// the bytes used (0: no number).
+pub(crate) fn c_strtod(s: &str) -> (f64, usize) {
+    let (v, used) = rrd_engine::numparse::rrd_strtod(s);
+    if used > 0 {
+        return (v, used);
+    }
+    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let lead = s.len() - t.len();
+    let (sign, body) = match t.as_bytes().first() {
+        Some(b'-') => (-1.0, &t[1..]),
+        Some(b'+') => (1.0, &t[1..]),
+        _ => (1.0, t),
+    };
+    let lower = body.to_ascii_lowercase();
+    let sign_len = t.len() - body.len();
+    if lower.starts_with("infinity") {
+        (sign * f64::INFINITY, lead + sign_len + 8)
+    } else if lower.starts_with("inf") {
+        (sign * f64::INFINITY, lead + sign_len + 3)
+    } else if lower.starts_with("nan") {
+        (if sign < 0.0 { -f64::NAN } else { f64::NAN }, lead + sign_len + 3)
+    } else {
+        (0.0, 0)
+    }
+}
+
 /// A number as RRDtool 1.7.2 reads `--upper-limit` and friends: all of the
 /// text must be a number.
 fn parse_double(value: &str, option: &str) -> Result<f64> {
-    let (v, used) = rrd_engine::numparse::rrd_strtod(value);
+    let (v, used) = c_strtod(value);
     if used == 0 {
         return Err(GraphError::invalid(format!("option {option} - Cannot convert '{value}' to float")));
     }
@@ -463,6 +491,12 @@ mod tests {
             o.apply("upper-limit", Some("")).unwrap_err().to_string(),
             "option -u - Cannot convert '' to float"
         );
+        // strtod's words: "nan" leaves the limit unset, as in rrdtool.
+        o.apply("upper-limit", Some("nan")).unwrap();
+        assert!(o.upper_limit.is_nan());
+        o.apply("upper-limit", Some("-Infinity")).unwrap();
+        assert_eq!(o.upper_limit, f64::NEG_INFINITY);
+        assert!(o.apply("upper-limit", Some("infx")).is_err());
         o.apply("imgformat", Some("SVG")).unwrap();
         assert_eq!(o.image_format, ImageFormat::Svg);
         assert_eq!(

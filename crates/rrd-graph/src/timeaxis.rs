@@ -112,6 +112,7 @@ fn local(t: i64) -> Option<libc::tm> {
     ok.then_some(tm)
 }
 
+#[allow(clippy::useless_conversion)] // time_t is i64 here, not everywhere.
 fn make(tm: &mut libc::tm) -> i64 {
     // SAFETY: mktime normalises the tm we own and returns -1 on failure.
     i64::from(unsafe { libc::mktime(tm) })

@@ -379,7 +379,6 @@ fn our_cli_talks_to_daemons_exactly_like_rrdtool() {
             rrdtool(&["info", worlds[1].1.join(name).to_str().unwrap()]);
         }
         ours_by_daemon.push((ours, worlds));
-        std::fs::write(format!("/tmp/dcs-{kind:?}.txt"), outputs[1].join("\n=====\n")).unwrap();
     }
     // Our client's files are the same whichever daemon wrote them.
     for ((name, a), (_, b)) in ours_by_daemon[0].0.iter().zip(&ours_by_daemon[1].0) {

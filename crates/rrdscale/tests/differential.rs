@@ -25,9 +25,10 @@ use std::time::Duration;
 
 use common::harness::{run, Outcome, Tool};
 
-/// Default number of random cases. Measured on the 2-core CI machine kind:
-/// about 0.4 s per case with 2 threads in a release build (rrdtool's process
-/// start-up dominates), so 300 cases take about 2 minutes.
+/// Default number of random cases. Measured on the 2-core machine kind with
+/// a release build: 300 cases took 86 s to 203 s of wall time while other
+/// builds loaded the machine (load average 5 to 11); rrdtool's process
+/// start-up (~10 ms a run, ~70 runs a case) dominates.
 const DEFAULT_CASES: u64 = 300;
 
 #[test]

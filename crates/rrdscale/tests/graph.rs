@@ -197,12 +197,13 @@ fn definitions() -> Vec<Def> {
                 "CDEF:tr=a,3600,TREND",
                 "CDEF:holes=a,55,GT,a,UNKN,IF",
                 "CDEF:trn=holes,7200,TRENDNAN",
-                "CDEF:d=a,PREV,-",
+                "CDEF:d=a,PREV(a),-",
+                "CDEF:acc=a,PREV,ADDNAN",
                 "CDEF:un=a,UN,1,0,IF",
                 "CDEF:mx=a,45,MAX,60,MIN",
             ],
             draw: &["LINE1:tr#ff0000:trend", "LINE1:trn#00aa00:trendnan", "LINE1:d#0000ff:delta"],
-            plotted: &["tr", "trn", "d", "un", "mx"],
+            plotted: &["tr", "trn", "d", "acc", "un", "mx"],
         },
         Def {
             options: &["--start", S, "--end", E, "--step", "3600"],
@@ -234,7 +235,7 @@ fn definitions() -> Vec<Def> {
             plotted: &["x", "mixed", "rel", "xs"],
         },
         Def {
-            options: &["--start", "end-3d", "--end", "1700600000", "-w", "200"],
+            options: &["--start", "end-3d", "--end", "1701200000", "-w", "200"],
             data: &[
                 "DEF:a=t.rrd:a:LAST",
                 "DEF:b=t.rrd:b:AVERAGE",
@@ -299,7 +300,6 @@ fn width_of(def: &Def) -> String {
 fn plotted_series_equal_rrdtool_xport() {
     let dir = tempdir();
     setup(dir.path());
-    let here = std::env::current_dir().expect("cwd");
     for (n, def) in definitions().iter().enumerate() {
         // The library call, in the files' directory (relative paths).
         let mut options = rrd_graph::Options::default();
@@ -316,10 +316,18 @@ fn plotted_series_equal_rrdtool_xport() {
             };
             options.apply(name, value).expect("option");
         }
-        let elements: Vec<String> = def.data.iter().chain(def.draw.iter()).map(|s| s.to_string()).collect();
-        std::env::set_current_dir(dir.path()).expect("cd");
+        // The files by absolute path (the process's directory stays put).
+        let base = dir.path().display().to_string();
+        let elements: Vec<String> = def
+            .data
+            .iter()
+            .chain(def.draw.iter())
+            .map(|s| {
+                s.replace("=t.rrd:", &format!("={base}/t.rrd:"))
+                    .replace("=m.rrd:", &format!("={base}/m.rrd:"))
+            })
+            .collect();
         let graph = rrd_graph::render(&options, &elements, 1_700_700_000);
-        std::env::set_current_dir(&here).expect("cd back");
         let graph = graph.unwrap_or_else(|e| panic!("definition {n}: {e}"));
         for var in def.plotted {
             let series = graph.series(var).unwrap_or_else(|| panic!("definition {n}: no series {var}"));
@@ -327,6 +335,13 @@ fn plotted_series_equal_rrdtool_xport() {
             assert!(rows.len() > 10, "definition {n} {var}: xport gave {} rows", rows.len());
             let mut known = 0;
             for (t, theirs) in &rows {
+                // rrdtool's xport reads past the end of a DEF whose
+                // `end=` is earlier than the graph's (stale memory of its
+                // in-place consolidation); its graph plots nothing there,
+                // so only rows inside the series are compared.
+                if *t <= series.start || *t > series.end {
+                    continue;
+                }
                 // The row stamped t covers (t - step, t].
                 let row = (t - series.step_secs - series.start).div_euclid(series.step_secs);
                 let ours =
@@ -578,7 +593,16 @@ fn errors_match_rrdtool() {
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "VDEF:m=a,FOO"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "VDEF:m=a,101,PERCENT"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "CDEF:b=a,+", "LINE1:b#ff0000"],
-        &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "CDEF:b=a,1,TREND", "LINE1:b#ff0000"],
+        &[
+            "x.png",
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE",
+            "CDEF:b=a,2,*,600,TREND",
+            "LINE1:b#ff0000",
+        ],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "LINE1:a#ff0000:x\\q"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "STACK:a#ff0000"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "TEXTALIGN:middle"],
@@ -650,7 +674,7 @@ fn images_decode_to_their_reported_size_and_are_not_blank() {
                 "bits/s",
                 "DEF:a=t.rrd:a:AVERAGE",
                 "DEF:b=t.rrd:b:AVERAGE",
-                "CDEF:bb=b,100,/",
+                "CDEF:bb=b,3,*",
                 "AREA:a#00cc0080:in",
                 "STACK:bb#0066ffa0:out",
                 "LINE1:a#006600",

@@ -578,13 +578,23 @@ fn figure13_svg(r: &Report) -> String {
     left.polyline(&mut s, &none, "#1f77b4", None);
     left.markers(&mut s, &model, "#2ca02c");
     // Right: log scale down to the smallest non-zero value.
-    let positive =
-        none.iter().chain(&aligned).chain(&model).chain(&paper).map(|&(_, y)| y).filter(|&y| y > 0.0);
-    let y_lo = 10f64.powf(positive.clone().fold(f64::INFINITY, f64::min).max(1e-6).log10().floor());
-    let y_hi = 10f64.powf(positive.fold(0.0, f64::max).max(y_lo * 10.0).log10().ceil());
+    let positive: Vec<f64> = none
+        .iter()
+        .chain(&aligned)
+        .chain(&model)
+        .chain(&paper)
+        .map(|&(_, y)| y)
+        .filter(|&y| y > 0.0)
+        .collect();
+    let smallest = positive.iter().copied().fold(f64::INFINITY, f64::min);
+    let largest = positive.iter().copied().fold(0.0, f64::max);
+    // Decades around the data; a fixed range when nothing is positive.
+    let y_lo = if smallest.is_finite() { 10f64.powf(smallest.max(1e-6).log10().floor()) } else { 1e-5 };
+    let y_hi = 10f64.powf(largest.max(y_lo * 10.0).log10().ceil());
     let mut log_ticks = Vec::new();
     let mut d = y_lo;
-    while d <= y_hi * 1.0001 {
+    // Bounded: at most a dozen decades between 1e-6 and the data's maximum.
+    while d <= y_hi * 1.0001 && log_ticks.len() < 16 {
         log_ticks.push((d, format!("{d:e}")));
         d *= 10.0;
     }

@@ -190,3 +190,29 @@ pub fn report(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn updatev_names_its_daemon_option_like_rrdtool() {
+        let find = |v: &[&str]| daemon_option_of_updatev(&s(v));
+        assert_eq!(find(&["f", "-d", "x", "1:1"]), Some("d".into()));
+        assert_eq!(find(&["f", "-sdx", "1:1"]), Some("d".into()));
+        assert_eq!(find(&["f", "--daemon=unix:/s", "1:1"]), Some("daemon=unix:/s".into()));
+        assert_eq!(find(&["f", "--dae", "x"]), Some("dae".into()));
+        // Values of -t and --template are not options.
+        assert_eq!(find(&["f", "-t", "-d", "1:1"]), None);
+        assert_eq!(find(&["f", "--template", "-d", "1:1"]), None);
+        assert_eq!(find(&["f", "-td", "1:1"]), None);
+        assert_eq!(find(&["f", "--", "-d", "x"]), None);
+        let e = parse(&s(&["f", "--daemon=unix:/a/very/long/socket/path/name", "1:1"]), true).unwrap_err();
+        assert_eq!(e.to_string(), "invalid option -- 'daemon=unix:/a/very/long/soc");
+        assert_eq!(e.to_string().len(), OPTPARSE_MESSAGE_MAX);
+    }
+}

@@ -256,7 +256,7 @@ impl Case {
 /// Spells `secs` as rrdtool's duration syntax when it divides evenly.
 fn duration_spelling(rng: &mut Rng, secs: u64) -> Option<String> {
     let units: &[(u64, &str)] = &[(86_400, "d"), (3_600, "h"), (60, "m"), (1, "s")];
-    let fitting: Vec<&(u64, &str)> = units.iter().filter(|(u, _)| secs % u == 0).collect();
+    let fitting: Vec<&(u64, &str)> = units.iter().filter(|(u, _)| secs.is_multiple_of(*u)).collect();
     if fitting.is_empty() {
         return None;
     }
@@ -288,7 +288,7 @@ fn gen_heartbeat(rng: &mut Rng, step: u64) -> u64 {
 
 fn gen_limits(rng: &mut Rng, kind: &DsKind) -> (String, String) {
     match rng.below(6) {
-        0 | 1 | 2 => ("U".into(), "U".into()),
+        0..=2 => ("U".into(), "U".into()),
         3 => ("0".into(), "U".into()),
         4 => {
             let max = match kind {
@@ -394,8 +394,8 @@ fn gen_schema(rng: &mut Rng) -> Schema {
         start,
         step_secs,
         step_arg,
-        start_flag: *rng.pick(&["-b", "--start"]),
-        step_flag: *rng.pick(&["-s", "--step"]),
+        start_flag: ["-b", "--start"][rng.below(2) as usize],
+        step_flag: ["-s", "--step"][rng.below(2) as usize],
         ds,
         rras,
     }
@@ -403,7 +403,7 @@ fn gen_schema(rng: &mut Rng) -> Schema {
 
 fn gen_input_kind(rng: &mut Rng) -> DsKind {
     match rng.below(9) {
-        0 | 1 | 2 => DsKind::Gauge,
+        0..=2 => DsKind::Gauge,
         3 | 4 => DsKind::Counter,
         5 => DsKind::Derive,
         6 => DsKind::Absolute,

@@ -476,7 +476,7 @@ fn strings(xs: &[&str]) -> Vec<String> {
 /// file's last update time, so a shrunk case reads the same way.
 pub fn read_commands(case: &Case, last: i64) -> Vec<Vec<String>> {
     let s = &case.schema;
-    let mut rng = Rng::new(case.seed ^ 0x5eed_0f_4ead);
+    let mut rng = Rng::new(case.seed ^ 0x005e_ed0f_4ead);
     let mut reads = vec![strings(&["dump", FILE]), strings(&["info", FILE])];
     match rng.below(6) {
         0 => reads.push(strings(&["dump", "--no-header", FILE])),
@@ -605,7 +605,7 @@ impl Harness {
         }
         // `--no-overwrite` on the file just made: an error for both, and the
         // file stays as it was (the byte comparison below sees to that).
-        if case.seed % 8 == 0 {
+        if case.seed.is_multiple_of(8) {
             let mut again = case.create_args();
             again.insert(2, "-O".into());
             let (oa, ob) = both(&again);
@@ -708,7 +708,7 @@ impl Harness {
                 "(cd \"$W/a\" && \"$ORACLE\" dump {FILE} > d.xml) && cp \"$W/a/d.xml\" \"$W/b/d.xml\""
             )));
             let mut args = strings(&["restore", "d.xml", "r.rrd"]);
-            if case.seed % 3 == 0 {
+            if case.seed.is_multiple_of(3) {
                 args.insert(1, "-r".into());
             }
             let (oa, ob) = both(&args);
