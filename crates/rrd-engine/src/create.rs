@@ -345,6 +345,11 @@ pub fn write_file_with(
             }
         };
         file.set_permissions(fs::Permissions::from_mode(mode))?;
+        // Durable before it takes the name (a crash never leaves an empty
+        // file under it), and out of the page cache: a new file's pages
+        // would otherwise evict the hot pages of files being updated
+        // (seed 004). Updates read back only the pages they need.
+        crate::pagecache::evict(&file)?;
         drop(file);
         fs::rename(&tmp, path)
     })();

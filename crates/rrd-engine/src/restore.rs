@@ -183,7 +183,8 @@ pub fn write_file(
         let mut w = BufWriter::with_capacity(256 * 1024, file);
         restored.write_to(&mut w, cur_rows).map_err(write_err)?;
         let file = w.into_inner().map_err(|e| write_err(e.into_error()))?;
-        file.sync_data().map_err(write_err)?;
+        // Synced, and its pages dropped from the cache (see create).
+        crate::pagecache::evict(&file).map_err(write_err)?;
         drop(file);
         if force_overwrite {
             fs::rename(&tmp_path, target).map_err(create_err)?;

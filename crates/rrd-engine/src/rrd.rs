@@ -102,3 +102,39 @@ impl<S: Store> Rrd<S> {
         self.store.write_at(&bytes, self.layout.live_head_off).map_err(|e| self.io(e))
     }
 }
+
+/// Opens `path` read-only and runs `read` on it, then drops from the page
+/// cache every page the read brought in that was not cached before.
+///
+/// Why: a `dump` or `fetch` of a cold file would otherwise leave its pages
+/// behind and evict the hot header and row pages of files being updated
+/// (seed 000: fetch and graph pollute the cache). Pages that were resident
+/// before (hot pages the update path uses) stay.
+pub fn read_leaving_no_residue<T>(path: &Path, read: impl FnOnce(&Rrd<&File>) -> Result<T>) -> Result<T> {
+    let file = File::open(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+    let _ = crate::pagecache::advise(&file, crate::pagecache::Advice::Random, 0, 0);
+    let before = crate::pagecache::resident_pages(&file).ok();
+    let result = Rrd::from_store(path, &file).and_then(|rrd| read(&rrd));
+    if let Some(before) = before {
+        let page = crate::pagecache::page_size();
+        let mut run_start: Option<u64> = None;
+        let len_pages = crate::pagecache::page_count(file.metadata().map(|m| m.len()).unwrap_or(0));
+        for p in 0..=len_pages {
+            let was_cold = p < len_pages && !before.get(p as usize).copied().unwrap_or(false);
+            match (was_cold, run_start) {
+                (true, None) => run_start = Some(p),
+                (false, Some(s)) => {
+                    let _ = crate::pagecache::advise(
+                        &file,
+                        crate::pagecache::Advice::DontNeed,
+                        s * page,
+                        (p - s) * page,
+                    );
+                    run_start = None;
+                }
+                _ => {}
+            }
+        }
+    }
+    result
+}

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, Result};
 use rrd_engine::dump::{dump, DumpHeader, DumpOptions};
-use rrd_engine::{Error, Rrd};
+use rrd_engine::Error;
 
 use crate::opts::{self, flag, value};
 
@@ -46,21 +46,26 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
         [rrd, xml] => (rrd, Some(xml)),
         _ => return Err(usage()),
     };
-    let rrd = Rrd::open(Path::new(rrd_path), false)?;
-    let result = match xml_path {
-        None => dump(&rrd, out, &options),
-        Some(path) => {
-            let file = File::create(path).map_err(|e| {
-                anyhow!("opening '{path}' for writing: {}", rrd_engine::error::os_message(&e))
-            })?;
-            let mut w = BufWriter::with_capacity(256 * 1024, file);
-            dump(&rrd, &mut w, &options)
-                .and_then(|()| w.flush().map_err(|source| Error::Io { path: path.into(), source }))
-        }
-    };
+    // Leaves no pages of a cold file behind in the page cache.
+    let result = rrd_engine::rrd::read_leaving_no_residue(Path::new(rrd_path), |rrd| {
+        Ok(match xml_path {
+            None => dump(rrd, out, &options).map_err(anyhow::Error::from),
+            Some(path) => (|| {
+                let file = File::create(path).map_err(|e| {
+                    anyhow!("opening '{path}' for writing: {}", rrd_engine::error::os_message(&e))
+                })?;
+                let mut w = BufWriter::with_capacity(256 * 1024, file);
+                dump(rrd, &mut w, &options)
+                    .and_then(|()| w.flush().map_err(|source| Error::Io { path: path.into(), source }))?;
+                Ok(())
+            })(),
+        })
+    })?;
     match result {
         // `rrdscale dump f.rrd | head`: the reader is gone, nothing to report.
-        Err(Error::Io { source, .. }) if source.kind() == ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
+        Err(e) if matches!(e.downcast_ref::<Error>(), Some(Error::Io { source, .. }) if source.kind() == ErrorKind::BrokenPipe) => {
+            Ok(())
+        }
+        other => other,
     }
 }

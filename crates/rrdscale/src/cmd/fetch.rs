@@ -159,8 +159,11 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     };
     let local = |out: &mut dyn Write| -> Result<()> {
         let cf = parse_cf(cf)?;
-        let rrd = open_rrd(file)?;
-        write_rows(&fetch(&rrd, cf, start, end, resolution_secs)?, out)
+        // Leaves no pages of a cold file behind in the page cache.
+        let rows = rrd_engine::rrd::read_leaving_no_residue(Path::new(file.as_str()), |rrd| {
+            fetch(rrd, cf, start, end, resolution_secs)
+        })?;
+        write_rows(&rows, out)
     };
     match rrd_client::daemon(parsed.value("daemon")) {
         Daemon::Absent => local(out),
