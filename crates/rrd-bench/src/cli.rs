@@ -28,6 +28,18 @@ pub enum Workload {
     /// Seed 001's GrowthForecast table: for each N, a cold first pass (all
     /// files evicted from the page cache) then warm passes; seconds per pass.
     Growthforecast(GrowthforecastArgs),
+    /// Prints the report of a saved run (its --json file) again, and
+    /// optionally redraws its plots.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The JSON file a run wrote with --json.
+    pub json: PathBuf,
+    /// Also write SVG plots into this directory.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -365,9 +365,12 @@ fn plots(r: &Results, dir: &Path) -> Result<Vec<PathBuf>, BenchError> {
             let per_pass = |f: &dyn Fn(&PassResult) -> f64| -> Vec<Series> {
                 r.sides
                     .iter()
-                    .map(|s| Series {
+                    .enumerate()
+                    .map(|(i, s)| Series {
                         name: s.label.clone(),
                         points: s.passes.iter().map(|p| (p.id as f64 + 1.0, f(p))).collect(),
+                        color: i,
+                        dash: 0,
                     })
                     .collect()
             };
@@ -407,7 +410,7 @@ fn plots(r: &Results, dir: &Path) -> Result<Vec<PathBuf>, BenchError> {
             let max_pass = r.passes.iter().map(|p| p.pass).max().unwrap_or(0);
             let mut secs = Vec::new();
             let mut pg = Vec::new();
-            for s in &r.sides {
+            for (i, s) in r.sides.iter().enumerate() {
                 for k in 1..=max_pass {
                     let pts = |f: &dyn Fn(&PassResult) -> f64| -> Vec<(f64, f64)> {
                         r.passes
@@ -417,8 +420,9 @@ fn plots(r: &Results, dir: &Path) -> Result<Vec<PathBuf>, BenchError> {
                             .collect()
                     };
                     let name = format!("{} pass {k}{}", s.label, if k == 1 { " (cold)" } else { "" });
-                    secs.push(Series { name: name.clone(), points: pts(&|x| x.counters.secs) });
-                    pg.push(Series { name, points: pts(&pages) });
+                    let (color, dash) = (i, k - 1);
+                    secs.push(Series { name: name.clone(), points: pts(&|x| x.counters.secs), color, dash });
+                    pg.push(Series { name, points: pts(&pages), color, dash });
                 }
             }
             let chart = Chart {
@@ -469,6 +473,7 @@ fn build(cli: &Cli) -> Result<(Workload, &Common), BenchError> {
             let schema = Schema::parse(&g.schema)?;
             Ok((workload::growthforecast(schema, &g.sizes, g.passes, g.common.start_time), &g.common))
         }
+        CliWorkload::Report(_) => Err(BenchError::Usage("report runs no workload".into())),
     }
 }
 
@@ -490,8 +495,24 @@ fn preflight(sides: &[Side]) -> Result<(), BenchError> {
     Ok(())
 }
 
+/// `rrdscale bench report FILE`: the report (and plots) of a saved run.
+fn rerun_report(json: &Path, svg_dir: Option<&Path>, out: &mut dyn Write) -> Result<(), BenchError> {
+    let text =
+        fs::read_to_string(json).map_err(|e| BenchError::io(format!("reading {}", json.display()), e))?;
+    let mut results: Results = serde_json::from_str(&text).map_err(|e| {
+        BenchError::Invalid(format!("{} is not the JSON of a bench run: {e}", json.display()))
+    })?;
+    if let Some(dir) = svg_dir {
+        results.plots = plots(&results, dir)?;
+    }
+    out.write_all(report::markdown(&results).as_bytes()).map_err(|e| BenchError::io("writing the report", e))
+}
+
 /// Runs a parsed `rrdscale bench` command line.
 pub fn run(cli: &Cli, args: &[String], exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
+    if let CliWorkload::Report(r) = &cli.workload {
+        return rerun_report(&r.json, r.svg.as_deref(), out);
+    }
     let (w, common) = build(cli)?;
     if common.mode.is_empty() {
         return Err(BenchError::Usage("--mode needs at least one mode".into()));

@@ -11,6 +11,10 @@ use std::fmt::Write as _;
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
+    /// Index into the palette (a side keeps its colour across charts).
+    pub color: usize,
+    /// 0 = solid, 1 = dashed, 2 = dotted (e.g. the pass number).
+    pub dash: usize,
 }
 
 /// A chart's axes and labels.
@@ -22,10 +26,10 @@ pub struct Chart<'a> {
     pub log_y: bool,
 }
 
-const W: f64 = 760.0;
+const W: f64 = 820.0;
 const H: f64 = 440.0;
 const LEFT: f64 = 80.0;
-const RIGHT: f64 = 200.0;
+const RIGHT: f64 = 260.0;
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = 60.0;
 const COLORS: [&str; 8] =
@@ -166,7 +170,12 @@ pub fn line_chart(chart: &Chart, series: &[Series]) -> String {
         esc(chart.y_label)
     );
     for (i, ser) in series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
+        let color = COLORS[ser.color % COLORS.len()];
+        let dash = match ser.dash % 3 {
+            0 => "",
+            1 => r#" stroke-dasharray="7 4""#,
+            _ => r#" stroke-dasharray="2 3""#,
+        };
         let points: Vec<String> = ser
             .points
             .iter()
@@ -178,7 +187,7 @@ pub fn line_chart(chart: &Chart, series: &[Series]) -> String {
         if !points.is_empty() {
             let _ = writeln!(
                 s,
-                r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
+                r#"<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{}"/>"#,
                 points.join(" ")
             );
             for p in &points {
@@ -190,7 +199,7 @@ pub fn line_chart(chart: &Chart, series: &[Series]) -> String {
         let lx = W - RIGHT + 12.0;
         let _ = writeln!(
             s,
-            r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="3"/>"#,
+            r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="3"{dash}/>"#,
             lx + 22.0
         );
         let _ = writeln!(s, r#"<text x="{}" y="{}">{}</text>"#, lx + 28.0, ly + 4.0, esc(&ser.name));
@@ -214,14 +223,15 @@ mod tests {
     #[test]
     fn chart_has_one_line_per_series() {
         let series = vec![
-            Series { name: "a<b".into(), points: vec![(1.0, 2.0), (2.0, 3.0)] },
-            Series { name: "c".into(), points: vec![(1.0, 1.0), (2.0, 0.0)] },
+            Series { name: "a<b".into(), points: vec![(1.0, 2.0), (2.0, 3.0)], color: 0, dash: 0 },
+            Series { name: "c".into(), points: vec![(1.0, 1.0), (2.0, 0.0)], color: 1, dash: 1 },
         ];
         let chart = Chart { title: "t", x_label: "x", y_label: "y", log_x: false, log_y: true };
         let svg = line_chart(&chart, &series);
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
         assert_eq!(svg.matches("<polyline").count(), 2);
         assert!(svg.contains("a&lt;b"));
+        assert_eq!(svg.matches("stroke-dasharray").count(), 2, "one dashed line and its legend");
         // The zero point is left out on a log axis, not drawn at infinity.
         assert!(!svg.contains("inf") && !svg.contains("NaN"));
     }

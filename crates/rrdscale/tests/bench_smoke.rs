@@ -148,6 +148,9 @@ fn perftest_against_rrdtool_in_every_mode() {
     assert!(report.contains("Byte-identical across sides: 100 of 100 compared files"), "{report}");
     assert!(report.contains("Reproduce with: `rrdscale bench perftest --files 50"), "{report}");
     check_files(&report, &["rrdscale direct", "rrdscale batch", "rrdscale pipe", "librrd", "rrdtool pipe"]);
+    // The saved JSON renders the same report again.
+    let again = bench(&["report", json.to_str().unwrap(), "--svg", svg.to_str().unwrap()]);
+    assert_eq!(again, report);
     let j = std::fs::read_to_string(&json).unwrap();
     assert!(j.starts_with('{') && j.contains("\"command\"") && j.contains("\"Librrd\""), "{j}");
     for name in ["perftest-updates.svg", "perftest-cpu.svg", "perftest-pages.svg"] {

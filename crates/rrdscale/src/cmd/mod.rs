@@ -25,6 +25,7 @@ mod resize;
 mod restore;
 mod tune;
 mod update;
+mod web;
 mod xport;
 
 /// Runs one command line (without the program name), writing its output.
@@ -50,6 +51,7 @@ pub fn dispatch(args: &[String], out: &mut dyn Write) -> Result<()> {
         "lastupdate" => lastupdate::run(rest, out),
         "list" => list::run(rest, out),
         "xport" => xport::run(rest, out),
+        "web" => web::run(rest, out),
         "restore" => restore::run(rest, out),
         "tune" => tune::run(rest, out),
         "resize" => resize::run(rest, out),
