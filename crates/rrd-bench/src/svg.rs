@@ -49,11 +49,13 @@ fn ticks(lo: f64, hi: f64, log: bool) -> Vec<f64> {
     let raw = span / 5.0;
     let mag = 10f64.powf(raw.log10().floor());
     let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| span / s <= 6.0).unwrap_or(10.0 * mag);
+    // From the tick at or below `lo` to the first tick at or above `hi`,
+    // so the axis ends on a labelled value.
     let mut t = (lo / step).floor() * step;
-    let mut out = Vec::new();
-    while t <= hi + step * 1e-9 {
-        out.push(t);
+    let mut out = vec![t];
+    while t < hi - step * 1e-9 {
         t += step;
+        out.push(t);
     }
     out
 }
@@ -215,6 +217,7 @@ mod tests {
     #[test]
     fn ticks_are_round() {
         assert_eq!(ticks(0.0, 10.0, false), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(ticks(0.0, 19_000.0, false), vec![0.0, 5000.0, 10_000.0, 15_000.0, 20_000.0]);
         assert_eq!(ticks(20.0, 60_000.0, true), vec![10.0, 100.0, 1000.0, 10_000.0, 100_000.0]);
         assert_eq!(label(250_000.0), "250k");
         assert_eq!(label(0.5), "0.5");
