@@ -27,9 +27,15 @@ fn is_c_space(b: u8) -> bool {
 }
 
 /// RRDtool's `rrd_strtod`: returns the value and how many bytes it consumed
-/// (0 when no digits were found).
+/// (0 when no digits were found, or when the decimal exponent is outside
+/// `DBL_MIN_EXP..=DBL_MAX_EXP`, where rrdtool reports no conversion).
 pub fn rrd_strtod(s: &str) -> (f64, usize) {
-    let b = s.as_bytes();
+    rrd_strtod_bytes(s.as_bytes())
+}
+
+/// [`rrd_strtod`] over bytes. Exponent digits accumulate in a wrapping
+/// 32-bit int, as in C (observed with `rrdtool create` on huge exponents).
+pub fn rrd_strtod_bytes(b: &[u8]) -> (f64, usize) {
     let mut p = 0;
     while p < b.len() && is_c_space(b[p]) {
         p += 1;
@@ -54,9 +60,9 @@ pub fn rrd_strtod(s: &str) -> (f64, usize) {
             number = number * 10.0 + f64::from(b[p] - b'0');
             p += 1;
             digits += 1;
-            decimals = decimals.saturating_add(1);
+            decimals = decimals.wrapping_add(1);
         }
-        exponent -= decimals;
+        exponent = exponent.wrapping_sub(decimals);
     }
     if digits == 0 {
         return (0.0, 0);
@@ -73,11 +79,10 @@ pub fn rrd_strtod(s: &str) -> (f64, usize) {
         }
         let mut n: i32 = 0;
         while p < b.len() && b[p].is_ascii_digit() {
-            // C overflows silently here; saturate instead (same outcome: out of range).
-            n = n.saturating_mul(10).saturating_add(i32::from(b[p] - b'0'));
+            n = n.wrapping_mul(10).wrapping_add(i32::from(b[p] - b'0'));
             p += 1;
         }
-        exponent = if exp_negative { exponent.saturating_sub(n) } else { exponent.saturating_add(n) };
+        exponent = if exp_negative { exponent.wrapping_sub(n) } else { exponent.wrapping_add(n) };
     }
     if !(DBL_MIN_EXP..=DBL_MAX_EXP).contains(&exponent) {
         // RRDtool returns HUGE_VAL and leaves endptr where it was (no

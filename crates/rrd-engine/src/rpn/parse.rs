@@ -116,95 +116,14 @@ fn parse_token(rest: &[u8], lookup: &dyn Fn(&str) -> Option<usize>) -> Result<(N
     Err(RpnError::UnknownToken { token: token_text(rest) })
 }
 
-/// Smallest and largest decimal exponents rrdtool's `strtod` accepts
-/// (`DBL_MIN_EXP` and `DBL_MAX_EXP`, compared with a decimal exponent).
-const EXPONENT_MIN: i32 = -1021;
-const EXPONENT_MAX: i32 = 1024;
-
 /// Reads a number at the start of `s` as rrdtool 1.7.2's own `strtod`
-/// (`rrd_strtod`) does: returns the value and the number of bytes read, or
-/// `None` where rrdtool reports no conversion.
-///
-/// rrdtool does not use the C library here but a small public-domain
-/// routine, and its arithmetic decides which constants are integers:
-/// leading white space is skipped, digits are accumulated into a double,
-/// the decimal exponent is applied by repeated multiplication or division
-/// with powers of ten, `e` or `E` may be followed by no digits at all, the
-/// exponent digits accumulate in a wrapping 32-bit int, and a decimal
-/// exponent outside -1021..=1024 (or no digit before it) means no number.
-/// There is no `inf`, `nan` or hexadecimal form.
+/// (`rrd_strtod`) does: the value and the bytes read, or `None` where
+/// rrdtool reports no conversion (no digits, or a decimal exponent out of
+/// range). One implementation serves update values and RPN constants:
+/// [`crate::numparse::rrd_strtod_bytes`]. There is no `inf`, `nan` or hex.
 pub fn rrd_strtod(s: &[u8]) -> Option<(f64, usize)> {
-    let mut p =
-        s.iter().take_while(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')).count();
-    let mut negative = false;
-    match s.get(p) {
-        Some(b'-') => {
-            negative = true;
-            p += 1;
-        }
-        Some(b'+') => p += 1,
-        _ => {}
-    }
-    let mut number = 0.0f64;
-    let mut exponent: i32 = 0;
-    let mut digits = 0;
-    while let Some(d) = s.get(p).filter(|c| c.is_ascii_digit()) {
-        number = number * 10.0 + f64::from(d - b'0');
-        p += 1;
-        digits += 1;
-    }
-    if s.get(p) == Some(&b'.') {
-        p += 1;
-        let mut decimals: i32 = 0;
-        while let Some(d) = s.get(p).filter(|c| c.is_ascii_digit()) {
-            number = number * 10.0 + f64::from(d - b'0');
-            p += 1;
-            digits += 1;
-            decimals += 1;
-        }
-        exponent = exponent.wrapping_sub(decimals);
-    }
-    if digits == 0 {
-        return None;
-    }
-    if negative {
-        number = -number;
-    }
-    if matches!(s.get(p), Some(b'e' | b'E')) {
-        p += 1;
-        let mut exp_negative = false;
-        match s.get(p) {
-            Some(b'-') => {
-                exp_negative = true;
-                p += 1;
-            }
-            Some(b'+') => p += 1,
-            _ => {}
-        }
-        let mut n: i32 = 0;
-        while let Some(d) = s.get(p).filter(|c| c.is_ascii_digit()) {
-            n = n.wrapping_mul(10).wrapping_add(i32::from(d - b'0'));
-            p += 1;
-        }
-        exponent = if exp_negative { exponent.wrapping_sub(n) } else { exponent.wrapping_add(n) };
-    }
-    if !(EXPONENT_MIN..=EXPONENT_MAX).contains(&exponent) {
-        return None;
-    }
-    let mut p10 = 10.0f64;
-    let mut n = exponent.unsigned_abs();
-    while n != 0 {
-        if n & 1 == 1 {
-            if exponent < 0 {
-                number /= p10;
-            } else {
-                number *= p10;
-            }
-        }
-        n >>= 1;
-        p10 *= p10;
-    }
-    Some((number, p))
+    let (value, used) = crate::numparse::rrd_strtod_bytes(s);
+    (used > 0).then_some((value, used))
 }
 
 /// [`rrd_strtod`] of the whole of `s` (rrdtool's `rrd_strtodbl` returning
