@@ -139,9 +139,14 @@ impl BatchUpdater {
 
     /// Applies one update (reading its header, writing its rows and live header).
     pub fn update(&mut self, req: &UpdateRequest, verbose: bool) -> Result<UpdateReport> {
+        let locking = crate::rrd::Locking::from_env();
         let file = self.files.get(&req.path)?;
+        // The file stays open between updates, so the lock is taken and
+        // released around each one, as a fresh open/close would.
+        crate::rrd::lock_file(file, &req.path, true, false, locking)?;
         let result = Rrd::from_store(&req.path, file)
             .and_then(|mut rrd| update::update_rrd(&mut rrd, &req.args, &req.opts, verbose, Now::system()));
+        let _ = crate::rrd::lock_file(file, &req.path, true, true, locking);
         if result.is_err() {
             self.files.close(&req.path);
         }

@@ -34,6 +34,8 @@ impl Rrd<File> {
             .open(path)
             .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
         let _ = crate::pagecache::advise(&file, crate::pagecache::Advice::Random, 0, 0);
+        // Held until the file is closed (when the Rrd is dropped).
+        lock_file(&file, path, write, false, Locking::from_env())?;
         Rrd::from_store(path, file)
     }
 }
@@ -113,6 +115,7 @@ impl<S: Store> Rrd<S> {
 pub fn read_leaving_no_residue<T>(path: &Path, read: impl FnOnce(&Rrd<&File>) -> Result<T>) -> Result<T> {
     let file = File::open(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
     let _ = crate::pagecache::advise(&file, crate::pagecache::Advice::Random, 0, 0);
+    lock_file(&file, path, false, false, Locking::from_env())?;
     let before = crate::pagecache::resident_pages(&file).ok();
     let result = Rrd::from_store(path, &file).and_then(|rrd| read(&rrd));
     if let Some(before) = before {
@@ -137,4 +140,60 @@ pub fn read_leaving_no_residue<T>(path: &Path, read: impl FnOnce(&Rrd<&File>) ->
         }
     }
     result
+}
+
+/// How commands lock files, as rrdtool 1.7's `RRD_LOCKING` says: `try`
+/// (the default: fail at once with "could not lock RRD"), `block` (wait),
+/// or `none`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Locking {
+    None,
+    Try,
+    Block,
+}
+
+impl Locking {
+    /// From the `RRD_LOCKING` environment variable (default `try`).
+    pub fn from_env() -> Locking {
+        match std::env::var("RRD_LOCKING").as_deref() {
+            Ok("none") => Locking::None,
+            Ok("block") => Locking::Block,
+            _ => Locking::Try,
+        }
+    }
+}
+
+/// Takes (`exclusive`: a write lock, else a read lock) or releases
+/// (`unlock`) a POSIX record lock on the whole file, as rrdtool does around
+/// every command, so that rrdtool and rrdscale never interleave the
+/// read-modify-write of one file. The lock also ends when the file is closed.
+pub fn lock_file(file: &File, path: &Path, exclusive: bool, unlock: bool, mode: Locking) -> Result<()> {
+    use std::os::unix::io::AsRawFd;
+    if mode == Locking::None {
+        return Ok(());
+    }
+    // SAFETY: a zeroed flock is a valid value; fcntl only reads it.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = if unlock {
+        libc::F_UNLCK as libc::c_short
+    } else if exclusive {
+        libc::F_WRLCK as libc::c_short
+    } else {
+        libc::F_RDLCK as libc::c_short
+    };
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    // Open-file-description locks: they conflict with rrdtool's POSIX locks,
+    // but are not shared by every descriptor of the process (a reader thread
+    // closing its own descriptor must not drop a flusher's lock).
+    let cmd = if mode == Locking::Block && !unlock { libc::F_OFD_SETLKW } else { libc::F_OFD_SETLK };
+    // SAFETY: the fd is valid while `file` lives; `fl` outlives the call.
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), cmd, &fl) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EAGAIN) | Some(libc::EACCES) => Err(Error::invalid("could not lock RRD")),
+        _ => Err(Error::Io { path: path.to_path_buf(), source: err }),
+    }
 }
