@@ -47,61 +47,79 @@ impl Store for &File {
     }
 }
 
-struct Entry {
-    file: File,
-    last_use: u64,
-}
-
 /// Files kept open for reading and writing, with readahead off, at most
-/// `max_open` at a time (least recently used closed first).
+/// `max_open` at a time.
+///
+/// When full, an arbitrary open file is closed (slot chosen by a cheap
+/// pseudo-random sequence), not the least recently used one: the usual
+/// pattern is a pass over all N files, one update each, and with N larger
+/// than the cache LRU misses on every single update, while random eviction
+/// keeps about `max_open / N` of them hitting. Both operations are O(1).
 pub struct OpenFiles {
-    files: HashMap<PathBuf, Entry>,
+    /// Path -> slot in `slots`.
+    index: HashMap<PathBuf, usize>,
+    slots: Vec<(PathBuf, File)>,
     max_open: usize,
-    clock: u64,
+    rng: u64,
 }
 
 impl OpenFiles {
     pub fn new(max_open: usize) -> OpenFiles {
-        OpenFiles { files: HashMap::new(), max_open: max_open.max(1), clock: 0 }
+        OpenFiles {
+            index: HashMap::new(),
+            slots: Vec::new(),
+            max_open: max_open.max(1),
+            rng: 0x9e37_79b9_7f4a_7c15,
+        }
     }
 
     /// The open file for `path`, opening it (with `POSIX_FADV_RANDOM`) if needed.
     pub fn get(&mut self, path: &Path) -> Result<&File> {
-        self.clock += 1;
-        let clock = self.clock;
-        if !self.files.contains_key(path) {
-            if self.files.len() >= self.max_open {
-                if let Some(oldest) =
-                    self.files.iter().min_by_key(|(_, e)| e.last_use).map(|(p, _)| p.clone())
-                {
-                    self.files.remove(&oldest);
-                }
-            }
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(path)
-                .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
-            // Readahead would pull 16-32 pages per update where 2-3 are needed.
-            let _ = advise(&file, Advice::Random, 0, 0);
-            self.files.insert(path.to_path_buf(), Entry { file, last_use: clock });
+        if let Some(&slot) = self.index.get(path) {
+            return Ok(&self.slots[slot].1);
         }
-        let entry = self.files.get_mut(path).expect("inserted above");
-        entry.last_use = clock;
-        Ok(&entry.file)
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+        // Readahead would pull 16-32 pages per update where 2-3 are needed.
+        let _ = advise(&file, Advice::Random, 0, 0);
+        let slot = if self.slots.len() < self.max_open {
+            self.slots.push((path.to_path_buf(), file));
+            self.slots.len() - 1
+        } else {
+            // xorshift64: any slot will do, it only has to be cheap and spread.
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            let victim = (self.rng % self.slots.len() as u64) as usize;
+            let (old_path, _old_file) =
+                std::mem::replace(&mut self.slots[victim], (path.to_path_buf(), file));
+            self.index.remove(&old_path);
+            victim
+        };
+        self.index.insert(path.to_path_buf(), slot);
+        Ok(&self.slots[slot].1)
     }
 
     /// Forgets an open file (after an error, or when it was replaced).
     pub fn close(&mut self, path: &Path) {
-        self.files.remove(path);
+        if let Some(slot) = self.index.remove(path) {
+            self.slots.swap_remove(slot);
+            if slot < self.slots.len() {
+                let moved = self.slots[slot].0.clone();
+                self.index.insert(moved, slot);
+            }
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.files.len()
+        self.slots.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
+        self.slots.is_empty()
     }
 }
 
@@ -165,6 +183,33 @@ impl BatchUpdater {
 mod tests {
     use super::*;
     use crate::create::{create, CreateOptions};
+
+    /// The cache stays bounded, and every lookup returns the file of the
+    /// path asked for, across evictions and explicit closes.
+    #[test]
+    fn open_files_map_paths_to_their_files() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<PathBuf> = (0..10).map(|i| dir.path().join(format!("f{i}"))).collect();
+        for p in &paths {
+            std::fs::write(p, b"x").unwrap();
+        }
+        let mut files = OpenFiles::new(3);
+        for round in 0..5 {
+            for (i, p) in paths.iter().enumerate() {
+                let ino = files.get(p).unwrap().metadata().unwrap().ino();
+                assert_eq!(ino, std::fs::metadata(p).unwrap().ino(), "round {round} file {i}");
+                assert!(files.len() <= 3);
+                if (i + round) % 4 == 0 {
+                    files.close(p);
+                }
+            }
+        }
+        for p in &paths {
+            let ino = files.get(p).unwrap().metadata().unwrap().ino();
+            assert_eq!(ino, std::fs::metadata(p).unwrap().ino());
+        }
+    }
 
     /// A batch gives the same files as updating one call at a time.
     #[test]
