@@ -229,6 +229,22 @@ fn binary(stack: &mut Stack, op: Op, f: impl Fn(f64, f64) -> f64) -> Result<(), 
     stack.set(stack.top, f(a, b))
 }
 
+/// `a op b` with the NaN that x86 SSE returns when an operand is NaN: the
+/// first operand's if it is NaN, else the second's (quieted). Rust leaves
+/// the NaN of `a + b` unspecified (LLVM may swap the operands of `+` and
+/// `*` in optimized builds), and the sign of a stored NaN shows in files
+/// and in `fetch` output (`nan` vs `-nan`), so it is fixed here.
+fn x86_arith(a: f64, b: f64, f: impl Fn(f64, f64) -> f64) -> f64 {
+    const QUIET: u64 = 0x0008_0000_0000_0000;
+    if a.is_nan() {
+        f64::from_bits(a.to_bits() | QUIET)
+    } else if b.is_nan() {
+        f64::from_bits(b.to_bits() | QUIET)
+    } else {
+        f(a, b)
+    }
+}
+
 fn unary(stack: &mut Stack, op: Op, f: impl Fn(f64) -> f64) -> Result<(), RpnError> {
     stack.need(0, op)?;
     let a = stack.top_value();
@@ -281,10 +297,10 @@ fn apply(op: Op, s: &mut Stack, ctx: &mut dyn Context) -> Result<(), RpnError> {
         Op::NegInf => s.push(f64::NEG_INFINITY),
         Op::Unkn => s.push(DNAN),
         Op::Now => s.push(ctx.now()),
-        Op::Add => binary(s, op, |a, b| a + b),
-        Op::Sub => binary(s, op, |a, b| a - b),
-        Op::Mul => binary(s, op, |a, b| a * b),
-        Op::Div => binary(s, op, |a, b| a / b),
+        Op::Add => binary(s, op, |a, b| x86_arith(a, b, |a, b| a + b)),
+        Op::Sub => binary(s, op, |a, b| x86_arith(a, b, |a, b| a - b)),
+        Op::Mul => binary(s, op, |a, b| x86_arith(a, b, |a, b| a * b)),
+        Op::Div => binary(s, op, |a, b| x86_arith(a, b, |a, b| a / b)),
         // C's fmod, which Rust's `%` on doubles is.
         Op::Mod => binary(s, op, |a, b| a % b),
         Op::Pow => binary(s, op, f64::powf),
@@ -295,7 +311,7 @@ fn apply(op: Op, s: &mut Stack, ctx: &mut dyn Context) -> Result<(), RpnError> {
             } else if b.is_nan() {
                 a
             } else {
-                a + b
+                x86_arith(a, b, |a, b| a + b)
             }
         }),
         Op::Sin => unary(s, op, f64::sin),
@@ -544,6 +560,21 @@ fn roll(s: &mut Stack) -> Result<(), RpnError> {
 
 #[cfg(test)]
 mod tests {
+
+    /// Two NaN operands of different sign: the first operand's NaN wins, as
+    /// on x86 (found by CI: an optimized build returned the other one).
+    #[test]
+    fn nan_sign_follows_the_first_operand() {
+        let pos = f64::from_bits(0x7ff8_0000_0000_0000);
+        let neg = f64::from_bits(0xfff8_0000_0000_0000);
+        for f in
+            [|a: f64, b: f64| a + b, |a: f64, b: f64| a - b, |a: f64, b: f64| a * b, |a: f64, b: f64| a / b]
+        {
+            assert_eq!(super::x86_arith(pos, neg, f).to_bits(), pos.to_bits());
+            assert_eq!(super::x86_arith(neg, pos, f).to_bits(), neg.to_bits());
+            assert_eq!(super::x86_arith(1.0, neg, f).to_bits(), neg.to_bits());
+        }
+    }
     use super::*;
 
     struct Vals<'a>(&'a [f64]);
