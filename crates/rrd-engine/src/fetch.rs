@@ -29,7 +29,7 @@ use crate::store::Store;
 
 /// The NaN RRDtool fills rows outside an archive with (the x86 default NaN,
 /// sign bit set, which `printf` shows as `-nan`).
-pub const FILL_NAN: f64 = f64::from_bits(0xfff8_0000_0000_0000);
+pub const FILL_NAN: f64 = crate::numparse::DNAN;
 
 /// The most values one fetch returns (2 GiB of doubles). RRDtool has no
 /// limit but its malloc; a request beyond this is refused, not attempted.

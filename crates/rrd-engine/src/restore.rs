@@ -45,7 +45,7 @@ use rrd_format::{
 };
 
 /// The NaN RRDtool stores for unknown values: x86's default NaN, sign bit set.
-const DNAN: f64 = f64::from_bits(0xfff8_0000_0000_0000);
+use crate::numparse::DNAN;
 
 /// Bytes of a FAILURES history RRDtool restores (`MAX_CDP_PAR_EN`): the
 /// rest of a longer window reads back as zeros.

@@ -46,11 +46,8 @@ pub use op::Op;
 use op::{CODE_END, CODE_NUMBER, CODE_PREV_OTHER, CODE_VARIABLE};
 pub use parse::rrd_strtod;
 
-/// rrdtool's unknown value as it stores it: the negative quiet NaN (the
-/// bits x86 produces for 0/0), not Rust's `f64::NAN`.
-/// (Negation flips the sign bit only; `f64::from_bits` is not const before
-/// Rust 1.83.)
-pub const DNAN: f64 = -f64::NAN;
+/// rrdtool's unknown value as it stores it (one definition, in numparse).
+pub use crate::numparse::DNAN;
 
 /// Entries that fit in a DS `par` array (80 bytes, 4 per entry).
 pub const PAR_ENTRIES: usize = 20;

@@ -121,7 +121,8 @@ pub fn read_leaving_no_residue<T>(path: &Path, read: impl FnOnce(&Rrd<&File>) ->
     if let Some(before) = before {
         let page = crate::pagecache::page_size();
         let mut run_start: Option<u64> = None;
-        let len_pages = crate::pagecache::page_count(file.metadata().map(|m| m.len()).unwrap_or(0));
+        // The residency snapshot has one entry per page of the file.
+        let len_pages = before.len() as u64;
         for p in 0..=len_pages {
             let was_cold = p < len_pages && !before.get(p as usize).copied().unwrap_or(false);
             match (was_cold, run_start) {

@@ -98,22 +98,9 @@ pub fn now_secs() -> i64 {
         .unwrap_or(0)
 }
 
-/// A double as rrdtool's info-style output prints it: `%0.10e`, or `NaN`.
+/// A double as rrdtool's info-style output prints it: `%0.10e`, or `NaN`
+/// (the engine's `info` formatting, so the two never drift apart).
 pub fn fmt_info_value(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".to_string()
-    } else {
-        fmt_e10(v)
-    }
-}
-
-/// C's `%0.10e` (Rust's `{:e}` differs in exponent format).
-pub fn fmt_e10(v: f64) -> String {
-    if v.is_infinite() {
-        return if v > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    let s = format!("{v:.10e}");
-    let (mant, exp) = s.split_once('e').expect("exponent");
-    let exp: i32 = exp.parse().expect("exponent digits");
-    format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+    let bytes = rrd_engine::info::format_value(&rrd_engine::info::InfoValue::Value(v));
+    String::from_utf8(bytes).expect("formatted numbers are ASCII")
 }
