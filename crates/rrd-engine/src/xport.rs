@@ -30,7 +30,7 @@ use rrd_format::Cf;
 
 use crate::attime;
 use crate::error::{Error, Result};
-use crate::fetch::{fetch, rrd_snprintf_e, FILL_NAN, MAX_FETCH_VALUES};
+use crate::fetch::{fetch, rrd_snprintf_e, FetchResult, FILL_NAN, MAX_FETCH_VALUES};
 use crate::numparse::rrd_strtod;
 use crate::rpn::{Context, Node, Op, Program, RpnError, Stack};
 use crate::rrd::Rrd;
@@ -207,6 +207,43 @@ struct Def {
     start: i64,
     end: i64,
     step: i64,
+    /// The DEF's own `:daemon=` address.
+    daemon: Option<String>,
+}
+
+/// Where DEFs get their rows. [`LocalFiles`] reads the files; the CLI's
+/// `--daemon` implementation asks a caching daemon (FETCH), as rrdtool's
+/// graph and xport do, so pending values are seen without a flush.
+pub trait FetchSource {
+    /// The rows of `file`'s best archive for `cf` over `start..end`.
+    /// `daemon` is the DEF's own `:daemon=` address, when it has one.
+    fn fetch(
+        &mut self,
+        file: &str,
+        cf: Cf,
+        start: i64,
+        end: i64,
+        resolution_secs: u64,
+        daemon: Option<&str>,
+    ) -> Result<FetchResult>;
+}
+
+/// DEFs read their files directly (a DEF's `:daemon=` is ignored).
+pub struct LocalFiles;
+
+impl FetchSource for LocalFiles {
+    fn fetch(
+        &mut self,
+        file: &str,
+        cf: Cf,
+        start: i64,
+        end: i64,
+        resolution_secs: u64,
+        _daemon: Option<&str>,
+    ) -> Result<FetchResult> {
+        let rrd = Rrd::open(Path::new(file), false)?;
+        fetch(&rrd, cf, start, end, resolution_secs)
+    }
 }
 
 enum Element {
@@ -560,9 +597,9 @@ struct FetchKey {
 
 /// Fetches a DEF's archive and consolidates it up to the global step:
 /// the rows (every DS of the file) and the file's DS names.
-fn fetch_def(def: &Def, global_step: i64) -> Result<(Series, Vec<String>)> {
-    let rrd = Rrd::open(Path::new(&def.file), false)?;
-    let got = fetch(&rrd, def.cf, def.start, def.end, def.step.max(0) as u64)?;
+fn fetch_def(def: &Def, global_step: i64, source: &mut dyn FetchSource) -> Result<(Series, Vec<String>)> {
+    let got =
+        source.fetch(&def.file, def.cf, def.start, def.end, def.step.max(0) as u64, def.daemon.as_deref())?;
     let (mut start, mut end) = (got.start, got.end);
     let ds_count = got.ds_names.len();
     let fetched_step = got.step_secs as i64;
@@ -675,6 +712,7 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
                         return Err(Error::invalid(format!("Invalid DEF '{text}'")));
                     };
                     let (mut step, mut reduce_cf, mut start, mut end) = (global_step, None, None, None);
+                    let mut daemon = None;
                     for opt in options {
                         match opt.split_once('=') {
                             Some(("step", v)) => {
@@ -684,7 +722,7 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
                             Some(("reduce", v)) => reduce_cf = Some(parse_cf(v)?),
                             Some(("start", v)) => start = Some(v.to_string()),
                             Some(("end", v)) => end = Some(v.to_string()),
-                            Some(("daemon", _)) => {} // TODO: fetch through the daemon.
+                            Some(("daemon", v)) => daemon = Some(v.to_string()),
                             _ => {
                                 return Err(Error::invalid(format!(
                                     "Unused Arguments \"{opt}\" in command : {text}"
@@ -701,6 +739,7 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
                         start,
                         end,
                         step,
+                        daemon,
                     })
                 };
                 names.push(vname.to_string());
@@ -834,7 +873,7 @@ fn vdef_calc(src: &Series, op: VdefOp, param: f64) -> VdefValue {
 
 /// Fetches the DEFs (sharing identical fetches) and runs CDEFs and VDEFs
 /// in order: what each element defines.
-fn run(range: &XportRange, parsed: &Parsed) -> Result<Vec<Slot>> {
+fn run(range: &XportRange, parsed: &Parsed, source: &mut dyn FetchSource) -> Result<Vec<Slot>> {
     let mut series: Vec<Slot> = Vec::with_capacity(parsed.elements.len());
     let mut fetched: Vec<(FetchKey, Series, Vec<String>)> = Vec::new();
     for element in &parsed.elements {
@@ -851,7 +890,7 @@ fn run(range: &XportRange, parsed: &Parsed) -> Result<Vec<Slot>> {
                 let (base, ds_names) = match fetched.iter().find(|f| f.0 == key) {
                     Some((_, base, names)) => (base.clone(), names.clone()),
                     None => {
-                        let (base, names) = fetch_def(def, parsed.global_step)?;
+                        let (base, names) = fetch_def(def, parsed.global_step, source)?;
                         fetched.push((key, base.clone(), names.clone()));
                         (base, names)
                     }
@@ -945,8 +984,17 @@ fn eval_cdef(program: &Program, series: &[Slot], now_clock: i64) -> Result<Serie
 /// Evaluates DEF, CDEF and VDEF elements (XPORT elements are checked and
 /// skipped) over `range`, for callers that draw rather than export.
 pub fn evaluate(range: &XportRange, elements: &[String]) -> Result<Evaluation> {
+    evaluate_with(range, elements, &mut LocalFiles)
+}
+
+/// [`evaluate`], with DEFs' rows from `source`.
+pub fn evaluate_with(
+    range: &XportRange,
+    elements: &[String],
+    source: &mut dyn FetchSource,
+) -> Result<Evaluation> {
     let parsed = parse_elements(range, elements)?;
-    let slots = run(range, &parsed)?;
+    let slots = run(range, &parsed, source)?;
     let variables = parsed
         .names
         .iter()
@@ -963,11 +1011,20 @@ pub fn evaluate(range: &XportRange, elements: &[String]) -> Result<Evaluation> {
 /// Runs an xport over `elements` (`DEF:...`, `CDEF:...`, `VDEF:...`,
 /// `XPORT:...`).
 pub fn xport(range: &XportRange, elements: &[String]) -> Result<XportResult> {
+    xport_with(range, elements, &mut LocalFiles)
+}
+
+/// [`xport`], with DEFs' rows from `source`.
+pub fn xport_with(
+    range: &XportRange,
+    elements: &[String],
+    source: &mut dyn FetchSource,
+) -> Result<XportResult> {
     if elements.is_empty() {
         return Err(Error::invalid("can't make an xport without contents"));
     }
     let parsed = parse_elements(range, elements)?;
-    let series = run(range, &parsed)?;
+    let series = run(range, &parsed, source)?;
     let columns: Vec<(usize, String)> = parsed
         .elements
         .iter()

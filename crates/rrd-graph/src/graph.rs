@@ -16,7 +16,9 @@
 //! `--lazy`, `--imginfo`.
 
 use rrd_engine::attime;
-use rrd_engine::xport::{evaluate, Evaluation, SeriesData, Variable, XportRange};
+use rrd_engine::xport::{
+    evaluate_with, Evaluation, FetchSource, LocalFiles, SeriesData, Variable, XportRange,
+};
 use rrd_format::Cf;
 
 use crate::canvas::{Canvas, HAlign, PngCanvas, SvgCanvas, TextSpec, VAlign};
@@ -140,6 +142,16 @@ fn almost_equal(a: f64, b: f64, max_ulps: i64) -> bool {
 
 /// Makes a graph. `now` is the clock for AT-style times and NOW.
 pub fn render(options: &Options, elements: &[String], now: i64) -> Result<GraphOutput> {
+    render_with(options, elements, now, &mut LocalFiles)
+}
+
+/// [`render`], with the DEFs' rows from `source` (a daemon, for `--daemon`).
+pub fn render_with(
+    options: &Options,
+    elements: &[String],
+    now: i64,
+    source: &mut dyn FetchSource,
+) -> Result<GraphOutput> {
     options.validate()?;
     let (start, end) = attime::parse_start_end(&options.start, &options.end, now)
         .map_err(|e| GraphError::invalid(e.to_string()))?;
@@ -153,7 +165,7 @@ pub fn render(options: &Options, elements: &[String], now: i64) -> Result<GraphO
     let data_texts: Vec<String> =
         parsed.iter().filter(|e| matches!(e.kind, Kind::Data { .. })).map(|e| e.text.clone()).collect();
     let range = XportRange { start, end, step_secs: options.step_secs, max_rows: options.width, now };
-    let data = evaluate(&range, &data_texts)?;
+    let data = evaluate_with(&range, &data_texts, source)?;
 
     let mut im = Image {
         o: options,

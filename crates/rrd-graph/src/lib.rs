@@ -25,5 +25,5 @@ mod text;
 mod timeaxis;
 
 pub use error::GraphError;
-pub use graph::{render, GraphOutput, InfoValue};
+pub use graph::{render, render_with, GraphOutput, InfoValue};
 pub use options::{ImageFormat, Options, Rgba, OPTION_SPECS};

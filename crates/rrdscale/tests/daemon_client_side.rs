@@ -131,7 +131,27 @@ fn session() -> Vec<Step> {
     s.push(step(&["update", "-d", "[::1", "a.rrd", &v(30, 1, 1)]));
     s.push(step(&["update", "-d", "[::1]x", "a.rrd", &v(30, 1, 1)]));
 
-    // Reads.
+    // Reads. xport and graph read DEFs through the daemon (pending values
+    // count, nothing is flushed); graph prints only (no image is drawn).
+    let def_a = "DEF:x=a.rrd:x:AVERAGE";
+    s.push(step(&["xport", "--daemon", "$A", "-s", &t0, "-e", &t_end, def_a, "XPORT:x:a"]));
+    s.push(with_env(
+        step(&["xport", "--json", "-s", &t0, "-e", &t_end, "DEF:y=b.rrd:y:MAX", "CDEF:z=y,2,*", "XPORT:z"]),
+        "RRDCACHED_ADDRESS",
+        "$A",
+    ));
+    s.push(step(&["xport", "-d", "$NOSOCK", "-s", &t0, "-e", &t_end, def_a, "XPORT:x"]));
+    s.push(step(&["xport", "-d", "$A", "-s", &t0, "-e", &t_end, "DEF:x=nx.rrd:x:AVERAGE", "XPORT:x"]));
+    let graph_prints = [def_a, "VDEF:m=x,AVERAGE", "VDEF:l=x,LAST", "PRINT:m:%.6lf", "PRINT:l:%.6lf"];
+    let mut args = vec!["graph", "$BASE/none.png", "--daemon", "$A", "-s", &t0, "-e", &t_end];
+    args.extend(graph_prints);
+    s.push(step(&args));
+    let mut args = vec!["graph", "$BASE/none.png", "-s", &t0, "-e", &t_end];
+    args.extend(graph_prints);
+    s.push(with_env(step(&args), "RRDCACHED_ADDRESS", "$A"));
+    let mut args = vec!["graph", "$BASE/none.png", "-d", "$NOSOCK", "-s", &t0, "-e", &t_end];
+    args.extend(graph_prints);
+    s.push(step(&args));
     for file in ["a.rrd", "b.rrd", "c.rrd"] {
         s.push(step(&["fetch", "--daemon", "$A", file, "AVERAGE", "-s", &t0, "-e", &t_end]));
     }

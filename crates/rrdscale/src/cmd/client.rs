@@ -9,10 +9,79 @@
 //! connection error, unless its local work failed with an error of its own,
 //! which replaces it. [`after_fallback`] is that rule.
 //!
+//! [`DaemonFetch`] is how `graph` and `xport` read their DEFs when a daemon
+//! is named: through its FETCH, so values still pending in the daemon are
+//! drawn without a flush (rrdtool 1.7.2 does the same).
+//!
 //! Deliberately absent: the daemon conversation itself (crates/rrd-client).
 
 use anyhow::{anyhow, Result};
-use rrd_client::ClientError;
+use rrd_client::{ClientError, Daemon};
+use rrd_engine::fetch::FetchResult;
+use rrd_engine::xport::{FetchSource, LocalFiles};
+use rrd_format::Cf;
+
+/// DEFs' rows from a daemon: each DEF's `:daemon=`, else the command's
+/// `--daemon`, else `RRDCACHED_ADDRESS`; a DEF with none of them, or whose
+/// daemon cannot be reached, reads its file (rrdtool's graph falls back the
+/// same way and reports the connection error after drawing).
+pub struct DaemonFetch {
+    option: Option<String>,
+    /// The last connection failure, reported after the command's work.
+    pub unreachable: Option<ClientError>,
+}
+
+impl DaemonFetch {
+    pub fn new(option: Option<&str>) -> DaemonFetch {
+        DaemonFetch { option: option.map(str::to_string), unreachable: None }
+    }
+
+    /// The command's result as rrdtool reports it: a connection failure that
+    /// a local read covered still fails the command (see [`after_fallback`]).
+    pub fn finish(self, local: Result<()>) -> Result<()> {
+        match self.unreachable {
+            Some(e) => after_fallback(local, e),
+            None => local,
+        }
+    }
+}
+
+impl FetchSource for DaemonFetch {
+    fn fetch(
+        &mut self,
+        file: &str,
+        cf: Cf,
+        start: i64,
+        end: i64,
+        resolution_secs: u64,
+        daemon: Option<&str>,
+    ) -> rrd_engine::Result<FetchResult> {
+        match rrd_client::daemon(daemon.or(self.option.as_deref())) {
+            Daemon::Absent => LocalFiles.fetch(file, cf, start, end, resolution_secs, None),
+            Daemon::Unreachable(e) => {
+                self.unreachable = Some(e);
+                LocalFiles.fetch(file, cf, start, end, resolution_secs, None)
+            }
+            // The resolution is not sent: rrdtool's client does not send it
+            // either, and the caller consolidates to its own step.
+            Daemon::Connected(mut session) => {
+                match session.fetch(file, cf.name(), start, end) {
+                    Ok(r) => Ok(FetchResult {
+                        start: r.start,
+                        end: r.end,
+                        step_secs: r.step_secs,
+                        rra_index: 0,
+                        ds_names: r.ds_names,
+                        data: r.data,
+                    }),
+                    Err(e) => Err(rrd_engine::Error::invalid(e.message().unwrap_or_else(|| {
+                        format!("rrdc_fetch ({file}) failed with status {}.", e.status())
+                    }))),
+                }
+            }
+        }
+    }
+}
 
 /// The outcome of a command that fell back to the file because its daemon
 /// was unreachable: the local error if there was one, else the connection

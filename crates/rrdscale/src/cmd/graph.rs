@@ -12,8 +12,9 @@
 use std::io::Write;
 
 use anyhow::{bail, Result};
-use rrd_graph::{render, InfoValue, Options, OPTION_SPECS};
+use rrd_graph::{render_with, InfoValue, Options, OPTION_SPECS};
 
+use super::client::DaemonFetch;
 use super::{fmt_info_value, now_secs};
 use crate::opts;
 
@@ -33,7 +34,25 @@ pub fn run(args: &[String], out: &mut dyn Write, verbose: bool) -> Result<()> {
     let Some((file, elements)) = parsed.operands.split_first() else {
         bail!("missing filename");
     };
-    let graph = render(&options, elements, now_secs())?;
+    // DEFs read through the daemon when one is named (`--daemon`,
+    // `RRDCACHED_ADDRESS` or a DEF's `:daemon=`), as rrdtool's graph does.
+    let mut source = DaemonFetch::new(parsed.value("daemon"));
+    let drawn = render_with(&options, elements, now_secs(), &mut source);
+    let graph = match drawn {
+        Ok(g) => g,
+        Err(e) => return source.finish(Err(e.into())),
+    };
+    source.finish(print_graph(&graph, &options, file, args, out, verbose))
+}
+
+fn print_graph(
+    graph: &rrd_graph::GraphOutput,
+    options: &Options,
+    file: &str,
+    args: &[String],
+    out: &mut dyn Write,
+    verbose: bool,
+) -> Result<()> {
     let to_stdout = file == "-";
     if let Some(image) = &graph.image {
         if !to_stdout {

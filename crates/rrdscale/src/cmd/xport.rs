@@ -4,13 +4,17 @@
 //!
 //! The options are parsed here; the evaluation and the output format belong
 //! to `rrd_engine::xport` (see there for the RPN operators not supported yet).
-//! Deliberately absent: `--daemon` is accepted and ignored (TODO).
+//! With `--daemon ADDR` (or `RRDCACHED_ADDRESS`) the DEFs are read through
+//! the daemon's FETCH, so pending values count; as in rrdtool 1.7.2, a named
+//! daemon that cannot be reached fails the xport before anything is read.
 
 use std::io::Write;
 
 use anyhow::{anyhow, bail, Result};
-use rrd_engine::xport::{write_json, write_xml, xport, XportFormat, XportRange, DEFAULT_MAX_ROWS};
+use rrd_client::Daemon;
+use rrd_engine::xport::{write_json, write_xml, xport_with, XportFormat, XportRange, DEFAULT_MAX_ROWS};
 
+use super::client::DaemonFetch;
 use super::fetch::{start_end, EARLIEST_START};
 use crate::opts;
 
@@ -73,7 +77,14 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
         .map(|d| d.as_secs() as i64)
         .map_err(|e| anyhow!("reading the clock: {e}"))?;
     let range = XportRange { start, end, step_secs, max_rows, now };
-    let result = xport(&range, &parsed.operands)?;
+    if parsed.operands.is_empty() {
+        bail!("can't make an xport without contents");
+    }
+    let daemon = parsed.value("daemon");
+    if let Daemon::Unreachable(e) = rrd_client::daemon(daemon) {
+        return Err(e.into());
+    }
+    let result = xport_with(&range, &parsed.operands, &mut DaemonFetch::new(daemon))?;
     let format = XportFormat { show_time: parsed.has("showtime"), enum_ds: parsed.has("enumds") };
     if parsed.has("json") {
         write_json(&result, format, out)?;
