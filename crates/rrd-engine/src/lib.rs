@@ -13,6 +13,7 @@ pub mod dump;
 pub mod error;
 pub mod fetch;
 pub mod info;
+pub mod list;
 pub mod numparse;
 pub mod pagecache;
 pub mod pagesim;
