@@ -1,17 +1,20 @@
-//! Graph metadata in SQLite: one row per (service, section, graph), keyed
-//! by an integer id that also names the graph's RRD file.
+//! Graph and complex-graph metadata in SQLite: one row per (service,
+//! section, graph) in `graphs`, one per stacked graph in `complex_graphs`,
+//! each keyed by an integer id; a graph's id also names its RRD files.
 //!
 //! Invariants: names are validated before they reach this module; the id
 //! is the only thing derived from a row that touches the file system, so
-//! a name can never choose a path. Times are epoch seconds in the table
-//! and GrowthForecast's `YYYY/MM/DD HH:MM:SS` (UTC) in the JSON.
+//! a name can never choose a path. A path (service/section/graph) names at
+//! most one graph or complex, across both tables (checked here, under the
+//! caller's lock, before every insert or rename). Times are epoch seconds
+//! in the tables and GrowthForecast's `YYYY/MM/DD HH:MM:SS` (UTC) in JSON.
 //!
-//! Deliberately not here: complex graphs, edit/delete, the RRD files.
+//! Deliberately not here: request validation, the RRD files, GF's vrules.
 
 use std::path::Path;
 
 use rusqlite::{params, Connection, OptionalExtension};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One graph as GrowthForecast's JSON shows it.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -38,15 +41,59 @@ pub struct Graph {
     pub unit: String,
     pub created_at: String,
     pub updated_at: String,
+    /// Always false: GF's `graph4json` marks plain graphs so a client can
+    /// tell them from complexes in `/json/list/all`.
+    pub complex: bool,
 }
 
-/// The short entry of `/json/list/graph`.
+/// The short entry of `/json/list/graph` and `/json/list/complex`.
 #[derive(Clone, Debug, Serialize)]
 pub struct GraphName {
     pub id: i64,
     pub service_name: String,
     pub section_name: String,
     pub graph_name: String,
+}
+
+/// One series of a complex graph, as GF's JSON API spells it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ComplexItem {
+    pub graph_id: i64,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub gmode: String,
+    pub stack: bool,
+}
+
+/// One complex (stacked) graph as GF's `graph4json` shows it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Complex {
+    pub id: i64,
+    pub service_name: String,
+    pub section_name: String,
+    pub graph_name: String,
+    pub description: String,
+    pub sort: i64,
+    pub sumup: bool,
+    pub data: Vec<ComplexItem>,
+    /// GF keeps a `number` column on complexes that is always 0.
+    pub number: i64,
+    pub created_at: String,
+    pub updated_at: String,
+    /// Always true.
+    pub complex: bool,
+}
+
+/// The fields a complex is created or replaced with.
+#[derive(Clone, Debug)]
+pub struct ComplexSpec {
+    pub service_name: String,
+    pub section_name: String,
+    pub graph_name: String,
+    pub description: String,
+    pub sort: i64,
+    pub sumup: bool,
+    pub data: Vec<ComplexItem>,
 }
 
 pub struct Store {
@@ -56,6 +103,9 @@ pub struct Store {
 const COLUMNS: &str = "id, service_name, section_name, graph_name, number, mode, description, \
      sort, gmode, color, ulimit, llimit, sulimit, sllimit, type, stype, adjust, adjustval, unit, \
      created_at, updated_at";
+
+const COMPLEX_COLUMNS: &str =
+    "id, service_name, section_name, graph_name, description, sort, sumup, data, created_at, updated_at";
 
 fn row_to_graph(r: &rusqlite::Row<'_>) -> rusqlite::Result<Graph> {
     Ok(Graph {
@@ -80,6 +130,29 @@ fn row_to_graph(r: &rusqlite::Row<'_>) -> rusqlite::Result<Graph> {
         unit: r.get(18)?,
         created_at: gf_time(r.get(19)?),
         updated_at: gf_time(r.get(20)?),
+        complex: false,
+    })
+}
+
+fn row_to_complex(r: &rusqlite::Row<'_>) -> rusqlite::Result<Complex> {
+    let data: String = r.get(7)?;
+    // The column is only ever written from a serialized Vec<ComplexItem>;
+    // a row edited by hand into something else reads as an empty list
+    // rather than failing every listing.
+    let data = serde_json::from_str(&data).unwrap_or_default();
+    Ok(Complex {
+        id: r.get(0)?,
+        service_name: r.get(1)?,
+        section_name: r.get(2)?,
+        graph_name: r.get(3)?,
+        description: r.get(4)?,
+        sort: r.get(5)?,
+        sumup: r.get::<_, i64>(6)? != 0,
+        data,
+        number: 0,
+        created_at: gf_time(r.get(8)?),
+        updated_at: gf_time(r.get(9)?),
+        complex: true,
     })
 }
 
@@ -92,11 +165,17 @@ pub struct Posted<'a> {
     pub now_secs: i64,
 }
 
+/// GF's limits for a new graph: wide enough that LIMIT drops nothing a
+/// script is likely to post (GF inserts these, not the column defaults).
+const NEW_GRAPH_LLIMIT: i64 = -1_000_000_000;
+const NEW_GRAPH_SLLIMIT: i64 = -100_000;
+
 impl Store {
     pub fn open(path: &Path) -> rusqlite::Result<Store> {
         let conn = Connection::open(path)?;
         conn.execute_batch(
             "PRAGMA journal_mode=WAL;
+             PRAGMA synchronous=NORMAL;
              CREATE TABLE IF NOT EXISTS graphs (
                id INTEGER PRIMARY KEY AUTOINCREMENT,
                service_name TEXT NOT NULL, section_name TEXT NOT NULL, graph_name TEXT NOT NULL,
@@ -111,6 +190,13 @@ impl Store {
                adjust TEXT NOT NULL DEFAULT '*', adjustval TEXT NOT NULL DEFAULT '1',
                unit TEXT NOT NULL DEFAULT '',
                created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+               UNIQUE (service_name, section_name, graph_name));
+             CREATE TABLE IF NOT EXISTS complex_graphs (
+               id INTEGER PRIMARY KEY AUTOINCREMENT,
+               service_name TEXT NOT NULL, section_name TEXT NOT NULL, graph_name TEXT NOT NULL,
+               description TEXT NOT NULL DEFAULT '', sort INTEGER NOT NULL DEFAULT 0,
+               sumup INTEGER NOT NULL DEFAULT 0, data TEXT NOT NULL DEFAULT '[]',
+               created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
                UNIQUE (service_name, section_name, graph_name));",
         )?;
         Ok(Store { conn })
@@ -123,6 +209,11 @@ impl Store {
         self.conn.query_row(&sql, params![service, section, graph], row_to_graph).optional()
     }
 
+    pub fn get_by_id(&self, id: i64) -> rusqlite::Result<Option<Graph>> {
+        let sql = format!("SELECT {COLUMNS} FROM graphs WHERE id=?1");
+        self.conn.query_row(&sql, params![id], row_to_graph).optional()
+    }
+
     pub fn all(&self) -> rusqlite::Result<Vec<Graph>> {
         let sql = format!(
             "SELECT {COLUMNS} FROM graphs ORDER BY service_name, section_name, sort DESC, graph_name"
@@ -132,8 +223,39 @@ impl Store {
         rows.collect()
     }
 
-    /// Inserts the graph with its first number; `previous` is `None`.
-    /// Returns the row and the number it held before (for the `sub` DS).
+    pub fn count_graphs(&self) -> rusqlite::Result<(i64, i64)> {
+        let g = self.conn.query_row("SELECT COUNT(*) FROM graphs", [], |r| r.get(0))?;
+        let c = self.conn.query_row("SELECT COUNT(*) FROM complex_graphs", [], |r| r.get(0))?;
+        Ok((g, c))
+    }
+
+    /// Whether a graph or a complex other than `except` (a graph id with
+    /// `false`, a complex id with `true`) already has this path.
+    pub fn path_taken(
+        &self,
+        service: &str,
+        section: &str,
+        graph: &str,
+        except: Option<(bool, i64)>,
+    ) -> rusqlite::Result<bool> {
+        let find = |table: &str| -> rusqlite::Result<Option<i64>> {
+            let sql =
+                format!("SELECT id FROM {table} WHERE service_name=?1 AND section_name=?2 AND graph_name=?3");
+            self.conn.query_row(&sql, params![service, section, graph], |r| r.get(0)).optional()
+        };
+        let graph_id = find("graphs")?;
+        let complex_id = find("complex_graphs")?;
+        let other = |found: Option<i64>, is_complex: bool| match (found, except) {
+            (None, _) => false,
+            (Some(id), Some((c, e))) => !(c == is_complex && e == id),
+            (Some(_), None) => true,
+        };
+        Ok(other(graph_id, false) || other(complex_id, true))
+    }
+
+    /// Inserts the graph with its first number, or applies the POST to it.
+    /// Returns the row and the number it held before (`None` for a new
+    /// graph), for the `sub` DS.
     pub fn post(
         &mut self,
         service: &str,
@@ -153,7 +275,8 @@ impl Store {
                     p.color.map(str::to_string).unwrap_or_else(|| default_color(service, section, graph));
                 tx.execute(
                     "INSERT INTO graphs (service_name, section_name, graph_name, number, mode, \
-                     description, color, created_at, updated_at) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?8)",
+                     description, color, llimit, sllimit, created_at, updated_at) \
+                     VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?10)",
                     params![
                         service,
                         section,
@@ -162,6 +285,8 @@ impl Store {
                         p.mode,
                         p.description.unwrap_or(""),
                         color,
+                        NEW_GRAPH_LLIMIT,
+                        NEW_GRAPH_SLLIMIT,
                         p.now_secs
                     ],
                 )?;
@@ -192,6 +317,114 @@ impl Store {
         tx.commit()?;
         Ok((row, previous))
     }
+
+    /// Writes every editable column of `g` (GF's `update_graph`): names,
+    /// description, sort, gmode, color, type/stype, limits, adjust,
+    /// adjustval and unit. The number, mode and times are left alone.
+    pub fn update_graph(&self, g: &Graph) -> rusqlite::Result<bool> {
+        let n = self.conn.execute(
+            "UPDATE graphs SET service_name=?1, section_name=?2, graph_name=?3, description=?4, \
+             sort=?5, gmode=?6, color=?7, type=?8, stype=?9, llimit=?10, ulimit=?11, sllimit=?12, \
+             sulimit=?13, adjust=?14, adjustval=?15, unit=?16 WHERE id=?17",
+            params![
+                g.service_name,
+                g.section_name,
+                g.graph_name,
+                g.description,
+                g.sort,
+                g.gmode,
+                g.color,
+                g.kind,
+                g.stype,
+                g.llimit,
+                g.ulimit,
+                g.sllimit,
+                g.sulimit,
+                g.adjust,
+                g.adjustval,
+                g.unit,
+                g.id
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Removes the graph's row; false when there was none.
+    pub fn delete_graph(&self, id: i64) -> rusqlite::Result<bool> {
+        Ok(self.conn.execute("DELETE FROM graphs WHERE id=?1", params![id])? == 1)
+    }
+
+    pub fn get_complex(
+        &self,
+        service: &str,
+        section: &str,
+        graph: &str,
+    ) -> rusqlite::Result<Option<Complex>> {
+        let sql = format!(
+            "SELECT {COMPLEX_COLUMNS} FROM complex_graphs \
+             WHERE service_name=?1 AND section_name=?2 AND graph_name=?3"
+        );
+        self.conn.query_row(&sql, params![service, section, graph], row_to_complex).optional()
+    }
+
+    pub fn get_complex_by_id(&self, id: i64) -> rusqlite::Result<Option<Complex>> {
+        let sql = format!("SELECT {COMPLEX_COLUMNS} FROM complex_graphs WHERE id=?1");
+        self.conn.query_row(&sql, params![id], row_to_complex).optional()
+    }
+
+    pub fn all_complexes(&self) -> rusqlite::Result<Vec<Complex>> {
+        let sql = format!(
+            "SELECT {COMPLEX_COLUMNS} FROM complex_graphs \
+             ORDER BY service_name, section_name, sort DESC, graph_name"
+        );
+        let mut st = self.conn.prepare(&sql)?;
+        let rows = st.query_map([], row_to_complex)?;
+        rows.collect()
+    }
+
+    pub fn create_complex(&self, spec: &ComplexSpec, now_secs: i64) -> rusqlite::Result<Complex> {
+        let data = serde_json::to_string(&spec.data).unwrap_or_else(|_| "[]".into());
+        self.conn.execute(
+            "INSERT INTO complex_graphs (service_name, section_name, graph_name, description, sort, \
+             sumup, data, created_at, updated_at) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?8)",
+            params![
+                spec.service_name,
+                spec.section_name,
+                spec.graph_name,
+                spec.description,
+                spec.sort,
+                i64::from(spec.sumup),
+                data,
+                now_secs
+            ],
+        )?;
+        let id = self.conn.last_insert_rowid();
+        self.get_complex_by_id(id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)
+    }
+
+    pub fn update_complex(&self, id: i64, spec: &ComplexSpec, now_secs: i64) -> rusqlite::Result<bool> {
+        let data = serde_json::to_string(&spec.data).unwrap_or_else(|_| "[]".into());
+        let n = self.conn.execute(
+            "UPDATE complex_graphs SET service_name=?1, section_name=?2, graph_name=?3, \
+             description=?4, sort=?5, sumup=?6, data=?7, updated_at=?8 WHERE id=?9",
+            params![
+                spec.service_name,
+                spec.section_name,
+                spec.graph_name,
+                spec.description,
+                spec.sort,
+                i64::from(spec.sumup),
+                data,
+                now_secs,
+                id
+            ],
+        )?;
+        Ok(n == 1)
+    }
+
+    pub fn delete_complex(&self, id: i64) -> rusqlite::Result<bool> {
+        Ok(self.conn.execute("DELETE FROM complex_graphs WHERE id=?1", params![id])? == 1)
+    }
 }
 
 /// A stable colour per graph, where GrowthForecast picks a random one.
@@ -210,6 +443,14 @@ pub fn gf_time(secs: i64) -> String {
     let rem = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
     format!("{y:04}/{m:02}/{d:02} {:02}:{:02}:{:02}", rem / 3600, rem / 60 % 60, rem % 60)
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ`, for clients (Grafana) that want ISO 8601.
+pub fn iso_time(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
 }
 
 /// Proleptic Gregorian date of a day count since 1970-01-01.
@@ -244,6 +485,7 @@ mod tests {
     fn times_format_in_utc() {
         assert_eq!(gf_time(0), "1970/01/01 00:00:00");
         assert_eq!(gf_time(1_700_000_000), "2023/11/14 22:13:20");
+        assert_eq!(iso_time(1_700_000_000), "2023-11-14T22:13:20Z");
         assert_eq!(days_from_civil(2023, 11, 14), 1_700_000_000 / 86_400);
     }
 
@@ -254,10 +496,43 @@ mod tests {
         let p = |n, mode, t| Posted { number: n, mode, color: None, description: None, now_secs: t };
         let (g, prev) = s.post("a", "b", "c", &p(5, "count", 100)).unwrap();
         assert_eq!((g.number, prev), (5, None));
+        assert_eq!((g.llimit, g.sllimit), (NEW_GRAPH_LLIMIT, NEW_GRAPH_SLLIMIT));
         let (g, prev) = s.post("a", "b", "c", &p(3, "count", 200)).unwrap();
         assert_eq!((g.number, prev), (8, Some(5)));
         let (g, _) = s.post("a", "b", "c", &p(8, "modified", 300)).unwrap();
         assert_eq!(g.updated_at, gf_time(200));
         assert!(g.color.starts_with('#') && g.color.len() == 7);
+    }
+
+    #[test]
+    fn paths_are_unique_across_graphs_and_complexes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("m.db")).unwrap();
+        let p = Posted { number: 1, mode: "gauge", color: None, description: None, now_secs: 1 };
+        let (g, _) = s.post("a", "b", "c", &p).unwrap();
+        assert!(s.path_taken("a", "b", "c", None).unwrap());
+        assert!(!s.path_taken("a", "b", "c", Some((false, g.id))).unwrap());
+        assert!(s.path_taken("a", "b", "c", Some((true, g.id))).unwrap());
+        let spec = ComplexSpec {
+            service_name: "a".into(),
+            section_name: "b".into(),
+            graph_name: "x".into(),
+            description: String::new(),
+            sort: 19,
+            sumup: true,
+            data: vec![ComplexItem {
+                graph_id: g.id,
+                kind: "AREA".into(),
+                gmode: "gauge".into(),
+                stack: true,
+            }],
+        };
+        let c = s.create_complex(&spec, 5).unwrap();
+        assert_eq!((c.sumup, c.data.len(), c.complex), (true, 1, true));
+        assert!(s.path_taken("a", "b", "x", Some((false, g.id))).unwrap());
+        assert!(s.delete_complex(c.id).unwrap());
+        assert!(s.get_complex_by_id(c.id).unwrap().is_none());
+        assert!(s.delete_graph(g.id).unwrap());
+        assert!(!s.delete_graph(g.id).unwrap());
     }
 }

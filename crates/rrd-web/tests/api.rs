@@ -160,6 +160,30 @@ async fn every_mode_posts_and_reads_back() {
     let (_, all) = json(addr, "GET", "/json/list/all", "").await;
     assert_eq!(all.as_array().unwrap().len(), 4);
     assert_eq!(all[2]["number"], 20);
+
+    // By id, and as numbers over time (xport and the Grafana series).
+    for (id, name, number, mode) in
+        [(gauge_id, "gauge", 20, "gauge"), (count_id, "count", 12, "count"), (der_id, "der", 1800, "derive")]
+    {
+        let (st, v) = json(addr, "GET", &format!("/json/graph/{id}"), "").await;
+        assert_eq!(st, 200);
+        assert_eq!(
+            (v["graph_name"].as_str(), v["number"].as_i64(), v["mode"].as_str()),
+            (Some(name), Some(number), Some(mode))
+        );
+        let q = format!("t=c&from={}&to={}", t0 - 300, t0 + 1200);
+        let (st, x) = json(addr, "GET", &format!("/xport/svc/sec/{name}?{q}"), "").await;
+        assert_eq!(st, 200, "{x}");
+        let last = x["rows"].as_array().unwrap().iter().filter_map(|r| r[0].as_f64()).next_back();
+        let (_, series) = json(addr, "GET", &format!("/json/series/svc/sec/{name}?{q}"), "").await;
+        let last_series = series.as_array().unwrap().iter().filter_map(|o| o["value"].as_f64()).next_back();
+        assert_eq!(last, last_series, "{name}");
+        let want = match mode {
+            "derive" => 2.0,
+            _ => number as f64,
+        };
+        assert_eq!(last, Some(want), "{name}: {x}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,166 @@
+//! `POST /api/:service/:section/:graph` (GF's number API) and
+//! `GET /api/...`.
+//!
+//! A POST takes `number` (INT), `mode` (gauge, count, modified, derive;
+//! default gauge), `color` (#RRGGBB), `description`, and `timestamp`
+//! (epoch seconds) or `datetime`, from the query or a form body. It
+//! updates the metadata, creates the graph's two RRD files on first use,
+//! and writes `time:number:sub` to both (`sub` is the difference from the
+//! previous number, unknown on the first POST), through the configured
+//! [`crate::Writer`].
+//!
+//! Invariant: the metadata update and the file writes of one POST happen
+//! under the store's lock, so two POSTs reach the files in the order
+//! they changed the metadata (a later second never loses to an earlier).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use super::Names;
+use crate::params::{check_names, params, parse_datetime, parse_int, valid_color};
+use crate::reply::{bad_request, graph_not_found, now_secs, run};
+use crate::rrdfile::{self, Resolution};
+use crate::store::Posted;
+use crate::App;
+
+pub fn routes() -> Router<Arc<App>> {
+    Router::new().route("/api/{service}/{section}/{graph}", get(get_graph).post(post_graph))
+}
+
+/// The fields of a valid POST.
+struct PostRequest {
+    number: i64,
+    mode: String,
+    color: Option<String>,
+    description: Option<String>,
+    time_secs: Option<i64>,
+}
+
+/// GF refuses timestamps before this (rrdcreate's 1980 floor plus 10 s).
+const MIN_TIMESTAMP: i64 = 315_360_010;
+
+/// `Err` holds the `messages` object of a 400 answer.
+fn validate_post(p: &HashMap<String, String>) -> Result<PostRequest, Value> {
+    let mut bad = serde_json::Map::new();
+    let number = match p.get("number").map(String::as_str) {
+        None | Some("") => {
+            bad.insert("number".into(), json!("number is missing"));
+            0
+        }
+        Some(n) => parse_int(n).unwrap_or_else(|| {
+            bad.insert("number".into(), json!("a INT number is required for \"number\""));
+            0
+        }),
+    };
+    let mode = p.get("mode").filter(|m| !m.is_empty()).cloned().unwrap_or_else(|| "gauge".into());
+    if !matches!(mode.as_str(), "gauge" | "count" | "modified" | "derive") {
+        bad.insert("mode".into(), json!("count or gauge or modified or derive"));
+    }
+    let color = p.get("color").filter(|c| !c.is_empty()).cloned();
+    if color.as_deref().is_some_and(|c| !valid_color(c)) {
+        bad.insert("color".into(), json!("invalid color format"));
+    }
+    let mut time_secs = None;
+    if let Some(t) = p.get("timestamp").filter(|t| !t.is_empty()) {
+        match parse_int(t).filter(|v| *v > MIN_TIMESTAMP) {
+            Some(v) => time_secs = Some(v),
+            None => {
+                bad.insert(
+                    "timestamp".into(),
+                    json!("\"timestamp\" must be a INT number and greater than 315360010"),
+                );
+            }
+        }
+    } else if let Some(t) = p.get("datetime").filter(|t| !t.is_empty()) {
+        match parse_datetime(t).filter(|v| *v > MIN_TIMESTAMP) {
+            Some(v) => time_secs = Some(v),
+            None => {
+                bad.insert(
+                    "datetime".into(),
+                    json!("invalid datetime format or not later than '1979-12-30 00:00:10 UTC'"),
+                );
+            }
+        }
+    }
+    if let Some(d) = p.get("description") {
+        if d.len() > 1024 || d.chars().any(char::is_control) {
+            bad.insert("description".into(), json!("description must be text of at most 1024 bytes"));
+        }
+    }
+    if !bad.is_empty() {
+        return Err(Value::Object(bad));
+    }
+    Ok(PostRequest { number, mode, color, description: p.get("description").cloned(), time_secs })
+}
+
+async fn post_graph(
+    State(app): State<Arc<App>>,
+    axum::extract::Path((service, section, graph)): Names,
+    RawQuery(q): RawQuery,
+    body: Bytes,
+) -> Response {
+    let checked =
+        check_names(&service, &section, &graph).and_then(|()| validate_post(&params(q.as_deref(), &body)));
+    let req = match checked {
+        Ok(r) => r,
+        Err(m) => {
+            app.metrics.post(false);
+            return bad_request(m);
+        }
+    };
+    let a = app.clone();
+    let res = run(move || {
+        let now = now_secs();
+        let t = req.time_secs.unwrap_or(now);
+        let posted = Posted {
+            number: req.number,
+            mode: &req.mode,
+            color: req.color.as_deref(),
+            description: req.description.as_deref(),
+            now_secs: now,
+        };
+        let mut store = a.store();
+        let _files = a.write_files();
+        let (row, previous) = store.post(&service, &section, &graph, &posted)?;
+        let sub = previous.map(|p| row.number.saturating_sub(p));
+        a.set_last_sub(row.id, sub);
+        let arg = rrdfile::update_arg(t, row.number, sub);
+        for r in [Resolution::FiveMinute, Resolution::OneMinute] {
+            let path = rrdfile::path(&a.rrd_dir, row.id, r);
+            rrdfile::ensure(&path, r, req.mode == "derive", t)?;
+            a.writer.update(&path, &arg).inspect_err(|_| a.metrics.write_error())?;
+        }
+        Ok(Json(json!({"error": 0, "data": row})).into_response())
+    })
+    .await;
+    app.metrics.post(res.status().is_success());
+    res
+}
+
+async fn get_graph(
+    State(app): State<Arc<App>>,
+    axum::extract::Path((service, section, graph)): Names,
+) -> Response {
+    get_graph_by_names(app, service, section, graph).await
+}
+
+/// GF's `GET /api/...` and its alias `/json/graph/...`.
+pub async fn get_graph_by_names(app: Arc<App>, service: String, section: String, graph: String) -> Response {
+    if let Err(m) = check_names(&service, &section, &graph) {
+        return bad_request(m);
+    }
+    run(move || {
+        Ok(match app.store().get(&service, &section, &graph)? {
+            Some(g) => Json(g).into_response(),
+            None => graph_not_found(),
+        })
+    })
+    .await
+}
