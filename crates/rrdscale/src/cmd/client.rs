@@ -46,6 +46,19 @@ impl DaemonFetch {
     }
 }
 
+/// A daemon's FETCH reply as the engine's fetch result (the archive index
+/// is not in the reply).
+pub fn fetch_result(r: rrd_client::FetchReply) -> FetchResult {
+    FetchResult {
+        start: r.start,
+        end: r.end,
+        step_secs: r.step_secs,
+        rra_index: 0,
+        ds_names: r.ds_names,
+        data: r.data,
+    }
+}
+
 impl FetchSource for DaemonFetch {
     fn fetch(
         &mut self,

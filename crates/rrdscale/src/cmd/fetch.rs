@@ -169,17 +169,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
         Daemon::Absent => local(out),
         Daemon::Unreachable(e) => super::client::after_fallback(local(out), e),
         Daemon::Connected(mut session) => match session.fetch(file, cf, start, end) {
-            Ok(r) => {
-                let rows = FetchResult {
-                    start: r.start,
-                    end: r.end,
-                    step_secs: r.step_secs,
-                    rra_index: 0,
-                    ds_names: r.ds_names,
-                    data: r.data,
-                };
-                write_rows(&rows, out)
-            }
+            Ok(r) => write_rows(&super::client::fetch_result(r), out),
             Err(e) if e.message().is_some() => Err(e.into()),
             // rrdtool prints nothing and reports nothing for a fetch its
             // client refused without a text.
