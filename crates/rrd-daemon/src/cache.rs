@@ -1,4 +1,5 @@
-//! The cache: per file, the update arguments not yet written to it.
+//! The cache: per file, the update values not yet written to it, and the
+//! file's header as the last flush left it.
 //!
 //! Layout: a fixed number of shards, each a mutex over a map from cache key
 //! (normalized path) to [`Entry`]. Work on one file locks one shard for a
@@ -16,6 +17,16 @@
 //!   oldest value, and a timer `(due_at, key)` exists.
 //! - `flushing` ⇔ a worker owns `inflight` (at most one worker per file).
 //! - `flushed_gen` counts completed flushes; FLUSH waits on it.
+//! - `retry_at` is set only while `pending` holds values a failed flush put
+//!   back; the file's timer is then due at `retry_at`.
+//! - `Cache::pending_values` / `pending_bytes` are the sums of
+//!   `pending.len()` / `pending.bytes()` over all entries.
+//!
+//! Values are stored as [`Values`]: each value's time, parsed once when the
+//! UPDATE arrived, and its text in one buffer per file (no allocation per
+//! value). The text is kept, not only numbers: rrdtool copies each value's
+//! text into the file's `last_ds` field and COUNTER/DERIVE subtract digit
+//! strings, so the flush must see the bytes the client sent.
 //!
 //! The flush queue (files waiting for a worker) and the timers (when files
 //! become due) are separate small mutexes; they hold keys only.
@@ -28,16 +39,97 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use rrd_engine::batch::KeptHeader;
+
 use crate::stats::Stats;
 
 pub type Key = Arc<str>;
+
+/// Update values of one file, oldest first: `time:value[:value...]` texts in
+/// one buffer, each with its time (parsed once, at UPDATE).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Values {
+    text: String,
+    /// (time, end of the value's text in `text`).
+    items: Vec<(f64, usize)>,
+}
+
+/// Bytes one value costs besides its text (its time and end offset).
+pub const VALUE_OVERHEAD_BYTES: u64 = 16;
+
+impl Values {
+    pub fn push(&mut self, time: f64, value: &str) {
+        self.text.push_str(value);
+        self.items.push((time, self.text.len()));
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The values' texts, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        let mut start = 0;
+        self.items.iter().map(move |&(_, end)| {
+            let v = &self.text[start..end];
+            start = end;
+            v
+        })
+    }
+
+    /// Each value's time with its text.
+    pub fn iter_timed(&self) -> impl Iterator<Item = (f64, &str)> + '_ {
+        self.items.iter().map(|i| i.0).zip(self.iter())
+    }
+
+    /// Memory the values account for: texts plus [`VALUE_OVERHEAD_BYTES`] each.
+    pub fn bytes(&self) -> u64 {
+        self.text.len() as u64 + self.items.len() as u64 * VALUE_OVERHEAD_BYTES
+    }
+
+    pub fn to_strings(&self) -> Vec<String> {
+        self.iter().map(str::to_string).collect()
+    }
+
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.items.clear();
+    }
+
+    /// Appends `more` after the values held now.
+    pub fn extend_from(&mut self, more: &Values) {
+        for (t, v) in more.iter_timed() {
+            self.push(t, v);
+        }
+    }
+
+    /// Puts `front` before the values held now (a failed flush's values
+    /// going back in front of those that arrived meanwhile).
+    pub fn prepend(&mut self, mut front: Values) {
+        let shift = front.text.len();
+        front.text.push_str(&self.text);
+        front.items.extend(self.items.iter().map(|&(t, end)| (t, end + shift)));
+        *self = front;
+    }
+}
 
 const SHARD_COUNT: usize = 64;
 
 #[derive(Debug)]
 pub struct Entry {
-    pub pending: Vec<String>,
-    pub inflight: Vec<String>,
+    pub pending: Values,
+    pub inflight: Values,
+    /// The file's header as our last read or write left it (checked against
+    /// the file's stamp before use; see `rrd_engine::batch`).
+    pub kept: Option<Box<KeptHeader>>,
+    /// Failed flushes in a row (I/O errors); sets the retry backoff.
+    pub retries: u32,
+    /// When the values a failed flush put back are tried again.
+    pub retry_at: Option<i64>,
     /// Time of the newest accepted value (or the file's last update).
     pub last_stamp: f64,
     /// Unix seconds when `pending` last became non-empty.
@@ -61,8 +153,11 @@ pub struct Entry {
 impl Entry {
     pub fn new(last_stamp: f64, jitter_secs: u64, now: i64) -> Entry {
         Entry {
-            pending: Vec::new(),
-            inflight: Vec::new(),
+            pending: Values::default(),
+            inflight: Values::default(),
+            kept: None,
+            retries: 0,
+            retry_at: None,
             last_stamp,
             first_pending_at: 0,
             jitter_secs,
@@ -79,6 +174,9 @@ impl Entry {
 
     /// When the pending values are due to be written.
     pub fn due_at(&self, write_interval_secs: u64) -> i64 {
+        if let Some(t) = self.retry_at {
+            return t;
+        }
         self.first_pending_at + (write_interval_secs + self.jitter_secs) as i64
     }
 }
@@ -95,6 +193,11 @@ pub enum Side {
 pub struct Cache {
     shards: Box<[Mutex<HashMap<Key, Entry>>]>,
     pub pending_values: AtomicU64,
+    /// Bytes the pending values hold ([`Values::bytes`]).
+    pub pending_bytes: AtomicU64,
+    /// Drop the pages a flush wrote from the page cache after syncing them
+    /// (`--keep-pages` turns it off).
+    pub release_pages: AtomicBool,
     queue: Mutex<VecDeque<Key>>,
     queue_cv: Condvar,
     timers: Mutex<BTreeSet<(i64, Key)>>,
@@ -127,6 +230,8 @@ impl Cache {
         Cache {
             shards: (0..SHARD_COUNT).map(|_| Mutex::new(HashMap::new())).collect(),
             pending_values: AtomicU64::new(0),
+            pending_bytes: AtomicU64::new(0),
+            release_pages: AtomicBool::new(true),
             queue: Mutex::new(VecDeque::new()),
             queue_cv: Condvar::new(),
             timers: Mutex::new(BTreeSet::new()),
@@ -254,6 +359,19 @@ impl Cache {
         }
     }
 
+    /// Accounts for values added to (`added == true`) or removed from some
+    /// entry's `pending`.
+    pub fn count_pending(&self, values: &Values, added: bool) {
+        let (n, b) = (values.len() as u64, values.bytes());
+        if added {
+            self.pending_values.fetch_add(n, Ordering::SeqCst);
+            self.pending_bytes.fetch_add(b, Ordering::SeqCst);
+        } else {
+            self.pending_values.fetch_sub(n, Ordering::SeqCst);
+            self.pending_bytes.fetch_sub(b, Ordering::SeqCst);
+        }
+    }
+
     /// Wakes every waiting worker (at shutdown).
     pub fn wake_all(&self) {
         self.queue_cv.notify_all();
@@ -264,11 +382,14 @@ impl Cache {
         self.flushed.send_modify(|g| *g = g.wrapping_add(1));
     }
 
-    /// Whether no file has values waiting or being written.
+    /// Whether no file has values waiting or being written. Files whose
+    /// last write failed and that wait for a retry do not count: their
+    /// values stay in the journal for the next start (waiting for storage
+    /// that may never recover would hang a shutdown).
     pub fn is_drained(&self) -> bool {
         let mut drained = true;
         self.for_each(|_, e| {
-            if !e.pending.is_empty() && !e.suspended || e.flushing {
+            if !e.pending.is_empty() && !e.suspended && e.retry_at.is_none() || e.flushing {
                 drained = false;
             }
         });
@@ -331,7 +452,7 @@ mod tests {
         let c = cache();
         assert_eq!(c.oldest_needed_seq(9), 9);
         let mut e = Entry::new(0.0, 0, 0);
-        e.pending.push("1:1".into());
+        e.pending.push(1.0, "1:1");
         e.oldest_seq = 5;
         c.shard("/a").insert("/a".into(), e);
         let mut f = Entry::new(0.0, 0, 0);
@@ -339,5 +460,22 @@ mod tests {
         c.shard("/b").insert("/b".into(), f);
         assert_eq!(c.oldest_needed_seq(9), 3);
         assert!(c.jitter() < 10);
+    }
+
+    #[test]
+    fn values_keep_texts_times_and_order() {
+        let mut a = Values::default();
+        a.push(3.0, "3:c");
+        a.push(4.0, "4:dd");
+        let mut front = Values::default();
+        front.push(1.0, "1:a");
+        front.push(2.0, "2:bb");
+        a.prepend(front);
+        assert_eq!(a.to_strings(), vec!["1:a", "2:bb", "3:c", "4:dd"]);
+        assert_eq!(a.iter_timed().map(|t| t.0).collect::<Vec<_>>(), vec![1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(a.bytes(), 3 + 4 + 3 + 4 + 4 * VALUE_OVERHEAD_BYTES);
+        a.clear();
+        assert!(a.is_empty());
+        assert_eq!(a.iter().count(), 0);
     }
 }

@@ -78,7 +78,8 @@ pub struct Config {
     pub sync: SyncPolicy,
     /// `--max-pending`: values held in memory, beyond which updates are refused.
     pub max_pending_values: u64,
-    /// `--metrics ADDR`: reserved for the Prometheus listener (not yet served).
+    /// `--metrics ADDR`: serve Prometheus text at `http://ADDR/metrics`
+    /// (`HOST:PORT`, `[V6]:PORT`, or `:PORT` for every interface).
     pub metrics: Option<String>,
     /// `--tick-ms`: how often the scheduler looks for due files (tests use a
     /// short one).
@@ -187,7 +188,8 @@ rrdscale options:
                                 before it is acknowledged, one fdatasync per group commit)
   --max-pending N               Most values held in memory (default 10000000);
                                 beyond it updates get an error reply
-  --metrics ADDR                Reserved: Prometheus /metrics listener (not served yet)
+  --metrics ADDR                Serve Prometheus text at http://ADDR/metrics
+                                (HOST:PORT, [V6]:PORT, or :PORT for all interfaces)
   --tick-ms MS                  Scheduler period (default 1000)
   --segment-bytes N             Journal segment size before rotation (default 64 MiB)
 ";

@@ -11,12 +11,24 @@
 //! entries (rrdcached's "flush dead data").
 //!
 //! A worker (one of `-t`) takes up to [`BATCH_MAX`] queued files, moves each
-//! one's pending values to `inflight`, asks the engine to prefetch exactly
-//! the pages those updates will write (many files at once), applies the
-//! updates in path order, `fdatasync`s each written file, and only then
-//! clears `inflight` — which is what lets the journal segments holding those
-//! values be removed. An update that fails (bad value) is logged and its
-//! values dropped, as rrdcached does.
+//! one's pending values to `inflight` and takes the file's kept header,
+//! asks the engine to prefetch exactly the pages those updates will write
+//! (many files at once, planned from the kept headers), applies the updates
+//! in path order (a kept header that still matches the file's stamp means
+//! no header read), `fdatasync`s each written file, drops the pages it wrote
+//! from the page cache (unless `--keep-pages`), and only then clears
+//! `inflight` — which is what lets the journal segments holding those values
+//! be removed.
+//!
+//! Failures never lose an acknowledged value:
+//! - an argument the engine rejects (rrdtool would reject it too) is logged
+//!   and the values from it on are dropped, as rrdcached does;
+//! - an I/O error (EIO, ENOSPC, a short write, a failed sync, a lock held by
+//!   another program) puts the in-flight values back in front of the pending
+//!   ones, keeps their journal segments, and retries the file after a
+//!   backoff (1 s doubling to 64 s). The retry skips values the file already
+//!   holds (a write that failed after the live header reached the file), so
+//!   nothing is applied twice.
 //!
 //! Invariant: at most one worker writes a given file at a time (`flushing`).
 
@@ -24,8 +36,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rrd_engine::batch::{BatchUpdater, UpdateRequest};
+use rrd_engine::batch::{BatchCounters, BatchUpdater, KeptHeader, UpdateRequest};
 use rrd_engine::update::UpdateOptions;
+use rrd_engine::Error;
 
 use crate::cache::{unix_now, Cache, Key, Side};
 use crate::journaler::Journaler;
@@ -33,6 +46,9 @@ use crate::stats::Stats;
 
 /// Files one worker takes at a time.
 pub const BATCH_MAX: usize = 64;
+
+/// Longest wait before retrying a file whose flush failed.
+pub const RETRY_MAX_SECS: i64 = 64;
 
 /// How many due files one tick releases: all of a small backlog, otherwise
 /// the share that drains the backlog over `spread` (at least one per tick).
@@ -48,6 +64,8 @@ pub fn pace(backlog: usize, tick: Duration, spread: Duration) -> usize {
 /// Runs one worker until the cache is stopping and the queue is empty.
 pub fn worker(cache: Arc<Cache>) {
     let mut updater = BatchUpdater::new(BATCH_MAX * 2);
+    // A failed write is retried from the state before it (see the module doc).
+    updater.keep_state_on_write_error = true;
     loop {
         let batch = cache.take_batch(BATCH_MAX);
         if batch.is_empty() {
@@ -60,9 +78,52 @@ pub fn worker(cache: Arc<Cache>) {
     }
 }
 
+/// Whether a failed update is worth retrying: the values are fine, the
+/// storage (or a lock held by another program) was not.
+pub fn is_transient(e: &Error) -> bool {
+    match e {
+        Error::Io { .. } => true,
+        Error::Open { source, .. } => source.kind() != std::io::ErrorKind::NotFound,
+        Error::Invalid(m) => m == "could not lock RRD",
+        Error::Format { .. } => false,
+    }
+}
+
+/// The wait before retry number `retries` (1, 2, 4, ... 64 seconds).
+pub fn backoff_secs(retries: u32) -> i64 {
+    1i64 << retries.saturating_sub(1).min(6)
+}
+
+/// What happened to one file of a batch.
+enum Outcome {
+    /// Written (values an argument error stopped are dropped and logged).
+    Written,
+    /// Not written for a reason that may pass: values go back to pending.
+    Retry(String),
+    /// Not written and never will be (file gone, not an RRD): dropped.
+    Dropped,
+}
+
+struct Taken {
+    key: Key,
+    req: UpdateRequest,
+    values: usize,
+    kept: Option<KeptHeader>,
+    outcome: Outcome,
+}
+
+fn add_counters(stats: &Stats, before: BatchCounters, after: BatchCounters) {
+    Stats::add(&stats.headers_read, after.headers_read - before.headers_read);
+    Stats::add(&stats.headers_kept, after.headers_kept - before.headers_kept);
+    Stats::add(&stats.pages_prefetched, after.pages_prefetched - before.pages_prefetched);
+    Stats::add(&stats.pages_written, after.pages_written - before.pages_written);
+    Stats::add(&stats.pages_released, after.pages_released - before.pages_released);
+}
+
 /// Writes the pending values of `keys` (see the module doc).
 pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
-    let mut taken: Vec<(Key, UpdateRequest)> = Vec::with_capacity(keys.len());
+    let counters_before = updater.counters;
+    let mut taken: Vec<Taken> = Vec::with_capacity(keys.len());
     for key in keys {
         let mut shard = cache.shard(&key);
         let Some(e) = shard.get_mut(&key) else { continue };
@@ -75,71 +136,111 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
             continue;
         }
         let values = std::mem::take(&mut e.pending);
-        cache.pending_values.fetch_sub(values.len() as u64, Ordering::SeqCst);
-        e.inflight = values.clone();
+        cache.count_pending(&values, false);
+        let args = values.to_strings();
+        e.inflight = values;
         e.inflight_seq = Some(e.oldest_seq);
         e.flushing = true;
+        e.retry_at = None;
+        // After a failure, part of these values may already be in the file.
+        let opts = UpdateOptions { template: None, skip_past_updates: e.retries > 0 };
+        let kept = e.kept.take().map(|k| *k);
         drop(shard);
-        let req =
-            UpdateRequest { path: key.to_string().into(), args: values, opts: UpdateOptions::default() };
-        taken.push((key, req));
+        let req = UpdateRequest { path: key.to_string().into(), args, opts };
+        taken.push(Taken { key, values: req.args.len(), req, kept, outcome: Outcome::Dropped });
     }
     if taken.is_empty() {
         return;
     }
-    taken.sort_by(|a, b| a.0.cmp(&b.0));
-    let refs: Vec<&UpdateRequest> = taken.iter().map(|(_, r)| r).collect();
-    updater.prefetch(&refs);
-    let mut sync_failed = Vec::new();
-    for (key, req) in &taken {
-        match updater.update(req, false) {
-            Ok(report) => match report.error {
-                None => {
-                    Stats::add(&cache.stats.updates_written, 1);
-                    Stats::add(&cache.stats.data_sets_written, req.args.len() as u64);
+    taken.sort_by(|a, b| a.key.cmp(&b.key));
+    let pairs: Vec<(&UpdateRequest, Option<&KeptHeader>)> =
+        taken.iter().map(|t| (&t.req, t.kept.as_ref())).collect();
+    updater.prefetch_kept(&pairs);
+    for t in taken.iter_mut() {
+        t.outcome = match updater.update_kept(&t.req, false, &mut t.kept) {
+            Ok(report) => {
+                match report.error {
+                    None => {
+                        Stats::add(&cache.stats.updates_written, 1);
+                        Stats::add(&cache.stats.data_sets_written, t.values as u64);
+                    }
+                    Some(e) => {
+                        Stats::add(&cache.stats.flush_errors, 1);
+                        tracing::info!("update of {} failed: {e}", t.key);
+                    }
                 }
-                Some(e) => {
-                    Stats::add(&cache.stats.flush_errors, 1);
-                    tracing::info!("update of {key} failed: {e}");
-                }
-            },
+                Outcome::Written
+            }
+            Err(e) if is_transient(&e) => {
+                Stats::add(&cache.stats.flush_errors, 1);
+                Outcome::Retry(e.to_string())
+            }
             Err(e) => {
                 Stats::add(&cache.stats.flush_errors, 1);
-                tracing::info!("update of {key} failed: {e}");
+                tracing::info!("update of {} failed: {e}", t.key);
+                Outcome::Dropped
             }
-        }
+        };
     }
-    for (key, req) in &taken {
-        // fsync syncs the file, whichever descriptor asks.
-        let synced = updater
-            .files
-            .get(&req.path)
-            .map_err(|e| e.to_string())
-            .and_then(|f| f.sync_data().map_err(|e| e.to_string()));
-        match synced {
-            Ok(()) => Stats::add(&cache.stats.files_synced, 1),
-            Err(e) if std::path::Path::new(&req.path).exists() => {
-                tracing::error!("syncing {key} failed ({e}); its journal segments are kept");
-                sync_failed.push(key.clone());
+    let release = cache.release_pages.load(Ordering::Relaxed);
+    for t in taken.iter_mut() {
+        if !matches!(t.outcome, Outcome::Written) {
+            continue;
+        }
+        match updater.sync(&t.req.path, t.kept.as_mut(), release) {
+            Ok(_) => Stats::add(&cache.stats.files_synced, 1),
+            Err(e) if std::path::Path::new(&t.req.path).exists() => {
+                // What the kernel now holds for this file is uncertain.
+                t.kept = None;
+                Stats::add(&cache.stats.flush_errors, 1);
+                t.outcome = Outcome::Retry(format!("syncing failed: {e}"));
             }
             // The file is gone (deleted behind our back): nothing to keep.
             Err(_) => {}
         }
     }
+    add_counters(&cache.stats, counters_before, updater.counters);
     let now = unix_now();
-    for (key, _) in &taken {
-        let mut shard = cache.shard(key);
-        let Some(e) = shard.get_mut(key) else { continue };
+    for t in taken {
+        let mut shard = cache.shard(&t.key);
+        let Some(e) = shard.get_mut(&t.key) else { continue };
         e.flushing = false;
-        e.inflight.clear();
-        if !sync_failed.contains(key) {
-            e.inflight_seq = None;
+        let inflight = std::mem::take(&mut e.inflight);
+        e.kept = t.kept.map(Box::new);
+        match t.outcome {
+            Outcome::Retry(why) => {
+                // Back in front of what arrived meanwhile; the journal
+                // segments stay (oldest_seq covers the in-flight ones).
+                cache.count_pending(&inflight, true);
+                let was_empty = e.pending.is_empty();
+                e.pending.prepend(inflight);
+                if let Some(seq) = e.inflight_seq.take() {
+                    e.oldest_seq = if was_empty { seq } else { e.oldest_seq.min(seq) };
+                }
+                e.retries = e.retries.saturating_add(1);
+                let wait = backoff_secs(e.retries);
+                tracing::warn!(
+                    "writing {} failed ({why}); its {} value(s) are kept and retried in {wait} s",
+                    t.key,
+                    e.pending.len()
+                );
+                if was_empty {
+                    e.first_pending_at = now;
+                }
+                e.retry_at = Some(now + wait);
+                cache.add_timer(now + wait, t.key.clone());
+                e.requeue = false;
+            }
+            Outcome::Written | Outcome::Dropped => {
+                e.inflight_seq = None;
+                e.retries = 0;
+                if std::mem::take(&mut e.requeue) && !e.pending.is_empty() {
+                    cache.enqueue_locked(&t.key, e, Side::Head);
+                }
+            }
         }
         e.flushed_gen += 1;
         e.last_activity = now;
-        if std::mem::take(&mut e.requeue) && !e.pending.is_empty() {
-            cache.enqueue_locked(key, e, Side::Head);
-        }
     }
     cache.notify_flushed();
 }

@@ -12,8 +12,16 @@
 //! so for any one file the journal holds records in the order the cache
 //! applied them. Replay depends on it.
 //!
-//! A failed write or sync poisons the journal (see rrd-journal): every later
-//! ticket fails, so no update is acknowledged that is not durable.
+//! Failures (rrd-journal decides, docs/journal.md argues): a failed append
+//! fails every ticket of its group, so nothing in it is acknowledged. A
+//! failed sync, or a failed write other than "no space", poisons the
+//! journal: every later ticket fails, so no update is acknowledged that is
+//! not durable, and [`Journaler::is_poisoned`] turns true for good (STATS,
+//! /metrics, and UPDATE's early refusal read it). A write refused for lack
+//! of space (ENOSPC, EDQUOT) whose partial bytes were taken back does not
+//! poison: its group gets errors, and later groups succeed once there is
+//! space again. A failed rotation never poisons (the current segment goes
+//! on).
 //!
 //! Segments: the journal rotates every `-f` seconds or when a segment passes
 //! `--segment-bytes`; closed segments are deleted only through
@@ -109,6 +117,7 @@ impl Journaler {
                         poisoned,
                         rotate_every,
                         segment_len_max,
+                        syncs_seen: 0,
                     }
                     .run()
                 })
@@ -177,6 +186,8 @@ struct Committer {
     poisoned: Arc<AtomicBool>,
     rotate_every: Duration,
     segment_len_max: u64,
+    /// The journal's sync count already booked into `stats`.
+    syncs_seen: u64,
 }
 
 impl Committer {
@@ -243,30 +254,47 @@ impl Committer {
     }
 
     fn sync(&mut self) -> Result<(), String> {
-        let started = Instant::now();
         let r = self.journal.sync().map_err(|e| e.to_string());
-        Stats::add(&self.stats.journal_sync_ns, started.elapsed().as_nanos() as u64);
-        if r.is_err() {
-            self.poisoned.store(true, Ordering::SeqCst);
-        }
+        self.after_io(r.as_ref().err());
         r
+    }
+
+    /// Books the syncs the journal did since the last call and mirrors its
+    /// poisoned state (which never clears).
+    fn after_io(&mut self, failure: Option<&String>) {
+        let done = self.journal.sync_count();
+        if done > self.syncs_seen {
+            let d = self.journal.last_sync_duration();
+            // Several syncs in one call cannot happen today (one per append
+            // or sync); book them all with the last one's duration if so.
+            for _ in self.syncs_seen..done {
+                self.stats.journal_sync_seconds.observe(d);
+            }
+            Stats::add(&self.stats.journal_syncs, done - self.syncs_seen);
+            Stats::add(&self.stats.journal_sync_ns, d.as_nanos() as u64 * (done - self.syncs_seen));
+            self.syncs_seen = done;
+        }
+        if let Some(why) = self.journal.poisoned() {
+            if !self.poisoned.swap(true, Ordering::SeqCst) {
+                tracing::error!("journal poisoned, no further updates are acknowledged until restart: {why}");
+                self.stats.journal_poisoned.store(1, Ordering::SeqCst);
+            }
+        } else if let Some(e) = failure {
+            tracing::error!("journal append failed, its updates are not acknowledged: {e}");
+        }
     }
 
     fn commit(&mut self, group: &mut Vec<(Record, oneshot::Sender<Result<(), String>>)>) {
         let records: Vec<Record> = group.iter().map(|(r, _)| r.clone()).collect();
         let before = self.journal.len_bytes();
-        let started = Instant::now();
         let result = self.journal.append(&records).map_err(|e| e.to_string());
-        if matches!(self.journal.policy(), SyncPolicy::Always) {
-            Stats::add(&self.stats.journal_syncs, 1);
-            Stats::add(&self.stats.journal_sync_ns, started.elapsed().as_nanos() as u64);
-        }
         Stats::add(&self.stats.journal_commits, 1);
-        Stats::add(&self.stats.journal_bytes, self.journal.len_bytes().saturating_sub(before));
-        if let Err(e) = &result {
-            tracing::error!("journal append failed, no further updates are acknowledged: {e}");
-            self.poisoned.store(true, Ordering::SeqCst);
+        if result.is_ok() {
+            Stats::add(&self.stats.journal_bytes, self.journal.len_bytes().saturating_sub(before));
+        } else {
+            Stats::add(&self.stats.journal_append_errors, 1);
         }
+        self.after_io(result.as_ref().err());
         for (_, done) in group.drain(..) {
             let _ = done.send(result.clone());
         }
@@ -274,14 +302,20 @@ impl Committer {
 
     fn rotate(&mut self, last_rotate: &mut Instant) {
         *last_rotate = Instant::now();
+        if self.journal.poisoned().is_some() {
+            // Nothing more is appended; a new segment would stay empty.
+            return;
+        }
         match self.journal.rotate() {
             Ok(_) => {
                 self.current_seq.store(self.journal.seq(), Ordering::SeqCst);
                 Stats::add(&self.stats.journal_rotate, 1);
             }
             Err(e) => {
+                // The current segment goes on (see rrd-journal); a sync
+                // failure inside the rotation did poison, and after_io says so.
                 tracing::error!("journal rotation failed: {e}");
-                self.poisoned.store(true, Ordering::SeqCst);
+                self.after_io(None);
             }
         }
     }

@@ -16,6 +16,8 @@
 //! - [`replay`]: restart from the journal, idempotently.
 //! - [`paths`]: names to keys; `-B` confinement.
 //! - [`config`]: rrdcached's options plus ours.
+//! - [`metrics`]: `--metrics ADDR`, Prometheus text over a tiny HTTP
+//!   responder.
 //!
 //! The one rule everything serves: an UPDATE is answered only after its
 //! values are in the journal (synced, under `--sync always`), and a journal
@@ -23,7 +25,7 @@
 //! that file is synced. docs/journal.md argues why that survives kill -9
 //! and power loss.
 //!
-//! Deliberately absent in v1: `--metrics` (accepted, not served), TUNE and
+//! Deliberately absent in v1: TUNE and
 //! DUMP (unknown commands, as in rrdcached 1.7.2), parsed (binary) pending
 //! values, a memory-resident header cache.
 
@@ -33,6 +35,7 @@ pub mod config;
 pub mod connection;
 pub mod flusher;
 pub mod journaler;
+pub mod metrics;
 pub mod paths;
 pub mod reader;
 pub mod replay;

@@ -1,25 +1,36 @@
 //! Reads that see pending data: the file as it will be after its pending
-//! values are written, without writing them.
+//! values are written, without writing them and without copying the file.
 //!
-//! v1 method, chosen for being obviously correct: copy the whole file into
-//! memory, apply the in-flight and pending values to the copy with the same
-//! engine `update` the flush uses, and answer from the copy. Values already
-//! in the file are skipped by time (`skip_past_updates`), so a value that a
-//! worker wrote between our snapshot and our read is not applied twice.
+//! Method: take the entry's in-flight and pending values and its kept
+//! header (used when its stamp still matches the file, else the header is
+//! read: one `pread`), apply the values with the engine's own update code
+//! to an [`OverlayStore`] over the file, which captures the rows and the
+//! live header they produce in memory, then run the command's engine read
+//! (fetch, info, first) over it. A FETCH reads only the rows of the archive
+//! it picked, from the file or from the overlay; INFO and FIRST read no row.
+//! Values already in the file are skipped by time (`skip_past_updates`), so
+//! a value that a worker wrote between our snapshot and our read is not
+//! applied twice.
 //!
-//! Consistency: the snapshot of the values and the file read must not
-//! straddle a flush of that file (a half-written file could be read). The
-//! read is optimistic: note the entry's flush generation, read, check that no
-//! flush started or finished meanwhile, else retry.
+//! Consistency: the snapshot of the values and the reads of the file must
+//! not straddle a flush of that file (a half-written file could be read).
+//! The read is optimistic: note the entry's flush generation, read and
+//! answer, check that no flush started or finished meanwhile, else retry.
 //!
-//! Deliberately absent (later): keeping decoded headers in memory, reading
-//! only the rows a FETCH needs.
+//! Deliberately absent: locking (a read lock would make a concurrent flush
+//! fail to lock the file; the generation check covers our own writers, and
+//! another program's write is as racy here as with rrdtool's own readers),
+//! and dropping the pages the read brought in.
 
+use std::fs::File;
 use std::path::Path;
 use std::time::Duration;
 
+use rrd_engine::batch::KeptHeader;
+use rrd_engine::overlay::OverlayStore;
+use rrd_engine::pagecache::{advise, Advice};
 use rrd_engine::update::{update_rrd, Now, UpdateOptions};
-use rrd_engine::{MemStore, Rrd};
+use rrd_engine::Rrd;
 
 use crate::cache::Cache;
 
@@ -27,15 +38,24 @@ use crate::cache::Cache;
 #[derive(Debug)]
 pub struct ReadError(pub String);
 
-fn values_snapshot(cache: &Cache, key: &str) -> Option<(Option<u64>, Vec<String>)> {
+/// The file with its pending values applied in memory.
+pub type Merged<'f> = Rrd<OverlayStore<&'f File>>;
+
+struct Snapshot {
+    gen: Option<u64>,
+    values: Vec<String>,
+    kept: Option<Box<KeptHeader>>,
+}
+
+fn values_snapshot(cache: &Cache, key: &str) -> Option<Snapshot> {
     let shard = cache.shard(key);
     match shard.get(key) {
-        None => Some((None, Vec::new())),
+        None => Some(Snapshot { gen: None, values: Vec::new(), kept: None }),
         Some(e) if e.flushing => None,
         Some(e) => {
-            let mut v = e.inflight.clone();
-            v.extend(e.pending.iter().cloned());
-            Some((Some(e.flushed_gen), v))
+            let mut v = e.inflight.to_strings();
+            v.extend(e.pending.iter().map(str::to_string));
+            Some(Snapshot { gen: Some(e.flushed_gen), values: v, kept: e.kept.clone() })
         }
     }
 }
@@ -51,31 +71,42 @@ fn unchanged(cache: &Cache, key: &str, gen: Option<u64>) -> bool {
     }
 }
 
-/// The file at `key` with its pending values applied, in memory.
-pub fn merged(cache: &Cache, key: &str) -> Result<Rrd<MemStore>, ReadError> {
+/// Runs `read` on the file at `key` with its pending values applied (see
+/// the module doc), retrying while a flush of the file gets in the way.
+pub fn with_merged<T>(
+    cache: &Cache,
+    key: &str,
+    mut read: impl FnMut(&Merged<'_>) -> Result<T, ReadError>,
+) -> Result<T, ReadError> {
+    let path = Path::new(key);
     let mut attempt = 0u32;
-    let (bytes, values) = loop {
+    loop {
         attempt += 1;
-        let Some((gen, values)) = values_snapshot(cache, key) else {
+        let Some(snap) = values_snapshot(cache, key) else {
             // A flush of this file is running; it takes milliseconds.
             std::thread::sleep(Duration::from_millis(2));
             continue;
         };
-        let bytes = std::fs::read(key)
+        let file = File::open(path)
             .map_err(|e| ReadError(format!("opening '{key}': {}", rrd_engine::error::os_message(&e))))?;
-        if unchanged(cache, key, gen) || attempt > 1000 {
-            break (bytes, values);
+        let _ = advise(&file, Advice::Random, 0, 0);
+        let mut rrd = match KeptHeader::current_header(snap.kept.as_deref(), path) {
+            Some((header, layout)) => {
+                Rrd { path: path.to_path_buf(), store: OverlayStore::new(&file), header, layout }
+            }
+            None => Rrd::from_store(path, OverlayStore::new(&file)).map_err(|e| ReadError(e.to_string()))?,
+        };
+        if !snap.values.is_empty() {
+            let opts = UpdateOptions { template: None, skip_past_updates: true };
+            // An argument that fails here fails the same way when flushed; the
+            // values before it are applied in both cases.
+            let _ = update_rrd(&mut rrd, &snap.values, &opts, false, Now::system());
         }
-    };
-    let mut rrd =
-        Rrd::from_store(Path::new(key), MemStore::new(bytes)).map_err(|e| ReadError(e.to_string()))?;
-    if !values.is_empty() {
-        let opts = UpdateOptions { template: None, skip_past_updates: true };
-        // An argument that fails here fails the same way when flushed; the
-        // values before it are applied in both cases.
-        let _ = update_rrd(&mut rrd, &values, &opts, false, Now::system());
+        let answer = read(&rrd);
+        if unchanged(cache, key, snap.gen) || attempt > 1000 {
+            return answer;
+        }
     }
-    Ok(rrd)
 }
 
 /// The file's last update time including pending values, and its step,

@@ -15,9 +15,9 @@
 //! synced.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
+use rrd_engine::batch::KeptHeader;
 use rrd_journal::ReplayReport;
 
 use crate::cache::{unix_now, Entry, Key};
@@ -35,8 +35,10 @@ pub struct ReplaySummary {
 
 const READ_THREADS: usize = 8;
 
-/// Each file's last update time (`None` when it cannot be read).
-fn last_updates(paths: Vec<String>) -> HashMap<String, Option<f64>> {
+/// Each file's header, read under a read lock (`None` when it cannot be
+/// read or its last update time is not valid). The header is kept in the
+/// entry, so the first flush after a restart reads no header.
+fn last_updates(paths: Vec<String>) -> HashMap<String, Option<(f64, Option<KeptHeader>)>> {
     let out = Mutex::new(HashMap::with_capacity(paths.len()));
     let chunk = paths.len().div_ceil(READ_THREADS).max(1);
     std::thread::scope(|s| {
@@ -45,10 +47,10 @@ fn last_updates(paths: Vec<String>) -> HashMap<String, Option<f64>> {
             s.spawn(move || {
                 let mut local = Vec::with_capacity(part.len());
                 for p in part {
-                    let t = rrd_engine::Rrd::open(std::path::Path::new(p), false)
+                    let t = KeptHeader::read(std::path::Path::new(p))
                         .ok()
-                        .map(|r| r.header.live.last_up as f64)
-                        .filter(|&t| t >= 1.0);
+                        .filter(|k| k.header.live.last_up >= 1)
+                        .map(|k| (k.header.live.last_up as f64, Some(k)));
                     local.push((p.clone(), t));
                 }
                 out.lock().expect("replay map lock").extend(local);
@@ -66,7 +68,7 @@ pub fn apply(daemon: &Daemon, report: &ReplayReport, first_seq: u64) -> ReplaySu
         report.records.iter().filter(|r| !r.args.is_empty()).map(|r| r.path.clone()).collect();
     distinct.sort_unstable();
     distinct.dedup();
-    let last = last_updates(distinct);
+    let mut last = last_updates(distinct);
     let cache = &daemon.cache;
     let now = unix_now();
     for record in &report.records {
@@ -75,15 +77,20 @@ pub fn apply(daemon: &Daemon, report: &ReplayReport, first_seq: u64) -> ReplaySu
         let mut shard = cache.shard(&key);
         if record.args.is_empty() {
             if let Some(e) = shard.remove(&key) {
-                cache.pending_values.fetch_sub(e.pending.len() as u64, Ordering::SeqCst);
+                cache.count_pending(&e.pending, false);
             }
             continue;
         }
-        let Some(Some(last_up)) = last.get(&record.path) else {
+        let Some(Some((last_up, kept))) = last.get_mut(&record.path) else {
             summary.records_unreadable += 1;
             continue;
         };
-        let entry = shard.entry(key.clone()).or_insert_with(|| Entry::new(*last_up, cache.jitter(), now));
+        let entry = shard.entry(key.clone()).or_insert_with(|| {
+            let mut e = Entry::new(*last_up, cache.jitter(), now);
+            // The header goes to the first entry made for the file.
+            e.kept = kept.take().map(Box::new);
+            e
+        });
         for value in &record.args {
             match update_value_time(value) {
                 Some(t) if t > entry.last_stamp => {
@@ -93,8 +100,12 @@ pub fn apply(daemon: &Daemon, report: &ReplayReport, first_seq: u64) -> ReplaySu
                         cache.add_timer(entry.due_at(cache.write_interval_secs), key.clone());
                     }
                     entry.last_stamp = t;
-                    entry.pending.push(value.clone());
-                    cache.pending_values.fetch_add(1, Ordering::SeqCst);
+                    let before = entry.pending.bytes();
+                    entry.pending.push(t, value);
+                    cache.pending_values.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    cache
+                        .pending_bytes
+                        .fetch_add(entry.pending.bytes() - before, std::sync::atomic::Ordering::SeqCst);
                     summary.values_applied += 1;
                 }
                 _ => summary.values_skipped += 1,

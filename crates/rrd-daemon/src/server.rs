@@ -280,6 +280,15 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), RunError> {
             return Err(e);
         }
     };
+    // Bound before forking, like the other listeners, so that a bad address
+    // reaches the terminal.
+    let metrics_listener = match config.metrics.as_deref().map(crate::metrics::bind).transpose() {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = std::fs::remove_file(&config.pid_file);
+            return Err(fail(1, e));
+        }
+    };
     if !config.foreground {
         daemonize()?;
     }
@@ -289,7 +298,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), RunError> {
     drop_privileges(&config)?;
     tracing::info!("starting up");
     let pid_path = config.pid_file.clone();
-    let result = start(config, listeners);
+    let result = start(config, listeners, metrics_listener);
     let _ = std::fs::remove_file(&pid_path);
     tracing::info!("goodbye");
     result
@@ -311,8 +320,11 @@ fn open_journal(
     for (seq, off, what) in &report.corrupt {
         tracing::error!("journal segment {seq}: damaged record at offset {off} ({what}); skipped");
     }
-    let journal = rrd_journal::Journal::open(dir, config.sync)
-        .map_err(|e| fail(6, format!("cannot open journal: {e}")))?;
+    let journal = match journal_faults()? {
+        None => rrd_journal::Journal::open(dir, config.sync),
+        Some(io) => rrd_journal::Journal::open_with(dir, config.sync, io),
+    }
+    .map_err(|e| fail(6, format!("cannot open journal: {e}")))?;
     let first = report.segments.first().copied().unwrap_or(journal.seq());
     let journaler = Journaler::start(
         journal,
@@ -324,7 +336,26 @@ fn open_journal(
     Ok((journaler, Some((report, first))))
 }
 
-fn start(config: Config, listeners: Vec<Bound>) -> Result<(), RunError> {
+/// The test hook: `RRDSCALE_JOURNAL_FAULTS=write@3=ENOSPC,sync@5=EIO`
+/// makes the journal's I/O fail as told (rrd_journal::fault). For the
+/// end-to-end fault tests only; it says so loudly in the log.
+pub const JOURNAL_FAULTS_ENV: &str = "RRDSCALE_JOURNAL_FAULTS";
+
+fn journal_faults() -> Result<Option<Arc<dyn rrd_journal::io::JournalIo>>, RunError> {
+    use rrd_journal::fault::{FaultPlan, FaultyIo};
+    let Ok(spec) = std::env::var(JOURNAL_FAULTS_ENV) else { return Ok(None) };
+    let plan = FaultPlan::parse(&spec).map_err(|e| fail(1, format!("{JOURNAL_FAULTS_ENV}: {e}")))?;
+    tracing::warn!(
+        "{JOURNAL_FAULTS_ENV} is set: journal I/O faults are injected ({spec}); never in production"
+    );
+    Ok(Some(Arc::new(FaultyIo::new(Arc::new(rrd_journal::io::OsIo), Arc::new(plan)))))
+}
+
+fn start(
+    config: Config,
+    listeners: Vec<Bound>,
+    metrics_listener: Option<std::net::TcpListener>,
+) -> Result<(), RunError> {
     let stats = Arc::new(crate::stats::Stats::default());
     let (journaler, replayed) = open_journal(&config, &stats)?;
     let daemon = Arc::new(Daemon::with_stats(config, journaler, stats));
@@ -339,6 +370,11 @@ fn start(config: Config, listeners: Vec<Bound>) -> Result<(), RunError> {
         );
     }
     let threads = spawn_flush_threads(&daemon);
+    if let Some(l) = metrics_listener {
+        // Detached: it stops by itself once the daemon is shutting down.
+        crate::metrics::spawn(l, daemon.clone())
+            .map_err(|e| fail(1, format!("cannot start the metrics thread: {e}")))?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("rrdscale-daemon")
@@ -477,7 +513,8 @@ async fn serve(daemon: Arc<Daemon>, listeners: Vec<Bound>) {
     for t in accept_tasks {
         t.abort();
     }
-    let _ = daemon.shutdown.send(true);
+    // send_replace: the flag must turn even when no connection is subscribed.
+    daemon.shutdown.send_replace(true);
     // Give connections a moment to finish the command they are running.
     let all = limit.acquire_many(CONNECTIONS_MAX as u32);
     let _ = tokio::time::timeout(Duration::from_secs(5), all).await;

@@ -1,8 +1,11 @@
 //! Counters behind `STATS`: rrdcached's nine, in its order, then ours.
 //!
 //! Plain relaxed atomics: a counter may be read a moment stale, never torn.
+//! `/metrics` (crate::metrics) renders the same counters, plus
+//! [`Histogram`]s that STATS has no room for.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
 
 #[derive(Default, Debug)]
 pub struct Stats {
@@ -23,6 +26,60 @@ pub struct Stats {
     pub files_synced: AtomicU64,
     pub updates_refused: AtomicU64,
     pub connections: AtomicU64,
+    /// 1 once the journal refuses appends (a failed fdatasync, ...).
+    pub journal_poisoned: AtomicU64,
+    /// Group commits whose append failed (poisoning or not).
+    pub journal_append_errors: AtomicU64,
+    /// Duration of each successful journal `fdatasync`.
+    pub journal_sync_seconds: Histogram,
+    /// Flush: headers read from files (no kept header, or a stale one).
+    pub headers_read: AtomicU64,
+    /// Flush: updates that used the kept header and read nothing.
+    pub headers_kept: AtomicU64,
+    /// Flush: pages asked for with WILLNEED before writing.
+    pub pages_prefetched: AtomicU64,
+    /// Flush: pages written (per file update).
+    pub pages_written: AtomicU64,
+    /// Flush: pages dropped from the page cache after syncing.
+    pub pages_released: AtomicU64,
+}
+
+/// Upper bounds (seconds) of the sync-latency buckets: 50 µs to 2.5 s,
+/// which spans a battery-backed cache to a saturated spinning disk.
+pub const SYNC_BUCKETS_SECS: [f64; 14] =
+    [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5];
+
+/// A Prometheus-style histogram over [`SYNC_BUCKETS_SECS`]: per-bucket
+/// counts (not cumulative; the renderer sums), the sum in nanoseconds, and
+/// the count. Lock-free; a reader may see one observation half-added.
+#[derive(Debug, Default)]
+pub struct Histogram {
+    /// One per bucket plus the overflow (+Inf) bucket.
+    pub buckets: [AtomicU64; SYNC_BUCKETS_SECS.len() + 1],
+    pub sum_ns: AtomicU64,
+    pub count: AtomicU64,
+}
+
+impl Histogram {
+    pub fn observe(&self, d: Duration) {
+        let secs = d.as_secs_f64();
+        let i = SYNC_BUCKETS_SECS.iter().position(|&b| secs <= b).unwrap_or(SYNC_BUCKETS_SECS.len());
+        self.buckets[i].fetch_add(1, Relaxed);
+        self.sum_ns.fetch_add(d.as_nanos() as u64, Relaxed);
+        self.count.fetch_add(1, Relaxed);
+    }
+
+    /// Cumulative counts per bucket bound (the last is +Inf), as rendered.
+    pub fn cumulative(&self) -> Vec<u64> {
+        let mut total = 0;
+        self.buckets
+            .iter()
+            .map(|b| {
+                total += b.load(Relaxed);
+                total
+            })
+            .collect()
+    }
 }
 
 impl Stats {
@@ -43,6 +100,19 @@ pub fn tree_depth(nodes: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn histogram_buckets_are_cumulative_with_an_overflow() {
+        use std::time::Duration;
+        let h = super::Histogram::default();
+        h.observe(Duration::from_micros(20));
+        h.observe(Duration::from_micros(700));
+        h.observe(Duration::from_secs(9));
+        let c = h.cumulative();
+        assert_eq!(c.len(), super::SYNC_BUCKETS_SECS.len() + 1);
+        assert_eq!((c[0], c[3], c[4], c[13], c[14]), (1, 1, 2, 2, 3));
+        assert_eq!(super::Stats::get(&h.count), 3);
+    }
+
     #[test]
     fn tree_depth_is_a_balanced_height() {
         assert_eq!(super::tree_depth(0), 0);

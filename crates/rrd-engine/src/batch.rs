@@ -1,31 +1,65 @@
 //! Updating many files quickly: open files kept across updates (bounded),
-//! readahead turned off, and the pages the next updates need fetched many
-//! at once.
+//! readahead turned off, each file's decoded header kept between updates,
+//! and the pages the next updates need fetched many at once.
 //!
 //! Why: an update needs its header page and the pages of the rows it writes
 //! (seed 000: three pages for an MRTG file, where default readahead pulls
 //! 16–28). On a cold cache each of those is a disk read; done one at a time
 //! the disk gives 13k reads/s, done many at once it gives 114k. So before
 //! applying a batch of updates in order, [`BatchUpdater::prefetch`] issues
-//! `POSIX_FADV_WILLNEED` for every header page (the kernel reads them in
-//! parallel), then reads the headers, plans each update with the real
-//! update arithmetic ([`crate::plan`]), and issues WILLNEED for exactly the
-//! row pages those updates will write. Nothing else is read.
+//! `POSIX_FADV_WILLNEED` for the header page of every file whose header it
+//! does not know (the kernel reads them in parallel), plans each update with
+//! the real update arithmetic ([`crate::plan`]) on the known or freshly read
+//! header, and issues WILLNEED for exactly the page runs those updates will
+//! write. Nothing else is read.
 //!
-//! Deliberately absent: any caching of header contents between calls. A
-//! header is re-read (from the page cache) for every update, so a file
-//! changed by another program between two updates is never clobbered.
+//! Kept headers ([`KeptHeader`]): after writing a file, the updater knows its
+//! new header without reading it back, and keeps it with the file's
+//! [`FileStamp`] (device, inode, length, mtime, ctime as our own write left
+//! them, taken with `fstat` while we still hold the lock). Before the next
+//! update, under the rrdtool-compatible lock, one `stat(path)` decides: same
+//! inode and same stamp means nobody wrote, truncated or renamed a new file
+//! over the path since, so the kept header is the file's header and no byte
+//! of it is read. Anything else re-reads the header (and a new inode reopens
+//! the path, so a file replaced by `rrdtool create`/`restore` is never
+//! written through a stale descriptor). A stamp younger than
+//! [`RACY_WINDOW_NS`] is not trusted: on a kernel with coarse timestamps a
+//! foreign write in the same clock tick as ours would leave mtime and ctime
+//! unchanged (git's "racy clean" problem).
+//!
+//! Invariants:
+//! - A kept header is only used under the write lock and after its stamp
+//!   matched; it is only created from a header read under the lock or from
+//!   the header our own writes produced.
+//! - The update math is [`crate::update::Updater`], unchanged: rows are
+//!   written once each in file order, then the live header once, exactly as
+//!   [`crate::update::update_rrd`] does (the tests compare the bytes).
+//! - Any error while updating closes the file and drops the kept header,
+//!   except a failed write: then the header from before the update is kept
+//!   (stamped after the failed write, under the lock), so a retry redoes
+//!   the whole update instead of trusting a torn header on disk.
+//!
+//! Deliberately absent: prefetch never creates a kept header (it reads
+//! without the lock, so what it reads may be torn); page residency is not
+//! probed with `mincore` (one WILLNEED per page run costs the same as the
+//! probe) — instead, with [`BatchUpdater::assume_written_resident`], pages we
+//! wrote and did not release are not prefetched again.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rrd_format::{Header, Layout};
 
 use crate::error::{Error, Result};
 use crate::pagecache::{advise, Advice};
 use crate::plan;
-use crate::rrd::Rrd;
+use crate::rrd::{lock_file, Locking, Rrd};
 use crate::store::Store;
-use crate::update::{self, Now, UpdateOptions, UpdateReport};
+use crate::update::{Now, RowCollector, UpdateOptions, UpdateReport, Updater};
 
 /// One `update` of one file.
 #[derive(Clone, Debug)]
@@ -47,6 +81,153 @@ impl Store for &File {
     }
 }
 
+/// A stamp younger than this (50 ms) is not trusted to reveal a later
+/// foreign write: coarse kernel timestamps tick every 1–10 ms.
+pub const RACY_WINDOW_NS: i128 = 50_000_000;
+
+/// What `stat` says about a file's identity and last change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStamp {
+    pub dev: u64,
+    pub ino: u64,
+    pub len: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+}
+
+impl FileStamp {
+    pub fn of_metadata(m: &std::fs::Metadata) -> FileStamp {
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        FileStamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime_ns: ns(m.mtime(), m.mtime_nsec()),
+            ctime_ns: ns(m.ctime(), m.ctime_nsec()),
+        }
+    }
+
+    /// `fstat` of an open file.
+    pub fn of_file(file: &File) -> io::Result<FileStamp> {
+        Ok(FileStamp::of_metadata(&file.metadata()?))
+    }
+
+    /// `stat` of a path (follows symlinks, as opening does).
+    pub fn of_path(path: &Path) -> io::Result<FileStamp> {
+        Ok(FileStamp::of_metadata(&std::fs::metadata(path)?))
+    }
+
+    pub fn same_inode(&self, other: &FileStamp) -> bool {
+        self.dev == other.dev && self.ino == other.ino
+    }
+
+    /// Whether a foreign change right after this stamp could have left the
+    /// timestamps unchanged (see the module doc).
+    pub fn is_racy(&self, now_ns: i128) -> bool {
+        now_ns - self.mtime_ns.max(self.ctime_ns) < RACY_WINDOW_NS
+    }
+}
+
+fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i128)
+        .unwrap_or(0)
+}
+
+/// A file's decoded header as our last write left it, valid while the file
+/// still has `stamp`.
+#[derive(Clone, Debug)]
+pub struct KeptHeader {
+    pub header: Header,
+    pub layout: Layout,
+    pub stamp: FileStamp,
+    /// Pages written since they were last released (sorted, unique).
+    pub written_pages: Vec<u64>,
+}
+
+impl KeptHeader {
+    /// Whether this header is the file's header now, given `stat(path)`.
+    pub fn matches(&self, now: &FileStamp, now_ns: i128) -> bool {
+        self.stamp == *now && !self.stamp.is_racy(now_ns)
+    }
+
+    /// Reads `path`'s header under a read lock (no rrdtool-compatible
+    /// writer is midway), with the stamp taken under the same lock.
+    pub fn read(path: &Path) -> Result<KeptHeader> {
+        let rrd = Rrd::open(path, false)?;
+        let stamp = FileStamp::of_file(&rrd.store)
+            .map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        Ok(KeptHeader { header: rrd.header, layout: rrd.layout, stamp, written_pages: Vec::new() })
+    }
+
+    /// A copy of the header when `kept` is still the file's header (one
+    /// `stat(path)`, no lock: for readers that tolerate a race the way a
+    /// plain read of the file would).
+    pub fn current_header(kept: Option<&KeptHeader>, path: &Path) -> Option<(Header, Layout)> {
+        let k = kept?;
+        let now = FileStamp::of_path(path).ok()?;
+        k.matches(&now, now_ns()).then(|| (k.header.clone(), k.layout.clone()))
+    }
+
+    fn note_written(&mut self, pages: &[u64]) {
+        for &p in pages {
+            if let Err(at) = self.written_pages.binary_search(&p) {
+                self.written_pages.insert(at, p);
+            }
+        }
+    }
+}
+
+/// Faults injected into the updater's writes and syncs (tests, and the
+/// fault-injection harness): each call may refuse the operation.
+pub trait FaultHook: Send + Sync {
+    /// Called before writing `len` bytes at `offset` of `path`: `Ok(n)`
+    /// writes the first `n` bytes (`n < len` is then a short write, reported
+    /// as `WriteZero`), `Err` writes nothing.
+    fn write(&self, path: &Path, offset: u64, len: usize) -> io::Result<usize>;
+    /// Called before `fdatasync` of `path`.
+    fn sync(&self, path: &Path) -> io::Result<()>;
+}
+
+/// The store updates write through: the open file, with the fault hook.
+struct HookedFile<'a> {
+    file: &'a File,
+    path: &'a Path,
+    hook: Option<&'a dyn FaultHook>,
+}
+
+impl Store for HookedFile<'_> {
+    fn len(&self) -> io::Result<u64> {
+        Store::len(self.file)
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        Store::read_at(self.file, buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        if let Some(hook) = self.hook {
+            let n = hook.write(self.path, offset, buf.len())?.min(buf.len());
+            if n < buf.len() {
+                Store::write_at(self.file, &buf[..n], offset)?;
+                return Err(io::Error::new(io::ErrorKind::WriteZero, "short write"));
+            }
+        }
+        Store::write_at(self.file, buf, offset)
+    }
+}
+
+/// One open file of an [`OpenFiles`] cache.
+pub struct OpenFile {
+    pub path: PathBuf,
+    pub file: File,
+    /// Device and inode of `file`, to notice a file renamed over the path;
+    /// `None` until our first write through it (a file opened by path moments
+    /// ago is the path's file: no check needed, no syscall spent).
+    ident: Option<(u64, u64)>,
+    /// The header our last update left, when the updater keeps it here.
+    pub kept: Option<KeptHeader>,
+}
+
 /// Files kept open for reading and writing, with readahead off, at most
 /// `max_open` at a time.
 ///
@@ -58,7 +239,7 @@ impl Store for &File {
 pub struct OpenFiles {
     /// Path -> slot in `slots`.
     index: HashMap<PathBuf, usize>,
-    slots: Vec<(PathBuf, File)>,
+    slots: Vec<OpenFile>,
     max_open: usize,
     rng: u64,
 }
@@ -75,18 +256,21 @@ impl OpenFiles {
 
     /// The open file for `path`, opening it (with `POSIX_FADV_RANDOM`) if needed.
     pub fn get(&mut self, path: &Path) -> Result<&File> {
+        Ok(&self.entry(path)?.file)
+    }
+
+    /// The open file for `path` with what is kept about it, opening it if needed.
+    pub fn entry(&mut self, path: &Path) -> Result<&mut OpenFile> {
         if let Some(&slot) = self.index.get(path) {
-            return Ok(&self.slots[slot].1);
+            return Ok(&mut self.slots[slot]);
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+        let open_err = |source| Error::Open { path: path.to_path_buf(), source };
+        let file = OpenOptions::new().read(true).write(true).open(path).map_err(open_err)?;
         // Readahead would pull 16-32 pages per update where 2-3 are needed.
         let _ = advise(&file, Advice::Random, 0, 0);
+        let open = OpenFile { path: path.to_path_buf(), file, ident: None, kept: None };
         let slot = if self.slots.len() < self.max_open {
-            self.slots.push((path.to_path_buf(), file));
+            self.slots.push(open);
             self.slots.len() - 1
         } else {
             // xorshift64: any slot will do, it only has to be cheap and spread.
@@ -94,13 +278,12 @@ impl OpenFiles {
             self.rng ^= self.rng >> 7;
             self.rng ^= self.rng << 17;
             let victim = (self.rng % self.slots.len() as u64) as usize;
-            let (old_path, _old_file) =
-                std::mem::replace(&mut self.slots[victim], (path.to_path_buf(), file));
-            self.index.remove(&old_path);
+            let old = std::mem::replace(&mut self.slots[victim], open);
+            self.index.remove(&old.path);
             victim
         };
         self.index.insert(path.to_path_buf(), slot);
-        Ok(&self.slots[slot].1)
+        Ok(&mut self.slots[slot])
     }
 
     /// Forgets an open file (after an error, or when it was replaced).
@@ -108,7 +291,7 @@ impl OpenFiles {
         if let Some(slot) = self.index.remove(path) {
             self.slots.swap_remove(slot);
             if slot < self.slots.len() {
-                let moved = self.slots[slot].0.clone();
+                let moved = self.slots[slot].path.clone();
                 self.index.insert(moved, slot);
             }
         }
@@ -123,52 +306,329 @@ impl OpenFiles {
     }
 }
 
+/// What a [`BatchUpdater`] did, for statistics (monotonic counters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchCounters {
+    /// Headers read and decoded by updates (the kept one was missing or stale).
+    pub headers_read: u64,
+    /// Updates that used a kept header and read nothing.
+    pub headers_kept: u64,
+    /// Pages asked for with WILLNEED.
+    pub pages_prefetched: u64,
+    /// Distinct pages written (per update).
+    pub pages_written: u64,
+    /// Pages dropped with DONTNEED after a sync.
+    pub pages_released: u64,
+}
+
 /// Applies updates to many files through an [`OpenFiles`] cache.
 pub struct BatchUpdater {
     pub files: OpenFiles,
+    pub counters: BatchCounters,
+    /// Do not prefetch pages this updater wrote and has not released since
+    /// (right when nothing else evicts them; off by default because a
+    /// `fadvise DONTNEED` by another program would turn those prefetches
+    /// into synchronous reads).
+    pub assume_written_resident: bool,
+    /// Keep decoded headers between updates (on by default).
+    pub keep_headers: bool,
+    /// After a failed write, keep the header from before the update so a
+    /// retry redoes all of it (costs a header copy per update; the daemon's
+    /// flusher turns it on, one-shot callers need not).
+    pub keep_state_on_write_error: bool,
+    /// Faults to inject into writes and syncs (tests).
+    pub faults: Option<Arc<dyn FaultHook>>,
+}
+
+/// Runs of consecutive pages: `(first, count)`.
+fn page_runs(pages: impl IntoIterator<Item = u64>) -> Vec<(u64, u64)> {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for p in pages {
+        match runs.last_mut() {
+            Some((first, count)) if *first + *count == p => *count += 1,
+            _ => runs.push((p, 1)),
+        }
+    }
+    runs
 }
 
 impl BatchUpdater {
     pub fn new(max_open: usize) -> BatchUpdater {
-        BatchUpdater { files: OpenFiles::new(max_open) }
+        BatchUpdater {
+            files: OpenFiles::new(max_open),
+            counters: BatchCounters::default(),
+            assume_written_resident: false,
+            keep_headers: true,
+            keep_state_on_write_error: false,
+            faults: None,
+        }
     }
 
     /// Asks the kernel for every page `requests` will touch, many files at
-    /// once: first the header pages, then (after reading the headers) the
-    /// row pages each update will write. Errors are ignored here: the update
-    /// itself reports them.
+    /// once, using the headers kept in the open-file cache.
     pub fn prefetch(&mut self, requests: &[&UpdateRequest]) {
+        let pairs: Vec<(&UpdateRequest, Option<&KeptHeader>)> = requests.iter().map(|r| (*r, None)).collect();
+        self.prefetch_kept(&pairs);
+    }
+
+    /// [`BatchUpdater::prefetch`] with headers the caller keeps (a daemon
+    /// keeps one per file, far more than it keeps open). A `None` falls
+    /// back to the open-file cache's kept header, then to reading it.
+    /// Kept headers are used here without checking their stamp: a stale one
+    /// only makes the prefetch miss; the update itself checks. Errors are
+    /// ignored: the update reports them.
+    pub fn prefetch_kept(&mut self, requests: &[(&UpdateRequest, Option<&KeptHeader>)]) {
         let page = plan::PAGE_LEN;
-        for req in requests {
-            if let Ok(file) = self.files.get(&req.path) {
-                let _ = advise(file, Advice::WillNeed, 0, page);
+        let assume = self.assume_written_resident;
+        // First every unknown header page, so the kernel reads them in parallel.
+        for (req, kept) in requests {
+            let Ok(of) = self.files.entry(&req.path) else { continue };
+            if kept.is_none() && of.kept.is_none() {
+                let _ = advise(&of.file, Advice::WillNeed, 0, page);
+                self.counters.pages_prefetched += 1;
             }
         }
         let now = Now::system();
-        for req in requests {
-            let Ok(file) = self.files.get(&req.path) else { continue };
-            let Ok(rrd) = Rrd::from_store(&req.path, file) else { continue };
-            let Ok(p) = plan::plan_update(&rrd.header, &req.args, &req.opts, now) else { continue };
-            for pg in p.write_pages() {
-                let _ = advise(file, Advice::WillNeed, pg * page, page);
+        // The header after the earlier requests of this batch for one file.
+        let mut planned: HashMap<&Path, Header> = HashMap::new();
+        for (req, kept) in requests {
+            let Ok(of) = self.files.entry(&req.path) else { continue };
+            let read;
+            let (header, resident): (&Header, &[u64]) = match planned.get(req.path.as_path()) {
+                Some(h) => (h, &[]),
+                None => match kept.or(of.kept.as_ref()) {
+                    Some(k) => (&k.header, if assume { &k.written_pages } else { &[] }),
+                    None => {
+                        let Ok(rrd) = Rrd::from_store(&req.path, &of.file) else { continue };
+                        read = rrd.header;
+                        (&read, &[])
+                    }
+                },
+            };
+            let Ok(p) = plan::plan_update(header, &req.args, &req.opts, now) else { continue };
+            let wanted = p.write_pages().into_iter().filter(|pg| resident.binary_search(pg).is_err());
+            for (first, count) in page_runs(wanted) {
+                let _ = advise(&of.file, Advice::WillNeed, first * page, count * page);
+                self.counters.pages_prefetched += count;
+            }
+            if let Some(after) = p.header_after {
+                planned.insert(&req.path, after);
             }
         }
     }
 
-    /// Applies one update (reading its header, writing its rows and live header).
+    /// Applies one update, with the header kept in the open-file cache.
     pub fn update(&mut self, req: &UpdateRequest, verbose: bool) -> Result<UpdateReport> {
-        let locking = crate::rrd::Locking::from_env();
-        let file = self.files.get(&req.path)?;
-        // The file stays open between updates, so the lock is taken and
-        // released around each one, as a fresh open/close would.
-        crate::rrd::lock_file(file, &req.path, true, false, locking)?;
-        let result = Rrd::from_store(&req.path, file)
-            .and_then(|mut rrd| update::update_rrd(&mut rrd, &req.args, &req.opts, verbose, Now::system()));
-        let _ = crate::rrd::lock_file(file, &req.path, true, true, locking);
+        let mut kept = self.files.entry(&req.path)?.kept.take();
+        let result = self.update_kept(req, verbose, &mut kept);
+        if kept.is_some() {
+            // The file is still open: an update that succeeded closes nothing.
+            if let Ok(of) = self.files.entry(&req.path) {
+                of.kept = kept;
+            }
+        }
+        result
+    }
+
+    /// Applies one update with a header the caller keeps: `kept` is used
+    /// when still valid (no read), and holds the file's new header after.
+    /// On error the file is closed and `kept` is `None`, except after a
+    /// failed write, when it holds the header from before the update (see
+    /// `apply_locked`), so that a retry rewrites the whole update.
+    pub fn update_kept(
+        &mut self,
+        req: &UpdateRequest,
+        verbose: bool,
+        kept: &mut Option<KeptHeader>,
+    ) -> Result<UpdateReport> {
+        let locking = Locking::from_env();
+        let candidate = kept.take().filter(|_| self.keep_headers);
+        let stamp = match self.lock_current(&req.path, locking, candidate.is_some()) {
+            Ok(s) => s,
+            Err(e) => {
+                // Not locked, nothing read: what we kept is still as good as before.
+                if !matches!(e, Error::Open { .. }) {
+                    *kept = candidate;
+                }
+                return Err(e);
+            }
+        };
+        let valid = match (candidate, stamp) {
+            (Some(k), Some(stamp)) if k.matches(&stamp, now_ns()) => Some(k),
+            _ => None,
+        };
+        let (result, new_kept) = self.apply_locked(req, verbose, valid);
+        if let Ok(of) = self.files.entry(&req.path) {
+            let _ = lock_file(&of.file, &req.path, true, true, locking);
+        }
+        *kept = new_kept;
         if result.is_err() {
             self.files.close(&req.path);
         }
         result
+    }
+
+    /// Locks the open file of `path` for writing, reopening it first when
+    /// another file was renamed over the path. Returns the file's stamp as
+    /// seen under the lock: `stat(path)` for a file we wrote before (which
+    /// also tells whether the path still names it), `fstat` for a file opened
+    /// since (only when `want_stamp`: without a kept header to check, a fresh
+    /// descriptor needs no syscall at all).
+    fn lock_current(&mut self, path: &Path, locking: Locking, want_stamp: bool) -> Result<Option<FileStamp>> {
+        let open_err = |source| Error::Open { path: path.to_path_buf(), source };
+        for _ in 0..3 {
+            let of = self.files.entry(path)?;
+            // The file stays open between updates, so the lock is taken and
+            // released around each one, as a fresh open/close would.
+            lock_file(&of.file, path, true, false, locking)?;
+            let stamp = match of.ident {
+                None if !want_stamp => return Ok(None),
+                None => FileStamp::of_file(&of.file),
+                Some(_) => FileStamp::of_path(path),
+            };
+            let stamp = match stamp {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = lock_file(&of.file, path, true, true, locking);
+                    self.files.close(path);
+                    return Err(open_err(e));
+                }
+            };
+            if of.ident.is_none_or(|id| id == (stamp.dev, stamp.ino)) {
+                return Ok(Some(stamp));
+            }
+            let _ = lock_file(&of.file, path, true, true, locking);
+            self.files.close(path);
+        }
+        Err(Error::invalid(format!("{}: the file keeps being replaced while opening it", path.display())))
+    }
+
+    /// The update proper, under the lock: header from `kept` or read, the
+    /// math, rows in file order, the live header, the new stamp. Returns the
+    /// header to keep: the new one, or after a failed write the one from
+    /// before the update (the file may hold part of the update, torn; a
+    /// retry must start from the state before it, not from what a read of
+    /// the torn header would give).
+    fn apply_locked(
+        &mut self,
+        req: &UpdateRequest,
+        verbose: bool,
+        kept: Option<KeptHeader>,
+    ) -> (Result<UpdateReport>, Option<KeptHeader>) {
+        let hook = self.faults.clone();
+        let of = match self.files.entry(&req.path) {
+            Ok(of) => of,
+            Err(e) => return (Err(e), None),
+        };
+        let store = HookedFile { file: &of.file, path: &req.path, hook: hook.as_deref() };
+        let (header, layout, mut written) = match kept {
+            Some(k) => {
+                self.counters.headers_kept += 1;
+                (k.header, k.layout, k.written_pages)
+            }
+            None => match Rrd::from_store(&req.path, &of.file) {
+                Ok(rrd) => {
+                    self.counters.headers_read += 1;
+                    (rrd.header, rrd.layout, Vec::new())
+                }
+                Err(e) => return (Err(e), None),
+            },
+        };
+        if req.args.is_empty() {
+            return (Err(Error::invalid("Not enough arguments")), None);
+        }
+        let before = (self.keep_headers && self.keep_state_on_write_error).then(|| header.clone());
+        let mut rrd = Rrd { path: req.path.clone(), store, header, layout };
+        let mut sink = RowCollector { rows: BTreeMap::new(), summary: verbose.then(Vec::new) };
+        let mut error = None;
+        {
+            let mut updater = match Updater::new(&mut rrd.header, &req.opts, Now::system()) {
+                Ok(u) => u,
+                Err(e) => return (Err(e), None),
+            };
+            for arg in &req.args {
+                if let Err(msg) = updater.apply(arg, req.opts.skip_past_updates, &mut sink) {
+                    error = Some(Error::invalid(format!("{}: {msg}", req.path.display())));
+                    break;
+                }
+            }
+        }
+        let row_len = rrd.layout.row_len();
+        let mut ranges = Vec::with_capacity(sink.rows.len() + 1);
+        let mut write_error = None;
+        for ((r, row), values) in &sink.rows {
+            let off = rrd.layout.row_off(*r, *row);
+            ranges.push(off..off + row_len);
+            if let Err(e) = rrd.write_row(*r, *row, values) {
+                write_error = Some(e);
+                break;
+            }
+        }
+        if write_error.is_none() {
+            ranges.push(rrd.layout.live_range());
+            write_error = rrd.write_live().err();
+        }
+        let pages = plan::pages_of(ranges.iter());
+        self.counters.pages_written += pages.len() as u64;
+        let stamp = if self.keep_headers {
+            FileStamp::of_file(&of.file)
+        } else {
+            Err(io::Error::other("headers are not kept"))
+        };
+        if let Ok(st) = &stamp {
+            of.ident = Some((st.dev, st.ino));
+        }
+        let Rrd { header, layout, .. } = rrd;
+        if let Some(e) = write_error {
+            let restored = match (before, stamp) {
+                (Some(header), Ok(stamp)) => {
+                    let mut k = KeptHeader { header, layout, stamp, written_pages: written };
+                    k.note_written(&pages);
+                    Some(k)
+                }
+                _ => None,
+            };
+            return (Err(e), restored);
+        }
+        let new_kept = match (self.keep_headers, stamp) {
+            (true, Ok(stamp)) => {
+                let mut k = KeptHeader { header, layout, stamp, written_pages: std::mem::take(&mut written) };
+                k.note_written(&pages);
+                Some(k)
+            }
+            _ => None,
+        };
+        (Ok(UpdateReport { error, summary: sink.summary }), new_kept)
+    }
+
+    /// `fdatasync`s `path` and, when `release` is set, drops from the page
+    /// cache the pages the updates since the last release wrote (they are
+    /// clean now; pages nobody else needs should not push out the hot pages
+    /// of other files). Returns the pages released. The kept header stays
+    /// valid: neither call changes the file's stamp.
+    pub fn sync(&mut self, path: &Path, kept: Option<&mut KeptHeader>, release: bool) -> Result<u64> {
+        let hook = self.faults.clone();
+        let of = self.files.entry(path)?;
+        let io_err = |source| Error::Io { path: path.to_path_buf(), source };
+        if let Some(h) = &hook {
+            h.sync(path).map_err(io_err)?;
+        }
+        of.file.sync_data().map_err(io_err)?;
+        let kept = match kept {
+            Some(k) => Some(k),
+            None => of.kept.as_mut(),
+        };
+        let Some(kept) = kept else { return Ok(0) };
+        let pages = std::mem::take(&mut kept.written_pages);
+        if !release {
+            return Ok(0);
+        }
+        let page = plan::PAGE_LEN;
+        for (first, count) in page_runs(pages.iter().copied()) {
+            let _ = advise(&of.file, Advice::DontNeed, first * page, count * page);
+        }
+        self.counters.pages_released += pages.len() as u64;
+        Ok(pages.len() as u64)
     }
 
     /// Prefetches for all of `requests`, then applies them in order.
@@ -183,6 +643,7 @@ impl BatchUpdater {
 mod tests {
     use super::*;
     use crate::create::{create, CreateOptions};
+    use crate::update;
 
     /// The cache stays bounded, and every lookup returns the file of the
     /// path asked for, across evictions and explicit closes.
@@ -241,5 +702,150 @@ mod tests {
             let g = std::fs::read(dir.path().join(format!("g{i}.rrd"))).unwrap();
             assert_eq!(a, g, "file {i}");
         }
+    }
+
+    fn perftest_like(dir: &Path, name: &str) -> PathBuf {
+        let defs: Vec<String> =
+            ["DS:a:GAUGE:600:U:U", "DS:b:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:10", "RRA:MAX:0.5:3:10"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        let opts = CreateOptions { start: Some(1_000_000_000), step_secs: Some(300), ..Default::default() };
+        let p = dir.join(name);
+        create(&p, &opts, &defs, 0).unwrap();
+        p
+    }
+
+    fn req(path: &Path, k: u64) -> UpdateRequest {
+        UpdateRequest {
+            path: path.to_path_buf(),
+            args: vec![format!("{}:{}:{}", 1_000_000_000 + 300 * k, k, 1000 * k)],
+            opts: UpdateOptions::default(),
+        }
+    }
+
+    fn past_racy_window() {
+        std::thread::sleep(std::time::Duration::from_nanos(RACY_WINDOW_NS as u64 + 10_000_000));
+    }
+
+    /// The second update of an unchanged file reads no header; the bytes
+    /// equal one-at-a-time updates all along.
+    #[test]
+    fn kept_header_is_used_and_gives_the_same_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = perftest_like(dir.path(), "a.rrd");
+        let b = perftest_like(dir.path(), "b.rrd");
+        std::fs::copy(&a, &b).unwrap();
+        let mut u = BatchUpdater::new(4);
+        for k in 1..=8 {
+            let r = req(&a, k);
+            u.update(&r, false).unwrap();
+            update::update_file(&b, &r.args, &r.opts, false).unwrap();
+            assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "step {k}");
+            past_racy_window();
+        }
+        assert_eq!(u.counters.headers_read, 1, "{:?}", u.counters);
+        assert_eq!(u.counters.headers_kept, 7, "{:?}", u.counters);
+    }
+
+    /// A write by someone else (here a direct update) is noticed: the
+    /// header is read again and nothing is clobbered.
+    #[test]
+    fn foreign_writes_invalidate_the_kept_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = perftest_like(dir.path(), "a.rrd");
+        let b = perftest_like(dir.path(), "b.rrd");
+        std::fs::copy(&a, &b).unwrap();
+        let mut u = BatchUpdater::new(4);
+        for k in 1..=6 {
+            let r = req(&a, k);
+            if k % 2 == 0 {
+                update::update_file(&a, &r.args, &r.opts, false).unwrap();
+            } else {
+                u.update(&r, false).unwrap();
+            }
+            update::update_file(&b, &r.args, &r.opts, false).unwrap();
+            assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "step {k}");
+            past_racy_window();
+        }
+        assert_eq!(u.counters.headers_kept, 0, "{:?}", u.counters);
+        assert_eq!(u.counters.headers_read, 3);
+        // Without the racy-window wait, a kept header is not trusted either.
+        let r = req(&a, 7);
+        u.update(&r, false).unwrap();
+        u.update(&req(&a, 8), false).unwrap();
+        assert_eq!(u.counters.headers_kept, 0, "{:?}", u.counters);
+    }
+
+    /// A file renamed over the path (what `create` and `restore` do) is
+    /// reopened: the update lands in the new file, not the unlinked one.
+    #[test]
+    fn a_file_renamed_over_the_path_is_reopened() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = perftest_like(dir.path(), "a.rrd");
+        let fresh = dir.path().join("fresh.rrd");
+        std::fs::copy(&a, &fresh).unwrap();
+        let reference = dir.path().join("ref.rrd");
+        std::fs::copy(&a, &reference).unwrap();
+        let mut u = BatchUpdater::new(4);
+        u.update(&req(&a, 1), false).unwrap();
+        past_racy_window();
+        std::fs::rename(&fresh, &a).unwrap();
+        let r = req(&a, 2);
+        u.update(&r, false).unwrap();
+        update::update_file(&reference, &r.args, &r.opts, false).unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&reference).unwrap());
+    }
+
+    struct FailWrites(std::sync::atomic::AtomicBool);
+
+    impl FaultHook for FailWrites {
+        fn write(&self, _: &Path, _: u64, len: usize) -> io::Result<usize> {
+            if self.0.load(std::sync::atomic::Ordering::SeqCst) {
+                Err(io::Error::from_raw_os_error(libc::EIO))
+            } else {
+                Ok(len)
+            }
+        }
+        fn sync(&self, _: &Path) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// An I/O error is an `Err` (not an argument error), keeps the header
+    /// from before the update, and a retry after the fault applies the same
+    /// values.
+    #[test]
+    fn write_errors_drop_the_kept_header_and_retry_cleanly() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = perftest_like(dir.path(), "a.rrd");
+        let b = perftest_like(dir.path(), "b.rrd");
+        std::fs::copy(&a, &b).unwrap();
+        let hook = Arc::new(FailWrites(std::sync::atomic::AtomicBool::new(false)));
+        let mut u = BatchUpdater::new(4);
+        u.faults = Some(hook.clone());
+        u.keep_state_on_write_error = true;
+        let mut kept = None;
+        let r1 = req(&a, 1);
+        u.update_kept(&r1, false, &mut kept).unwrap();
+        assert!(kept.is_some());
+        hook.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        let r2 = req(&a, 2);
+        let err = u.update_kept(&r2, false, &mut kept).err().expect("an injected EIO fails the update");
+        assert!(matches!(err, Error::Io { .. }), "{err}");
+        // The header from before the failed update is kept, for the retry.
+        assert_eq!(kept.as_ref().unwrap().header.live.last_up, 1_000_000_300);
+        hook.0.store(false, std::sync::atomic::Ordering::SeqCst);
+        past_racy_window();
+        u.update_kept(&r2, false, &mut kept).unwrap();
+        for r in [r1, r2] {
+            update::update_file(&b, &r.args, &r.opts, false).unwrap();
+        }
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        // The pages written since the last release are released once.
+        let released = u.sync(&a, kept.as_mut(), true).unwrap();
+        assert!(released >= 1);
+        assert_eq!(u.sync(&a, kept.as_mut(), true).unwrap(), 0);
+        assert_eq!(u.counters.pages_released, released);
     }
 }

@@ -22,15 +22,30 @@
 //! acknowledged under `Always`. A bad frame in an earlier segment is
 //! corruption: reported as such, never silently skipped.
 //!
-//! A failed `fdatasync` poisons the journal: Linux may have dropped the
-//! dirty pages and marked them clean, so retrying could report success for
-//! data that is gone. Every later append fails; the daemon stops
-//! acknowledging. See docs/journal.md for the whole argument.
+//! Failures (docs/journal.md has the whole argument): an append whose
+//! `write` fails is taken back (the segment is truncated to its length
+//! before the append), so the segment holds exactly the records of
+//! successful appends. When `write(2)` refused for lack of space (ENOSPC,
+//! EDQUOT, EFBIG) and the take-back worked, the journal stays usable: the
+//! failed records are not acknowledged, and later appends succeed once
+//! there is space again. Any other write failure, a failed take-back, and
+//! ANY failed `fdatasync` poison the journal: Linux may have dropped dirty
+//! pages and marked them clean, so a retry could report success for data
+//! that is gone. Every later append fails; the daemon stops acknowledging.
+//!
+//! File I/O goes through [`io::JournalIo`], so tests inject faults with
+//! [`fault::FaultyIo`].
+
+pub mod fault;
+pub mod io;
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{Error as IoError, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use crate::io::{sync_dir, JournalIo, OsIo, SegmentFile};
 
 use thiserror::Error;
 
@@ -43,8 +58,8 @@ const FRAME_HEADER_LEN: usize = 8;
 #[derive(Debug, Error)]
 pub enum JournalError {
     #[error("journal {path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
-    #[error("journal is poisoned after a failed sync ({0}); no further updates are acknowledged")]
+    Io { path: PathBuf, source: IoError },
+    #[error("journal is poisoned after an I/O failure ({0}); no further updates are acknowledged")]
     Poisoned(String),
     #[error("journal record too large: {len} bytes (limit {RECORD_LEN_MAX})")]
     RecordTooLarge { len: usize },
@@ -237,18 +252,30 @@ pub fn replay(dir: &Path) -> Result<ReplayReport> {
 /// The segment being appended to.
 pub struct Journal {
     dir: PathBuf,
-    file: File,
+    io: Arc<dyn JournalIo>,
+    file: Box<dyn SegmentFile>,
     seq: u64,
     len_bytes: u64,
+    /// Length of the segment at the last successful sync (or creation).
+    synced_len: u64,
     policy: SyncPolicy,
     last_sync: Instant,
     dirty: bool,
     poisoned: Option<String>,
+    syncs: u64,
+    last_sync_duration: Duration,
     buf: Vec<u8>,
 }
 
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+/// Whether a failed `write(2)` only said "no room": nothing already in the
+/// page cache was touched, so once the partial append is taken back the
+/// journal is as sound as before.
+fn is_space_error(e: &IoError) -> bool {
+    const ENOSPC: i32 = 28;
+    const EDQUOT: i32 = 122;
+    const EFBIG: i32 = 27;
+    matches!(e.raw_os_error(), Some(ENOSPC | EDQUOT | EFBIG))
+        || matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::FileTooLarge)
 }
 
 impl Journal {
@@ -256,34 +283,38 @@ impl Journal {
     /// segment after any existing ones. Call [`replay`] first to recover
     /// what the existing segments hold.
     pub fn open(dir: &Path, policy: SyncPolicy) -> Result<Journal> {
+        Journal::open_with(dir, policy, Arc::new(OsIo))
+    }
+
+    /// [`Journal::open`] with segment I/O through `io` (fault injection).
+    pub fn open_with(dir: &Path, policy: SyncPolicy, io: Arc<dyn JournalIo>) -> Result<Journal> {
         let io_err = |source| JournalError::Io { path: dir.to_path_buf(), source };
         fs::create_dir_all(dir).map_err(io_err)?;
         let seq = segments(dir)?.last().map_or(1, |s| s + 1);
-        let (file, len_bytes) = Self::create_segment(dir, seq)?;
+        let (file, len_bytes) = Self::create_segment(&*io, dir, seq)?;
         Ok(Journal {
             dir: dir.to_path_buf(),
+            io,
             file,
             seq,
             len_bytes,
+            synced_len: len_bytes,
             policy,
             last_sync: Instant::now(),
             dirty: false,
             poisoned: None,
+            syncs: 0,
+            last_sync_duration: Duration::ZERO,
             buf: Vec::new(),
         })
     }
 
-    fn create_segment(dir: &Path, seq: u64) -> Result<(File, u64)> {
+    fn create_segment(io: &dyn JournalIo, dir: &Path, seq: u64) -> Result<(Box<dyn SegmentFile>, u64)> {
         let path = dir.join(segment_name(seq));
-        let io_err = |source| JournalError::Io { path: path.clone(), source };
-        let mut file = OpenOptions::new().create_new(true).append(true).open(&path).map_err(io_err)?;
         let mut header = Vec::with_capacity(SEGMENT_HEADER_LEN as usize);
         header.extend_from_slice(SEGMENT_MAGIC);
         header.extend_from_slice(&seq.to_le_bytes());
-        file.write_all(&header).map_err(io_err)?;
-        file.sync_all().map_err(io_err)?;
-        // The new name must be durable too, or a crash could lose the segment.
-        sync_dir(dir).map_err(|source| JournalError::Io { path: dir.to_path_buf(), source })?;
+        let file = io.create_segment(&path, &header).map_err(|source| JournalError::Io { path, source })?;
         Ok((file, SEGMENT_HEADER_LEN))
     }
 
@@ -299,13 +330,40 @@ impl Journal {
         self.policy
     }
 
+    /// Why the journal refuses appends, if it does.
+    pub fn poisoned(&self) -> Option<&str> {
+        self.poisoned.as_deref()
+    }
+
+    /// `fdatasync` calls that succeeded so far.
+    pub fn sync_count(&self) -> u64 {
+        self.syncs
+    }
+
+    /// How long the latest successful `fdatasync` took.
+    pub fn last_sync_duration(&self) -> Duration {
+        self.last_sync_duration
+    }
+
     fn path(&self) -> PathBuf {
         self.dir.join(segment_name(self.seq))
+    }
+
+    fn poison(&mut self, why: &IoError) {
+        if self.poisoned.is_none() {
+            self.poisoned = Some(why.to_string());
+        }
     }
 
     /// Appends `records` with one write. Under [`SyncPolicy::Always`] they
     /// are durable when this returns `Ok`; under `Every`, a sync happens if
     /// the interval has passed.
+    ///
+    /// On `Err` none of `records` may be acknowledged. A failed write is
+    /// taken back (truncated away); under `Always` so is an append whose
+    /// sync failed; under `Every` a failed sync leaves the records in place
+    /// (earlier acknowledged ones are there too). Whether later appends can
+    /// succeed is [`Journal::poisoned`] (see the module doc).
     pub fn append(&mut self, records: &[Record]) -> Result<()> {
         if let Some(why) = &self.poisoned {
             return Err(JournalError::Poisoned(why.clone()));
@@ -320,11 +378,24 @@ impl Journal {
             }
             frame(&payload, &mut self.buf);
         }
-        if let Err(source) = self.file.write_all(&self.buf) {
-            // A partial write leaves a torn tail that replay drops; poison
-            // so that nothing after it is acknowledged either.
-            self.poisoned = Some(source.to_string());
-            return Err(JournalError::Io { path: self.path(), source });
+        let mut written = 0;
+        while written < self.buf.len() {
+            let failure = match self.file.write(&self.buf[written..]) {
+                Ok(0) => IoError::new(std::io::ErrorKind::WriteZero, "write(2) wrote nothing"),
+                Ok(n) => {
+                    written += n;
+                    continue;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => e,
+            };
+            // Take the partial append back so the segment ends with the last
+            // complete record of a successful append.
+            let taken_back = written == 0 || self.file.truncate(self.len_bytes).is_ok();
+            if !(taken_back && is_space_error(&failure)) {
+                self.poison(&failure);
+            }
+            return Err(JournalError::Io { path: self.path(), source: failure });
         }
         self.len_bytes += self.buf.len() as u64;
         self.dirty = true;
@@ -343,10 +414,23 @@ impl Journal {
         if !self.dirty {
             return Ok(());
         }
+        let started = Instant::now();
         if let Err(source) = self.file.sync_data() {
-            self.poisoned = Some(source.to_string());
+            self.poison(&source);
+            if self.policy == SyncPolicy::Always {
+                // Under Always everything after the last good sync belongs
+                // to the append that is failing now, which nobody will be
+                // told succeeded: take it out, so the segment holds only
+                // acknowledged records (best effort; replay copes either way).
+                if self.file.truncate(self.synced_len).is_ok() {
+                    self.len_bytes = self.synced_len;
+                }
+            }
             return Err(JournalError::Io { path: self.path(), source });
         }
+        self.syncs += 1;
+        self.last_sync_duration = started.elapsed();
+        self.synced_len = self.len_bytes;
         self.dirty = false;
         self.last_sync = Instant::now();
         Ok(())
@@ -356,13 +440,18 @@ impl Journal {
     /// segment just closed: once everything in it (and before it) is in the
     /// RRD files and those are synced, [`Journal::remove_through`] may
     /// delete it.
+    ///
+    /// A failed creation of the new segment does not poison: appends go on
+    /// into the current one (which was just synced), and the next rotation
+    /// tries again.
     pub fn rotate(&mut self) -> Result<u64> {
         self.sync()?;
         let old = self.seq;
-        let (file, len) = Self::create_segment(&self.dir, old + 1)?;
+        let (file, len) = Self::create_segment(&*self.io, &self.dir, old + 1)?;
         self.file = file;
         self.seq = old + 1;
         self.len_bytes = len;
+        self.synced_len = len;
         Ok(old)
     }
 
@@ -382,7 +471,171 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fault::{Action, FaultPlan, FaultyIo, Op, EIO, ENOSPC};
     use proptest::prelude::*;
+    use std::io::Write;
+
+    fn faulty(dir: &Path, policy: SyncPolicy) -> (Journal, Arc<FaultPlan>) {
+        let plan = FaultPlan::new();
+        let io = Arc::new(FaultyIo::new(Arc::new(OsIo), plan.clone()));
+        (Journal::open_with(dir, policy, io).unwrap(), plan)
+    }
+
+    fn seg_len(j: &Journal) -> u64 {
+        fs::metadata(j.path()).unwrap().len()
+    }
+
+    /// (a) Under Always, `append` returns Ok only after an fdatasync that
+    /// covered its bytes; when that sync fails the append is an error.
+    /// Under every:MS it returns before any sync.
+    #[test]
+    fn an_append_is_ok_only_after_its_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, plan) = faulty(dir.path(), SyncPolicy::Always);
+        for i in 1..=3u64 {
+            j.append(&[rec(i as usize)]).unwrap();
+            assert_eq!(plan.count(Op::Sync), i, "append {i} returned before its sync");
+            assert_eq!(j.sync_count(), i);
+        }
+        plan.inject(Op::Sync, 4, Action::Fail(EIO));
+        assert!(j.append(&[rec(4)]).is_err(), "a failed sync must fail the append");
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, plan) = faulty(dir.path(), SyncPolicy::Every(Duration::from_secs(3600)));
+        j.append(&[rec(1)]).unwrap();
+        assert_eq!(plan.count(Op::Sync), 0);
+        j.sync().unwrap();
+        assert_eq!(plan.count(Op::Sync), 1);
+    }
+
+    /// (b) A write that stops part-way, for every cut point: the append
+    /// fails, the segment is back to its length before the append, and
+    /// recovery returns exactly the acknowledged records. ENOSPC leaves the
+    /// journal usable; EIO poisons it.
+    #[test]
+    fn a_failed_write_is_taken_back_at_every_cut() {
+        let group: Vec<Record> = (10..13).map(rec).collect();
+        let mut framed = Vec::new();
+        for r in &group {
+            let mut p = Vec::new();
+            r.encode_payload(&mut p).unwrap();
+            frame(&p, &mut framed);
+        }
+        for cut in 1..framed.len() {
+            for errno in [ENOSPC, EIO] {
+                let dir = tempfile::tempdir().unwrap();
+                let (mut j, plan) = faulty(dir.path(), SyncPolicy::Always);
+                j.append(&[rec(1), rec(2)]).unwrap();
+                let good = seg_len(&j);
+                plan.inject(Op::Write, 2, Action::Short(cut));
+                plan.inject(Op::Write, 3, Action::Fail(errno));
+                let err = j.append(&group).unwrap_err();
+                assert!(matches!(err, JournalError::Io { .. }), "{err}");
+                assert_eq!(seg_len(&j), good, "cut {cut}: partial append not taken back");
+                assert_eq!(j.len_bytes(), good);
+                assert_eq!(j.poisoned().is_some(), errno == EIO, "cut {cut} errno {errno}");
+                let r = replay(dir.path()).unwrap();
+                assert_eq!(r.records, vec![rec(1), rec(2)], "cut {cut}");
+                assert!(r.torn_tail.is_none() && r.corrupt.is_empty());
+                if errno == ENOSPC {
+                    // Space came back: appends work again and follow the good ones.
+                    j.append(&[rec(3)]).unwrap();
+                    assert_eq!(replay(dir.path()).unwrap().records, vec![rec(1), rec(2), rec(3)]);
+                } else {
+                    assert!(matches!(j.append(&[rec(3)]), Err(JournalError::Poisoned(_))));
+                }
+            }
+        }
+    }
+
+    /// (b) If even the take-back fails, the journal is poisoned and the
+    /// torn tail stays on disk; recovery drops it and never returns
+    /// garbage: what comes back is the acknowledged records followed by at
+    /// most a prefix of the failed append (documented in docs/journal.md).
+    #[test]
+    fn a_torn_append_that_cannot_be_taken_back_is_dropped_by_recovery() {
+        let group: Vec<Record> = (10..13).map(rec).collect();
+        for cut in [1usize, 7, 8, 30, 60, 90] {
+            let dir = tempfile::tempdir().unwrap();
+            let (mut j, plan) = faulty(dir.path(), SyncPolicy::Always);
+            j.append(&[rec(1)]).unwrap();
+            plan.inject(Op::Write, 2, Action::Short(cut));
+            plan.inject(Op::Write, 3, Action::Fail(ENOSPC));
+            plan.inject(Op::Truncate, 1, Action::Fail(EIO));
+            assert!(j.append(&group).is_err());
+            assert!(j.poisoned().is_some(), "a failed take-back must poison");
+            drop(j);
+            let r = replay(dir.path()).unwrap();
+            assert_eq!(r.records[0], rec(1));
+            assert_eq!(&r.records[1..], &group[..r.records.len() - 1], "cut {cut}");
+            assert!(r.corrupt.is_empty());
+        }
+    }
+
+    /// (c) A failed fdatasync poisons for good, even if the device recovers;
+    /// under Always the unacknowledged append is removed from the segment.
+    #[test]
+    fn a_failed_sync_poisons_and_keeps_only_acknowledged_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, plan) = faulty(dir.path(), SyncPolicy::Always);
+        j.append(&[rec(1)]).unwrap();
+        plan.inject(Op::Sync, 2, Action::Fail(EIO));
+        assert!(j.append(&[rec(2)]).is_err());
+        assert!(j.poisoned().unwrap().contains("Input/output error"), "{:?}", j.poisoned());
+        assert!(matches!(j.append(&[rec(3)]), Err(JournalError::Poisoned(_))));
+        assert!(matches!(j.sync(), Ok(()) | Err(JournalError::Poisoned(_))));
+        assert!(j.rotate().is_err(), "a poisoned journal does not rotate");
+        drop(j);
+        assert_eq!(replay(dir.path()).unwrap().records, vec![rec(1)]);
+
+        // Under every:MS a failed background sync poisons as well.
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, plan) = faulty(dir.path(), SyncPolicy::Every(Duration::from_secs(3600)));
+        j.append(&[rec(1)]).unwrap();
+        plan.inject(Op::Sync, 1, Action::Fail(ENOSPC));
+        assert!(j.sync().is_err());
+        assert!(matches!(j.append(&[rec(2)]), Err(JournalError::Poisoned(_))));
+    }
+
+    /// (d) A rotation that cannot create its segment (no space) leaves no
+    /// half-made file and does not poison: appends continue in the current
+    /// segment, and the next rotation works.
+    #[test]
+    fn a_failed_rotation_keeps_the_current_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, plan) = faulty(dir.path(), SyncPolicy::Always);
+        j.append(&[rec(1)]).unwrap();
+        let seq = j.seq();
+        plan.inject(Op::Create, 2, Action::Fail(ENOSPC));
+        assert!(j.rotate().is_err());
+        assert!(j.poisoned().is_none());
+        assert_eq!(j.seq(), seq);
+        assert_eq!(segments(dir.path()).unwrap(), vec![seq]);
+        j.append(&[rec(2)]).unwrap();
+        j.rotate().unwrap();
+        j.append(&[rec(3)]).unwrap();
+        assert_eq!(replay(dir.path()).unwrap().records, vec![rec(1), rec(2), rec(3)]);
+    }
+
+    /// (d) ENOSPC that lasts: every append fails with an error (none
+    /// acknowledged, nothing left in the file), none poisons, and the first
+    /// append after space returns succeeds.
+    #[test]
+    fn lasting_enospc_refuses_then_recovers() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, plan) = faulty(dir.path(), SyncPolicy::Always);
+        j.append(&[rec(1)]).unwrap();
+        let good = seg_len(&j);
+        plan.inject_from(Op::Write, 2, Action::Fail(ENOSPC));
+        for i in 2..6 {
+            let e = j.append(&[rec(i)]).unwrap_err();
+            assert!(e.to_string().contains("No space left on device"), "{e}");
+            assert!(j.poisoned().is_none());
+            assert_eq!(seg_len(&j), good);
+        }
+        plan.clear();
+        j.append(&[rec(6)]).unwrap();
+        assert_eq!(replay(dir.path()).unwrap().records, vec![rec(1), rec(6)]);
+    }
 
     fn rec(i: usize) -> Record {
         Record { path: format!("dir/f{i}.rrd"), args: vec![format!("{}:{i}:U", 1_000_000_000 + i)] }

@@ -93,11 +93,12 @@ fn fetch_columns(daemon: &Arc<Daemon>, mut args: Args, command: Command) -> Resu
     let cf = Cf::parse(&cf_name).ok_or_else(|| {
         Reply::error(format!("rrd_fetch_r failed: unknown consolidation function '{cf_name}'"))
     })?;
-    let rrd = reader::merged(&daemon.cache, &key)
-        .map_err(|e| Reply::error(format!("rrd_fetch_r failed: {}", e.0)))?;
     // rrdcached asks for step -1 (ULONG_MAX read back as a long): the
     // finest archive wins, as it does for a wished step of 1 second.
-    let r = fetch(&rrd, cf, start, end, 1).map_err(|e| Reply::error(format!("rrd_fetch_r failed: {e}")))?;
+    let r = reader::with_merged(&daemon.cache, &key, |rrd| {
+        fetch(rrd, cf, start, end, 1).map_err(|e| reader::ReadError(e.to_string()))
+    })
+    .map_err(|e| Reply::error(format!("rrd_fetch_r failed: {}", e.0)))?;
     let ds_count = r.ds_names.len();
     let mut columns = Vec::new();
     for name in column_names {

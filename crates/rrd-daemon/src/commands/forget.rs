@@ -1,7 +1,6 @@
 //! `FORGET <file>`: drop the file's entry and its pending values. The drop
 //! is journaled (a record with no values) so that a replay drops them too.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use rrd_journal::Record;
@@ -21,7 +20,7 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     let Some(entry) = shard.remove(key.as_str()) else {
         return Reply::error("No such file or directory").into();
     };
-    cache.pending_values.fetch_sub(entry.pending.len() as u64, Ordering::SeqCst);
+    cache.count_pending(&entry.pending, false);
     let ticket = daemon.journal.submit(Record { path: key.clone(), args: Vec::new() });
     drop(shard);
     Outcome::AfterCommit(vec![ticket], Reply::ok_line("Gone!"))

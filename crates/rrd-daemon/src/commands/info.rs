@@ -40,9 +40,10 @@ pub async fn info(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     };
     let d = daemon.clone();
     blocking(move || {
-        let rrd = reader::merged(&d.cache, &key).map_err(|e| Reply::error(format!("RRD Error: {}", e.0)))?;
-        let entries = info_of_header(&rrd.header, &rrd.layout, &key)
-            .map_err(|e| Reply::error(format!("RRD Error: {e}")))?;
+        let entries = reader::with_merged(&d.cache, &key, |rrd| {
+            info_of_header(&rrd.header, &rrd.layout, &key).map_err(|e| reader::ReadError(e.to_string()))
+        })
+        .map_err(|e| Reply::error(format!("RRD Error: {}", e.0)))?;
         let body: String = entries.iter().map(|e| info_line(&e.key, &e.value)).collect();
         Ok::<Reply, Reply>(Reply::ok(format!("Info for {key} follows"), body.into_bytes()))
     })
@@ -79,8 +80,9 @@ pub async fn first(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     }
     let d = daemon.clone();
     blocking(move || {
-        let rrd = reader::merged(&d.cache, &key).map_err(|e| Reply::error(format!("RRD Error: {}", e.0)))?;
-        let h = &rrd.header;
+        let h = reader::with_merged(&d.cache, &key, |rrd| Ok(rrd.header.clone()))
+            .map_err(|e| Reply::error(format!("RRD Error: {}", e.0)))?;
+        let h = &h;
         let rra =
             h.rra.get(index as usize).ok_or_else(|| Reply::error("RRD Error: invalid rraindex number"))?;
         let step = i128::from(rra.pdp_count) * i128::from(h.pdp_step);

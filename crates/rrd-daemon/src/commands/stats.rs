@@ -22,6 +22,7 @@ pub fn run(daemon: &Daemon) -> Reply {
         ("JournalRotate", Stats::get(&s.journal_rotate)),
         // rrdscale's own, after rrdcached's.
         ("PendingValues", daemon.cache.pending_values.load(Ordering::SeqCst)),
+        ("PendingBytes", daemon.cache.pending_bytes.load(Ordering::SeqCst)),
         ("JournalCommits", Stats::get(&s.journal_commits)),
         ("JournalSyncs", Stats::get(&s.journal_syncs)),
         ("JournalSyncMicros", Stats::get(&s.journal_sync_ns) / 1000),
@@ -30,6 +31,11 @@ pub fn run(daemon: &Daemon) -> Reply {
         ("FlushErrors", Stats::get(&s.flush_errors)),
         ("UpdatesRefused", Stats::get(&s.updates_refused)),
         ("Connections", Stats::get(&s.connections)),
+        ("HeadersRead", Stats::get(&s.headers_read)),
+        ("HeadersKept", Stats::get(&s.headers_kept)),
+        ("PagesPrefetched", Stats::get(&s.pages_prefetched)),
+        ("PagesWritten", Stats::get(&s.pages_written)),
+        ("PagesReleased", Stats::get(&s.pages_released)),
     ];
     let mut body = Vec::new();
     for (name, value) in fields {

@@ -16,19 +16,21 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use rrd_engine::batch::KeptHeader;
 use rrd_engine::numparse::rrd_strtod;
 use rrd_journal::Record;
 use rrd_protocol::{Command, Reply};
 
 use super::{access_denied, blocking, syntax_error, Args, Outcome};
-use crate::cache::{unix_now, Entry, Key};
+use crate::cache::{unix_now, Entry, Key, Values};
 use crate::config::os_text;
 use crate::state::Daemon;
 use crate::stats::Stats;
 
 /// Checks a file rrdcached's way before its first value is cached, and
-/// returns its last update time.
-pub fn open_entry(daemon: &Daemon, key: &str) -> Result<f64, Reply> {
+/// returns its last update time and its header (kept in the entry, so the
+/// first flush need not read it again).
+pub fn open_entry(daemon: &Daemon, key: &str) -> Result<(f64, KeptHeader), Reply> {
     let meta = match std::fs::metadata(key) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -49,13 +51,13 @@ pub fn open_entry(daemon: &Daemon, key: &str) -> Result<f64, Reply> {
         }
     }
     daemon.paths.check_resolved(key).map_err(|d| access_denied(&d.shown))?;
-    let rrd = rrd_engine::Rrd::open(std::path::Path::new(key), false)
-        .map_err(|e| Reply::error(format!("RRD Error: {e}")))?;
-    let last_up = rrd.header.live.last_up;
+    let kept =
+        KeptHeader::read(std::path::Path::new(key)).map_err(|e| Reply::error(format!("RRD Error: {e}")))?;
+    let last_up = kept.header.live.last_up;
     if last_up < 1 {
         return Err(Reply::error("Error: rrdcached: Invalid timestamp returned"));
     }
-    Ok(last_up as f64)
+    Ok((last_up as f64, kept))
 }
 
 /// Whether `value` starts with a time followed by `:`, and that time.
@@ -77,7 +79,7 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     if !known {
         let (d, k) = (daemon.clone(), key.clone());
         match blocking(move || open_entry(&d, &k)).await {
-            Ok(last_up) => fresh = Some(last_up),
+            Ok(found) => fresh = Some(found),
             Err(reply) => return reply.into(),
         }
     }
@@ -100,9 +102,13 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     let mut shard = cache.shard(&key);
     let entry = shard.entry(key.clone()).or_insert_with(|| {
         // Made by us above, or re-made after a FORGET raced with us.
-        Entry::new(fresh.unwrap_or(0.0), cache.jitter(), now)
+        let (last_up, kept) = fresh.map_or((0.0, None), |(t, k)| (t, Some(Box::new(k))));
+        let mut e = Entry::new(last_up, cache.jitter(), now);
+        e.kept = kept;
+        e
     });
     let mut accepted = Vec::new();
+    let mut parsed = Values::default();
     let mut error = None;
     for value in values {
         match value_time(&value) {
@@ -120,6 +126,7 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
             }
             Some(stamp) => {
                 entry.last_stamp = stamp;
+                parsed.push(stamp, &value);
                 accepted.push(value);
             }
         }
@@ -132,9 +139,9 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
             entry.oldest_seq = daemon.journal.current_seq();
             cache.add_timer(entry.due_at(cache.write_interval_secs), key.clone());
         }
-        entry.pending.extend(accepted.iter().cloned());
+        cache.count_pending(&parsed, true);
+        entry.pending.extend_from(&parsed);
         entry.last_activity = now;
-        cache.pending_values.fetch_add(count as u64, Ordering::SeqCst);
         // Submitted under the shard lock: the journal's order for this file
         // is the cache's order.
         tickets.push(daemon.journal.submit(Record { path: key.to_string(), args: accepted }));

@@ -1,0 +1,437 @@
+//! `--metrics ADDR`: Prometheus text exposition (format 0.0.4) over a tiny
+//! HTTP/1.1 responder on its own thread.
+//!
+//! What is exported: rrdcached's STATS counters, ours (pending values and
+//! bytes, journal bytes, syncs and a sync-latency histogram, the poisoned
+//! flag, flush throughput and errors, refusals, connections), and the
+//! host's `Dirty` and `Writeback` from /proc/meminfo (seed 002: write-back
+//! stalls are what a flush must not cause). Names are `rrdscale_*`,
+//! counters end in `_total`, units last (`_bytes`, `_seconds`).
+//!
+//! The responder answers `GET /metrics` (and `HEAD`), 404 for other paths,
+//! 405 for other methods, one request per connection (`Connection:
+//! close`), connections served one at a time with a 2-second read
+//! timeout: scrapes are rare and small. It never reads a request body.
+//!
+//! Deliberately absent: TLS, authentication, keep-alive, compression; a
+//! metrics listener belongs on a loopback or management address.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::state::Daemon;
+use crate::stats::{tree_depth, Histogram, Stats, SYNC_BUCKETS_SECS};
+
+/// Parses `host:port`, `[v6]:port` or `:port` (every interface) and binds.
+pub fn bind(addr: &str) -> Result<TcpListener, String> {
+    let spec =
+        if let Some(port) = addr.strip_prefix(':') { format!("0.0.0.0:{port}") } else { addr.to_string() };
+    let candidates: Vec<SocketAddr> = spec
+        .to_socket_addrs()
+        .map_err(|e| format!("Invalid --metrics address '{addr}': {e} (expected HOST:PORT or :PORT)"))?
+        .collect();
+    let mut last = None;
+    for a in candidates {
+        match TcpListener::bind(a) {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(format!(
+        "cannot listen for metrics on {addr}: {}",
+        last.map_or("no address".into(), |e| crate::config::os_text(&e))
+    ))
+}
+
+/// Serves `listener` until the daemon starts shutting down.
+pub fn spawn(listener: TcpListener, daemon: Arc<Daemon>) -> std::io::Result<JoinHandle<()>> {
+    listener.set_nonblocking(true)?;
+    std::thread::Builder::new().name("metrics".into()).spawn(move || loop {
+        if daemon.is_shutting_down() {
+            return;
+        }
+        match listener.accept() {
+            Ok((stream, _)) => {
+                if let Err(e) = answer(stream, &daemon) {
+                    tracing::debug!("metrics request failed: {e}");
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => {
+                tracing::warn!("metrics listener: accept failed: {e}");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    })
+}
+
+/// Longest request head read; anything longer is refused.
+const REQUEST_HEAD_MAX: usize = 8192;
+
+fn answer(mut stream: TcpStream, daemon: &Daemon) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(2)))?;
+    let mut head = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&chunk[..n]);
+        if head.len() > REQUEST_HEAD_MAX {
+            return respond(
+                &mut stream,
+                "431 Request Header Fields Too Large",
+                "text/plain",
+                b"too long\n",
+                true,
+            );
+        }
+    }
+    let text = String::from_utf8_lossy(&head);
+    let mut words = text.lines().next().unwrap_or("").split_whitespace();
+    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let path = target.split('?').next().unwrap_or("");
+    let with_body = method != "HEAD";
+    match (method, path) {
+        ("GET" | "HEAD", "/metrics") => {
+            let body = render(daemon);
+            respond(
+                &mut stream,
+                "200 OK",
+                "text/plain; version=0.0.4; charset=utf-8",
+                body.as_bytes(),
+                with_body,
+            )
+        }
+        ("GET" | "HEAD", _) => {
+            respond(&mut stream, "404 Not Found", "text/plain", b"try /metrics\n", with_body)
+        }
+        _ => respond(&mut stream, "405 Method Not Allowed", "text/plain", b"GET only\n", true),
+    }
+}
+
+fn respond(
+    s: &mut TcpStream,
+    status: &str,
+    content_type: &str,
+    body: &[u8],
+    with_body: bool,
+) -> std::io::Result<()> {
+    let mut out = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    if with_body {
+        out.extend_from_slice(body);
+    }
+    s.write_all(&out)?;
+    s.flush()
+}
+
+/// The host's `Dirty` and `Writeback` in bytes, from /proc/meminfo text.
+pub fn parse_meminfo(text: &str) -> (Option<u64>, Option<u64>) {
+    let field = |name: &str| {
+        text.lines().find_map(|l| {
+            let rest = l.strip_prefix(name)?.strip_prefix(':')?.trim();
+            let (num, unit) = rest.split_once(' ').unwrap_or((rest, ""));
+            let n: u64 = num.parse().ok()?;
+            Some(if unit.trim() == "kB" { n * 1024 } else { n })
+        })
+    };
+    (field("Dirty"), field("Writeback"))
+}
+
+struct Out(String);
+
+impl Out {
+    fn metric(&mut self, name: &str, kind: &str, help: &str, value: u64) {
+        use std::fmt::Write as _;
+        let _ = write!(self.0, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n");
+    }
+
+    fn histogram(&mut self, name: &str, help: &str, h: &Histogram) {
+        use std::fmt::Write as _;
+        let _ = write!(self.0, "# HELP {name} {help}\n# TYPE {name} histogram\n");
+        let cumulative = h.cumulative();
+        for (i, c) in cumulative.iter().enumerate() {
+            match SYNC_BUCKETS_SECS.get(i) {
+                Some(b) => {
+                    let _ = writeln!(self.0, "{name}_bucket{{le=\"{b}\"}} {c}");
+                }
+                None => {
+                    let _ = writeln!(self.0, "{name}_bucket{{le=\"+Inf\"}} {c}");
+                }
+            }
+        }
+        let sum = Stats::get(&h.sum_ns) as f64 / 1e9;
+        // The count is the +Inf bucket, so the two always agree.
+        let count = cumulative.last().copied().unwrap_or(0);
+        let _ = write!(self.0, "{name}_sum {sum}\n{name}_count {count}\n");
+    }
+}
+
+/// The whole exposition text.
+pub fn render(daemon: &Daemon) -> String {
+    let s = &daemon.stats;
+    let c = |a: &std::sync::atomic::AtomicU64| Stats::get(a);
+    let mut o = Out(String::with_capacity(8192));
+    let nodes = daemon.cache.len();
+    // rrdcached's STATS, in its order.
+    o.metric(
+        "rrdscale_queue_length",
+        "gauge",
+        "Files waiting in the flush queue (STATS QueueLength).",
+        daemon.cache.queue_len(),
+    );
+    o.metric(
+        "rrdscale_updates_received_total",
+        "counter",
+        "UPDATE commands received.",
+        c(&s.updates_received),
+    );
+    o.metric(
+        "rrdscale_flushes_received_total",
+        "counter",
+        "FLUSH commands received.",
+        c(&s.flushes_received),
+    );
+    o.metric(
+        "rrdscale_updates_written_total",
+        "counter",
+        "Successful file updates by flushes (one per file per flush).",
+        c(&s.updates_written),
+    );
+    o.metric(
+        "rrdscale_data_sets_written_total",
+        "counter",
+        "Values written into RRD files.",
+        c(&s.data_sets_written),
+    );
+    o.metric("rrdscale_files_cached", "gauge", "Files with a cache entry (STATS TreeNodesNumber).", nodes);
+    o.metric(
+        "rrdscale_tree_depth",
+        "gauge",
+        "STATS TreeDepth (the height of a balanced tree of the entries).",
+        tree_depth(nodes),
+    );
+    o.metric(
+        "rrdscale_journal_bytes_total",
+        "counter",
+        "Bytes appended to the journal.",
+        c(&s.journal_bytes),
+    );
+    o.metric(
+        "rrdscale_journal_rotations_total",
+        "counter",
+        "Journal segments started by rotation.",
+        c(&s.journal_rotate),
+    );
+    // Ours.
+    o.metric(
+        "rrdscale_pending_values",
+        "gauge",
+        "Values accepted and not yet taken by a flush.",
+        daemon.cache.pending_values.load(Ordering::SeqCst),
+    );
+    o.metric(
+        "rrdscale_pending_bytes",
+        "gauge",
+        "Memory the pending values account for (texts plus per-value overhead).",
+        daemon.cache.pending_bytes.load(Ordering::SeqCst),
+    );
+    o.metric(
+        "rrdscale_journal_commits_total",
+        "counter",
+        "Group commits (one write each).",
+        c(&s.journal_commits),
+    );
+    o.metric(
+        "rrdscale_journal_append_errors_total",
+        "counter",
+        "Group commits whose append failed (no acknowledgement).",
+        c(&s.journal_append_errors),
+    );
+    o.metric(
+        "rrdscale_journal_syncs_total",
+        "counter",
+        "Successful journal fdatasync calls.",
+        c(&s.journal_syncs),
+    );
+    o.histogram(
+        "rrdscale_journal_sync_seconds",
+        "Duration of journal fdatasync calls.",
+        &s.journal_sync_seconds,
+    );
+    o.metric(
+        "rrdscale_journal_poisoned",
+        "gauge",
+        "1 when the journal refuses appends after a failure (no UPDATE is acknowledged until restart).",
+        u64::from(daemon.journal.is_poisoned()) | c(&s.journal_poisoned),
+    );
+    o.metric(
+        "rrdscale_journal_segments_removed_total",
+        "counter",
+        "Journal segments deleted after their values were synced into RRD files.",
+        c(&s.journal_segments_removed),
+    );
+    o.metric(
+        "rrdscale_files_synced_total",
+        "counter",
+        "RRD files fdatasync'ed after a flush.",
+        c(&s.files_synced),
+    );
+    o.metric(
+        "rrdscale_flush_errors_total",
+        "counter",
+        "File updates by flushes that failed.",
+        c(&s.flush_errors),
+    );
+    // The flush's page-level work (rrd_engine::batch).
+    o.metric(
+        "rrdscale_flush_headers_read_total",
+        "counter",
+        "Headers read by flushes (no kept header, or a stale one).",
+        c(&s.headers_read),
+    );
+    o.metric(
+        "rrdscale_flush_headers_kept_total",
+        "counter",
+        "File updates by flushes that used the kept header and read nothing.",
+        c(&s.headers_kept),
+    );
+    o.metric(
+        "rrdscale_flush_pages_prefetched_total",
+        "counter",
+        "Pages asked for with WILLNEED before flushes wrote them.",
+        c(&s.pages_prefetched),
+    );
+    o.metric(
+        "rrdscale_flush_pages_written_total",
+        "counter",
+        "Pages written by flushes.",
+        c(&s.pages_written),
+    );
+    o.metric(
+        "rrdscale_flush_pages_released_total",
+        "counter",
+        "Pages dropped from the page cache after flushes synced them.",
+        c(&s.pages_released),
+    );
+    o.metric(
+        "rrdscale_updates_refused_total",
+        "counter",
+        "UPDATEs refused (memory budget, journal failure).",
+        c(&s.updates_refused),
+    );
+    o.metric("rrdscale_connections_total", "counter", "Client connections accepted.", c(&s.connections));
+    if let Ok(text) = std::fs::read_to_string("/proc/meminfo") {
+        let (dirty, writeback) = parse_meminfo(&text);
+        if let Some(d) = dirty {
+            o.metric(
+                "rrdscale_host_dirty_bytes",
+                "gauge",
+                "The host's dirty page cache (/proc/meminfo Dirty).",
+                d,
+            );
+        }
+        if let Some(w) = writeback {
+            o.metric(
+                "rrdscale_host_writeback_bytes",
+                "gauge",
+                "The host's page cache under write-back (/proc/meminfo Writeback).",
+                w,
+            );
+        }
+    }
+    o.0
+}
+
+/// Parses exposition text into `(name with labels, value)` pairs; for
+/// tests and `rrdscale` tools that read a scrape.
+pub fn parse_text(text: &str) -> Vec<(String, f64)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let (name, value) = l.rsplit_once(' ')?;
+            Some((name.to_string(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::journaler::Journaler;
+
+    #[test]
+    fn meminfo_fields_are_bytes() {
+        let text =
+            "MemTotal:  100 kB\nDirty:            1234 kB\nWriteback:         0 kB\nWritebackTmp: 5 kB\n";
+        assert_eq!(parse_meminfo(text), (Some(1234 * 1024), Some(0)));
+        assert_eq!(parse_meminfo("Dirty: x kB\n"), (None, None));
+    }
+
+    /// Every sample line parses, every family has HELP and TYPE, counters
+    /// end in `_total`, and the values are the counters'.
+    #[test]
+    fn render_is_valid_exposition_text() {
+        let daemon = Daemon::new(Config::default(), Journaler::disabled());
+        Stats::add(&daemon.stats.updates_received, 7);
+        daemon.stats.journal_sync_seconds.observe(Duration::from_micros(300));
+        let text = render(&daemon);
+        let samples = parse_text(&text);
+        let get = |n: &str| samples.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
+        assert_eq!(get("rrdscale_updates_received_total"), Some(7.0));
+        assert_eq!(get("rrdscale_journal_poisoned"), Some(0.0));
+        assert_eq!(get("rrdscale_journal_sync_seconds_count"), Some(1.0));
+        assert_eq!(get("rrdscale_journal_sync_seconds_bucket{le=\"0.00025\"}"), Some(0.0));
+        assert_eq!(get("rrdscale_journal_sync_seconds_bucket{le=\"0.0005\"}"), Some(1.0));
+        assert!(get("rrdscale_host_dirty_bytes").is_some(), "/proc/meminfo is readable on Linux");
+        for line in text.lines().filter(|l| l.starts_with("# TYPE ")) {
+            let mut w = line.split_whitespace().skip(2);
+            let (name, kind) = (w.next().unwrap(), w.next().unwrap());
+            assert!(text.contains(&format!("# HELP {name} ")), "{name} has no HELP");
+            assert_eq!(kind == "counter", name.ends_with("_total"), "{line}");
+            assert!(samples.iter().any(|(k, _)| k.starts_with(name)), "{name} has no sample");
+        }
+        assert_eq!(samples.len(), text.lines().filter(|l| !l.starts_with('#')).count());
+    }
+
+    #[test]
+    fn the_responder_speaks_http() {
+        let daemon = Arc::new(Daemon::new(Config::default(), Journaler::disabled()));
+        let listener = bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let thread = spawn(listener, daemon.clone()).unwrap();
+        let get = |req: &str| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.write_all(req.as_bytes()).unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).unwrap();
+            out
+        };
+        let ok = get("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert!(ok.starts_with("HTTP/1.1 200 OK\r\n"), "{ok}");
+        let (head, body) = ok.split_once("\r\n\r\n").unwrap();
+        assert!(head.contains(&format!("Content-Length: {}", body.len())), "{head}");
+        assert!(body.contains("rrdscale_queue_length 0\n"));
+        assert!(get("GET / HTTP/1.0\r\n\r\n").starts_with("HTTP/1.1 404"));
+        assert!(get("POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405"));
+        let head = get("HEAD /metrics HTTP/1.1\r\n\r\n");
+        assert!(head.ends_with("\r\n\r\n"), "HEAD has no body");
+        daemon.shutdown.send_replace(true);
+        thread.join().unwrap();
+        assert!(bind("no such host:1").is_err());
+    }
+}

@@ -1,0 +1,223 @@
+//! Flush failures never lose acknowledged values: an I/O error (EIO,
+//! ENOSPC, a short write, a torn live header, a failed sync) puts the
+//! in-flight values back in front of the pending ones, keeps their journal
+//! segment, and a retry writes exactly the bytes a fault-free update would;
+//! a value the engine rejects is dropped (and the ones before it written),
+//! as rrdcached does.
+//!
+//! Faults come from the batch updater's `FaultHook` (the writes and syncs
+//! the flusher issues), not from the journal.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rrd_daemon::cache::{unix_now, Entry, Values};
+use rrd_daemon::commands::update_value_time;
+use rrd_daemon::config::Config;
+use rrd_daemon::flusher;
+use rrd_daemon::journaler::Journaler;
+use rrd_daemon::state::Daemon;
+use rrd_engine::batch::{BatchUpdater, FaultHook, KeptHeader};
+use rrd_engine::create::{create, CreateOptions};
+use rrd_engine::update::{update_file, UpdateOptions};
+
+const T0: i64 = 999_997_200;
+const SEQ: u64 = 7;
+
+fn make(path: &Path) {
+    let defs: Vec<String> =
+        ["DS:g:GAUGE:600:U:U", "DS:c:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:30", "RRA:MAX:0.5:3:20"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    let opts = CreateOptions { start: Some(T0), step_secs: Some(300), ..Default::default() };
+    create(path, &opts, &defs, T0).unwrap();
+}
+
+fn value(k: i64) -> String {
+    format!("{}:{}.5:{}", T0 + 300 * k, k % 9, 100 + k * 10)
+}
+
+fn add(daemon: &Daemon, key: &str, values: &[String]) {
+    let cache = &daemon.cache;
+    let mut shard = cache.shard(key);
+    let e = shard.entry(key.into()).or_insert_with(|| {
+        let kept = KeptHeader::read(Path::new(key)).unwrap();
+        let mut e = Entry::new(kept.header.live.last_up as f64, 0, unix_now());
+        e.kept = Some(Box::new(kept));
+        e
+    });
+    if e.pending.is_empty() {
+        e.oldest_seq = SEQ;
+    }
+    let mut v = Values::default();
+    for s in values {
+        let t = update_value_time(s).unwrap();
+        e.last_stamp = t;
+        v.push(t, s);
+    }
+    cache.count_pending(&v, true);
+    e.pending.extend_from(&v);
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    None,
+    /// Every write fails with this errno.
+    Errno(i32),
+    /// Writes at the live header's offset store this many bytes, then fail.
+    ShortLive(usize),
+    /// `fdatasync` fails with EIO.
+    Sync,
+}
+
+struct Plan {
+    fault: Mutex<Fault>,
+    live_off: u64,
+    hits: AtomicU64,
+}
+
+impl FaultHook for Plan {
+    fn write(&self, _: &Path, offset: u64, len: usize) -> std::io::Result<usize> {
+        match *self.fault.lock().unwrap() {
+            Fault::Errno(e) => {
+                self.hits.fetch_add(1, Ordering::SeqCst);
+                Err(std::io::Error::from_raw_os_error(e))
+            }
+            Fault::ShortLive(n) if offset == self.live_off => {
+                self.hits.fetch_add(1, Ordering::SeqCst);
+                Ok(n)
+            }
+            _ => Ok(len),
+        }
+    }
+    fn sync(&self, _: &Path) -> std::io::Result<()> {
+        match *self.fault.lock().unwrap() {
+            Fault::Sync => {
+                self.hits.fetch_add(1, Ordering::SeqCst);
+                Err(std::io::Error::from_raw_os_error(libc::EIO))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+fn flush_once(daemon: &Daemon, updater: &mut BatchUpdater, key: &str) {
+    let key: rrd_daemon::cache::Key = key.into();
+    {
+        let mut shard = daemon.cache.shard(&key);
+        let e = shard.get_mut(&key).unwrap();
+        daemon.cache.enqueue_locked(&key, e, rrd_daemon::cache::Side::Head);
+    }
+    let batch = daemon.cache.take_batch(8);
+    flusher::flush_batch(&daemon.cache, updater, batch);
+}
+
+fn pending_of(daemon: &Daemon, key: &str) -> (Vec<String>, bool, Option<u64>) {
+    let shard = daemon.cache.shard(key);
+    let e = shard.get(key).unwrap();
+    assert!(e.inflight.is_empty());
+    (e.pending.to_strings(), e.retry_at.is_some(), e.inflight_seq)
+}
+
+fn run(fault: Fault) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let path = base.join("a.rrd");
+    let key = path.display().to_string();
+    make(&path);
+    let reference = base.join("reference.rrd");
+    std::fs::copy(&path, &reference).unwrap();
+    let live_off = KeptHeader::read(&path).unwrap().layout.live_head_off;
+    let config = Config { base_dir: Some(base.clone()), ..Default::default() };
+    let daemon = Daemon::new(config, Journaler::disabled());
+    let plan = Arc::new(Plan { fault: Mutex::new(fault), live_off, hits: AtomicU64::new(0) });
+    let mut updater = BatchUpdater::new(4);
+    updater.faults = Some(plan.clone());
+    // As the flusher's workers run it.
+    updater.keep_state_on_write_error = true;
+
+    let first: Vec<String> = (1..=10).map(value).collect();
+    add(&daemon, &key, &first);
+    flush_once(&daemon, &mut updater, &key);
+    assert!(plan.hits.load(Ordering::SeqCst) > 0, "{fault:?} never fired");
+    // Every value is still there, in order, and will be retried; its
+    // journal segment is still needed.
+    let (pending, retrying, inflight_seq) = pending_of(&daemon, &key);
+    assert_eq!(pending, first, "{fault:?}");
+    assert!(retrying, "{fault:?}");
+    assert_eq!(inflight_seq, None);
+    assert_eq!(daemon.cache.oldest_needed_seq(99), SEQ, "{fault:?}");
+    assert_eq!(daemon.cache.pending_values.load(Ordering::SeqCst), 10);
+    assert!(daemon.stats.flush_errors.load(Ordering::Relaxed) >= 1);
+    // A shutdown does not wait for storage that may never recover.
+    assert!(daemon.cache.is_drained());
+
+    // Values arriving meanwhile queue behind them.
+    let more: Vec<String> = (11..=14).map(value).collect();
+    add(&daemon, &key, &more);
+    let all: Vec<String> = first.iter().chain(&more).cloned().collect();
+    assert_eq!(pending_of(&daemon, &key).0, all);
+
+    // The storage recovers: the retry writes exactly what a fault-free
+    // update of all the values writes.
+    *plan.fault.lock().unwrap() = Fault::None;
+    std::thread::sleep(std::time::Duration::from_millis(80));
+    flush_once(&daemon, &mut updater, &key);
+    let (pending, retrying, _) = pending_of(&daemon, &key);
+    assert!(pending.is_empty(), "{fault:?}: {pending:?}");
+    assert!(!retrying);
+    assert_eq!(daemon.cache.oldest_needed_seq(99), 99);
+    assert_eq!(daemon.cache.pending_values.load(Ordering::SeqCst), 0);
+    assert_eq!(daemon.cache.pending_bytes.load(Ordering::SeqCst), 0);
+    update_file(&reference, &all, &UpdateOptions::default(), false).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), std::fs::read(&reference).unwrap(), "{fault:?}");
+}
+
+#[test]
+fn eio_keeps_the_values_and_the_retry_writes_them() {
+    run(Fault::Errno(libc::EIO));
+}
+
+#[test]
+fn enospc_keeps_the_values_and_the_retry_writes_them() {
+    run(Fault::Errno(libc::ENOSPC));
+}
+
+#[test]
+fn a_torn_live_header_is_rewritten_from_the_kept_state() {
+    run(Fault::ShortLive(40));
+}
+
+#[test]
+fn a_failed_sync_keeps_the_values_until_a_sync_succeeds() {
+    run(Fault::Sync);
+}
+
+/// A value rrdtool would reject is dropped with the values after it; the
+/// values before it are written. Nothing is retried.
+#[test]
+fn invalid_values_are_dropped_as_rrdcached_drops_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let path = base.join("a.rrd");
+    let key = path.display().to_string();
+    make(&path);
+    let reference = base.join("reference.rrd");
+    std::fs::copy(&path, &reference).unwrap();
+    let config = Config { base_dir: Some(base.clone()), ..Default::default() };
+    let daemon = Daemon::new(config, Journaler::disabled());
+    let mut updater = BatchUpdater::new(4);
+    let mut values: Vec<String> = (1..=6).map(value).collect();
+    values[3] = format!("{}:abc:5", T0 + 300 * 4);
+    add(&daemon, &key, &values);
+    flush_once(&daemon, &mut updater, &key);
+    let (pending, retrying, _) = pending_of(&daemon, &key);
+    assert!(pending.is_empty());
+    assert!(!retrying);
+    assert_eq!(daemon.cache.oldest_needed_seq(99), 99);
+    let r = update_file(&reference, &values, &UpdateOptions::default(), false).unwrap();
+    assert!(r.error.is_some());
+    assert_eq!(std::fs::read(&path).unwrap(), std::fs::read(&reference).unwrap());
+}

@@ -1,0 +1,77 @@
+//! The journal's file I/O, behind a small trait so tests can inject faults
+//! (see [`crate::fault`]) without a special file system.
+//!
+//! Only the operations whose failure the journal must handle go through
+//! here: creating a segment (create, header write, sync, directory sync, as
+//! ONE operation), appending (`write`, which may be short), `fdatasync`, and
+//! truncating back after a failed append. Recovery ([`crate::replay`]) and
+//! segment removal use `std::fs` directly: they run at startup or on
+//! segments whose data is already elsewhere, and a failure there is an
+//! ordinary error, not a question of what was acknowledged.
+//!
+//! Deliberately absent: buffering. One [`SegmentFile::write`] is one
+//! `write(2)`.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+
+/// Opens segment files. Shared by the journal and whoever configured it.
+pub trait JournalIo: Send + Sync {
+    /// Creates `path` (which must not exist) in append mode, writes `header`
+    /// to it, makes the file and its name durable (file sync + directory
+    /// sync), and returns it. On failure nothing may be left at `path`.
+    fn create_segment(&self, path: &Path, header: &[u8]) -> io::Result<Box<dyn SegmentFile>>;
+}
+
+/// A segment open for appending.
+pub trait SegmentFile: Send {
+    /// One `write(2)` at the end of the file; may write fewer bytes than
+    /// asked (a short write), as the system call may.
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize>;
+    /// `fdatasync(2)`.
+    fn sync_data(&mut self) -> io::Result<()>;
+    /// `ftruncate(2)` to `len` bytes (used to take back a failed append).
+    fn truncate(&mut self, len: u64) -> io::Result<()>;
+}
+
+/// The real thing: `std::fs` on the local file system.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OsIo;
+
+/// `fsync` of a directory, which makes the names in it durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+impl JournalIo for OsIo {
+    fn create_segment(&self, path: &Path, header: &[u8]) -> io::Result<Box<dyn SegmentFile>> {
+        let mut file = OpenOptions::new().create_new(true).append(true).open(path)?;
+        let made = file.write_all(header).and_then(|()| file.sync_all()).and_then(|()| {
+            // The new name must be durable too, or a crash could lose the segment.
+            sync_dir(path.parent().unwrap_or(Path::new(".")))
+        });
+        if let Err(e) = made {
+            // A half-made segment would block the next attempt (create_new)
+            // and, if later segments followed it, read as corruption.
+            drop(file);
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
+        Ok(Box::new(OsFile(file)))
+    }
+}
+
+struct OsFile(File);
+
+impl SegmentFile for OsFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+    fn truncate(&mut self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+}
