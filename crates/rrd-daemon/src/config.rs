@@ -78,6 +78,13 @@ pub struct Config {
     pub sync: SyncPolicy,
     /// `--max-pending`: values held in memory, beyond which updates are refused.
     pub max_pending_values: u64,
+    /// `--max-pending-bytes`: bytes of pending value text held in memory,
+    /// beyond which updates are refused.
+    pub max_pending_bytes: u64,
+    /// `--keep-pages`: leave the pages a flush wrote in the page cache
+    /// (default: fdatasync, then drop them, so flushes do not evict the
+    /// pages other files' updates need).
+    pub keep_pages: bool,
     /// `--metrics ADDR`: serve Prometheus text at `http://ADDR/metrics`
     /// (`HOST:PORT`, `[V6]:PORT`, or `:PORT` for every interface).
     pub metrics: Option<String>,
@@ -110,6 +117,8 @@ impl Default for Config {
             group: None,
             sync: SyncPolicy::Always,
             max_pending_values: 10_000_000,
+            max_pending_bytes: 2 << 30,
+            keep_pages: false,
             metrics: None,
             tick: Duration::from_millis(1000),
             segment_len_max: 64 << 20,
@@ -188,6 +197,10 @@ rrdscale options:
                                 before it is acknowledged, one fdatasync per group commit)
   --max-pending N               Most values held in memory (default 10000000);
                                 beyond it updates get an error reply
+  --max-pending-bytes N         Most bytes of pending values held (default 2147483648;
+                                K, M, G suffixes); beyond it updates get an error reply
+  --keep-pages                  Keep the pages a flush wrote in the page cache
+                                (default: release them after fdatasync)
   --metrics ADDR                Serve Prometheus text at http://ADDR/metrics
                                 (HOST:PORT, [V6]:PORT, or :PORT for all interfaces)
   --tick-ms MS                  Scheduler period (default 1000)
@@ -238,6 +251,17 @@ fn lookup_user(name: &str) -> Option<u32> {
     (!pw.is_null()).then(|| unsafe { (*pw).pw_uid })
 }
 
+/// A byte count with an optional binary suffix (`512K`, `64M`, `2G`).
+fn parse_bytes(v: &str) -> Option<u64> {
+    let (digits, shift) = match v.as_bytes().last()? {
+        b'K' | b'k' => (&v[..v.len() - 1], 10),
+        b'M' | b'm' => (&v[..v.len() - 1], 20),
+        b'G' | b'g' => (&v[..v.len() - 1], 30),
+        _ => (v, 0),
+    };
+    digits.parse::<u64>().ok()?.checked_mul(1 << shift)
+}
+
 /// Reads the daemon's arguments (without the program and subcommand names).
 /// Returns the configuration and the warnings rrdcached would print.
 pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
@@ -271,6 +295,13 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
                         err(2, format!("Invalid --max-pending {v}: expected a positive count"))
                     })?;
                 }
+                "max-pending-bytes" => {
+                    let v = next_value(&mut i, inline, name)?;
+                    c.max_pending_bytes = parse_bytes(&v).filter(|&n| n > 0).ok_or_else(|| {
+                        err(2, format!("Invalid --max-pending-bytes {v}: expected a positive size"))
+                    })?;
+                }
+                "keep-pages" => c.keep_pages = true,
                 "metrics" => c.metrics = Some(next_value(&mut i, inline, name)?),
                 "tick-ms" => {
                     let v = next_value(&mut i, inline, name)?;
@@ -518,6 +549,11 @@ mod tests {
         assert_eq!(c.listen[0].address, ListenAddress::Unix("/tmp/rrdcached.sock".into()));
         assert_eq!(c.listen[0].permissions, Permissions::all());
         assert_eq!(c.sync, SyncPolicy::Always);
+        let (c, _) = parse(&["--max-pending-bytes", "64M", "--keep-pages"]);
+        assert_eq!(c.max_pending_bytes, 64 << 20);
+        assert!(c.keep_pages);
+        assert_eq!(Config::default().max_pending_bytes, 2 << 30);
+        assert!(!Config::default().keep_pages);
         let (c, _) = parse(&["-j", "/x", "--sync=every:50", "--max-pending", "7"]);
         assert!(!c.flush_at_shutdown, "with a journal, -F is off by default");
         assert_eq!(c.sync, SyncPolicy::Every(Duration::from_millis(50)));

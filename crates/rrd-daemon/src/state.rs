@@ -33,6 +33,7 @@ impl Daemon {
     pub fn with_stats(config: Config, journal: Journaler, stats: Arc<Stats>) -> Daemon {
         let paths = Paths::new(config.base_dir.as_deref(), config.base_only);
         let cache = Arc::new(Cache::new(stats.clone(), config.write_interval_secs, config.write_jitter_secs));
+        cache.release_pages.store(!config.keep_pages, std::sync::atomic::Ordering::SeqCst);
         let flush_at_shutdown = AtomicBool::new(config.flush_at_shutdown);
         Daemon {
             config,

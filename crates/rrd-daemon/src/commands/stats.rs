@@ -36,6 +36,8 @@ pub fn run(daemon: &Daemon) -> Reply {
         ("PagesPrefetched", Stats::get(&s.pages_prefetched)),
         ("PagesWritten", Stats::get(&s.pages_written)),
         ("PagesReleased", Stats::get(&s.pages_released)),
+        ("JournalPoisoned", Stats::get(&s.journal_poisoned)),
+        ("JournalAppendErrors", Stats::get(&s.journal_append_errors)),
     ];
     let mut body = Vec::new();
     for (name, value) in fields {

@@ -10,8 +10,8 @@
 //! a file and no values makes the cache entry and answers "No values
 //! updated.".
 //!
-//! Ours: a refusal when `--max-pending` values are already held, and when
-//! the journal has failed.
+//! Ours: a refusal when `--max-pending` values or `--max-pending-bytes` of
+//! them are already held, and when the journal has failed.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -87,6 +87,14 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     if daemon.journal.is_poisoned() {
         Stats::add(&daemon.stats.updates_refused, 1);
         return Reply::error("Journal failure: no updates are accepted until the daemon is restarted").into();
+    }
+    if !values.is_empty() && cache.pending_bytes.load(Ordering::SeqCst) >= daemon.config.max_pending_bytes {
+        Stats::add(&daemon.stats.updates_refused, 1);
+        return Reply::error(format!(
+            "Too many pending bytes (limit {}): update refused, try again later",
+            daemon.config.max_pending_bytes
+        ))
+        .into();
     }
     if !values.is_empty() && cache.pending_values.load(Ordering::SeqCst) >= daemon.config.max_pending_values {
         Stats::add(&daemon.stats.updates_refused, 1);
