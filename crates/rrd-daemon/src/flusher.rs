@@ -259,18 +259,9 @@ impl Scheduler {
         let spread = Duration::from_secs((self.cache.write_interval_secs / 10).max(1));
         let mut backlog: std::collections::VecDeque<Key> = std::collections::VecDeque::new();
         let mut last_evict = Instant::now();
-        let mut poison_seen = false;
         while !self.cache.stopping.load(Ordering::SeqCst) {
             std::thread::sleep(self.tick);
             let now = unix_now();
-            // A poisoned journal may have lost values it acknowledged under
-            // `--sync every:MS` or `none`: the cache is now their only copy,
-            // so write everything out at once rather than after `-w`.
-            if !poison_seen && self.journal.is_poisoned() {
-                poison_seen = true;
-                tracing::error!("the journal failed: flushing every pending value now");
-                enqueue_all(&self.cache);
-            }
             for (due, key) in self.cache.take_due_timers(now) {
                 let shard = self.cache.shard(&key);
                 // A timer is stale when the values it was set for are gone.
