@@ -25,9 +25,9 @@
 //! that file is synced. docs/journal.md argues why that survives kill -9
 //! and power loss.
 //!
-//! Deliberately absent in v1: TUNE and
-//! DUMP (unknown commands, as in rrdcached 1.7.2), parsed (binary) pending
-//! values, a memory-resident header cache.
+//! Deliberately absent: TUNE and DUMP (unknown commands, as in rrdcached
+//! 1.7.2); pending values as binary numbers (rrdtool's COUNTER arithmetic
+//! works on the value's digits, so the texts are kept, with times parsed).
 
 pub mod cache;
 pub mod commands;
