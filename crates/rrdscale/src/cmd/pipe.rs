@@ -15,8 +15,20 @@ use std::time::Instant;
 use anyhow::Result;
 use rrd_engine::batch::{BatchUpdater, UpdateRequest};
 
-/// Open files kept between commands.
-const MAX_OPEN_FILES: usize = 512;
+/// Open files kept between commands (each with its decoded header, a few
+/// KiB): half the descriptor limit, within these bounds.
+const MAX_OPEN_FILES: (usize, usize) = (512, 8192);
+
+fn max_open_files() -> usize {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit struct we own.
+    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
+    } else {
+        0
+    };
+    (soft / 2).clamp(MAX_OPEN_FILES.0, MAX_OPEN_FILES.1)
+}
 /// Update lines prefetched together.
 const LOOKAHEAD_MAX: usize = 256;
 
@@ -83,7 +95,7 @@ fn batchable(args: &[String]) -> Option<(UpdateRequest, bool)> {
 
 pub fn run<R: Read>(input: &mut BufReader<R>, out: &mut dyn Write) -> Result<()> {
     let start = Instant::now();
-    let mut updater = BatchUpdater::new(MAX_OPEN_FILES);
+    let mut updater = BatchUpdater::new(max_open_files());
     let mut prefetched_ahead = 0usize;
     let mut line = String::new();
     loop {
