@@ -125,7 +125,7 @@ pub struct Entry {
     pub inflight: Values,
     /// The file's header as our last read or write left it (checked against
     /// the file's stamp before use; see `rrd_engine::batch`).
-    pub kept: Option<Box<KeptHeader>>,
+    pub kept: Option<Kept>,
     /// Failed flushes in a row (I/O errors); sets the retry backoff.
     pub retries: u32,
     /// When the values a failed flush put back are tried again.
@@ -190,6 +190,47 @@ pub enum Side {
     Tail,
 }
 
+/// A kept header holding its share of the cache's header budget; dropping
+/// it (entry forgotten, replaced, taken by a flush) gives the share back.
+#[derive(Debug)]
+pub struct Kept {
+    /// Always `Some` until [`Kept::into_inner`] takes it.
+    header: Option<Box<KeptHeader>>,
+    bytes: u64,
+    meter: Arc<AtomicU64>,
+}
+
+impl Kept {
+    pub fn get(&self) -> &KeptHeader {
+        self.header.as_deref().expect("a kept header holds its header until taken")
+    }
+
+    /// The header, its share returned to the budget (by `drop`).
+    pub fn into_inner(mut self) -> KeptHeader {
+        *self.header.take().expect("a kept header holds its header until taken")
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        self.meter.fetch_sub(self.bytes, Ordering::SeqCst);
+    }
+}
+
+/// The memory a kept header occupies (its heap parts and their allocations).
+pub fn kept_header_bytes(k: &KeptHeader) -> u64 {
+    use std::mem::size_of;
+    let h = &k.header;
+    let heap = h.ds.capacity() * size_of::<rrd_format::DsDef>()
+        + h.rra.capacity() * size_of::<rrd_format::RraDef>()
+        + h.pdp.capacity() * size_of::<rrd_format::PdpPrep>()
+        + h.cdp.capacity() * size_of::<rrd_format::CdpPrep>()
+        + (h.rra_ptr.capacity() + k.layout.rra_data_off.capacity() + k.layout.row_counts.capacity()) * 8
+        + k.written_pages.capacity() * 8;
+    // Boxes and vectors each cost an allocation header.
+    (size_of::<KeptHeader>() + heap + 8 * 16) as u64
+}
+
 pub struct Cache {
     shards: Box<[Mutex<HashMap<Key, Entry>>]>,
     pub pending_values: AtomicU64,
@@ -198,6 +239,12 @@ pub struct Cache {
     /// Drop the pages a flush wrote from the page cache after syncing them
     /// (`--keep-pages` turns it off).
     pub release_pages: AtomicBool,
+    /// Bytes the kept headers hold, and the most they may hold
+    /// (`--max-kept-bytes`): beyond it a file's header is not kept and its
+    /// flushes read it, so many files under a small memory budget cost reads,
+    /// never an out-of-memory kill.
+    pub kept_bytes: Arc<AtomicU64>,
+    pub kept_budget: AtomicU64,
     queue: Mutex<VecDeque<Key>>,
     queue_cv: Condvar,
     timers: Mutex<BTreeSet<(i64, Key)>>,
@@ -232,6 +279,8 @@ impl Cache {
             pending_values: AtomicU64::new(0),
             pending_bytes: AtomicU64::new(0),
             release_pages: AtomicBool::new(true),
+            kept_bytes: Arc::new(AtomicU64::new(0)),
+            kept_budget: AtomicU64::new(u64::MAX),
             queue: Mutex::new(VecDeque::new()),
             queue_cv: Condvar::new(),
             timers: Mutex::new(BTreeSet::new()),
@@ -276,6 +325,28 @@ impl Cache {
                 f(k, e);
             }
         }
+    }
+
+    /// `header` as a kept header, when the header budget has room for it.
+    pub fn keep(&self, header: KeptHeader) -> Option<Kept> {
+        let bytes = kept_header_bytes(&header);
+        let budget = self.kept_budget.load(Ordering::Relaxed);
+        let mut used = self.kept_bytes.load(Ordering::Relaxed);
+        loop {
+            if used.saturating_add(bytes) > budget {
+                return None;
+            }
+            match self.kept_bytes.compare_exchange_weak(
+                used,
+                used + bytes,
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => used = now,
+            }
+        }
+        Some(Kept { header: Some(Box::new(header)), bytes, meter: self.kept_bytes.clone() })
     }
 
     /// Drops entries `keep` refuses (one shard at a time).
@@ -420,6 +491,34 @@ mod tests {
 
     fn cache() -> Cache {
         Cache::new(Arc::new(Stats::default()), 300, 10)
+    }
+
+    fn kept_header() -> KeptHeader {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.rrd");
+        let defs: Vec<String> =
+            ["DS:x:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"].iter().map(|s| s.to_string()).collect();
+        let opts = rrd_engine::create::CreateOptions { start: Some(1_000_000_000), ..Default::default() };
+        rrd_engine::create::create(&path, &opts, &defs, 1_000_000_000).unwrap();
+        KeptHeader::read(&path).unwrap()
+    }
+
+    #[test]
+    fn kept_headers_stay_within_their_budget_and_give_it_back() {
+        let c = cache();
+        let one = kept_header_bytes(&kept_header());
+        c.kept_budget.store(2 * one + one / 2, Ordering::SeqCst);
+        let a = c.keep(kept_header()).expect("room for the first");
+        let b = c.keep(kept_header()).expect("room for the second");
+        assert!(c.keep(kept_header()).is_none(), "a third would pass the budget");
+        assert_eq!(c.kept_bytes.load(Ordering::SeqCst), 2 * one);
+        drop(a);
+        assert_eq!(c.kept_bytes.load(Ordering::SeqCst), one);
+        let header = b.into_inner();
+        assert_eq!(c.kept_bytes.load(Ordering::SeqCst), 0);
+        let again = c.keep(header);
+        assert!(again.is_some());
+        assert_eq!(c.kept_bytes.load(Ordering::SeqCst), one);
     }
 
     #[test]

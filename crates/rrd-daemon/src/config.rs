@@ -81,6 +81,9 @@ pub struct Config {
     /// `--max-pending-bytes`: bytes of pending value text held in memory,
     /// beyond which updates are refused.
     pub max_pending_bytes: u64,
+    /// `--max-kept-bytes`: memory for kept file headers (0: a quarter of the
+    /// memory this process may use, at most 1 GiB; see [`memory_limit`]).
+    pub max_kept_bytes: u64,
     /// `--keep-pages`: leave the pages a flush wrote in the page cache
     /// (default: fdatasync, then drop them, so flushes do not evict the
     /// pages other files' updates need).
@@ -118,6 +121,7 @@ impl Default for Config {
             sync: SyncPolicy::Always,
             max_pending_values: 10_000_000,
             max_pending_bytes: 2 << 30,
+            max_kept_bytes: 0,
             keep_pages: false,
             metrics: None,
             tick: Duration::from_millis(1000),
@@ -199,6 +203,9 @@ rrdscale options:
                                 beyond it updates get an error reply
   --max-pending-bytes N         Most bytes of pending values held (default 2147483648;
                                 K, M, G suffixes); beyond it updates get an error reply
+  --max-kept-bytes N            Memory for kept file headers (default: a quarter of
+                                the cgroup's or machine's memory, at most 1G); files
+                                beyond it have their header read at each flush
   --keep-pages                  Keep the pages a flush wrote in the page cache
                                 (default: release them after fdatasync)
   --metrics ADDR                Serve Prometheus text at http://ADDR/metrics
@@ -251,6 +258,43 @@ fn lookup_user(name: &str) -> Option<u32> {
     (!pw.is_null()).then(|| unsafe { (*pw).pw_uid })
 }
 
+/// The memory this process may use: its memory cgroup's limit (v1 or v2)
+/// when it has one, else the machine's memory.
+pub fn memory_limit() -> u64 {
+    let machine = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            let line = t.lines().find(|l| l.starts_with("MemTotal:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(u64::MAX, |kib| kib * 1024);
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let mut limit = machine;
+    for line in cgroups.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = match (parts.next(), parts.next(), parts.next()) {
+            (Some(a), Some(b), Some(c)) => (a, b, c),
+            _ => continue,
+        };
+        let file = if controllers.split(',').any(|c| c == "memory") {
+            format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
+        } else if controllers.is_empty() {
+            format!("/sys/fs/cgroup{path}/memory.max")
+        } else {
+            continue;
+        };
+        if let Some(n) = std::fs::read_to_string(file).ok().and_then(|t| t.trim().parse::<u64>().ok()) {
+            limit = limit.min(n);
+        }
+    }
+    limit
+}
+
+/// The header budget `--max-kept-bytes 0` (the default) means.
+pub fn default_kept_budget() -> u64 {
+    (memory_limit() / 4).min(1 << 30)
+}
+
 /// A byte count with an optional binary suffix (`512K`, `64M`, `2G`).
 fn parse_bytes(v: &str) -> Option<u64> {
     let (digits, shift) = match v.as_bytes().last()? {
@@ -300,6 +344,11 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
                     c.max_pending_bytes = parse_bytes(&v).filter(|&n| n > 0).ok_or_else(|| {
                         err(2, format!("Invalid --max-pending-bytes {v}: expected a positive size"))
                     })?;
+                }
+                "max-kept-bytes" => {
+                    let v = next_value(&mut i, inline, name)?;
+                    c.max_kept_bytes = parse_bytes(&v)
+                        .ok_or_else(|| err(2, format!("Invalid --max-kept-bytes {v}: expected a size")))?;
                 }
                 "keep-pages" => c.keep_pages = true,
                 "metrics" => c.metrics = Some(next_value(&mut i, inline, name)?),

@@ -15,7 +15,9 @@
 //! asks the engine to prefetch exactly the pages those updates will write
 //! (many files at once, planned from the kept headers), applies the updates
 //! in path order (a kept header that still matches the file's stamp means
-//! no header read), `fdatasync`s each written file, drops the pages it wrote
+//! no header read), makes the written files durable (one `syncfs` for a
+//! batch of several files: one device flush instead of one per file; file
+//! by file with `fdatasync` when that fails), drops the pages it wrote
 //! from the page cache (unless `--keep-pages`), and only then clears
 //! `inflight` — which is what lets the journal segments holding those values
 //! be removed.
@@ -144,7 +146,7 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
         e.retry_at = None;
         // After a failure, part of these values may already be in the file.
         let opts = UpdateOptions { template: None, skip_past_updates: e.retries > 0 };
-        let kept = e.kept.take().map(|k| *k);
+        let kept = e.kept.take().map(crate::cache::Kept::into_inner);
         drop(shard);
         let req = UpdateRequest { path: key.to_string().into(), args, opts };
         taken.push(Taken { key, values: req.args.len(), req, kept, outcome: Outcome::Dropped });
@@ -183,11 +185,25 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
         };
     }
     let release = cache.release_pages.load(Ordering::Relaxed);
+    // One syncfs for the batch when it wrote several files (one device
+    // flush, writes at queue depth); file by file when that fails, so that
+    // an error is pinned on the file it belongs to.
+    let written: Vec<&std::path::Path> = taken
+        .iter()
+        .filter(|t| matches!(t.outcome, Outcome::Written))
+        .map(|t| t.req.path.as_path())
+        .collect();
+    let batch_synced = written.len() > 1 && updater.sync_filesystem(&written).is_ok();
     for t in taken.iter_mut() {
         if !matches!(t.outcome, Outcome::Written) {
             continue;
         }
-        match updater.sync(&t.req.path, t.kept.as_mut(), release) {
+        let synced = if batch_synced {
+            updater.release_written(&t.req.path, t.kept.as_mut(), release)
+        } else {
+            updater.sync(&t.req.path, t.kept.as_mut(), release)
+        };
+        match synced {
             Ok(_) => Stats::add(&cache.stats.files_synced, 1),
             Err(e) if std::path::Path::new(&t.req.path).exists() => {
                 // What the kernel now holds for this file is uncertain.
@@ -206,7 +222,7 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
         let Some(e) = shard.get_mut(&t.key) else { continue };
         e.flushing = false;
         let inflight = std::mem::take(&mut e.inflight);
-        e.kept = t.kept.map(Box::new);
+        e.kept = t.kept.and_then(|k| cache.keep(k));
         match t.outcome {
             Outcome::Retry(why) => {
                 // Back in front of what arrived meanwhile; the journal

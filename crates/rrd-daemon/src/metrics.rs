@@ -250,6 +250,12 @@ pub fn render(daemon: &Daemon) -> String {
         daemon.cache.pending_bytes.load(Ordering::SeqCst),
     );
     o.metric(
+        "rrdscale_kept_header_bytes",
+        "gauge",
+        "Memory the kept file headers hold (bounded by --max-kept-bytes).",
+        daemon.cache.kept_bytes.load(Ordering::SeqCst),
+    );
+    o.metric(
         "rrdscale_journal_commits_total",
         "counter",
         "Group commits (one write each).",

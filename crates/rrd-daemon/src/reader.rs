@@ -55,7 +55,11 @@ fn values_snapshot(cache: &Cache, key: &str) -> Option<Snapshot> {
         Some(e) => {
             let mut v = e.inflight.to_strings();
             v.extend(e.pending.iter().map(str::to_string));
-            Some(Snapshot { gen: Some(e.flushed_gen), values: v, kept: e.kept.clone() })
+            Some(Snapshot {
+                gen: Some(e.flushed_gen),
+                values: v,
+                kept: e.kept.as_ref().map(|k| Box::new(k.get().clone())),
+            })
         }
     }
 }

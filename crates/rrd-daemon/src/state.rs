@@ -34,6 +34,12 @@ impl Daemon {
         let paths = Paths::new(config.base_dir.as_deref(), config.base_only);
         let cache = Arc::new(Cache::new(stats.clone(), config.write_interval_secs, config.write_jitter_secs));
         cache.release_pages.store(!config.keep_pages, std::sync::atomic::Ordering::SeqCst);
+        let kept_budget = if config.max_kept_bytes == 0 {
+            crate::config::default_kept_budget()
+        } else {
+            config.max_kept_bytes
+        };
+        cache.kept_budget.store(kept_budget, std::sync::atomic::Ordering::SeqCst);
         let flush_at_shutdown = AtomicBool::new(config.flush_at_shutdown);
         Daemon {
             config,

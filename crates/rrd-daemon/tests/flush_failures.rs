@@ -45,7 +45,7 @@ fn add(daemon: &Daemon, key: &str, values: &[String]) {
     let e = shard.entry(key.into()).or_insert_with(|| {
         let kept = KeptHeader::read(Path::new(key)).unwrap();
         let mut e = Entry::new(kept.header.live.last_up as f64, 0, unix_now());
-        e.kept = Some(Box::new(kept));
+        e.kept = cache.keep(kept);
         e
     });
     if e.pending.is_empty() {

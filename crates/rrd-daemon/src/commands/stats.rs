@@ -36,6 +36,7 @@ pub fn run(daemon: &Daemon) -> Reply {
         ("PagesPrefetched", Stats::get(&s.pages_prefetched)),
         ("PagesWritten", Stats::get(&s.pages_written)),
         ("PagesReleased", Stats::get(&s.pages_released)),
+        ("KeptHeaderBytes", daemon.cache.kept_bytes.load(Ordering::SeqCst)),
         ("JournalPoisoned", Stats::get(&s.journal_poisoned)),
         ("JournalAppendErrors", Stats::get(&s.journal_append_errors)),
     ];

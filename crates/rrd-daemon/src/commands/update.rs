@@ -110,9 +110,9 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     let mut shard = cache.shard(&key);
     let entry = shard.entry(key.clone()).or_insert_with(|| {
         // Made by us above, or re-made after a FORGET raced with us.
-        let (last_up, kept) = fresh.map_or((0.0, None), |(t, k)| (t, Some(Box::new(k))));
+        let (last_up, kept) = fresh.map_or((0.0, None), |(t, k)| (t, Some(k)));
         let mut e = Entry::new(last_up, cache.jitter(), now);
-        e.kept = kept;
+        e.kept = kept.and_then(|k| cache.keep(k));
         e
     });
     let mut accepted = Vec::new();
