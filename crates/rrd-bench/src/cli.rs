@@ -28,6 +28,20 @@ pub enum Workload {
     /// Seed 001's GrowthForecast table: for each N, a cold first pass (all
     /// files evicted from the page cache) then warm passes; seconds per pass.
     Growthforecast(GrowthforecastArgs),
+    /// Daemon ingest: values/s accepted over UNIX sockets in BATCHes,
+    /// journal on; rrdscale daemon (--sync always, and none) vs rrdcached.
+    DaemonIngest(crate::daemon_ingest::IngestArgs),
+    /// Daemon flush: FLUSHALL of pending values for N cold files; files/s,
+    /// pages read and written per file, and the disk's bound.
+    DaemonFlush(crate::daemon_flush::FlushArgs),
+    /// Daemon restart: kill -9 with pending data journaled for many files;
+    /// time until PING answers and until everything is written.
+    DaemonRestart(crate::daemon_restart::RestartArgs),
+    /// Daemon read: FETCH latency of files with pending values.
+    DaemonRead(crate::daemon_read::ReadArgs),
+    /// Daemon capacity: the most MRTG files kept current over a simulated
+    /// hour under 2.5 KiB of RAM per file (doubling, then bisection).
+    DaemonCapacity(crate::daemon_capacity::CapacityArgs),
     /// Prints the report of a saved run (its --json file) again, and
     /// optionally redraws its plots.
     Report(ReportArgs),

@@ -34,7 +34,7 @@ use crate::workload::{self, file_dirs, file_path, Kind, Step, Workload};
 use crate::BenchError;
 
 /// A progress bar on stderr, hidden when stderr is not a terminal.
-fn bar(len: u64, prefix: String) -> ProgressBar {
+pub(crate) fn bar(len: u64, prefix: String) -> ProgressBar {
     let target = if std::io::stderr().is_terminal() {
         ProgressDrawTarget::stderr()
     } else {
@@ -50,7 +50,7 @@ fn bar(len: u64, prefix: String) -> ProgressBar {
 }
 
 /// Quotes an argument for a POSIX shell when it needs it.
-fn shell_quote(a: &str) -> String {
+pub(crate) fn shell_quote(a: &str) -> String {
     if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=,:+@%".contains(c)) {
         a.to_string()
     } else {
@@ -59,12 +59,12 @@ fn shell_quote(a: &str) -> String {
 }
 
 /// The 1-, 5- and 15-minute load averages.
-fn load_average() -> String {
+pub(crate) fn load_average() -> String {
     let text = fs::read_to_string("/proc/loadavg").unwrap_or_default();
     text.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
-fn machine(dir: &Path, load_before: String) -> Machine {
+pub(crate) fn machine(dir: &Path, load_before: String) -> Machine {
     let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo
         .lines()
@@ -112,7 +112,7 @@ fn filesystem(dir: &Path) -> String {
 }
 
 /// Writes every dirty page of the file system holding `dir` back to disk.
-fn syncfs(dir: &Path) -> Result<(), BenchError> {
+pub(crate) fn syncfs(dir: &Path) -> Result<(), BenchError> {
     let f = fs::File::open(dir).map_err(|e| BenchError::io(format!("opening {}", dir.display()), e))?;
     // SAFETY: syncfs only takes a valid descriptor.
     if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {
@@ -121,7 +121,7 @@ fn syncfs(dir: &Path) -> Result<(), BenchError> {
     Ok(())
 }
 
-fn mkdirs(dir: &Path, count: u64) -> Result<(), BenchError> {
+pub(crate) fn mkdirs(dir: &Path, count: u64) -> Result<(), BenchError> {
     for d in file_dirs(dir, count) {
         fs::create_dir_all(&d).map_err(|e| BenchError::io(format!("creating {}", d.display()), e))?;
     }
@@ -473,7 +473,7 @@ fn build(cli: &Cli) -> Result<(Workload, &Common), BenchError> {
             let schema = Schema::parse(&g.schema)?;
             Ok((workload::growthforecast(schema, &g.sizes, g.passes, g.common.start_time), &g.common))
         }
-        CliWorkload::Report(_) => Err(BenchError::Usage("report runs no workload".into())),
+        _ => Err(BenchError::Usage("this workload is not a direct-update one".into())),
     }
 }
 
@@ -510,8 +510,14 @@ fn rerun_report(json: &Path, svg_dir: Option<&Path>, out: &mut dyn Write) -> Res
 
 /// Runs a parsed `rrdscale bench` command line.
 pub fn run(cli: &Cli, args: &[String], exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
-    if let CliWorkload::Report(r) = &cli.workload {
-        return rerun_report(&r.json, r.svg.as_deref(), out);
+    match &cli.workload {
+        CliWorkload::Report(r) => return rerun_report(&r.json, r.svg.as_deref(), out),
+        CliWorkload::DaemonIngest(a) => return crate::daemon_ingest::run(a, args, exe, out),
+        CliWorkload::DaemonFlush(a) => return crate::daemon_flush::run(a, args, exe, out),
+        CliWorkload::DaemonRestart(a) => return crate::daemon_restart::run(a, args, exe, out),
+        CliWorkload::DaemonRead(a) => return crate::daemon_read::run(a, args, exe, out),
+        CliWorkload::DaemonCapacity(a) => return crate::daemon_capacity::run(a, args, exe, out),
+        _ => {}
     }
     let (w, common) = build(cli)?;
     if common.mode.is_empty() {

@@ -9,7 +9,15 @@
 //! with prefetch (`batch`), through `rrdscale -` (`pipe`); rrdtool through
 //! librrd loaded at run time (`--vs rrdtool`) or through `rrdtool -`.
 //!
-//! How a run goes ([`driver`]): the parent creates the files once (master
+//! Daemon workloads (`daemon-ingest`, `daemon-flush`, `daemon-restart`,
+//! `daemon-read`, `daemon-capacity`; one module each, shared setup in
+//! [`dcommon`], process control and protocol in [`daemon`], the disk probe
+//! in [`diskprobe`]): `rrdscale daemon` and rrdcached 1.7.2 on identical
+//! copies of the files, one after the other, each in its own memory cgroup
+//! with `--memory-budget`, driven only through their command line, UNIX
+//! socket and signals.
+//!
+//! How a direct-update run goes ([`driver`]): the parent creates the files once (master
 //! copies), gives every side its own byte-identical copy, and runs each side
 //! in a fresh child process (`rrdscale bench --internal-worker`, see
 //! [`worker`]) so each has its own `/proc/PID/io` and, with
@@ -32,6 +40,14 @@ use std::io::Write;
 
 pub mod cgroup;
 pub mod cli;
+pub mod daemon;
+pub mod daemon_capacity;
+pub mod daemon_flush;
+pub mod daemon_ingest;
+pub mod daemon_read;
+pub mod daemon_restart;
+pub mod dcommon;
+pub mod diskprobe;
 pub mod driver;
 pub mod librrd;
 pub mod procstat;
