@@ -542,14 +542,21 @@ impl BatchUpdater {
         let mut sink = RowCollector { rows: BTreeMap::new(), summary: verbose.then(Vec::new) };
         let mut error = None;
         {
+            let (row_store, row_layout) = (&rrd.store, &rrd.layout);
             let mut updater = match Updater::new(&mut rrd.header, &req.opts, Now::system()) {
                 Ok(u) => u,
                 Err(e) => return (Err(e), None),
             };
+            updater.set_row_reader(crate::update::row_reader(row_store, row_layout));
             for arg in &req.args {
                 if let Err(msg) = updater.apply(arg, req.opts.skip_past_updates, &mut sink) {
                     error = Some(Error::invalid(format!("{}: {msg}", req.path.display())));
                     break;
+                }
+            }
+            if error.is_none() {
+                if let Err(msg) = updater.finish(&mut sink) {
+                    error = Some(Error::invalid(format!("{}: {msg}", req.path.display())));
                 }
             }
         }

@@ -5,9 +5,15 @@
 //! `--source` prefill is [`crate::prefill`]'s; this module only picks the
 //! last update time from the sources and writes what prefill computes.
 //!
-//! Deliberately absent for now: creating Holt-Winters archives (refused with
-//! a clear error; files that contain them are still read, dumped and
-//! restored).
+//! Holt-Winters archives (HWPREDICT, MHWPREDICT and their SEASONAL,
+//! DEVSEASONAL, DEVPREDICT and FAILURES companions, implicit or explicit)
+//! are parsed as `tune`'s archive additions parse them (rrdtool shares one
+//! parser); the smoothing row of seasonal archives comes from the FNV hash
+//! of the file name exactly as given, so `create x.rrd` and
+//! `create ./x.rrd` differ there, as in rrdtool.
+//!
+//! Deliberately absent: `--source` prefill into a new file that has
+//! Holt-Winters archives (refused with an error).
 
 use std::fs;
 use std::io::Write;
@@ -147,10 +153,9 @@ pub fn parse_rra(def: &str, step_secs: u64) -> Result<RraDef> {
                 let parsed = Cf::parse(&cf_text)
                     .ok_or_else(|| err(format!("Unrecognized consolidation function {cf_text}")))?;
                 if !parsed.is_classic() {
-                    return Err(err(format!(
-                        "creating {cf_text} (Holt-Winters) archives is not supported yet; \
-                         files that contain them can be read, dumped and restored"
-                    )));
+                    // Without a file name: the smoothing row of seasonal
+                    // archives is then hash("") modulo the period.
+                    return crate::tune::parse_rra_def(def, step_secs, crate::hw::fnv_hash(b""), &mut None);
                 }
                 cf = Some(parsed);
             }
@@ -196,8 +201,21 @@ fn next_random(state: &mut u64) -> u64 {
     state.wrapping_mul(0x2545_f491_4f6c_dd1d)
 }
 
-/// Builds the header of a new file from `create`'s options and definitions.
+/// Builds the header of a new file from `create`'s options and definitions
+/// (as for a file named "": see [`build_header_named`]).
 pub fn build_header(opts: &CreateOptions, defs: &[String], now_secs: i64) -> Result<Header> {
+    build_header_named(b"", opts, defs, now_secs)
+}
+
+/// Builds the header of a new file called `file_name` (the name as given on
+/// the command line: its hash places the smoothing of seasonal archives).
+pub fn build_header_named(
+    file_name: &[u8],
+    opts: &CreateOptions,
+    defs: &[String],
+    now_secs: i64,
+) -> Result<Header> {
+    let hash = crate::hw::fnv_hash(file_name);
     let mut step = opts.step_secs.unwrap_or(0);
     let mut ds: Vec<DsDef> = Vec::new();
     let mut rra: Vec<RraDef> = Vec::new();
@@ -228,7 +246,12 @@ pub fn build_header(opts: &CreateOptions, defs: &[String], now_secs: i64) -> Res
             }
             ds.push(d);
         } else if def.starts_with("RRA:") {
-            rra.push(parse_rra(def, step)?);
+            let mut require = None;
+            rra.push(crate::tune::parse_rra_def(def, step, hash, &mut require)?);
+            if let Some(v) = require {
+                version = version.max(Version(v));
+            }
+            crate::tune::handle_dependent_rras(&mut rra, hash)?;
         } else {
             return Err(err(format!("can't parse argument '{def}'")));
         }
@@ -260,8 +283,13 @@ pub fn build_header(opts: &CreateOptions, defs: &[String], now_secs: i64) -> Res
     for r in &rra {
         for _ in &ds {
             let mut scratch = [0u64; 10];
-            scratch[CDP_VAL] = DNAN.to_bits();
-            scratch[CDP_UNKN_PDP_CNT] = ((last_up as u64 - unkn_sec) % (step * r.pdp_count)) / step;
+            // DEVPREDICT starts like a classic archive in rrdtool.
+            if crate::hw::is_hw(r.cf) && r.cf != Cf::DevPredict {
+                crate::hw::init_cdp(r.cf, &mut scratch);
+            } else {
+                scratch[CDP_VAL] = DNAN.to_bits();
+                scratch[CDP_UNKN_PDP_CNT] = ((last_up as u64 - unkn_sec) % (step * r.pdp_count)) / step;
+            }
             cdp.push(CdpPrep { scratch });
         }
     }
@@ -367,9 +395,13 @@ pub fn create(path: &Path, opts: &CreateOptions, defs: &[String], now_secs: i64)
     if opts.no_overwrite && fs::symlink_metadata(path).is_ok() {
         return Err(err(format!("creating '{}': File exists", path.display())));
     }
-    let mut header = build_header(opts, defs, now_secs)?;
+    use std::os::unix::ffi::OsStrExt;
+    let mut header = build_header_named(path.as_os_str().as_bytes(), opts, defs, now_secs)?;
     if opts.sources.is_empty() {
         return write_new_file(path, &header, opts.no_overwrite);
+    }
+    if header.rra.iter().any(|r| crate::hw::is_hw(r.cf)) {
+        return Err(err("prefilling Holt-Winters archives from --source files is not supported"));
     }
     let archives = crate::prefill::prefill_from_files(&mut header, &opts.sources, defs)?;
     write_file_with(path, &header, opts.no_overwrite, |out| {

@@ -13,6 +13,7 @@ pub mod dump;
 pub mod error;
 pub mod fault;
 pub mod fetch;
+pub mod hw;
 pub mod info;
 pub mod list;
 pub mod numparse;

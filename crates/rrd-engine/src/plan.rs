@@ -19,7 +19,9 @@ use crate::update::{Now, RowSink, UpdateOptions, Updater};
 /// The bytes an update touches, in file order, adjacent ranges merged.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct UpdatePlan {
-    /// Bytes read: the header (an update reads nothing else).
+    /// Bytes read: the header, and for files with Holt-Winters archives the
+    /// seasonal rows the update looks up (whole seasonal archives when the
+    /// smoother runs).
     pub reads: Vec<Range<u64>>,
     /// Bytes written: the rows it produces and the live header.
     pub writes: Vec<Range<u64>>,
@@ -80,29 +82,67 @@ impl RowSink for RangeSink<'_> {
 }
 
 /// Plans `args` applied to a file whose header is `header`.
+///
+/// Without the file's rows, the seasonal rows a Holt-Winters update looks up
+/// read as zeros: the ranges are exact (the smoother is planned as if no
+/// seasonal value were unknown, so it may list rows the real update leaves
+/// alone), but the Holt-Winters coefficients in `header_after` are not the
+/// file's. [`plan_update_with_rows`] reads the real rows.
 pub fn plan_update(
     header: &Header,
     args: &[String],
     opts: &UpdateOptions,
     now: Now,
 ) -> crate::Result<UpdatePlan> {
+    plan_update_with_rows(header, args, opts, now, None)
+}
+
+/// [`plan_update`], reading seasonal rows from `store` (which must hold the
+/// file `header` describes); the plan is then exact, `header_after` included.
+pub fn plan_update_with_rows(
+    header: &Header,
+    args: &[String],
+    opts: &UpdateOptions,
+    now: Now,
+    store: Option<&dyn crate::Store>,
+) -> crate::Result<UpdatePlan> {
     let layout = header.layout();
     let mut after = header.clone();
     let mut sink = RangeSink { layout: &layout, ranges: Vec::new() };
     let mut error = None;
+    let reads = std::cell::RefCell::new(std::iter::once(0..layout.data_off).collect::<Vec<_>>());
     {
+        let mut real = store.map(|s| crate::update::row_reader(s, &layout));
         let mut updater = Updater::new(&mut after, opts, now)?;
+        let (layout_ref, reads_ref) = (&layout, &reads);
+        updater.set_row_reader(Box::new(move |rra, first, out: &mut [f64]| {
+            let count = out.len() as u64 / layout_ref.ds_count.max(1);
+            if count > 0 {
+                let start = layout_ref.row_off(rra, first);
+                reads_ref.borrow_mut().push(start..start + count * layout_ref.row_len());
+            }
+            match &mut real {
+                Some(read) => read(rra, first, out),
+                None => {
+                    out.fill(0.0);
+                    Ok(())
+                }
+            }
+        }));
         for arg in args {
             if let Err(e) = updater.apply(arg, opts.skip_past_updates, &mut sink) {
                 error = Some(e);
                 break;
             }
         }
+        if error.is_none() {
+            error = updater.finish(&mut sink).err();
+        }
     }
     let mut writes = sink.ranges;
     writes.push(layout.live_range());
     Ok(UpdatePlan {
-        reads: std::iter::once(0..layout.data_off).collect(),
+        reads: merge(reads.into_inner()),
         writes: merge(writes),
         header_after: Some(after),
         error,
@@ -158,6 +198,39 @@ mod tests {
             })
             .collect();
         assert_eq!(rows_written, vec![0, 1, 2, 3, 4]);
+    }
+
+    /// A Holt-Winters update reads the seasonal rows it looks up (the row
+    /// after next of SEASONAL and DEVSEASONAL), and with the file's rows the
+    /// plan's header is the real update's.
+    #[test]
+    fn plan_lists_seasonal_reads_of_holt_winters_updates() {
+        let defs: Vec<String> =
+            ["DS:x:GAUGE:600:U:U", "RRA:HWPREDICT:10:0.5:0.5:4"].iter().map(|s| s.to_string()).collect();
+        let opts = CreateOptions { start: Some(1_000_000_200), step_secs: Some(300), ..Default::default() };
+        let h = build_header(&opts, &defs, 0).unwrap();
+        let layout = h.layout();
+        let mut bytes = h.encode();
+        bytes.resize(layout.file_len as usize, 0);
+        let store = crate::MemStore::new(bytes);
+        let args = ["1000000500:5".to_string()];
+        let now = Now { secs: 0, usecs: 0 };
+        let plan = plan_update_with_rows(&h, &args, &UpdateOptions::default(), now, Some(&store)).unwrap();
+        for rra in [1, 2] {
+            let row = (h.rra_ptr[rra] + 2) % 4;
+            let off = layout.row_off(rra, row);
+            assert!(plan.reads.iter().any(|r| r.start <= off && off + 8 <= r.end), "RRA {rra}: {plan:?}");
+        }
+        // Without rows the ranges are the same.
+        let blind = plan_update(&h, &args, &UpdateOptions::default(), now).unwrap();
+        assert_eq!(blind.reads, plan.reads);
+        assert_eq!(blind.writes, plan.writes);
+        // The real update gives the planned header.
+        let mut rrd = crate::Rrd::from_store(std::path::Path::new("m.rrd"), store).unwrap();
+        let report =
+            crate::update::update_rrd(&mut rrd, &args, &UpdateOptions::default(), false, now).unwrap();
+        assert!(report.error.is_none());
+        assert_eq!(Some(rrd.header), plan.header_after);
     }
 
     #[test]

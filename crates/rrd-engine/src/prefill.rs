@@ -23,9 +23,9 @@
 //!
 //! Deliberately not here: choosing `last_up` and laying out the header (that
 //! is `create::build_header`, which asks [`latest_last_up`]), writing the
-//! file, and Holt-Winters archives in the new file (`create` refuses them;
-//! Holt-Winters archives of a source are simply never candidates, as in
-//! rrdtool).
+//! file, and Holt-Winters archives in the new file (`create --source`
+//! refuses them; Holt-Winters archives of a source are simply never
+//! candidates, as in rrdtool).
 
 use std::fs;
 use std::path::{Path, PathBuf};

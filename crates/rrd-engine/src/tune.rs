@@ -911,7 +911,7 @@ fn consolidate(cdp: f64, v: f64, cf: Cf) -> f64 {
 
 /// Parses an `RRA:` argument of `tune` (all CFs, Holt-Winters included);
 /// `require_version` records the version the archive needs.
-fn parse_rra_def(def: &str, step_secs: u64, hash: u64, require_version: &mut Option<u8>) -> Result<RraDef> {
+pub(crate) fn parse_rra_def(def: &str, step_secs: u64, hash: u64, require_version: &mut Option<u8>) -> Result<RraDef> {
     let tokens: Vec<&str> = def[4..].split(':').filter(|t| !t.is_empty()).collect();
     let cf = tokens.first().and_then(|t| scan_upper(t)).and_then(|(name, _)| Cf::parse(name));
     match cf {
@@ -1072,7 +1072,7 @@ fn hw_rra(cf: Cf, row_count: u64) -> RraDef {
 /// `handle_dependent_rras`: a HWPREDICT or MHWPREDICT archive without an
 /// explicit SEASONAL index brings its SEASONAL, DEVSEASONAL, DEVPREDICT and
 /// FAILURES archives along.
-fn handle_dependent_rras(rras: &mut Vec<RraDef>, hash: u64) -> Result<()> {
+pub(crate) fn handle_dependent_rras(rras: &mut Vec<RraDef>, hash: u64) -> Result<()> {
     let hw_index = rras.len() - 1;
     let hw = &mut rras[hw_index];
     if !matches!(hw.cf, Cf::HwPredict | Cf::MhwPredict) || hw.par[RRA_DEPENDENT_RRA_IDX] != i32::MAX as u64 {

@@ -5,7 +5,17 @@
 //! produces through [`RowSink`]; it never touches a file. [`update_file`]
 //! is the file-backed driver: it reads the header, runs every argument,
 //! then writes each changed row once (in file order) and the live header
-//! once. That is the whole I/O of an update: no data rows are read.
+//! once. That is the whole I/O of an update of a classic file: no data
+//! rows are read.
+//!
+//! Holt-Winters files (the formulas are [`crate::hw`]'s) also read rows of
+//! their SEASONAL and DEVSEASONAL archives, through a [`RowReader`] the
+//! caller gives ([`Updater::set_row_reader`]); the updater lays the rows it
+//! already wrote in this call over what the reader returns, as rrdtool's
+//! mmap would show them. When an argument's step wraps a seasonal archive
+//! (burn-in) or passes its smoothing row, [`Updater::finish`] runs the
+//! seasonal smoother once at the end of the call, rewriting whole seasonal
+//! archives (reported through [`RowSink::smoothed_row`]).
 //!
 //! Semantics worth knowing (all observed in rrdtool 1.7.2):
 //! - Arguments are applied in order; the first failing argument stops the
@@ -35,7 +45,18 @@ pub trait RowSink {
     /// Row `row_index` of RRA `rra_index` now holds `values`; `rra_time` is
     /// the time rrdtool's `updatev` reports for it.
     fn row(&mut self, rra_index: usize, row_index: u64, rra_time: i64, values: &[f64]);
+
+    /// Row `row_index` of RRA `rra_index` was rewritten by the seasonal
+    /// smoother at the end of the update (`updatev` does not report these).
+    fn smoothed_row(&mut self, rra_index: usize, row_index: u64, values: &[f64]) {
+        self.row(rra_index, row_index, 0, values);
+    }
 }
+
+/// Reads `out.len() / ds_count` consecutive rows of an archive, starting at
+/// a row index, from wherever the file lives. Holt-Winters updates read
+/// rows of their SEASONAL and DEVSEASONAL archives through this.
+pub type RowReader<'a> = Box<dyn FnMut(usize, u64, &mut [f64]) -> std::io::Result<()> + 'a>;
 
 /// Collects the last value written to each row (file order) and, when
 /// asked, the `updatev` summary.
@@ -52,6 +73,9 @@ impl RowSink for RowCollector {
         if let Some(s) = &mut self.summary {
             s.push((rra_time, rra_index, values.to_vec()));
         }
+    }
+    fn smoothed_row(&mut self, rra_index: usize, row_index: u64, values: &[f64]) {
+        self.rows.insert((rra_index, row_index), values.to_vec());
     }
 }
 
@@ -86,6 +110,14 @@ enum ArgError {
     Fatal(String),
 }
 
+/// The seasonal rows looked up during one argument (rrdtool keeps two
+/// buffers per argument, shared by every SEASONAL and DEVSEASONAL archive).
+#[derive(Default)]
+struct CoefBufs {
+    last: Option<Vec<f64>>,
+    next: Option<Vec<f64>>,
+}
+
 /// An update in progress on one file's header.
 pub struct Updater<'h> {
     header: &'h mut Header,
@@ -93,15 +125,20 @@ pub struct Updater<'h> {
     tmpl_idx: Vec<usize>,
     programs: Vec<Option<crate::rpn::Program>>,
     now: Now,
+    /// Where rows of SEASONAL/DEVSEASONAL archives are read from (files
+    /// without Holt-Winters archives never read rows).
+    reader: Option<RowReader<'h>>,
+    /// Rows of SEASONAL/DEVSEASONAL archives written by this updater, which
+    /// later lookups must see (rrdtool's writes go straight to its mmap).
+    written: std::collections::HashMap<(usize, u64), Vec<f64>>,
+    /// Whether the seasonal smoother runs when the call ends.
+    smooth_scheduled: bool,
 }
 
 impl<'h> Updater<'h> {
     pub fn new(header: &'h mut Header, opts: &UpdateOptions, now: Now) -> Result<Updater<'h>> {
-        if header.rra.iter().any(|r| !r.cf.is_classic()) {
-            return Err(Error::invalid(
-                "updating files with Holt-Winters archives (HWPREDICT family) is not supported yet",
-            ));
-        }
+        crate::hw::check_dependencies(header)
+            .map_err(|e| Error::invalid(format!("this file cannot be updated: {e}")))?;
         let tmpl_idx = match &opts.template {
             None => (0..header.ds_count()).filter(|&i| header.ds[i].dst != Dst::Compute).collect(),
             Some(t) => {
@@ -131,7 +168,99 @@ impl<'h> Updater<'h> {
                 None
             });
         }
-        Ok(Updater { header, tmpl_idx, programs, now })
+        Ok(Updater {
+            header,
+            tmpl_idx,
+            programs,
+            now,
+            reader: None,
+            written: Default::default(),
+            smooth_scheduled: false,
+        })
+    }
+
+    /// Gives the updater access to the file's rows (needed by files with
+    /// SEASONAL or DEVSEASONAL archives).
+    pub fn set_row_reader(&mut self, reader: RowReader<'h>) {
+        self.reader = Some(reader);
+    }
+
+    /// Reads `count` rows of `rra` from `first` (no wrap), as the file holds
+    /// them now, including rows this update already wrote.
+    fn read_rows(&mut self, rra: usize, first: u64, count: u64) -> Result<Vec<f64>, String> {
+        let ds_count = self.header.ds_count();
+        let mut out = vec![DNAN; count as usize * ds_count];
+        let reader = self.reader.as_mut().ok_or_else(|| {
+            "updating Holt-Winters archives needs the file's seasonal rows, and none were given".to_string()
+        })?;
+        reader(rra, first, &mut out).map_err(|e| format!("reading seasonal row failed: {e}"))?;
+        for k in 0..count {
+            if let Some(v) = self.written.get(&(rra, first + k)) {
+                out[k as usize * ds_count..(k as usize + 1) * ds_count].copy_from_slice(v);
+            }
+        }
+        Ok(out)
+    }
+
+    /// `lookup_seasonal`: the row `offset` rows after the current one.
+    fn lookup_seasonal(
+        &mut self,
+        rra: usize,
+        offset: u64,
+        buf: &mut Option<Vec<f64>>,
+    ) -> Result<(), ArgError> {
+        let row_cnt = self.header.rra[rra].row_count;
+        let row = self.header.rra_ptr[rra].wrapping_add(offset) % row_cnt;
+        *buf = Some(self.read_rows(rra, row, 1).map_err(ArgError::Fatal)?);
+        Ok(())
+    }
+
+    /// `do_schedule_smooth`: whether this step wraps the seasonal archive
+    /// (during burn-in, counted in the first data source's scratch) or
+    /// passes its smoothing row (after burn-in).
+    fn schedule_smooth(&mut self, rra: usize, elapsed: u64) -> bool {
+        let ds_count = self.header.ds_count();
+        let cur_row = self.header.rra_ptr[rra];
+        let row_cnt = self.header.rra[rra].row_count;
+        let smooth_idx = self.header.rra[rra].par[rrd_format::RRA_SEASONAL_SMOOTH_IDX];
+        let init = &mut self.header.cdp[rra * ds_count].scratch[rrd_format::CDP_INIT_SEASONAL];
+        let reached = cur_row.wrapping_add(elapsed);
+        if *init > crate::hw::BURNIN_CYCLES {
+            if smooth_idx > cur_row {
+                return reached >= smooth_idx;
+            }
+            return reached >= row_cnt && reached >= row_cnt.wrapping_add(smooth_idx);
+        }
+        if reached >= row_cnt {
+            *init = init.wrapping_add(1);
+            return *init != 0;
+        }
+        false
+    }
+
+    /// Ends the call: runs the seasonal smoother if one of the arguments
+    /// scheduled it (at most once per call, as rrdtool does). Call it only
+    /// when every argument succeeded; rrdtool skips it after an error.
+    pub fn finish(&mut self, sink: &mut dyn RowSink) -> Result<(), String> {
+        if !self.smooth_scheduled {
+            return Ok(());
+        }
+        self.smooth_scheduled = false;
+        let ds_count = self.header.ds_count();
+        for rra in 0..self.header.rra_count() {
+            if !matches!(self.header.rra[rra].cf, Cf::Seasonal | Cf::DevSeasonal) {
+                continue;
+            }
+            let row_cnt = self.header.rra[rra].row_count;
+            let mut values = self.read_rows(rra, 0, row_cnt)?;
+            if crate::hw::apply_smoother(self.header, rra, &mut values) {
+                for (row, v) in values.chunks_exact(ds_count).enumerate() {
+                    sink.smoothed_row(rra, row as u64, v);
+                    self.written.insert((rra, row as u64), v.to_vec());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Applies one argument (`time:v1:v2...` or `time@...`). `Ok(false)`
@@ -149,6 +278,7 @@ impl<'h> Updater<'h> {
         let live = self.header.live;
         let mut interval = (cur_secs - live.last_up) as f64 + (cur_usecs - live.last_up_usec) as f64 / 1e6;
         let mut pdp_new = self.update_pdp_prep(&updvals, interval).map_err(ArgError::Fatal)?;
+        let mut bufs = CoefBufs::default();
 
         let step = self.header.pdp_step;
         let last_up = live.last_up as u64;
@@ -179,8 +309,9 @@ impl<'h> Updater<'h> {
                         }
                     }
                     let pdp_temp = self.process_all_pdp_st(open, open, 0.0, 1, &open_new)?;
-                    let steps = self.update_all_cdp_prep(1, proc_pdp_cnt, &pdp_temp);
-                    self.write_to_rras(&steps, live.last_up + sec_open_pdp as i64, sink);
+                    let (steps, skip) = self.update_all_cdp_prep(1, proc_pdp_cnt, &pdp_temp, &mut bufs)?;
+                    self.update_aberrant_cdps(1, &pdp_temp, &mut bufs)?;
+                    self.write_to_rras(&steps, &skip, live.last_up + sec_open_pdp as i64, sink);
                     interval -= open;
                     pre_int -= open;
                     elapsed -= 1;
@@ -188,8 +319,9 @@ impl<'h> Updater<'h> {
                 }
             }
             let pdp_temp = self.process_all_pdp_st(interval, pre_int, post_int, elapsed, &pdp_new)?;
-            let steps = self.update_all_cdp_prep(elapsed, proc_pdp_cnt, &pdp_temp);
-            self.write_to_rras(&steps, cur_secs, sink);
+            let (steps, skip) = self.update_all_cdp_prep(elapsed, proc_pdp_cnt, &pdp_temp, &mut bufs)?;
+            self.update_aberrant_cdps(elapsed, &pdp_temp, &mut bufs)?;
+            self.write_to_rras(&steps, &skip, cur_secs, sink);
         }
         self.header.live.last_up = cur_secs;
         self.header.live.last_up_usec = cur_usecs;
@@ -403,10 +535,20 @@ impl<'h> Updater<'h> {
     }
 
     /// Consolidates `pdp_temp` into every RRA's CDP scratch area and returns
-    /// how many rows each RRA must write.
-    fn update_all_cdp_prep(&mut self, elapsed: u64, proc_pdp_cnt: u64, pdp_temp: &[f64]) -> Vec<u64> {
+    /// how many rows each RRA advances, and which of them advance without
+    /// writing (seasonal archives jumping over a gap).
+    // `r` indexes the header and the results while `self` is borrowed mutably.
+    #[allow(clippy::needless_range_loop)]
+    fn update_all_cdp_prep(
+        &mut self,
+        elapsed: u64,
+        proc_pdp_cnt: u64,
+        pdp_temp: &[f64],
+        bufs: &mut CoefBufs,
+    ) -> Result<(Vec<u64>, Vec<bool>), ArgError> {
         let ds_count = self.header.ds_count();
         let mut steps = Vec::with_capacity(self.header.rra_count());
+        let mut skip = vec![false; self.header.rra_count()];
         for r in 0..self.header.rra_count() {
             let rra = &self.header.rra[r];
             let (cf, pdp_cnt, row_cnt, xff) = (rra.cf, rra.pdp_count, rra.row_count, rra.xff());
@@ -417,31 +559,122 @@ impl<'h> Updater<'h> {
                 0
             };
             steps.push(step_cnt);
+            if matches!(cf, Cf::Seasonal | Cf::DevSeasonal) {
+                if step_cnt > 1 {
+                    // A gap: the rows in between keep their coefficients;
+                    // the scratch area jumps to the rows after the gap.
+                    skip[r] = true;
+                    self.lookup_seasonal(r, elapsed, &mut bufs.last)?;
+                    self.lookup_seasonal(r, elapsed + 1, &mut bufs.next)?;
+                }
+                if self.schedule_smooth(r, elapsed) {
+                    self.smooth_scheduled = true;
+                }
+            }
             for (d, &temp) in pdp_temp.iter().enumerate() {
-                let scratch = &mut self.header.cdp[r * ds_count + d].scratch;
+                let idx = r * ds_count + d;
                 if pdp_cnt > 1 {
-                    update_cdp(scratch, cf, temp, step_cnt, elapsed, start_pdp_offset, pdp_cnt, xff);
+                    update_cdp(
+                        &mut self.header.cdp[idx].scratch,
+                        cf,
+                        temp,
+                        step_cnt,
+                        elapsed,
+                        start_pdp_offset,
+                        pdp_cnt,
+                        xff,
+                    );
                 } else if elapsed > 2 {
-                    // reset_cdp for the classic CFs.
-                    scratch[CDP_PRIMARY_VAL] = temp.to_bits();
-                    scratch[CDP_SECONDARY_VAL] = temp.to_bits();
-                } else {
-                    // update_aberrant_CF stores the PDP for each of the (one
-                    // or two) elapsed steps: primary, then secondary.
-                    scratch[CDP_PRIMARY_VAL] = temp.to_bits();
-                    if elapsed == 2 {
-                        scratch[CDP_SECONDARY_VAL] = temp.to_bits();
-                    }
+                    self.reset_cdp(r, d, elapsed, temp, bufs)?;
                 }
             }
         }
-        steps
+        Ok((steps, skip))
     }
 
-    fn write_to_rras(&mut self, steps: &[u64], current_time: i64, sink: &mut dyn RowSink) {
+    /// `reset_cdp`: a one-PDP archive after a gap of more than two steps.
+    fn reset_cdp(
+        &mut self,
+        r: usize,
+        d: usize,
+        elapsed: u64,
+        temp: f64,
+        bufs: &CoefBufs,
+    ) -> Result<(), ArgError> {
+        let cf = self.header.rra[r].cf;
+        let window = self.header.rra[r].par[rrd_format::RRA_WINDOW_LEN];
+        let s = &mut self.header.cdp[r * self.header.ds.len() + d].scratch;
+        match cf {
+            Cf::Seasonal | Cf::DevSeasonal => {
+                let (Some(last), Some(next)) = (&bufs.last, &bufs.next) else {
+                    // rrdtool dereferences a buffer it never filled here.
+                    return Err(ArgError::Fatal(
+                        "a seasonal archive of one row cannot be updated across a gap".to_string(),
+                    ));
+                };
+                s[rrd_format::CDP_HW_LAST_SEASONAL] = last[d].to_bits();
+                s[rrd_format::CDP_HW_SEASONAL] = next[d].to_bits();
+            }
+            Cf::HwPredict | Cf::MhwPredict | Cf::DevPredict => {
+                if cf != Cf::DevPredict {
+                    s[rrd_format::CDP_NULL_COUNT] = s[rrd_format::CDP_NULL_COUNT].wrapping_add(elapsed);
+                    s[rrd_format::CDP_LAST_NULL_COUNT] =
+                        s[rrd_format::CDP_LAST_NULL_COUNT].wrapping_add(elapsed - 1);
+                }
+                s[CDP_PRIMARY_VAL] = DNAN.to_bits();
+                s[CDP_SECONDARY_VAL] = DNAN.to_bits();
+            }
+            Cf::Failures => {
+                // Steps missed in a gap are not failures.
+                s[CDP_PRIMARY_VAL] = 0f64.to_bits();
+                s[CDP_SECONDARY_VAL] = 0f64.to_bits();
+                crate::hw::erase_violations(s, window);
+            }
+            _ => {
+                s[CDP_PRIMARY_VAL] = temp.to_bits();
+                s[CDP_SECONDARY_VAL] = temp.to_bits();
+            }
+        }
+        Ok(())
+    }
+
+    /// `update_aberrant_cdps`: for one or two elapsed steps, every one-PDP
+    /// archive takes the PDP into its primary (then secondary) value, and
+    /// the Holt-Winters archives update their state, archive by archive in
+    /// file order within each step.
+    fn update_aberrant_cdps(
+        &mut self,
+        elapsed: u64,
+        pdp_temp: &[f64],
+        bufs: &mut CoefBufs,
+    ) -> Result<(), ArgError> {
+        if !(1..3).contains(&elapsed) {
+            return Ok(());
+        }
+        for pass in 0..elapsed {
+            let slot = if pass == 0 { CDP_PRIMARY_VAL } else { CDP_SECONDARY_VAL };
+            for r in 0..self.header.rra_count() {
+                if self.header.rra[r].pdp_count != 1 {
+                    continue;
+                }
+                let cf = self.header.rra[r].cf;
+                if matches!(cf, Cf::Seasonal | Cf::DevSeasonal) {
+                    self.lookup_seasonal(r, elapsed + 1 + pass, &mut bufs.next)?;
+                }
+                let coef = bufs.next.as_deref().unwrap_or(&[]);
+                for (d, &temp) in pdp_temp.iter().enumerate() {
+                    crate::hw::update_aberrant_cf(self.header, r, d, slot, temp, coef);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn write_to_rras(&mut self, steps: &[u64], skip: &[bool], current_time: i64, sink: &mut dyn RowSink) {
         let ds_count = self.header.ds_count();
         let mut values = vec![0.0; ds_count];
         for (r, &step_cnt) in steps.iter().enumerate() {
+            let seasonal = matches!(self.header.rra[r].cf, Cf::Seasonal | Cf::DevSeasonal);
             let row_cnt = self.header.rra[r].row_count;
             let step_time = (self.header.rra[r].pdp_count * self.header.pdp_step) as i64;
             for k in 0..step_cnt {
@@ -451,6 +684,9 @@ impl<'h> Updater<'h> {
                     *cur = 0;
                 }
                 let row = *cur;
+                if skip[r] {
+                    continue;
+                }
                 let (slot, step_subtract) =
                     if k == 0 { (CDP_PRIMARY_VAL, 1) } else { (CDP_SECONDARY_VAL, 2) };
                 let remaining = step_cnt - k;
@@ -462,6 +698,9 @@ impl<'h> Updater<'h> {
                     *v = f64::from_bits(self.header.cdp[r * ds_count + d].scratch[slot]);
                 }
                 sink.row(r, row, rra_time, &values);
+                if seasonal {
+                    self.written.insert((r, row), values.clone());
+                }
             }
         }
     }
@@ -604,11 +843,18 @@ pub fn update_rrd<S: Store>(
     let mut sink = RowCollector { rows: BTreeMap::new(), summary: verbose.then(Vec::new) };
     let mut error = None;
     {
+        let (store, layout) = (&rrd.store, &rrd.layout);
         let mut updater = Updater::new(&mut rrd.header, opts, now)?;
+        updater.set_row_reader(row_reader(store, layout));
         for arg in args {
             if let Err(msg) = updater.apply(arg, opts.skip_past_updates, &mut sink) {
                 error = Some(Error::invalid(format!("{}: {msg}", rrd.path.display())));
                 break;
+            }
+        }
+        if error.is_none() {
+            if let Err(msg) = updater.finish(&mut sink) {
+                error = Some(Error::invalid(format!("{}: {msg}", rrd.path.display())));
             }
         }
     }
@@ -617,4 +863,20 @@ pub fn update_rrd<S: Store>(
     }
     rrd.write_live()?;
     Ok(UpdateReport { error, summary: sink.summary })
+}
+
+/// A [`RowReader`] over a store laid out as `layout` says.
+pub fn row_reader<'a, S: Store + ?Sized>(store: &'a S, layout: &'a rrd_format::Layout) -> RowReader<'a> {
+    Box::new(move |rra, first, out| {
+        let count = out.len() as u64 / layout.ds_count.max(1);
+        if first + count > layout.row_counts[rra] {
+            return Err(std::io::Error::other("row out of range"));
+        }
+        let mut buf = vec![0u8; out.len() * 8];
+        if !buf.is_empty() {
+            store.read_at(&mut buf, layout.row_off(rra, first))?;
+        }
+        out.copy_from_slice(&rrd_format::decode_values(&buf));
+        Ok(())
+    })
 }

@@ -136,11 +136,19 @@ pub struct RraSpec {
     pub steps_arg: String,
     pub rows: u64,
     pub rows_arg: String,
+    /// A Holt-Winters group: the literal `RRA:` arguments of one HWPREDICT
+    /// or MHWPREDICT archive and (explicit form) its companions, which
+    /// refer to each other by index and so are kept (and shrunk) together.
+    /// `cf` is then the predicting archive's CF, `rows` its row count.
+    pub hw: Option<Vec<String>>,
 }
 
 impl RraSpec {
-    pub fn arg(&self) -> String {
-        format!("RRA:{}:{}:{}:{}", self.cf, self.xff, self.steps_arg, self.rows_arg)
+    pub fn args(&self) -> Vec<String> {
+        match &self.hw {
+            Some(args) => args.clone(),
+            None => vec![format!("RRA:{}:{}:{}:{}", self.cf, self.xff, self.steps_arg, self.rows_arg)],
+        }
     }
 }
 
@@ -153,6 +161,26 @@ pub struct Schema {
     pub step_flag: &'static str,
     pub ds: Vec<DsSpec>,
     pub rras: Vec<RraSpec>,
+}
+
+impl Schema {
+    /// Whether the file has Holt-Winters archives (whose smoothing depends
+    /// on the random initial rows, see the harness).
+    pub fn has_hw(&self) -> bool {
+        self.rras.iter().any(|r| r.hw.is_some())
+    }
+
+    /// How many archives the file has (a Holt-Winters group is several).
+    pub fn file_rra_count(&self) -> usize {
+        self.rras
+            .iter()
+            .map(|r| match &r.hw {
+                Some(args) if args.len() == 1 => 5,
+                Some(args) => args.len(),
+                None => 1,
+            })
+            .sum()
+    }
 }
 
 impl Schema {
@@ -227,7 +255,7 @@ impl Case {
             s.step_arg.clone(),
         ];
         args.extend(s.ds.iter().map(DsSpec::arg));
-        args.extend(s.rras.iter().map(RraSpec::arg));
+        args.extend(s.rras.iter().flat_map(RraSpec::args));
         args
     }
 
@@ -387,7 +415,15 @@ fn gen_schema(rng: &mut Rng) -> Schema {
                 }
             }
         }
-        rras.push(RraSpec { cf, xff, pdp_per_row, steps_arg, rows, rows_arg });
+        rras.push(RraSpec { cf, xff, pdp_per_row, steps_arg, rows, rows_arg, hw: None });
+    }
+    // A share of the schemas get a Holt-Winters group, first or last, with
+    // short seasonal periods so that wraps, burn-in and smoothing happen
+    // within a case.
+    if rng.chance(0.3) {
+        let base = if rng.chance(0.5) { 0 } else { rras.len() };
+        let group = gen_hw_group(rng, base);
+        rras.insert(base, group);
     }
 
     Schema {
@@ -398,6 +434,68 @@ fn gen_schema(rng: &mut Rng) -> Schema {
         step_flag: ["-s", "--step"][rng.below(2) as usize],
         ds,
         rras,
+    }
+}
+
+/// One HWPREDICT or MHWPREDICT archive with its companions, implicit
+/// (`create` adds SEASONAL, DEVSEASONAL, DEVPREDICT and FAILURES) or
+/// explicit (a random subset and order, cross-referenced by 1-based index;
+/// `base` archives come before the group).
+fn gen_hw_group(rng: &mut Rng, base: usize) -> RraSpec {
+    let cf = *rng.pick(&["HWPREDICT", "MHWPREDICT"]);
+    let period = rng.range(2, 7) as u64;
+    let rows = rng.range(period as i64, 30) as u64;
+    let frac = |rng: &mut Rng| format!("{:.2}", rng.range(1, 99) as f64 / 100.0);
+    let (alpha, beta) = (frac(rng), frac(rng));
+    let args = if rng.chance(0.4) {
+        vec![format!("RRA:{cf}:{rows}:{alpha}:{beta}:{period}")]
+    } else {
+        // Which companions: SEASONAL always; DEVSEASONAL, then DEVPREDICT
+        // and FAILURES (which need it) each maybe.
+        let mut kinds = vec!["HW", "SEASONAL"];
+        if rng.chance(0.8) {
+            kinds.push("DEVSEASONAL");
+            if rng.chance(0.7) {
+                kinds.push("DEVPREDICT");
+            }
+            if rng.chance(0.7) {
+                kinds.push("FAILURES");
+            }
+        }
+        rng.shuffle(&mut kinds);
+        let idx = |k: &str| base + kinds.iter().position(|x| *x == k).expect("kind present") + 1;
+        let smoothing = |rng: &mut Rng| {
+            if rng.chance(0.7) {
+                format!(":smoothing-window={}", rng.pick(&["0.5", "0.8", "1", "0.34", "0.05"]))
+            } else {
+                String::new()
+            }
+        };
+        let mut args = Vec::new();
+        for k in &kinds {
+            args.push(match *k {
+                "HW" => format!("RRA:{cf}:{rows}:{alpha}:{beta}:{period}:{}", idx("SEASONAL")),
+                "SEASONAL" | "DEVSEASONAL" => {
+                    format!("RRA:{k}:{period}:{}:{}{}", frac(rng), idx("HW"), smoothing(rng))
+                }
+                "DEVPREDICT" => format!("RRA:DEVPREDICT:{rows}:{}", idx("DEVSEASONAL")),
+                _ => {
+                    let window = rng.range(1, 9);
+                    let threshold = rng.range(1, window);
+                    format!("RRA:FAILURES:{rows}:{threshold}:{window}:{}", idx("DEVSEASONAL"))
+                }
+            });
+        }
+        args
+    };
+    RraSpec {
+        cf,
+        xff: String::new(),
+        pdp_per_row: 1,
+        steps_arg: "1".to_string(),
+        rows,
+        rows_arg: rows.to_string(),
+        hw: Some(args),
     }
 }
 
