@@ -911,7 +911,12 @@ fn consolidate(cdp: f64, v: f64, cf: Cf) -> f64 {
 
 /// Parses an `RRA:` argument of `tune` (all CFs, Holt-Winters included);
 /// `require_version` records the version the archive needs.
-pub(crate) fn parse_rra_def(def: &str, step_secs: u64, hash: u64, require_version: &mut Option<u8>) -> Result<RraDef> {
+pub(crate) fn parse_rra_def(
+    def: &str,
+    step_secs: u64,
+    hash: u64,
+    require_version: &mut Option<u8>,
+) -> Result<RraDef> {
     let tokens: Vec<&str> = def[4..].split(':').filter(|t| !t.is_empty()).collect();
     let cf = tokens.first().and_then(|t| scan_upper(t)).and_then(|(name, _)| Cf::parse(name));
     match cf {
