@@ -8,12 +8,6 @@
 mod cmd;
 mod opts;
 
-// The daemon's and the web server's request paths allocate small, short-lived
-// strings per line; glibc's allocator spent a quarter of the daemon's ingest
-// CPU in malloc/free and consolidation (perf), mimalloc much less.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use std::io::{self, Write};
 use std::process::ExitCode;
 
