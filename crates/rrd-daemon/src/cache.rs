@@ -33,9 +33,8 @@
 //!
 //! Deliberately absent here: I/O. Workers, readers and commands do that.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
@@ -44,6 +43,11 @@ use rrd_engine::batch::KeptHeader;
 use crate::stats::Stats;
 
 pub type Key = Arc<str>;
+
+/// The map of one shard. Keys are hashed with foldhash (randomly seeded, so
+/// clients cannot aim names at one bucket; several times cheaper than
+/// SipHash on the update path).
+pub type ShardMap = HashMap<Key, Entry, foldhash::fast::RandomState>;
 
 /// Update values of one file, oldest first: `time:value[:value...]` texts in
 /// one buffer, each with its time (parsed once, at UPDATE).
@@ -93,6 +97,12 @@ impl Values {
 
     pub fn to_strings(&self) -> Vec<String> {
         self.iter().map(str::to_string).collect()
+    }
+
+    /// Keeps only the first `len` values.
+    pub fn truncate(&mut self, len: usize) {
+        self.items.truncate(len);
+        self.text.truncate(self.items.last().map_or(0, |&(_, end)| end));
     }
 
     pub fn clear(&mut self) {
@@ -232,7 +242,9 @@ pub fn kept_header_bytes(k: &KeptHeader) -> u64 {
 }
 
 pub struct Cache {
-    shards: Box<[Mutex<HashMap<Key, Entry>>]>,
+    shards: Box<[Mutex<ShardMap>]>,
+    /// Picks a key's shard (seeded apart from the maps' own hashers).
+    shard_hasher: foldhash::fast::RandomState,
     pub pending_values: AtomicU64,
     /// Bytes the pending values hold ([`Values::bytes`]).
     pub pending_bytes: AtomicU64,
@@ -275,7 +287,8 @@ impl Cache {
             .unwrap_or(1)
             | 1;
         Cache {
-            shards: (0..SHARD_COUNT).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARD_COUNT).map(|_| Mutex::new(ShardMap::default())).collect(),
+            shard_hasher: foldhash::fast::RandomState::default(),
             pending_values: AtomicU64::new(0),
             pending_bytes: AtomicU64::new(0),
             release_pages: AtomicBool::new(true),
@@ -307,13 +320,11 @@ impl Cache {
     }
 
     fn shard_of(&self, key: &str) -> usize {
-        let mut h = DefaultHasher::new();
-        key.hash(&mut h);
-        (h.finish() as usize) % self.shards.len()
+        (self.shard_hasher.hash_one(key) as usize) % self.shards.len()
     }
 
     /// Locks the shard holding `key`.
-    pub fn shard(&self, key: &str) -> MutexGuard<'_, HashMap<Key, Entry>> {
+    pub fn shard(&self, key: &str) -> MutexGuard<'_, ShardMap> {
         self.shards[self.shard_of(key)].lock().expect("cache shard lock")
     }
 

@@ -12,6 +12,15 @@
 //! once (or a BATCH) therefore has them all committed by one journal sync,
 //! and replies still come back in command order.
 //!
+//! The UPDATE fast path: most lines a busy daemon sees are UPDATEs of files
+//! already in the cache. Those are handled in place, synchronously, without
+//! copying the line or splitting it into owned fields: the file name becomes
+//! its cache key in a reused buffer (a name already in normal form is taken
+//! as it is), the values go straight into the entry, and the journal record
+//! is framed from the line's bytes. Anything else (another command, a backslash, a
+//! file not cached yet, a name refused) takes the general path, which gives
+//! the same replies.
+//!
 //! BATCH: successes are silent, errors are collected with their command
 //! number and sent at `.`, after every journal commit of the batch is done.
 //! QUIT (or a handler that closes) inside a BATCH closes without a reply,
@@ -23,7 +32,8 @@ use rrd_protocol::reply::BatchErrors;
 use rrd_protocol::{Command, Context, Fields, Permissions, Reply, LINE_LEN_MAX};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::commands::{self, Args, Outcome};
+use crate::cache::unix_now;
+use crate::commands::{self, journal_error, Accepted, Args, Outcome};
 use crate::journaler::Ticket;
 use crate::state::Daemon;
 use crate::stats::Stats;
@@ -31,14 +41,16 @@ use crate::stats::Stats;
 /// A reply waiting to be written.
 enum Queued {
     Ready(Reply),
-    AfterCommit(Vec<Ticket>, Reply),
+    AfterCommit(Ticket, Reply),
 }
 
 struct Batch {
     /// Commands seen since BATCH (the `.` counts too, as in rrdcached).
     count: u64,
     errors: BatchErrors,
-    commits: Vec<(u64, Vec<Ticket>)>,
+    /// Journal records of the batch's commands: the command number to
+    /// report a failure under (`None`: the command already got an error).
+    commits: Vec<(Option<u64>, Ticket)>,
 }
 
 /// What to do after a line.
@@ -52,10 +64,28 @@ struct Session {
     permissions: Permissions,
     batch: Option<Batch>,
     queue: Vec<Queued>,
+    /// The cache key of the line being handled (reused, not reallocated).
+    key: String,
 }
 
-fn journal_error(why: &str) -> String {
-    format!("Journal write failed, update not acknowledged: {why}")
+/// The fields of an UPDATE line the fast path can take: the command word,
+/// one space, then `file value...` with no backslash anywhere (escapes need
+/// the general splitter) and valid UTF-8.
+/// The values are `None` when the name ends the line (no field follows).
+fn plain_update(line: &[u8]) -> Option<(&[u8], Option<&str>)> {
+    const WORD: &[u8] = b"update ";
+    if line.len() <= WORD.len() || !line[..WORD.len()].eq_ignore_ascii_case(WORD) {
+        return None;
+    }
+    let rest = &line[WORD.len()..];
+    if memchr::memchr(b'\\', rest).is_some() {
+        return None;
+    }
+    let (name, values) = match memchr::memchr(b' ', rest) {
+        Some(i) => (&rest[..i], Some(std::str::from_utf8(&rest[i + 1..]).ok()?)),
+        None => (rest, None),
+    };
+    (!name.is_empty()).then_some((name, values))
 }
 
 impl Session {
@@ -64,6 +94,67 @@ impl Session {
             Some(b) if r.is_error() => b.errors.push(b.count, r.message),
             Some(_) => {}
             None => self.queue.push(Queued::Ready(r)),
+        }
+    }
+
+    /// Handles `line` if it is an UPDATE the fast path can take (see the
+    /// module doc); `false` leaves it to [`Session::line`], untouched.
+    fn fast_update(&mut self, line: &[u8], now: i64) -> bool {
+        let Some((name, values)) = plain_update(line) else { return false };
+        let context = if self.batch.is_some() { Context::Batch } else { Context::Client };
+        if !self.permissions.allows(Command::Update) || !Command::Update.allowed_in(context) {
+            return false;
+        }
+        let Ok(name) = std::str::from_utf8(name) else { return false };
+        let daemon = &self.daemon;
+        if daemon.paths.resolve_into(name, &mut self.key).is_err() {
+            return false;
+        }
+        let key = self.key.as_str();
+        let cache = &daemon.cache;
+        let mut shard = cache.shard(key);
+        // A file not cached yet needs its first-UPDATE checks (file I/O).
+        let Some(entry) = shard.get_mut(key) else { return false };
+        Stats::add(&daemon.stats.updates_received, 1);
+        if let Some(b) = &mut self.batch {
+            b.count += 1;
+        }
+        let outcome = match values {
+            None => Err(Reply::error("No values updated.")),
+            Some(values) => commands::admit_update(daemon)
+                .map(|()| commands::accept_update(daemon, key, entry, values.split(' '), now)),
+        };
+        if let Ok(Accepted { timer_due: Some(due), .. }) = &outcome {
+            let (k, _) = shard.get_key_value(key).expect("the entry was just updated");
+            cache.add_timer(*due, k.clone());
+        }
+        drop(shard);
+        match outcome {
+            Err(reply) => self.reply(reply),
+            Ok(accepted) => self.after_update(accepted),
+        }
+        true
+    }
+
+    /// Queues an UPDATE's reply (or, in a BATCH, its error and commit).
+    fn after_update(&mut self, mut accepted: Accepted) {
+        match (&mut self.batch, accepted.ticket.take()) {
+            // A success inside a BATCH has no reply to build.
+            (Some(b), Some(ticket)) if accepted.error.is_none() => b.commits.push((Some(b.count), ticket)),
+            (_, Some(ticket)) => self.after_commit(ticket, accepted.reply()),
+            (_, None) => self.reply(accepted.reply()),
+        }
+    }
+
+    /// Queues a reply that waits for `ticket` (FORGET; UPDATE on the general path).
+    fn after_commit(&mut self, ticket: Ticket, reply: Reply) {
+        match &mut self.batch {
+            Some(b) if reply.is_error() => {
+                b.errors.push(b.count, reply.message);
+                b.commits.push((None, ticket));
+            }
+            Some(b) => b.commits.push((Some(b.count), ticket)),
+            None => self.queue.push(Queued::AfterCommit(ticket, reply)),
         }
     }
 
@@ -113,12 +204,12 @@ impl Session {
             Command::BatchEnd => {
                 let b = self.batch.take().expect("`.` is only allowed inside a BATCH");
                 let mut errors = b.errors;
-                for (n, tickets) in b.commits {
-                    for t in tickets {
-                        if let Err(why) = t.wait().await {
-                            errors.push(n, journal_error(&why));
-                            break;
-                        }
+                // Tickets are ordered: one wait (one sync) covers them all.
+                let newest = b.commits.iter().fold(Ticket::Done, |m, (_, t)| m.max(t.clone()));
+                let _ = self.daemon.journal.wait(&newest).await;
+                for (n, ticket) in b.commits {
+                    if let (Err(why), Some(n)) = (self.daemon.journal.failure(&ticket), n) {
+                        errors.push(n, journal_error(&why));
                     }
                 }
                 self.queue.push(Queued::Ready(errors.into_reply()));
@@ -129,22 +220,7 @@ impl Session {
         let in_batch = self.batch.is_some();
         match commands::execute(&self.daemon, command, Args::new(args), in_batch).await {
             Outcome::Reply(r) => self.reply(r),
-            Outcome::AfterCommit(tickets, r) => match &mut self.batch {
-                Some(b) => {
-                    if r.is_error() {
-                        b.errors.push(b.count, r.message);
-                        // Its accepted prefix is still committed; wait for
-                        // it with the others, reporting nothing more.
-                        b.commits.push((0, Vec::new()));
-                        for t in tickets {
-                            let _ = t.wait().await;
-                        }
-                    } else {
-                        b.commits.push((b.count, tickets));
-                    }
-                }
-                None => self.queue.push(Queued::AfterCommit(tickets, r)),
-            },
+            Outcome::AfterCommit(ticket, r) => self.after_commit(ticket, r),
             Outcome::ReplyThenClose(r) => {
                 if self.batch.is_none() {
                     self.queue.push(Queued::Ready(r));
@@ -159,21 +235,18 @@ impl Session {
     /// Writes every queued reply, in order, waiting for journal commits.
     async fn write_replies<W: AsyncWrite + Unpin>(&mut self, w: &mut W) -> std::io::Result<()> {
         let mut out = Vec::new();
+        let newest = self.queue.iter().fold(Ticket::Done, |m, q| match q {
+            Queued::AfterCommit(t, _) => m.max(t.clone()),
+            Queued::Ready(_) => m,
+        });
+        let _ = self.daemon.journal.wait(&newest).await;
         for q in self.queue.drain(..) {
             let reply = match q {
                 Queued::Ready(r) => r,
-                Queued::AfterCommit(tickets, r) => {
-                    let mut failed = None;
-                    for t in tickets {
-                        if let Err(why) = t.wait().await {
-                            failed = Some(why);
-                        }
-                    }
-                    match failed {
-                        Some(why) if !r.is_error() => Reply::error(journal_error(&why)),
-                        _ => r,
-                    }
-                }
+                Queued::AfterCommit(ticket, r) => match self.daemon.journal.failure(&ticket) {
+                    Err(why) if !r.is_error() => Reply::error(journal_error(&why)),
+                    _ => r,
+                },
             };
             reply.encode(&mut out);
         }
@@ -193,26 +266,27 @@ where
     Stats::add(&daemon.stats.connections, 1);
     let mut shutdown = daemon.shutdown.subscribe();
     let (mut rd, mut wr) = tokio::io::split(stream);
-    let mut session = Session { daemon: daemon.clone(), permissions, batch: None, queue: Vec::new() };
-    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
-    let mut chunk = vec![0u8; 64 * 1024];
+    let mut session =
+        Session { daemon: daemon.clone(), permissions, batch: None, queue: Vec::new(), key: String::new() };
+    let mut buf: Vec<u8> = Vec::with_capacity(128 * 1024);
     // Inside an over-long line: drop bytes up to the next newline.
     let mut skipping = false;
     loop {
         if *shutdown.borrow() {
             break;
         }
-        let n = tokio::select! {
-            r = rd.read(&mut chunk) => match r {
+        buf.reserve(64 * 1024);
+        tokio::select! {
+            r = rd.read_buf(&mut buf) => match r {
                 Ok(0) | Err(_) => break,
-                Ok(n) => n,
+                Ok(_) => {}
             },
             _ = shutdown.changed() => break,
-        };
-        buf.extend_from_slice(&chunk[..n]);
+        }
+        let now = unix_now();
         let mut consumed = 0;
         let mut close = false;
-        while let Some(pos) = buf[consumed..].iter().position(|&b| b == b'\n') {
+        while let Some(pos) = memchr::memchr(b'\n', &buf[consumed..]) {
             let end = consumed + pos;
             let mut line = &buf[consumed..end];
             consumed = end + 1;
@@ -222,6 +296,9 @@ where
             }
             if line.last() == Some(&b'\r') {
                 line = &line[..line.len() - 1];
+            }
+            if session.fast_update(line, now) {
+                continue;
             }
             let line = line.to_vec();
             if let Next::Close = session.line(&line).await {

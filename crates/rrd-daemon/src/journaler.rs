@@ -1,16 +1,19 @@
 //! The committer: the only owner of the [`rrd_journal::Journal`], on its own
 //! thread, doing group commit.
 //!
-//! Connections hand it records with [`Journaler::submit`] and wait on the
-//! returned [`Ticket`]. The thread takes the first waiting request, then
-//! every other one already queued (up to a bound), appends them all with ONE
-//! write (and, under `--sync always`, one `fdatasync`), and only then
-//! resolves every ticket. Concurrent clients therefore share one sync.
+//! Connections stage records with [`Journaler::submit_update`]: the record
+//! is framed straight into one shared buffer (a short mutex, no allocation
+//! per record, no channel message) and gets a [`Ticket`], its number in
+//! staging order. The thread takes the whole buffer whenever it is free,
+//! appends it with ONE write (and, under `--sync always`, one `fdatasync`),
+//! and only then publishes "processed up to N". Everything staged while a
+//! sync runs goes into the next one, so concurrent clients share syncs, and
+//! a client that staged many records waits once, for its newest.
 //!
-//! Ordering invariant: `submit` is called while the caller holds the lock of
-//! the cache shard whose state the record changes, and the channel is FIFO,
-//! so for any one file the journal holds records in the order the cache
-//! applied them. Replay depends on it.
+//! Ordering invariant: records are staged while the caller holds the lock
+//! of the cache shard whose state the record changes, and the buffer is
+//! written in staging order, so for any one file the journal holds records
+//! in the order the cache applied them. Replay depends on it.
 //!
 //! Failures (rrd-journal decides, docs/journal.md argues): a failed append
 //! fails every ticket of its group, so nothing in it is acknowledged. A
@@ -29,22 +32,21 @@
 //! cache (the oldest segment still holding a value not yet synced into its
 //! RRD file).
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rrd_journal::{Journal, Record, SyncPolicy};
-use tokio::sync::oneshot;
 
 use crate::stats::Stats;
 
-/// The most records one group commit gathers.
-const GROUP_RECORDS_MAX: usize = 65_536;
+/// Failed groups remembered for their waiters (see [`Shared::failures`]).
+const FAILURES_KEPT: usize = 1 << 16;
 
-enum Msg {
-    Append(Record, oneshot::Sender<Result<(), String>>),
+/// What the committer does besides appending.
+enum Control {
     Rotate,
     RemoveBelow(u64),
     /// Sync, then (if asked) delete every segment; the thread then exits.
@@ -54,26 +56,68 @@ enum Msg {
     },
 }
 
-/// Waits for one record to be durable (per the sync policy).
-pub struct Ticket(Option<oneshot::Receiver<Result<(), String>>>);
+/// Records framed and waiting for the committer, and its orders.
+#[derive(Default)]
+struct Staging {
+    frames: Vec<u8>,
+    /// Records staged since the start; the newest one's ticket number.
+    staged: u64,
+    controls: Vec<Control>,
+    /// The newest ticket someone waits for (the committer syncs for it).
+    wanted: u64,
+    /// The committer has stopped: nothing staged now would be written.
+    stopped: bool,
+}
+
+struct Shared {
+    staging: Mutex<Staging>,
+    /// Wakes the committer when the first record or an order is staged.
+    wake: Condvar,
+    /// Records processed (written, or failed) so far, in staging order.
+    processed: tokio::sync::watch::Sender<u64>,
+    /// Groups that failed without poisoning (no space), as
+    /// `(first, last, why)` ticket ranges, newest last. Waiters look here
+    /// right after `processed` passes their ticket, so only the most
+    /// recent [`FAILURES_KEPT`] groups are kept.
+    failures: Mutex<VecDeque<(u64, u64, String)>>,
+    /// The first ticket of the group that found the journal poisoned, and
+    /// why (every ticket from it on fails); `u64::MAX` while healthy.
+    poisoned_from: AtomicU64,
+    poison_reason: Mutex<String>,
+}
+
+/// A journaled record to wait for: durable (per the sync policy) once the
+/// committer has processed it. Tickets are plain numbers in staging order,
+/// so waiting for the newest of a client's records covers all of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ticket {
+    /// Nothing to wait for (no journal configured).
+    Done,
+    /// The record's number in staging order (from 1).
+    At(u64),
+    /// The journal could not take the record.
+    Failed(String),
+}
 
 impl Ticket {
     /// A ticket that is already done (no journal configured).
     pub fn done() -> Ticket {
-        Ticket(None)
+        Ticket::Done
     }
 
-    /// `Err(reason)` when the journal could not take the record.
-    pub async fn wait(self) -> Result<(), String> {
-        match self.0 {
-            None => Ok(()),
-            Some(rx) => rx.await.unwrap_or_else(|_| Err("the journal stopped".into())),
+    /// Of two tickets, the one to wait for so that both are decided: the
+    /// later record (a failed ticket needs no wait).
+    pub fn max(self, other: Ticket) -> Ticket {
+        match (self, other) {
+            (Ticket::At(a), Ticket::At(b)) => Ticket::At(a.max(b)),
+            (t @ Ticket::At(_), _) | (_, t @ Ticket::At(_)) => t,
+            _ => Ticket::Done,
         }
     }
 }
 
 pub struct Journaler {
-    tx: Option<mpsc::Sender<Msg>>,
+    shared: Option<Arc<Shared>>,
     /// The segment appends currently go to (never decreases).
     current_seq: Arc<AtomicU64>,
     poisoned: Arc<AtomicBool>,
@@ -84,7 +128,7 @@ impl Journaler {
     /// No journal: tickets are done at once.
     pub fn disabled() -> Journaler {
         Journaler {
-            tx: None,
+            shared: None,
             current_seq: Arc::new(AtomicU64::new(0)),
             poisoned: Arc::new(AtomicBool::new(false)),
             thread: std::sync::Mutex::new(None),
@@ -99,35 +143,45 @@ impl Journaler {
         rotate_every: Duration,
         segment_len_max: u64,
     ) -> Journaler {
-        let (tx, rx) = mpsc::channel();
+        let shared = Arc::new(Shared {
+            staging: Mutex::new(Staging::default()),
+            wake: Condvar::new(),
+            processed: tokio::sync::watch::channel(0).0,
+            failures: Mutex::new(VecDeque::new()),
+            poisoned_from: AtomicU64::new(u64::MAX),
+            poison_reason: Mutex::new(String::new()),
+        });
         let current_seq = Arc::new(AtomicU64::new(journal.seq()));
         let poisoned = Arc::new(AtomicBool::new(false));
         let thread = {
             let current_seq = current_seq.clone();
             let poisoned = poisoned.clone();
+            let shared = shared.clone();
             std::thread::Builder::new()
                 .name("journal".into())
                 .spawn(move || {
                     Committer {
                         journal,
                         dir,
-                        rx,
+                        shared,
                         stats,
                         current_seq,
                         poisoned,
                         rotate_every,
                         segment_len_max,
                         syncs_seen: 0,
+                        written: 0,
+                        processed: 0,
                     }
                     .run()
                 })
                 .expect("spawning the journal thread")
         };
-        Journaler { tx: Some(tx), current_seq, poisoned, thread: std::sync::Mutex::new(Some(thread)) }
+        Journaler { shared: Some(shared), current_seq, poisoned, thread: std::sync::Mutex::new(Some(thread)) }
     }
 
     pub fn enabled(&self) -> bool {
-        self.tx.is_some()
+        self.shared.is_some()
     }
 
     pub fn current_seq(&self) -> u64 {
@@ -140,35 +194,110 @@ impl Journaler {
 
     /// Queues `record`; see the module doc for the locking rule.
     pub fn submit(&self, record: Record) -> Ticket {
-        let Some(tx) = &self.tx else { return Ticket::done() };
-        let (done, rx) = oneshot::channel();
-        if tx.send(Msg::Append(record, done)).is_err() {
-            let (failed, rx) = oneshot::channel();
-            let _ = failed.send(Err("the journal stopped".into()));
-            return Ticket(Some(rx));
+        self.submit_update(&record.path, record.args.iter().map(String::as_str))
+    }
+
+    /// Queues the record of an update of `path` with `args`, framed straight
+    /// into the staging buffer (no [`Record`] is built); see the module doc
+    /// for the locking rule.
+    pub fn submit_update<'a, I>(&self, path: &str, args: I) -> Ticket
+    where
+        I: IntoIterator<Item = &'a str>,
+        I::IntoIter: Clone,
+    {
+        let Some(shared) = &self.shared else { return Ticket::Done };
+        let mut s = shared.staging.lock().expect("journal staging lock");
+        if s.stopped {
+            return Ticket::Failed("the journal stopped".into());
         }
-        Ticket(Some(rx))
+        let was_idle = s.frames.is_empty();
+        if let Err(e) = rrd_journal::encode_frame(&mut s.frames, path, args) {
+            return Ticket::Failed(e.to_string());
+        }
+        s.staged += 1;
+        let ticket = Ticket::At(s.staged);
+        drop(s);
+        if was_idle {
+            shared.wake.notify_one();
+        }
+        ticket
+    }
+
+    /// Waits until `ticket`'s record is durable; `Err(reason)` when the
+    /// journal could not take it.
+    pub async fn wait(&self, ticket: &Ticket) -> Result<(), String> {
+        let at = match ticket {
+            Ticket::Done => return Ok(()),
+            Ticket::Failed(why) => return Err(why.clone()),
+            Ticket::At(n) => *n,
+        };
+        let Some(shared) = &self.shared else { return Ok(()) };
+        let mut rx = shared.processed.subscribe();
+        if *rx.borrow_and_update() < at {
+            let raised = {
+                let mut s = shared.staging.lock().expect("journal staging lock");
+                let raised = s.wanted < at;
+                s.wanted = s.wanted.max(at);
+                raised
+            };
+            if raised {
+                shared.wake.notify_one();
+            }
+            if rx.wait_for(|&done| done >= at).await.is_err() {
+                return Err("the journal stopped".into());
+            }
+        }
+        self.failure_of(at)
+    }
+
+    /// Whether the (processed) record of `ticket` failed, and why; call
+    /// after [`Journaler::wait`] returned for it or a later ticket.
+    pub fn failure(&self, ticket: &Ticket) -> Result<(), String> {
+        match ticket {
+            Ticket::Done => Ok(()),
+            Ticket::Failed(why) => Err(why.clone()),
+            Ticket::At(n) => self.failure_of(*n),
+        }
+    }
+
+    fn failure_of(&self, at: u64) -> Result<(), String> {
+        let Some(shared) = &self.shared else { return Ok(()) };
+        if at >= shared.poisoned_from.load(Ordering::SeqCst) {
+            return Err(shared.poison_reason.lock().expect("poison reason lock").clone());
+        }
+        let failures = shared.failures.lock().expect("journal failures lock");
+        match failures.iter().rev().find(|(first, last, _)| (*first..=*last).contains(&at)) {
+            Some((_, _, why)) => Err(why.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn order(&self, control: Control) -> bool {
+        let Some(shared) = &self.shared else { return false };
+        let mut s = shared.staging.lock().expect("journal staging lock");
+        if s.stopped {
+            return false;
+        }
+        s.controls.push(control);
+        drop(s);
+        shared.wake.notify_one();
+        true
     }
 
     pub fn rotate(&self) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(Msg::Rotate);
-        }
+        self.order(Control::Rotate);
     }
 
     /// Deletes closed segments with a sequence number below `seq`.
     pub fn remove_below(&self, seq: u64) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(Msg::RemoveBelow(seq));
-        }
+        self.order(Control::RemoveBelow(seq));
     }
 
     /// Syncs and stops the thread; with `remove_all`, deletes every segment
     /// (only when every value is in its RRD file and synced).
     pub fn shutdown(&self, remove_all: bool) {
-        let Some(tx) = &self.tx else { return };
-        let (done, wait) = mpsc::channel();
-        if tx.send(Msg::Shutdown { remove_all, done }).is_ok() {
+        let (done, wait) = std::sync::mpsc::channel();
+        if self.order(Control::Shutdown { remove_all, done }) {
             let _ = wait.recv();
         }
         if let Some(t) = self.thread.lock().expect("journal thread lock").take() {
@@ -180,7 +309,7 @@ impl Journaler {
 struct Committer {
     journal: Journal,
     dir: std::path::PathBuf,
-    rx: mpsc::Receiver<Msg>,
+    shared: Arc<Shared>,
     stats: Arc<Stats>,
     current_seq: Arc<AtomicU64>,
     poisoned: Arc<AtomicBool>,
@@ -188,6 +317,11 @@ struct Committer {
     segment_len_max: u64,
     /// The journal's sync count already booked into `stats`.
     syncs_seen: u64,
+    /// Records written to the segment so far (ticket number).
+    written: u64,
+    /// Records decided so far (the last published ticket number): synced
+    /// under `--sync always`, written under the other policies, or failed.
+    processed: u64,
 }
 
 impl Committer {
@@ -198,51 +332,49 @@ impl Committer {
             SyncPolicy::Every(d) => d,
             _ => Duration::from_millis(500),
         };
-        let mut group: Vec<(Record, oneshot::Sender<Result<(), String>>)> = Vec::new();
+        let mut frames = Vec::new();
         loop {
-            let first = match self.rx.recv_timeout(idle_wait) {
-                Ok(m) => Some(m),
-                Err(RecvTimeoutError::Timeout) => None,
-                Err(RecvTimeoutError::Disconnected) => break,
+            let (staged, controls) = {
+                let mut s = self.shared.staging.lock().expect("journal staging lock");
+                if s.frames.is_empty() && s.controls.is_empty() && !self.sync_wanted(&s) {
+                    s = self.shared.wake.wait_timeout(s, idle_wait).expect("journal staging lock").0;
+                }
+                frames.clear();
+                std::mem::swap(&mut frames, &mut s.frames);
+                (s.staged, std::mem::take(&mut s.controls))
             };
-            let mut control = Vec::new();
-            let mut next = first;
-            while let Some(msg) = next.take() {
-                match msg {
-                    Msg::Append(r, done) => group.push((r, done)),
-                    other => control.push(other),
-                }
-                if group.len() >= GROUP_RECORDS_MAX {
-                    break;
-                }
-                next = self.rx.try_recv().ok();
+            if staged > self.written {
+                self.write(&frames, staged);
             }
-            if !group.is_empty() {
-                self.commit(&mut group);
-            } else if matches!(self.journal.policy(), SyncPolicy::Every(_)) {
-                let _ = self.sync();
+            self.settle();
+            if frames.capacity() > 64 << 20 {
+                // One burst must not pin its buffer for good.
+                frames = Vec::new();
             }
             let mut stop = None;
-            for msg in control {
-                match msg {
-                    Msg::Rotate => self.rotate(&mut last_rotate),
-                    Msg::RemoveBelow(seq) => self.remove_below(seq),
-                    Msg::Shutdown { remove_all, done } => stop = Some((remove_all, done)),
-                    Msg::Append(..) => unreachable!("appends are grouped above"),
+            for control in controls {
+                match control {
+                    Control::Rotate => self.rotate(&mut last_rotate),
+                    Control::RemoveBelow(seq) => self.remove_below(seq),
+                    Control::Shutdown { remove_all, done } => stop = Some((remove_all, done)),
                 }
             }
             if self.journal.len_bytes() > self.segment_len_max || last_rotate.elapsed() >= self.rotate_every {
                 self.rotate(&mut last_rotate);
             }
             if let Some((remove_all, done)) = stop {
-                // Appends queued behind the shutdown message still get an answer.
-                while let Ok(Msg::Append(r, d)) = self.rx.try_recv() {
-                    group.push((r, d));
-                }
-                if !group.is_empty() {
-                    self.commit(&mut group);
+                // Records staged behind the shutdown order still get an
+                // answer; after `stopped` nothing more is staged.
+                let (rest, staged) = {
+                    let mut s = self.shared.staging.lock().expect("journal staging lock");
+                    s.stopped = true;
+                    (std::mem::take(&mut s.frames), s.staged)
+                };
+                if staged > self.written {
+                    self.write(&rest, staged);
                 }
                 let _ = self.sync();
+                self.publish_synced();
                 if remove_all && !self.poisoned.load(Ordering::SeqCst) {
                     self.remove_everything();
                 }
@@ -250,7 +382,39 @@ impl Committer {
                 return;
             }
         }
-        let _ = self.sync();
+    }
+
+    /// Under `--sync always`: whether a waiter needs a record that is
+    /// written but not synced yet.
+    fn sync_wanted(&self, s: &Staging) -> bool {
+        self.journal.policy() == SyncPolicy::Always
+            && s.wanted > self.processed
+            && self.written > self.processed
+    }
+
+    /// After writing: decide what is acknowledged. `--sync always` syncs
+    /// only when a waiter needs it (so one sync covers everything written
+    /// meanwhile: clients finish their batches while the previous sync
+    /// runs); `every:MS` syncs on its interval; both of those and `none`
+    /// acknowledge what is written (as the policy promises).
+    fn settle(&mut self) {
+        match self.journal.policy() {
+            SyncPolicy::Always => {
+                let wanted = self.shared.staging.lock().expect("journal staging lock").wanted;
+                if wanted > self.processed && self.written > self.processed {
+                    let _ = self.sync();
+                    self.publish_synced();
+                }
+            }
+            SyncPolicy::Every(interval) => {
+                if self.journal.last_sync_age() >= interval && self.sync().is_err() {
+                    // What this sync was to cover fails with it.
+                    self.publish_synced();
+                }
+                self.publish(self.written);
+            }
+            SyncPolicy::None => self.publish(self.written),
+        }
     }
 
     fn sync(&mut self) -> Result<(), String> {
@@ -284,19 +448,74 @@ impl Committer {
         }
     }
 
-    fn commit(&mut self, group: &mut Vec<(Record, oneshot::Sender<Result<(), String>>)>) {
-        let records: Vec<Record> = group.iter().map(|(r, _)| r.clone()).collect();
+    /// Writes the records `written + 1 ..= staged` (framed in `frames`)
+    /// with one write. A failed write fails exactly those records: the ones
+    /// written before them are synced and acknowledged first (or, if that
+    /// sync fails too, the journal is poisoned and they fail with it).
+    fn write(&mut self, frames: &[u8], staged: u64) {
+        let first = self.written + 1;
         let before = self.journal.len_bytes();
-        let result = self.journal.append(&records).map_err(|e| e.to_string());
+        let result = self.journal.write_encoded(frames).map_err(|e| e.to_string());
         Stats::add(&self.stats.journal_commits, 1);
-        if result.is_ok() {
-            Stats::add(&self.stats.journal_bytes, self.journal.len_bytes().saturating_sub(before));
-        } else {
-            Stats::add(&self.stats.journal_append_errors, 1);
+        match result {
+            Ok(()) => {
+                Stats::add(&self.stats.journal_bytes, self.journal.len_bytes().saturating_sub(before));
+                self.written = staged;
+            }
+            Err(why) => {
+                Stats::add(&self.stats.journal_append_errors, 1);
+                self.after_io(Some(&why));
+                if self.written > self.processed {
+                    let _ = self.sync();
+                    self.publish_synced();
+                }
+                self.fail(first, staged, why);
+                self.written = staged;
+                self.publish(staged);
+            }
         }
-        self.after_io(result.as_ref().err());
-        for (_, done) in group.drain(..) {
-            let _ = done.send(result.clone());
+    }
+
+    /// Records `first ..= last` failed: poisoned (every later one fails
+    /// too) or refused for lack of space (only these).
+    fn fail(&mut self, first: u64, last: u64, why: String) {
+        if self.journal.poisoned().is_some() {
+            // Only this thread writes these: the reason is in place before
+            // the ticket number that makes waiters read it.
+            if self.shared.poisoned_from.load(Ordering::SeqCst) == u64::MAX {
+                *self.shared.poison_reason.lock().expect("poison reason lock") = why;
+                self.shared.poisoned_from.store(first, Ordering::SeqCst);
+            }
+        } else {
+            let mut failures = self.shared.failures.lock().expect("journal failures lock");
+            if failures.len() == FAILURES_KEPT {
+                failures.pop_front();
+            }
+            failures.push_back((first, last, why));
+        }
+    }
+
+    /// After a sync attempt: acknowledges everything written if it is
+    /// synced now; if the journal is poisoned instead, fails it.
+    fn publish_synced(&mut self) {
+        if self.written <= self.processed {
+            return;
+        }
+        if self.journal.is_synced() {
+            self.publish(self.written);
+        } else if let Some(why) = self.journal.poisoned().map(str::to_string) {
+            // The records' group failed (at its sync).
+            Stats::add(&self.stats.journal_append_errors, 1);
+            self.fail(self.processed + 1, self.written, why);
+            self.publish(self.written);
+        }
+    }
+
+    /// Tells waiters that every record up to `upto` is decided.
+    fn publish(&mut self, upto: u64) {
+        if upto > self.processed {
+            self.processed = upto;
+            self.shared.processed.send_replace(upto);
         }
     }
 
@@ -306,7 +525,12 @@ impl Committer {
             // Nothing more is appended; a new segment would stay empty.
             return;
         }
-        match self.journal.rotate() {
+        let rotated = self.journal.rotate();
+        if self.journal.policy() == SyncPolicy::Always {
+            // The rotation synced what was written (or poisoned trying).
+            self.publish_synced();
+        }
+        match rotated {
             Ok(_) => {
                 self.current_seq.store(self.journal.seq(), Ordering::SeqCst);
                 Stats::add(&self.stats.journal_rotate, 1);
@@ -343,5 +567,55 @@ impl Committer {
         self.rotate(&mut last_rotate);
         let current = self.journal.seq();
         self.remove_below(current);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start(dir: &std::path::Path, policy: SyncPolicy) -> (Journaler, Arc<Stats>) {
+        let stats = Arc::new(Stats::default());
+        let journal = Journal::open(dir, policy).unwrap();
+        let j =
+            Journaler::start(journal, dir.to_path_buf(), stats.clone(), Duration::from_secs(3600), 1 << 30);
+        (j, stats)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn under_sync_always_one_wait_syncs_everything_written_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (j, stats) = start(dir.path(), SyncPolicy::Always);
+        let tickets: Vec<Ticket> =
+            (1..=3).map(|i| j.submit_update("/f.rrd", [format!("{i}:1").as_str()])).collect();
+        assert_eq!(tickets, vec![Ticket::At(1), Ticket::At(2), Ticket::At(3)]);
+        // Written, but nobody waits yet: no sync.
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(Stats::get(&stats.journal_syncs), 0);
+        j.wait(&tickets[2]).await.unwrap();
+        assert_eq!(Stats::get(&stats.journal_syncs), 1);
+        for t in &tickets {
+            j.failure(t).unwrap();
+            j.wait(t).await.unwrap();
+        }
+        assert_eq!(Stats::get(&stats.journal_syncs), 1, "earlier tickets were covered by the same sync");
+        j.shutdown(false);
+        let replayed = rrd_journal::replay(dir.path()).unwrap().records;
+        let args: Vec<String> = replayed.iter().map(|r| r.args.join(" ")).collect();
+        assert_eq!(args, vec!["1:1", "2:1", "3:1"]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_record_too_large_fails_alone_and_a_stopped_journal_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let (j, _) = start(dir.path(), SyncPolicy::None);
+        let huge = "9".repeat(70_000);
+        let bad = j.submit_update("/f.rrd", [huge.as_str()]);
+        assert!(matches!(&bad, Ticket::Failed(why) if why.contains("too large")), "{bad:?}");
+        let good = j.submit_update("/f.rrd", ["1:1"]);
+        j.wait(&good).await.unwrap();
+        assert!(j.wait(&bad).await.is_err());
+        j.shutdown(false);
+        assert_eq!(j.submit_update("/f.rrd", ["2:1"]), Ticket::Failed("the journal stopped".into()));
     }
 }

@@ -28,12 +28,15 @@ pub struct Denied {
 pub struct Paths {
     /// Canonical base directory (`/tmp` when `-b` is not given).
     base: PathBuf,
+    /// `base` as text, as names are joined to it.
+    base_text: String,
     base_only: bool,
 }
 
 impl Paths {
     pub fn new(base_dir: Option<&Path>, base_only: bool) -> Paths {
-        Paths { base: base_dir.map_or_else(|| PathBuf::from("/tmp"), Path::to_path_buf), base_only }
+        let base = base_dir.map_or_else(|| PathBuf::from("/tmp"), Path::to_path_buf);
+        Paths { base_text: base.display().to_string(), base, base_only }
     }
 
     pub fn base(&self) -> &Path {
@@ -63,6 +66,31 @@ impl Paths {
             return Err(Denied { shown: joined });
         }
         Ok(key)
+    }
+
+    /// [`Paths::resolve`] into `out` (cleared first), without allocating
+    /// when the name is already in normal form (no empty, `.` or `..`
+    /// component, no trailing `/`), which is what clients send.
+    pub fn resolve_into(&self, name: &str, out: &mut String) -> Result<(), Denied> {
+        out.clear();
+        let plain = !name.is_empty()
+            && !name.ends_with('/')
+            && !name.contains("//")
+            && !name.contains("/.")
+            && !name.starts_with('.');
+        if !plain {
+            out.push_str(&self.resolve(name)?);
+            return Ok(());
+        }
+        if !name.starts_with('/') {
+            out.push_str(self.base_text.trim_end_matches('/'));
+            out.push('/');
+        }
+        out.push_str(name);
+        if self.base_only && !self.is_beneath(Path::new(out.as_str())) {
+            return Err(Denied { shown: self.resolve(name).err().map_or_else(|| out.clone(), |d| d.shown) });
+        }
+        Ok(())
     }
 
     fn is_beneath(&self, path: &Path) -> bool {
@@ -107,6 +135,41 @@ mod tests {
         assert_eq!(p.resolve("/srv/rrd//x.rrd").unwrap(), "/srv/rrd/x.rrd");
         assert_eq!(p.resolve("a/../x.rrd").unwrap(), "/srv/rrd/x.rrd");
         assert_eq!(p.resolve("/other/y.rrd").unwrap(), "/other/y.rrd");
+    }
+
+    #[test]
+    fn resolving_in_place_agrees_with_resolve() {
+        let names = [
+            "x.rrd",
+            "./x.rrd",
+            "/srv/rrd//x.rrd",
+            "a/../x.rrd",
+            "/other/y.rrd",
+            "sub/y.rrd",
+            "/srv/rrd/sub/y.rrd",
+            "../etc/passwd",
+            "/etc/passwd",
+            "/srv/rrdx/y.rrd",
+            "/srv/rrd",
+            "/srv/rrd/",
+            "sub/",
+            ".hidden.rrd",
+            "sub/.hidden.rrd",
+            "",
+            "/",
+            "a/./b.rrd",
+        ];
+        for base in ["/srv/rrd", "/srv/rrd/", "/"] {
+            for base_only in [false, true] {
+                let p = Paths::new(Some(Path::new(base)), base_only);
+                let mut out = String::from("stale");
+                for name in names {
+                    let expected = p.resolve(name);
+                    let got = p.resolve_into(name, &mut out).map(|()| out.clone());
+                    assert_eq!(got, expected, "base {base} base_only {base_only} name {name:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -90,19 +90,12 @@ pub enum SyncPolicy {
 impl Record {
     /// Encodes the payload (without the frame).
     pub fn encode_payload(&self, out: &mut Vec<u8>) -> Result<()> {
-        let too_large = |len| JournalError::RecordTooLarge { len };
-        let path = self.path.as_bytes();
-        let path_len = u16::try_from(path.len()).map_err(|_| too_large(path.len()))?;
-        let count = u16::try_from(self.args.len()).map_err(|_| too_large(self.args.len()))?;
-        out.extend_from_slice(&path_len.to_le_bytes());
-        out.extend_from_slice(path);
-        out.extend_from_slice(&count.to_le_bytes());
-        for a in &self.args {
-            let len = u16::try_from(a.len()).map_err(|_| too_large(a.len()))?;
-            out.extend_from_slice(&len.to_le_bytes());
-            out.extend_from_slice(a.as_bytes());
-        }
-        Ok(())
+        encode_payload(out, &self.path, self.args.iter().map(String::as_str))
+    }
+
+    /// Appends this record framed, as [`Journal::append_encoded`] takes it.
+    pub fn encode_frame(&self, out: &mut Vec<u8>) -> Result<()> {
+        encode_frame(out, &self.path, self.args.iter().map(String::as_str))
     }
 
     /// Decodes a payload; `None` if it is malformed.
@@ -129,6 +122,59 @@ impl Record {
     }
 }
 
+fn encode_payload<'a, I>(out: &mut Vec<u8>, path: &str, args: I) -> Result<()>
+where
+    I: IntoIterator<Item = &'a str>,
+    I::IntoIter: Clone,
+{
+    let too_large = |len| JournalError::RecordTooLarge { len };
+    let args = args.into_iter();
+    let path_len = u16::try_from(path.len()).map_err(|_| too_large(path.len()))?;
+    let count = args.clone().count();
+    let count = u16::try_from(count).map_err(|_| too_large(count))?;
+    out.extend_from_slice(&path_len.to_le_bytes());
+    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(&count.to_le_bytes());
+    for a in args {
+        let len = u16::try_from(a.len()).map_err(|_| too_large(a.len()))?;
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(a.as_bytes());
+    }
+    Ok(())
+}
+
+/// Appends one framed record (length, checksum, payload) for `path` and
+/// `args` to `out`, without building a [`Record`]: the daemon encodes each
+/// update straight from the client's line into the bytes the journal
+/// writes. On error `out` is left as it was.
+pub fn encode_frame<'a, I>(out: &mut Vec<u8>, path: &str, args: I) -> Result<()>
+where
+    I: IntoIterator<Item = &'a str>,
+    I::IntoIter: Clone,
+{
+    let start = out.len();
+    out.extend_from_slice(&[0; FRAME_HEADER_LEN]);
+    let payload_len = match encode_payload(out, path, args) {
+        Ok(()) => out.len() - start - FRAME_HEADER_LEN,
+        Err(e) => {
+            out.truncate(start);
+            return Err(e);
+        }
+    };
+    if payload_len > RECORD_LEN_MAX as usize {
+        out.truncate(start);
+        return Err(JournalError::RecordTooLarge { len: payload_len });
+    }
+    let len = (payload_len as u32).to_le_bytes();
+    let mut h = crc32fast::Hasher::new();
+    h.update(&len);
+    h.update(&out[start + FRAME_HEADER_LEN..]);
+    out[start..start + 4].copy_from_slice(&len);
+    out[start + 4..start + 8].copy_from_slice(&h.finalize().to_le_bytes());
+    Ok(())
+}
+
+#[cfg(test)]
 fn frame(payload: &[u8], out: &mut Vec<u8>) {
     let len = (payload.len() as u32).to_le_bytes();
     let mut h = crc32fast::Hasher::new();
@@ -365,22 +411,39 @@ impl Journal {
     /// (earlier acknowledged ones are there too). Whether later appends can
     /// succeed is [`Journal::poisoned`] (see the module doc).
     pub fn append(&mut self, records: &[Record]) -> Result<()> {
+        let mut frames = std::mem::take(&mut self.buf);
+        frames.clear();
+        let encoded = records.iter().try_for_each(|r| r.encode_frame(&mut frames));
+        let result = encoded.and_then(|()| self.append_encoded(&frames));
+        self.buf = frames;
+        result
+    }
+
+    /// [`Journal::append`] for records already framed by [`encode_frame`]
+    /// (any number, back to back). Same guarantees.
+    pub fn append_encoded(&mut self, frames: &[u8]) -> Result<()> {
+        self.write_encoded(frames)?;
+        match self.policy {
+            SyncPolicy::Always => self.sync(),
+            SyncPolicy::Every(interval) if self.last_sync.elapsed() >= interval => self.sync(),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes framed records without syncing, whatever the policy: the
+    /// caller decides when to [`Journal::sync`] (a committer that syncs only
+    /// when someone waits for an acknowledgement). A failed write is taken
+    /// back as in [`Journal::append`]; records written here are durable
+    /// only after a successful sync, and a failed sync under
+    /// [`SyncPolicy::Always`] takes back everything written since the last
+    /// good one.
+    pub fn write_encoded(&mut self, frames: &[u8]) -> Result<()> {
         if let Some(why) = &self.poisoned {
             return Err(JournalError::Poisoned(why.clone()));
         }
-        self.buf.clear();
-        let mut payload = Vec::new();
-        for r in records {
-            payload.clear();
-            r.encode_payload(&mut payload)?;
-            if payload.len() > RECORD_LEN_MAX as usize {
-                return Err(JournalError::RecordTooLarge { len: payload.len() });
-            }
-            frame(&payload, &mut self.buf);
-        }
         let mut written = 0;
-        while written < self.buf.len() {
-            let failure = match self.file.write(&self.buf[written..]) {
+        while written < frames.len() {
+            let failure = match self.file.write(&frames[written..]) {
                 Ok(0) => IoError::new(std::io::ErrorKind::WriteZero, "write(2) wrote nothing"),
                 Ok(n) => {
                     written += n;
@@ -397,13 +460,19 @@ impl Journal {
             }
             return Err(JournalError::Io { path: self.path(), source: failure });
         }
-        self.len_bytes += self.buf.len() as u64;
+        self.len_bytes += frames.len() as u64;
         self.dirty = true;
-        match self.policy {
-            SyncPolicy::Always => self.sync(),
-            SyncPolicy::Every(interval) if self.last_sync.elapsed() >= interval => self.sync(),
-            _ => Ok(()),
-        }
+        Ok(())
+    }
+
+    /// Time since the last successful sync (or the segment's creation).
+    pub fn last_sync_age(&self) -> Duration {
+        self.last_sync.elapsed()
+    }
+
+    /// Whether everything written is synced.
+    pub fn is_synced(&self) -> bool {
+        !self.dirty
     }
 
     /// Makes everything appended so far durable.
@@ -713,6 +782,28 @@ mod tests {
         j.sync().unwrap();
         j.remove_through(old).unwrap();
         assert_eq!(replay(dir.path()).unwrap().records, vec![rec(2)]);
+    }
+
+    #[test]
+    fn frames_encoded_in_place_replay_as_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(dir.path(), SyncPolicy::Always).unwrap();
+        let mut frames = Vec::new();
+        encode_frame(&mut frames, "/a.rrd", ["1:1", "2:2"]).unwrap();
+        rec(7).encode_frame(&mut frames).unwrap();
+        let before = frames.clone();
+        let huge = "9".repeat(70_000);
+        assert!(matches!(
+            encode_frame(&mut frames, "/b.rrd", [huge.as_str()]),
+            Err(JournalError::RecordTooLarge { .. })
+        ));
+        let many = vec!["1:1"; 400_000];
+        assert!(encode_frame(&mut frames, "/b.rrd", many.iter().copied()).is_err());
+        assert_eq!(frames, before, "a refused record leaves the buffer as it was");
+        j.append_encoded(&frames).unwrap();
+        let r = replay(dir.path()).unwrap();
+        let first = Record { path: "/a.rrd".into(), args: vec!["1:1".into(), "2:2".into()] };
+        assert_eq!(r.records, vec![first, rec(7)]);
     }
 
     proptest! {

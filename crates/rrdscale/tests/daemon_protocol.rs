@@ -110,6 +110,13 @@ fn stream() -> Vec<(String, Cmp)> {
     add(&format!("UPDATE b.rrd {}:5:5", T0 + 10), Exact);
     add(&format!("UPDATE b.rrd {}:6:50 {}:7:90 {}:U:U", T0 + 320, T0 + 640, T0 + 1000), Exact);
     add(&format!("UPDATE sub/c.rrd {}:1.5:7 {}:2.5e1:12", T0 + 60, T0 + 2000), Exact);
+    // The same checks on our fast path (a cached file, a plain line) and
+    // on the lines it leaves to the general one.
+    add(&format!("update b.rrd {}:1:1", T0 + 1100), Exact);
+    add("UPDATE b.rrd ", Exact);
+    add(&format!("UPDATE b.rrd {}:2:2 ", T0 + 1160), Exact);
+    add(&format!("UPDATE b\\.rrd {}:2:2", T0 + 1170), Exact);
+    add(&format!("UPDATE b.rrd {}:2:2 x {}:3:3", T0 + 1180, T0 + 1190), Exact);
     add("PENDING a.rrd", Exact);
     add("PENDING b.rrd", Exact);
     add("PENDING zz.rrd", Exact);

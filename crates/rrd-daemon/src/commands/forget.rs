@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use rrd_journal::Record;
 use rrd_protocol::{Command, Reply};
 
 use super::{access_denied, syntax_error, Args, Outcome};
@@ -21,7 +20,7 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
         return Reply::error("No such file or directory").into();
     };
     cache.count_pending(&entry.pending, false);
-    let ticket = daemon.journal.submit(Record { path: key.clone(), args: Vec::new() });
+    let ticket = daemon.journal.submit_update(&key, std::iter::empty());
     drop(shard);
-    Outcome::AfterCommit(vec![ticket], Reply::ok_line("Gone!"))
+    Outcome::AfterCommit(ticket, Reply::ok_line("Gone!"))
 }

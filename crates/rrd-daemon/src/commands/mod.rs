@@ -26,13 +26,14 @@ mod suspend;
 mod update;
 
 pub use update::value_time as update_value_time;
+pub(crate) use update::{accept as accept_update, admit as admit_update, Accepted};
 
 /// What a command produced.
 pub enum Outcome {
     Reply(Reply),
-    /// The reply, but only once every ticket is done; if one fails, an error
-    /// reply naming the journal failure replaces it.
-    AfterCommit(Vec<Ticket>, Reply),
+    /// The reply, but only once the ticket's record is durable; if it
+    /// fails, an error reply naming the journal failure replaces it.
+    AfterCommit(Ticket, Reply),
     /// Reply, then close the connection (rrdcached's handlers that return
     /// an error status do that).
     ReplyThenClose(Reply),
@@ -50,6 +51,11 @@ impl From<Reply> for Outcome {
 pub fn syntax_error(command: Command) -> Reply {
     let syntax = command.syntax().unwrap_or("Syntax error.\n");
     Reply::error(format!("Usage: {}", syntax.trim_end_matches('\n')))
+}
+
+/// The error for an update the journal did not take.
+pub fn journal_error(why: &str) -> String {
+    format!("Journal write failed, update not acknowledged: {why}")
 }
 
 /// The message for a refused file name.

@@ -18,12 +18,12 @@ use std::sync::Arc;
 
 use rrd_engine::batch::KeptHeader;
 use rrd_engine::numparse::rrd_strtod;
-use rrd_journal::Record;
 use rrd_protocol::{Command, Reply};
 
 use super::{access_denied, blocking, syntax_error, Args, Outcome};
-use crate::cache::{unix_now, Entry, Key, Values};
+use crate::cache::{unix_now, Entry, Key};
 use crate::config::os_text;
+use crate::journaler::Ticket;
 use crate::state::Daemon;
 use crate::stats::Stats;
 
@@ -66,6 +66,117 @@ pub fn value_time(value: &str) -> Option<f64> {
     (used > 0 && value.as_bytes().get(used) == Some(&b':')).then_some(stamp)
 }
 
+/// The refusals that come before any value is looked at: a poisoned
+/// journal, and the pending-values budget (`--max-pending`,
+/// `--max-pending-bytes`).
+pub fn admit(daemon: &Daemon) -> Result<(), Reply> {
+    let cache = &daemon.cache;
+    let refused = |r: Reply| {
+        Stats::add(&daemon.stats.updates_refused, 1);
+        Err(r)
+    };
+    if daemon.journal.is_poisoned() {
+        return refused(Reply::error(
+            "Journal failure: no updates are accepted until the daemon is restarted",
+        ));
+    }
+    if cache.pending_bytes.load(Ordering::Relaxed) >= daemon.config.max_pending_bytes {
+        return refused(Reply::error(format!(
+            "Too many pending bytes (limit {}): update refused, try again later",
+            daemon.config.max_pending_bytes
+        )));
+    }
+    if cache.pending_values.load(Ordering::Relaxed) >= daemon.config.max_pending_values {
+        return refused(Reply::error(format!(
+            "Too many pending values (limit {}): update refused, try again later",
+            daemon.config.max_pending_values
+        )));
+    }
+    Ok(())
+}
+
+/// What taking one UPDATE's values did.
+pub struct Accepted {
+    pub count: usize,
+    /// Why the value after the accepted ones was refused.
+    pub error: Option<String>,
+    /// The journal record of the accepted values (none when `count == 0`).
+    pub ticket: Option<Ticket>,
+    /// The entry's first pending value came now: its flush is due then.
+    pub timer_due: Option<i64>,
+}
+
+impl Accepted {
+    /// rrdcached's reply for it.
+    pub fn reply(&self) -> Reply {
+        match &self.error {
+            Some(e) => Reply::error(e.clone()),
+            None if self.count == 0 => Reply::error("No values updated."),
+            None => Reply::ok_line(format!("errors, enqueued {} value(s).", self.count)),
+        }
+    }
+}
+
+/// Takes `values` in order into `entry` (whose shard the caller holds
+/// locked) until one fails, and stages the journal record of those taken
+/// while the lock is still held (the journal's order for a file is the
+/// cache's order).
+///
+/// When the entry had no pending values before, the caller must add its
+/// timer ([`Accepted::timer_due`]) before releasing the shard lock.
+pub fn accept<'a, I>(daemon: &Daemon, key: &str, entry: &mut Entry, values: I, now: i64) -> Accepted
+where
+    I: Iterator<Item = &'a str> + Clone,
+{
+    let cache = &daemon.cache;
+    let was_empty = entry.pending.is_empty();
+    let (len_before, bytes_before) = (entry.pending.len(), entry.pending.bytes());
+    let last_stamp_before = entry.last_stamp;
+    let mut error = None;
+    for value in values.clone() {
+        match value_time(value) {
+            None => {
+                error = Some(format!("Cannot find timestamp in '{value}'!"));
+                break;
+            }
+            Some(stamp) if stamp <= entry.last_stamp => {
+                error = Some(format!(
+                    "illegal attempt to update using time {stamp:.6} when last update time is {:.6} \
+                     (minimum one second step)",
+                    entry.last_stamp
+                ));
+                break;
+            }
+            Some(stamp) => {
+                entry.last_stamp = stamp;
+                entry.pending.push(stamp, value);
+            }
+        }
+    }
+    let count = entry.pending.len() - len_before;
+    if count == 0 {
+        return Accepted { count, error, ticket: None, timer_due: None };
+    }
+    let ticket = daemon.journal.submit_update(key, values.take(count));
+    if let Ticket::Failed(why) = &ticket {
+        // Refused before it reached the journal (a record too large for a
+        // frame, or a stopped journal): not acknowledged, so not kept.
+        entry.pending.truncate(len_before);
+        entry.last_stamp = last_stamp_before;
+        return Accepted { count: 0, error: Some(super::journal_error(why)), ticket: None, timer_due: None };
+    }
+    let mut timer_due = None;
+    if was_empty {
+        entry.first_pending_at = now;
+        entry.oldest_seq = daemon.journal.current_seq();
+        timer_due = Some(entry.due_at(cache.write_interval_secs));
+    }
+    cache.pending_values.fetch_add(count as u64, Ordering::SeqCst);
+    cache.pending_bytes.fetch_add(entry.pending.bytes() - bytes_before, Ordering::SeqCst);
+    entry.last_activity = now;
+    Accepted { count, error, ticket: Some(ticket), timer_due }
+}
+
 pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     let Some(file) = args.next() else { return syntax_error(Command::Update).into() };
     Stats::add(&daemon.stats.updates_received, 1);
@@ -84,27 +195,11 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
         }
     }
     let values = args.rest();
-    if daemon.journal.is_poisoned() {
-        Stats::add(&daemon.stats.updates_refused, 1);
-        return Reply::error("Journal failure: no updates are accepted until the daemon is restarted").into();
+    if !values.is_empty() {
+        if let Err(refusal) = admit(daemon) {
+            return refusal.into();
+        }
     }
-    if !values.is_empty() && cache.pending_bytes.load(Ordering::SeqCst) >= daemon.config.max_pending_bytes {
-        Stats::add(&daemon.stats.updates_refused, 1);
-        return Reply::error(format!(
-            "Too many pending bytes (limit {}): update refused, try again later",
-            daemon.config.max_pending_bytes
-        ))
-        .into();
-    }
-    if !values.is_empty() && cache.pending_values.load(Ordering::SeqCst) >= daemon.config.max_pending_values {
-        Stats::add(&daemon.stats.updates_refused, 1);
-        return Reply::error(format!(
-            "Too many pending values (limit {}): update refused, try again later",
-            daemon.config.max_pending_values
-        ))
-        .into();
-    }
-
     let now = unix_now();
     let key: Key = key.into();
     let mut shard = cache.shard(&key);
@@ -115,55 +210,15 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
         e.kept = kept.and_then(|k| cache.keep(k));
         e
     });
-    let mut accepted = Vec::new();
-    let mut parsed = Values::default();
-    let mut error = None;
-    for value in values {
-        match value_time(&value) {
-            None => {
-                error = Some(format!("Cannot find timestamp in '{value}'!"));
-                break;
-            }
-            Some(stamp) if stamp <= entry.last_stamp => {
-                error = Some(format!(
-                    "illegal attempt to update using time {stamp:.6} when last update time is {:.6} \
-                     (minimum one second step)",
-                    entry.last_stamp
-                ));
-                break;
-            }
-            Some(stamp) => {
-                entry.last_stamp = stamp;
-                parsed.push(stamp, &value);
-                accepted.push(value);
-            }
-        }
-    }
-    let count = accepted.len();
-    let mut tickets = Vec::new();
-    if count > 0 {
-        if entry.pending.is_empty() {
-            entry.first_pending_at = now;
-            entry.oldest_seq = daemon.journal.current_seq();
-            cache.add_timer(entry.due_at(cache.write_interval_secs), key.clone());
-        }
-        cache.count_pending(&parsed, true);
-        entry.pending.extend_from(&parsed);
-        entry.last_activity = now;
-        // Submitted under the shard lock: the journal's order for this file
-        // is the cache's order.
-        tickets.push(daemon.journal.submit(Record { path: key.to_string(), args: accepted }));
+    let accepted = accept(daemon, &key, entry, values.iter().map(String::as_str), now);
+    if let Some(due) = accepted.timer_due {
+        cache.add_timer(due, key);
     }
     drop(shard);
-    let reply = match error {
-        Some(e) => Reply::error(e),
-        None if count == 0 => Reply::error("No values updated."),
-        None => Reply::ok_line(format!("errors, enqueued {count} value(s).")),
-    };
-    if tickets.is_empty() {
-        reply.into()
-    } else {
-        Outcome::AfterCommit(tickets, reply)
+    let reply = accepted.reply();
+    match accepted.ticket {
+        Some(ticket) => Outcome::AfterCommit(ticket, reply),
+        None => reply.into(),
     }
 }
 
