@@ -2,21 +2,36 @@
 //! thread, doing group commit.
 //!
 //! Connections stage records with [`Journaler::submit_update`]: the record
-//! is framed straight into one shared buffer (a short mutex, no allocation
-//! per record, no channel message) and gets a [`Ticket`], its number in
-//! staging order. The thread takes the whole buffer whenever it is free,
-//! appends it with ONE write (and, under `--sync always`, one `fdatasync`),
-//! and only then publishes "processed up to N". Everything staged while a
-//! sync runs goes into the next one, so concurrent clients share syncs, and
-//! a client that staged many records waits once, for its newest.
+//! is framed straight into one of [`STAGES`] staging buffers, chosen by a
+//! hash of its file name (a short, almost never contended mutex; no
+//! allocation and no message per record; no lock shared by all clients),
+//! and gets a [`Ticket`]: the commit generation current when it was
+//! staged. The thread commits by advancing the generation, then taking
+//! every buffer's bytes (each under its lock), and appending them with ONE
+//! write; under `--sync always` it syncs when some connection waits for a
+//! generation that is written but not synced (a connection waits once per
+//! batch of replies, for its newest ticket), and then publishes "decided up
+//! to generation g". Everything staged while a sync runs goes into the next
+//! one, so concurrent clients share syncs.
+//!
+//! Why generations work: a record is staged, and its ticket read, under its
+//! buffer's lock; the committer advances the generation from `g` to `g + 1`
+//! before it takes any buffer, and takes each buffer under that lock. So a
+//! record with ticket `g` is in the buffer when the commit of `g` takes it
+//! (or in an earlier commit). A record staged after the advance may ride
+//! along in that write; it is published with the next generation.
 //!
 //! Ordering invariant: records are staged while the caller holds the lock
-//! of the cache shard whose state the record changes, and the buffer is
-//! written in staging order, so for any one file the journal holds records
-//! in the order the cache applied them. Replay depends on it.
+//! of the cache shard whose state the record changes, and all records of a
+//! file go to the same buffer, whose bytes are written in staging order, so
+//! for any one file the journal holds records in the order the cache
+//! applied them. Replay depends on it.
 //!
-//! Failures (rrd-journal decides, docs/journal.md argues): a failed append
-//! fails every ticket of its group, so nothing in it is acknowledged. A
+//! Failures (rrd-journal decides, docs/journal.md argues): a failed write
+//! fails every ticket up to the generation current when its buffers were
+//! taken (possibly a few staged just after, which are then written and
+//! durable but not acknowledged: the safe direction), and nothing of it is
+//! acknowledged. A
 //! failed sync, or a failed write other than "no space", poisons the
 //! journal: every later ticket fails, so no update is acknowledged that is
 //! not durable, and [`Journaler::is_poisoned`] turns true for good (STATS,
@@ -33,6 +48,7 @@
 //! RRD file).
 
 use std::collections::VecDeque;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -56,24 +72,33 @@ enum Control {
     },
 }
 
-/// Records framed and waiting for the committer, and its orders.
+/// Staging buffers (see the module doc).
+pub const STAGES: usize = 64;
+
+/// The committer's orders, and whether it still takes records.
 #[derive(Default)]
-struct Staging {
-    frames: Vec<u8>,
-    /// Records staged since the start; the newest one's ticket number.
-    staged: u64,
+struct Orders {
     controls: Vec<Control>,
-    /// The newest ticket someone waits for (the committer syncs for it).
-    wanted: u64,
-    /// The committer has stopped: nothing staged now would be written.
-    stopped: bool,
 }
 
 struct Shared {
-    staging: Mutex<Staging>,
-    /// Wakes the committer when the first record or an order is staged.
+    /// Framed records waiting for the committer.
+    stages: Box<[Mutex<Vec<u8>>]>,
+    /// Picks a file's buffer.
+    stage_hasher: foldhash::fast::RandomState,
+    /// The commit generation records staged now get as ticket (from 1).
+    generation: AtomicU64,
+    /// Some buffer went from empty to not empty since the committer last
+    /// looked.
+    has_data: AtomicBool,
+    /// The newest ticket someone waits for (the committer syncs for it).
+    wanted: AtomicU64,
+    /// The committer has stopped: nothing staged now would be written.
+    stopped: AtomicBool,
+    orders: Mutex<Orders>,
+    /// Wakes the committer (with `orders`): data, a waiter, an order.
     wake: Condvar,
-    /// Records processed (written, or failed) so far, in staging order.
+    /// Generations decided (written and synced, or failed) so far.
     processed: tokio::sync::watch::Sender<u64>,
     /// Groups that failed without poisoning (no space), as
     /// `(first, last, why)` ticket ranges, newest last. Waiters look here
@@ -86,14 +111,21 @@ struct Shared {
     poison_reason: Mutex<String>,
 }
 
+impl Shared {
+    fn notify(&self) {
+        let _orders = self.orders.lock().expect("journal orders lock");
+        self.wake.notify_one();
+    }
+}
+
 /// A journaled record to wait for: durable (per the sync policy) once the
-/// committer has processed it. Tickets are plain numbers in staging order,
-/// so waiting for the newest of a client's records covers all of them.
+/// committer has decided its generation. Generations only grow, so waiting
+/// for the newest of a client's tickets covers all of them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ticket {
     /// Nothing to wait for (no journal configured).
     Done,
-    /// The record's number in staging order (from 1).
+    /// The commit generation the record belongs to (from 1).
     At(u64),
     /// The journal could not take the record.
     Failed(String),
@@ -144,7 +176,13 @@ impl Journaler {
         segment_len_max: u64,
     ) -> Journaler {
         let shared = Arc::new(Shared {
-            staging: Mutex::new(Staging::default()),
+            stages: (0..STAGES).map(|_| Mutex::new(Vec::new())).collect(),
+            stage_hasher: foldhash::fast::RandomState::default(),
+            generation: AtomicU64::new(1),
+            has_data: AtomicBool::new(false),
+            wanted: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
+            orders: Mutex::new(Orders::default()),
             wake: Condvar::new(),
             processed: tokio::sync::watch::channel(0).0,
             failures: Mutex::new(VecDeque::new()),
@@ -206,19 +244,19 @@ impl Journaler {
         I::IntoIter: Clone,
     {
         let Some(shared) = &self.shared else { return Ticket::Done };
-        let mut s = shared.staging.lock().expect("journal staging lock");
-        if s.stopped {
+        let stage = &shared.stages[(shared.stage_hasher.hash_one(path) as usize) % STAGES];
+        let mut frames = stage.lock().expect("journal stage lock");
+        if shared.stopped.load(Ordering::SeqCst) {
             return Ticket::Failed("the journal stopped".into());
         }
-        let was_idle = s.frames.is_empty();
-        if let Err(e) = rrd_journal::encode_frame(&mut s.frames, path, args) {
+        if let Err(e) = rrd_journal::encode_frame(&mut frames, path, args) {
             return Ticket::Failed(e.to_string());
         }
-        s.staged += 1;
-        let ticket = Ticket::At(s.staged);
-        drop(s);
-        if was_idle {
-            shared.wake.notify_one();
+        // Read under the buffer's lock (see the module doc).
+        let ticket = Ticket::At(shared.generation.load(Ordering::SeqCst));
+        drop(frames);
+        if !shared.has_data.swap(true, Ordering::SeqCst) {
+            shared.notify();
         }
         ticket
     }
@@ -234,14 +272,8 @@ impl Journaler {
         let Some(shared) = &self.shared else { return Ok(()) };
         let mut rx = shared.processed.subscribe();
         if *rx.borrow_and_update() < at {
-            let raised = {
-                let mut s = shared.staging.lock().expect("journal staging lock");
-                let raised = s.wanted < at;
-                s.wanted = s.wanted.max(at);
-                raised
-            };
-            if raised {
-                shared.wake.notify_one();
+            if shared.wanted.fetch_max(at, Ordering::SeqCst) < at {
+                shared.notify();
             }
             if rx.wait_for(|&done| done >= at).await.is_err() {
                 return Err("the journal stopped".into());
@@ -274,12 +306,12 @@ impl Journaler {
 
     fn order(&self, control: Control) -> bool {
         let Some(shared) = &self.shared else { return false };
-        let mut s = shared.staging.lock().expect("journal staging lock");
-        if s.stopped {
+        let mut orders = shared.orders.lock().expect("journal orders lock");
+        if shared.stopped.load(Ordering::SeqCst) {
             return false;
         }
-        s.controls.push(control);
-        drop(s);
+        orders.controls.push(control);
+        drop(orders);
         shared.wake.notify_one();
         true
     }
@@ -334,17 +366,17 @@ impl Committer {
         };
         let mut frames = Vec::new();
         loop {
-            let (staged, controls) = {
-                let mut s = self.shared.staging.lock().expect("journal staging lock");
-                if s.frames.is_empty() && s.controls.is_empty() && !self.sync_wanted(&s) {
-                    s = self.shared.wake.wait_timeout(s, idle_wait).expect("journal staging lock").0;
+            let controls = {
+                let mut orders = self.shared.orders.lock().expect("journal orders lock");
+                if orders.controls.is_empty() && !self.work_waiting() {
+                    orders = self.shared.wake.wait_timeout(orders, idle_wait).expect("journal orders lock").0;
                 }
-                frames.clear();
-                std::mem::swap(&mut frames, &mut s.frames);
-                (s.staged, std::mem::take(&mut s.controls))
+                std::mem::take(&mut orders.controls)
             };
-            if staged > self.written {
-                self.write(&frames, staged);
+            if self.shared.has_data.swap(false, Ordering::SeqCst)
+                || self.shared.wanted.load(Ordering::SeqCst) > self.written
+            {
+                self.commit(&mut frames);
             }
             self.settle();
             if frames.capacity() > 64 << 20 {
@@ -363,16 +395,11 @@ impl Committer {
                 self.rotate(&mut last_rotate);
             }
             if let Some((remove_all, done)) = stop {
-                // Records staged behind the shutdown order still get an
-                // answer; after `stopped` nothing more is staged.
-                let (rest, staged) = {
-                    let mut s = self.shared.staging.lock().expect("journal staging lock");
-                    s.stopped = true;
-                    (std::mem::take(&mut s.frames), s.staged)
-                };
-                if staged > self.written {
-                    self.write(&rest, staged);
-                }
+                // Records staged before `stopped` still get an answer (a
+                // stager checks it under its buffer's lock, and this commit
+                // takes every buffer after setting it).
+                self.shared.stopped.store(true, Ordering::SeqCst);
+                self.commit(&mut frames);
                 let _ = self.sync();
                 self.publish_synced();
                 if remove_all && !self.poisoned.load(Ordering::SeqCst) {
@@ -384,12 +411,35 @@ impl Committer {
         }
     }
 
-    /// Under `--sync always`: whether a waiter needs a record that is
-    /// written but not synced yet.
-    fn sync_wanted(&self, s: &Staging) -> bool {
-        self.journal.policy() == SyncPolicy::Always
-            && s.wanted > self.processed
-            && self.written > self.processed
+    /// Whether there is something to do without waiting: staged records,
+    /// or (under `--sync always`) a waiter for a generation not yet synced.
+    fn work_waiting(&self) -> bool {
+        self.shared.has_data.load(Ordering::SeqCst)
+            || (self.shared.wanted.load(Ordering::SeqCst) > self.processed
+                && self.journal.policy() == SyncPolicy::Always)
+    }
+
+    /// Closes the current generation and writes everything staged with one
+    /// write (see the module doc for why nothing of it is missed).
+    fn commit(&mut self, frames: &mut Vec<u8>) {
+        let generation = self.shared.generation.fetch_add(1, Ordering::SeqCst);
+        frames.clear();
+        for stage in self.shared.stages.iter() {
+            let mut staged = stage.lock().expect("journal stage lock");
+            frames.extend_from_slice(&staged);
+            staged.clear();
+            if staged.capacity() > 4 << 20 {
+                staged.shrink_to(64 << 10);
+            }
+        }
+        // Records staged after the advance may be in `frames` too: a failed
+        // write must fail them as well.
+        let newest = self.shared.generation.load(Ordering::SeqCst) - 1;
+        if frames.is_empty() {
+            self.written = self.written.max(generation);
+        } else {
+            self.write(frames, generation, newest);
+        }
     }
 
     /// After writing: decide what is acknowledged. `--sync always` syncs
@@ -400,7 +450,7 @@ impl Committer {
     fn settle(&mut self) {
         match self.journal.policy() {
             SyncPolicy::Always => {
-                let wanted = self.shared.staging.lock().expect("journal staging lock").wanted;
+                let wanted = self.shared.wanted.load(Ordering::SeqCst);
                 if wanted > self.processed && self.written > self.processed {
                     let _ = self.sync();
                     self.publish_synced();
@@ -448,11 +498,13 @@ impl Committer {
         }
     }
 
-    /// Writes the records `written + 1 ..= staged` (framed in `frames`)
-    /// with one write. A failed write fails exactly those records: the ones
-    /// written before them are synced and acknowledged first (or, if that
-    /// sync fails too, the journal is poisoned and they fail with it).
-    fn write(&mut self, frames: &[u8], staged: u64) {
+    /// Writes the records of generations `written + 1 ..= generation`
+    /// (and perhaps some of `newest`, staged after the advance), framed in
+    /// `frames`, with one write. A failed write fails every ticket up to
+    /// `newest`: the generations written before it are synced and
+    /// acknowledged first (or, if that sync fails too, the journal is
+    /// poisoned and they fail with it).
+    fn write(&mut self, frames: &[u8], generation: u64, newest: u64) {
         let first = self.written + 1;
         let before = self.journal.len_bytes();
         let result = self.journal.write_encoded(frames).map_err(|e| e.to_string());
@@ -460,7 +512,7 @@ impl Committer {
         match result {
             Ok(()) => {
                 Stats::add(&self.stats.journal_bytes, self.journal.len_bytes().saturating_sub(before));
-                self.written = staged;
+                self.written = generation;
             }
             Err(why) => {
                 Stats::add(&self.stats.journal_append_errors, 1);
@@ -469,9 +521,9 @@ impl Committer {
                     let _ = self.sync();
                     self.publish_synced();
                 }
-                self.fail(first, staged, why);
-                self.written = staged;
-                self.publish(staged);
+                self.fail(first, newest, why);
+                self.written = newest;
+                self.publish(newest);
             }
         }
     }
@@ -588,7 +640,8 @@ mod tests {
         let (j, stats) = start(dir.path(), SyncPolicy::Always);
         let tickets: Vec<Ticket> =
             (1..=3).map(|i| j.submit_update("/f.rrd", [format!("{i}:1").as_str()])).collect();
-        assert_eq!(tickets, vec![Ticket::At(1), Ticket::At(2), Ticket::At(3)]);
+        // Nothing was committed in between: one generation for all three.
+        assert_eq!(tickets, vec![Ticket::At(1), Ticket::At(1), Ticket::At(1)]);
         // Written, but nobody waits yet: no sync.
         std::thread::sleep(Duration::from_millis(100));
         assert_eq!(Stats::get(&stats.journal_syncs), 0);
@@ -603,6 +656,52 @@ mod tests {
         let replayed = rrd_journal::replay(dir.path()).unwrap().records;
         let args: Vec<String> = replayed.iter().map(|r| r.args.join(" ")).collect();
         assert_eq!(args, vec!["1:1", "2:1", "3:1"]);
+    }
+
+    /// Many clients staging at once: every record is on disk when its
+    /// wait returns, and each file's records are in the order they were
+    /// staged under that file's lock (the cache shard's, in the daemon).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_records_are_written_before_their_ack_and_in_file_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let (j, _) = start(dir.path(), SyncPolicy::Always);
+        let j = Arc::new(j);
+        let files: Arc<Vec<Mutex<u64>>> = Arc::new((0..8).map(|_| Mutex::new(0)).collect());
+        let mut tasks = Vec::new();
+        for client in 0..4u64 {
+            let (j, files, dir) = (j.clone(), files.clone(), dir.path().to_path_buf());
+            tasks.push(tokio::spawn(async move {
+                for i in 0..150u64 {
+                    let f = ((client * 7 + i * 3) % 8) as usize;
+                    let (ticket, n) = {
+                        let mut last = files[f].lock().unwrap();
+                        *last += 1;
+                        (j.submit_update(&format!("/f{f}.rrd"), [format!("{}:1", *last).as_str()]), *last)
+                    };
+                    if i % 10 == 9 {
+                        j.wait(&ticket).await.unwrap();
+                        let on_disk = rrd_journal::replay(&dir).unwrap().records;
+                        let want = Record { path: format!("/f{f}.rrd"), args: vec![format!("{n}:1")] };
+                        assert!(on_disk.contains(&want), "{want:?} acknowledged but not in the journal");
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        j.shutdown(false);
+        let records = rrd_journal::replay(dir.path()).unwrap().records;
+        assert_eq!(records.len(), 600);
+        for f in 0..8 {
+            let seq: Vec<u64> = records
+                .iter()
+                .filter(|r| r.path == format!("/f{f}.rrd"))
+                .map(|r| r.args[0].trim_end_matches(":1").parse().unwrap())
+                .collect();
+            let expected: Vec<u64> = (1..=seq.len() as u64).collect();
+            assert_eq!(seq, expected, "file {f}");
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
