@@ -101,7 +101,8 @@ pub struct Common {
     /// How rrdscale updates (comma-separated for several, run one after the
     /// other on their own copies): direct = one update call per file, like
     /// librrd; batch = batch updater, prefetching --chunk updates at once;
-    /// pipe = `rrdscale -` fed update lines.
+    /// pipe = `rrdscale -` fed update lines; mapped = files kept mapped
+    /// (no descriptors, no locks), one update call per file.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "direct")]
     pub mode: Vec<Mode>,
     /// Also run rrdtool 1.7.2 on copies of the same files: `rrdtool` =

@@ -79,6 +79,10 @@ pub struct DaemonCommon {
     /// Also write the results as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// An extra argument for our daemon (repeatable), e.g.
+    /// `--daemon-arg=--max-kept-bytes=0`.
+    #[arg(long = "daemon-arg", allow_hyphen_values = true)]
+    pub daemon_args: Vec<String>,
 }
 
 /// One side's figures (names are the JSON keys; units are in the names).
@@ -380,7 +384,7 @@ pub fn spec_for(
         write_interval_secs,
         write_threads: common.threads,
         max_pending_values,
-        extra: Vec::new(),
+        extra: if kind.is_ours() { common.daemon_args.clone() } else { Vec::new() },
     }
 }
 

@@ -18,6 +18,9 @@ pub enum Mode {
     Batch,
     /// `rrdscale -` fed one update line per update.
     Pipe,
+    /// `rrd_engine::mapped::MappedFiles`: files kept mapped (no descriptor,
+    /// no lock), one update call per file per step.
+    Mapped,
 }
 
 /// Which rrdtool a comparison runs against.
@@ -65,6 +68,7 @@ impl Side {
             Side::Rrdscale(Mode::Direct) => "rrdscale-direct",
             Side::Rrdscale(Mode::Batch) => "rrdscale-batch",
             Side::Rrdscale(Mode::Pipe) => "rrdscale-pipe",
+            Side::Rrdscale(Mode::Mapped) => "rrdscale-mapped",
             Side::Librrd => "librrd",
             Side::RrdtoolPipe => "rrdtool-pipe",
         }
@@ -84,6 +88,7 @@ impl Side {
             Side::Rrdscale(Mode::Direct) => "direct",
             Side::Rrdscale(Mode::Batch) => "batch",
             Side::Rrdscale(Mode::Pipe) => "pipe",
+            Side::Rrdscale(Mode::Mapped) => "mapped",
             Side::Librrd => "librrd",
             Side::RrdtoolPipe => "pipe",
         }

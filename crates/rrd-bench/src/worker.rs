@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use rrd_engine::batch::{BatchUpdater, UpdateRequest};
 use rrd_engine::create::{create, CreateOptions};
+use rrd_engine::mapped::MappedFiles;
 use rrd_engine::pagecache;
 use rrd_engine::update::{update_file, UpdateOptions};
 use serde::{Deserialize, Serialize};
@@ -130,12 +131,18 @@ trait Runner {
     ) -> Result<Prepared, BenchError>;
     /// Runs prepared updates or creates, calling `progress(done)` now and then.
     fn run(&mut self, work: &Prepared, failures: &mut Failures, progress: &mut dyn FnMut(u64));
+    /// Called before the files are evicted from the page cache: a runner
+    /// holding mappings drops their page-table entries, since
+    /// `POSIX_FADV_DONTNEED` leaves mapped pages in place.
+    fn before_evict(&mut self) {}
 }
 
 const PROGRESS_EVERY: usize = 1024;
 
 struct RrdscaleLib {
     batch: Option<BatchUpdater>,
+    /// Mapped mode (when set, `batch` is `None`).
+    mapped: Option<MappedFiles>,
     chunk: usize,
     step_secs: u64,
     defs: Vec<String>,
@@ -180,6 +187,22 @@ impl Runner for RrdscaleLib {
             }
             _ => unreachable!("rrdscale's library runs requests and creates"),
         };
+        if let Some(files) = &mut self.mapped {
+            for (i, r) in reqs.iter().enumerate() {
+                match files.update(&r.path, &r.args, &r.opts, false) {
+                    Ok(rep) => {
+                        if let Some(e) = rep.error {
+                            failures.record(e.to_string());
+                        }
+                    }
+                    Err(e) => failures.record(e.to_string()),
+                }
+                if (i + 1) % PROGRESS_EVERY == 0 {
+                    progress(i as u64 + 1);
+                }
+            }
+            return;
+        }
         match &mut self.batch {
             None => {
                 for (i, r) in reqs.iter().enumerate() {
@@ -200,8 +223,13 @@ impl Runner for RrdscaleLib {
                 let mut done = 0u64;
                 for chunk in reqs.chunks(self.chunk.max(1)) {
                     let refs: Vec<&UpdateRequest> = chunk.iter().collect();
-                    updater.prefetch(&refs);
-                    for r in chunk {
+                    // The prefetch window may cover only part of the chunk
+                    // (bounded by memory): prefetch again where it ended.
+                    let mut covered = 0;
+                    for (i, r) in chunk.iter().enumerate() {
+                        if i == covered {
+                            covered += updater.prefetch(&refs[i..]).max(1);
+                        }
                         match updater.update(r, false) {
                             Ok(rep) => {
                                 if let Some(e) = rep.error {
@@ -215,6 +243,11 @@ impl Runner for RrdscaleLib {
                     progress(done);
                 }
             }
+        }
+    }
+    fn before_evict(&mut self) {
+        if let Some(files) = &self.mapped {
+            files.unmap_pages();
         }
     }
 }
@@ -422,12 +455,27 @@ fn emit(out: &mut dyn Write, event: &Event) -> Result<(), BenchError> {
 fn make_runner(spec: &WorkerSpec) -> Result<Box<dyn Runner>, BenchError> {
     let schema = &spec.schema;
     Ok(match spec.side {
-        Side::Rrdscale(Mode::Direct) | Side::Rrdscale(Mode::Batch) => Box::new(RrdscaleLib {
-            batch: (spec.side == Side::Rrdscale(Mode::Batch)).then(|| BatchUpdater::new(spec.max_open)),
-            chunk: spec.chunk,
-            step_secs: schema.step_secs,
-            defs: schema.defs.clone(),
-        }),
+        Side::Rrdscale(Mode::Direct) | Side::Rrdscale(Mode::Batch) | Side::Rrdscale(Mode::Mapped) => {
+            Box::new(RrdscaleLib {
+                batch: (spec.side == Side::Rrdscale(Mode::Batch)).then(|| {
+                    // The worker is in its cgroup already: the bound sees its limit.
+                    let mut updater = BatchUpdater::new(spec.max_open);
+                    updater.bound_prefetch_by_memory();
+                    updater
+                }),
+                mapped: (spec.side == Side::Rrdscale(Mode::Mapped)).then(|| {
+                    let mut files = MappedFiles::default();
+                    // Kept headers (about 6 KB per perftest file of anonymous
+                    // memory) only when there is no memory budget: under one,
+                    // that memory would come out of the page cache.
+                    files.keep_headers = spec.cgroup.is_none();
+                    files
+                }),
+                chunk: spec.chunk,
+                step_secs: schema.step_secs,
+                defs: schema.defs.clone(),
+            })
+        }
         Side::Rrdscale(Mode::Pipe) => Box::new(PipeRunner::spawn(
             &spec.rrdscale_exe,
             format!("rrdscale {} (pipe)", env!("CARGO_PKG_VERSION")),
@@ -537,6 +585,7 @@ pub fn main(spec: &str, out: &mut dyn Write) -> Result<(), BenchError> {
             }
             Step::Evict { count } => {
                 let t = Instant::now();
+                r.before_evict();
                 evict_files(&spec.dir, *count)?;
                 emit(out, &Event::Evicted { step: index, count: *count, secs: t.elapsed().as_secs_f64() })?;
             }

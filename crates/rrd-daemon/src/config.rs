@@ -79,10 +79,12 @@ pub struct Config {
     /// `--max-pending`: values held in memory, beyond which updates are refused.
     pub max_pending_values: u64,
     /// `--max-pending-bytes`: bytes of pending value text held in memory,
-    /// beyond which updates are refused.
+    /// beyond which updates are refused (0: a quarter of the memory this
+    /// process may use, at most 2 GiB; see [`default_pending_budget`]).
     pub max_pending_bytes: u64,
-    /// `--max-kept-bytes`: memory for kept file headers (0: a quarter of the
-    /// memory this process may use, at most 1 GiB; see [`memory_limit`]).
+    /// `--max-kept-bytes`: memory for kept file headers (0: a sixteenth of
+    /// the memory this process may use, at most 1 GiB; see
+    /// [`default_kept_budget`]).
     pub max_kept_bytes: u64,
     /// `--keep-pages`: leave the pages a flush wrote in the page cache
     /// (default: fdatasync, then drop them, so flushes do not evict the
@@ -120,7 +122,7 @@ impl Default for Config {
             group: None,
             sync: SyncPolicy::Always,
             max_pending_values: 10_000_000,
-            max_pending_bytes: 2 << 30,
+            max_pending_bytes: 0,
             max_kept_bytes: 0,
             keep_pages: false,
             metrics: None,
@@ -201,9 +203,10 @@ rrdscale options:
                                 before it is acknowledged, one fdatasync per group commit)
   --max-pending N               Most values held in memory (default 10000000);
                                 beyond it updates get an error reply
-  --max-pending-bytes N         Most bytes of pending values held (default 2147483648;
-                                K, M, G suffixes); beyond it updates get an error reply
-  --max-kept-bytes N            Memory for kept file headers (default: a quarter of
+  --max-pending-bytes N         Most bytes of pending values held (K, M, G suffixes;
+                                default: a quarter of the cgroup's or machine's memory,
+                                at most 2G); beyond it updates get an error reply
+  --max-kept-bytes N            Memory for kept file headers (default: a sixteenth of
                                 the cgroup's or machine's memory, at most 1G); files
                                 beyond it have their header read at each flush
   --keep-pages                  Keep the pages a flush wrote in the page cache
@@ -258,41 +261,23 @@ fn lookup_user(name: &str) -> Option<u32> {
     (!pw.is_null()).then(|| unsafe { (*pw).pw_uid })
 }
 
-/// The memory this process may use: its memory cgroup's limit (v1 or v2)
-/// when it has one, else the machine's memory.
-pub fn memory_limit() -> u64 {
-    let machine = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| {
-            let line = t.lines().find(|l| l.starts_with("MemTotal:"))?;
-            line.split_whitespace().nth(1)?.parse::<u64>().ok()
-        })
-        .map_or(u64::MAX, |kib| kib * 1024);
-    let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let mut limit = machine;
-    for line in cgroups.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (_, controllers, path) = match (parts.next(), parts.next(), parts.next()) {
-            (Some(a), Some(b), Some(c)) => (a, b, c),
-            _ => continue,
-        };
-        let file = if controllers.split(',').any(|c| c == "memory") {
-            format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
-        } else if controllers.is_empty() {
-            format!("/sys/fs/cgroup{path}/memory.max")
-        } else {
-            continue;
-        };
-        if let Some(n) = std::fs::read_to_string(file).ok().and_then(|t| t.trim().parse::<u64>().ok()) {
-            limit = limit.min(n);
-        }
-    }
-    limit
+pub use rrd_engine::pagecache::memory_limit;
+
+/// The header budget `--max-kept-bytes 0` (the default) means. Small: a
+/// kept header saves decoding and one `pread` per flush, never a page read
+/// (the flush rewrites the header page, so it must be in memory anyway), and
+/// under a tight budget the page cache needs the memory more (measured: at
+/// 2.5 KiB per file, a quarter of the budget for headers let the cgroup's
+/// OOM killer stop the daemon during a cold flush).
+pub fn default_kept_budget() -> u64 {
+    (memory_limit() / 16).min(1 << 30)
 }
 
-/// The header budget `--max-kept-bytes 0` (the default) means.
-pub fn default_kept_budget() -> u64 {
-    (memory_limit() / 4).min(1 << 30)
+/// The pending-values budget `--max-pending-bytes 0` (the default) means:
+/// beyond it UPDATE gets an error reply instead of the process growing
+/// into an out-of-memory kill.
+pub fn default_pending_budget() -> u64 {
+    (memory_limit() / 4).min(2 << 30)
 }
 
 /// A byte count with an optional binary suffix (`512K`, `64M`, `2G`).
@@ -601,7 +586,9 @@ mod tests {
         let (c, _) = parse(&["--max-pending-bytes", "64M", "--keep-pages"]);
         assert_eq!(c.max_pending_bytes, 64 << 20);
         assert!(c.keep_pages);
-        assert_eq!(Config::default().max_pending_bytes, 2 << 30);
+        assert_eq!(Config::default().max_pending_bytes, 0, "0: derived from the memory limit");
+        assert!((1..=2 << 30).contains(&default_pending_budget()));
+        assert!(default_kept_budget() < default_pending_budget());
         assert!(!Config::default().keep_pages);
         let (c, _) = parse(&["-j", "/x", "--sync=every:50", "--max-pending", "7"]);
         assert!(!c.flush_at_shutdown, "with a journal, -F is off by default");

@@ -30,7 +30,10 @@ impl Daemon {
         Daemon::with_stats(config, journal, stats)
     }
 
-    pub fn with_stats(config: Config, journal: Journaler, stats: Arc<Stats>) -> Daemon {
+    pub fn with_stats(mut config: Config, journal: Journaler, stats: Arc<Stats>) -> Daemon {
+        if config.max_pending_bytes == 0 {
+            config.max_pending_bytes = crate::config::default_pending_budget();
+        }
         let paths = Paths::new(config.base_dir.as_deref(), config.base_only);
         let cache = Arc::new(Cache::new(stats.clone(), config.write_interval_secs, config.write_jitter_secs));
         cache.release_pages.store(!config.keep_pages, std::sync::atomic::Ordering::SeqCst);

@@ -16,6 +16,7 @@ pub mod fetch;
 pub mod hw;
 pub mod info;
 pub mod list;
+pub mod mapped;
 pub mod numparse;
 pub mod overlay;
 pub mod pagecache;

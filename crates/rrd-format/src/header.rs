@@ -337,9 +337,15 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn name_field<const N: usize>(raw: [u8; N], offset: u64, what: &str) -> Result<Name<N>, FormatError> {
+/// A NUL-terminated name field; `what` names it in the error (a closure, so
+/// that decoding a sound header builds no message).
+fn name_field<const N: usize>(
+    raw: [u8; N],
+    offset: u64,
+    what: impl FnOnce() -> String,
+) -> Result<Name<N>, FormatError> {
     if !raw.contains(&0) {
-        return Err(FormatError::corrupt(offset, format!("{what} is not NUL-terminated")));
+        return Err(FormatError::corrupt(offset, format!("{} is not NUL-terminated", what())));
     }
     Ok(Name(raw))
 }
@@ -418,8 +424,8 @@ impl Header {
         let mut ds = Vec::with_capacity(ds_count);
         for i in 0..ds_count {
             let off = r.pos as u64;
-            let name = name_field(r.bytes::<20>(), off, &format!("ds[{i}] name"))?;
-            let dst_name = name_field(r.bytes::<20>(), off + 20, &format!("ds[{i}] type"))?;
+            let name = name_field(r.bytes::<20>(), off, || format!("ds[{i}] name"))?;
+            let dst_name = name_field(r.bytes::<20>(), off + 20, || format!("ds[{i}] type"))?;
             let dst = Dst::parse(dst_name.as_str()).ok_or_else(|| {
                 FormatError::corrupt(off + 20, format!("ds[{i}] has unknown type '{}'", dst_name.as_str()))
             })?;
@@ -431,7 +437,7 @@ impl Header {
         let mut row_counts = Vec::with_capacity(rra_count);
         for i in 0..rra_count {
             let off = r.pos as u64;
-            let cf_name = name_field(r.bytes::<20>(), off, &format!("rra[{i}] cf"))?;
+            let cf_name = name_field(r.bytes::<20>(), off, || format!("rra[{i}] cf"))?;
             let cf = Cf::parse(cf_name.as_str()).ok_or_else(|| {
                 FormatError::corrupt(
                     off,

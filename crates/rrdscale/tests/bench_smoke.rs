@@ -123,7 +123,7 @@ fn perftest_against_rrdtool_in_every_mode() {
         "--rounds",
         "2",
         "--mode",
-        "direct,batch,pipe",
+        "direct,batch,pipe,mapped",
         "--vs",
         "rrdtool,rrdtool-pipe",
         "--dir",
@@ -133,7 +133,7 @@ fn perftest_against_rrdtool_in_every_mode() {
         "--svg",
         svg.to_str().unwrap(),
     ]);
-    for mode in ["direct", "batch", "pipe"] {
+    for mode in ["direct", "batch", "pipe", "mapped"] {
         assert_eq!(row_count(&report, &format!("| rrdscale | 100 | perftest | {mode} |")), 1, "{report}");
     }
     assert_eq!(row_count(&report, "| rrdtool 1.7.2 | 100 | perftest | librrd |"), 1, "{report}");
@@ -147,7 +147,10 @@ fn perftest_against_rrdtool_in_every_mode() {
     assert_eq!(row_count(&report, "| librrd | 2 | 50 |"), 1, "{report}");
     assert!(report.contains("Byte-identical across sides: 100 of 100 compared files"), "{report}");
     assert!(report.contains("Reproduce with: `rrdscale bench perftest --files 50"), "{report}");
-    check_files(&report, &["rrdscale direct", "rrdscale batch", "rrdscale pipe", "librrd", "rrdtool pipe"]);
+    check_files(
+        &report,
+        &["rrdscale direct", "rrdscale batch", "rrdscale pipe", "rrdscale mapped", "librrd", "rrdtool pipe"],
+    );
     // The saved JSON renders the same report again.
     let again = bench(&["report", json.to_str().unwrap(), "--svg", svg.to_str().unwrap()]);
     assert_eq!(again, report);
@@ -155,7 +158,7 @@ fn perftest_against_rrdtool_in_every_mode() {
     assert!(j.starts_with('{') && j.contains("\"command\"") && j.contains("\"Librrd\""), "{j}");
     for name in ["perftest-updates.svg", "perftest-cpu.svg", "perftest-pages.svg"] {
         let s = std::fs::read_to_string(svg.join(name)).unwrap();
-        assert!(s.starts_with("<svg") && s.matches("<polyline").count() == 5, "{name}");
+        assert!(s.starts_with("<svg") && s.matches("<polyline").count() == 6, "{name}");
     }
 }
 
@@ -250,7 +253,7 @@ fn memory_budget_charges_each_side_and_cleans_up() {
         "--evict",
         "round",
         "--mode",
-        "direct,batch",
+        "direct,batch,mapped",
         "--vs",
         "rrdtool",
         "--memory-budget",
@@ -265,14 +268,14 @@ fn memory_budget_charges_each_side_and_cleans_up() {
         .find(|l| l.starts_with("| rrdtool 1.7.2 | 30 | perftest | librrd |"))
         .expect("librrd row");
     assert!(row.contains(" MiB |"), "peak cgroup memory is reported: {row}");
-    check_files(&report, &["rrdscale direct", "rrdscale batch", "librrd"]);
+    check_files(&report, &["rrdscale direct", "rrdscale batch", "rrdscale mapped", "librrd"]);
     // Each side had its own cgroup, and none is left behind.
     let cgroups: Vec<&str> = report
         .lines()
         .filter_map(|l| l.strip_prefix("- Memory cgroup of "))
         .filter_map(|l| l.split('`').nth(1))
         .collect();
-    assert_eq!(cgroups.len(), 3, "{report}");
+    assert_eq!(cgroups.len(), 4, "{report}");
     for cg in cgroups {
         assert!(cg.contains("rrdscale-bench-"), "{cg}");
         assert!(!Path::new(cg).exists(), "the cgroup {cg} was left behind");

@@ -8,12 +8,45 @@
 //! from the disk all at once before the first of them runs. Only lines
 //! already received are looked at, so an interactive client that waits for
 //! each answer before sending the next line is never blocked.
+//!
+//! `RRDSCALE_ACCESS=mmap` selects mapped access instead
+//! ([`rrd_engine::mapped::MappedFiles`], headers kept): files stay mapped
+//! between commands, with no descriptor and **no fcntl lock**, so it is for
+//! a stream that is the only writer of its files; nothing is prefetched
+//! (it is the warm mode). The default, `pread`, takes rrdtool's locks.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::time::Instant;
 
 use anyhow::Result;
 use rrd_engine::batch::{BatchUpdater, UpdateRequest};
+use rrd_engine::mapped::MappedFiles;
+
+/// How pipe mode reads and writes files (`RRDSCALE_ACCESS`).
+enum Access {
+    /// pread/pwrite through open files, rrdtool's locks, prefetch (default).
+    Pread(BatchUpdater),
+    /// Kept mappings, no locks, no prefetch.
+    Mmap(MappedFiles),
+}
+
+impl Access {
+    fn from_env() -> Result<Access> {
+        match std::env::var("RRDSCALE_ACCESS").as_deref() {
+            Err(_) | Ok("") | Ok("pread") => {
+                let mut updater = BatchUpdater::new(max_open_files());
+                updater.bound_prefetch_by_memory();
+                Ok(Access::Pread(updater))
+            }
+            Ok("mmap") => {
+                let mut files = MappedFiles::default();
+                files.keep_headers = true;
+                Ok(Access::Mmap(files))
+            }
+            Ok(other) => anyhow::bail!("RRDSCALE_ACCESS must be 'pread' or 'mmap', not '{other}'"),
+        }
+    }
+}
 
 /// Open files kept between commands (each with its decoded header, a few
 /// KiB): half the descriptor limit, within these bounds.
@@ -95,7 +128,7 @@ fn batchable(args: &[String]) -> Option<(UpdateRequest, bool)> {
 
 pub fn run<R: Read>(input: &mut BufReader<R>, out: &mut dyn Write) -> Result<()> {
     let start = Instant::now();
-    let mut updater = BatchUpdater::new(max_open_files());
+    let mut access = Access::from_env()?;
     let mut prefetched_ahead = 0usize;
     let mut line = String::new();
     loop {
@@ -110,29 +143,34 @@ pub fn run<R: Read>(input: &mut BufReader<R>, out: &mut dyn Write) -> Result<()>
         if args[0] == "quit" {
             break;
         }
-        let result = if let Some((req, verbose)) = batchable(&args) {
-            if prefetched_ahead == 0 {
-                // This update and the update lines already buffered behind it.
-                let buffered = String::from_utf8_lossy(input.buffer()).into_owned();
-                let mut reqs = vec![req.clone()];
-                for l in buffered.lines().take(LOOKAHEAD_MAX) {
-                    match batchable(&split_line(l)) {
-                        Some((r, _)) => reqs.push(r),
-                        None => break,
-                    }
-                }
-                prefetched_ahead = reqs.len();
-                let refs: Vec<&UpdateRequest> = reqs.iter().collect();
-                updater.prefetch(&refs);
+        let result = match (batchable(&args), &mut access) {
+            (Some((req, verbose)), Access::Mmap(files)) => {
+                let outcome = files.update(&req.path, &req.args, &req.opts, verbose);
+                super::update::report(out, &req.path, outcome, verbose)
             }
-            prefetched_ahead -= 1;
-            let outcome = updater.update(&req, verbose);
-            super::update::report(out, &req.path, outcome, verbose)
-        } else if args[0] == "restore" {
+            (Some((req, verbose)), Access::Pread(updater)) => {
+                if prefetched_ahead == 0 {
+                    // This update and the update lines already buffered behind it.
+                    let buffered = String::from_utf8_lossy(input.buffer()).into_owned();
+                    let mut reqs = vec![req.clone()];
+                    for l in buffered.lines().take(LOOKAHEAD_MAX) {
+                        match batchable(&split_line(l)) {
+                            Some((r, _)) => reqs.push(r),
+                            None => break,
+                        }
+                    }
+                    let refs: Vec<&UpdateRequest> = reqs.iter().collect();
+                    // Within the memory-bounded window: the rest is
+                    // prefetched when its turn comes.
+                    prefetched_ahead = updater.prefetch(&refs).max(1);
+                }
+                prefetched_ahead -= 1;
+                let outcome = updater.update(&req, verbose);
+                super::update::report(out, &req.path, outcome, verbose)
+            }
             // `restore -` reads the XML from the same stream as the commands.
-            super::restore::run_with_input(&args[1..], out, input)
-        } else {
-            super::dispatch(&args, out)
+            (None, _) if args[0] == "restore" => super::restore::run_with_input(&args[1..], out, input),
+            (None, _) => super::dispatch(&args, out),
         };
         match result {
             Ok(()) => {

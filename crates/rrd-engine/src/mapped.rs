@@ -1,0 +1,816 @@
+//! Updating many files through kept memory mappings: each file is mapped
+//! once (`MAP_SHARED`, read/write, `MADV_RANDOM`), its descriptor closed
+//! right after, and an update then costs one `stat(path)` plus memory
+//! copies: no `open`, `pread`, `pwrite` or `close`.
+//!
+//! Why: a warm update through pread/pwrite is bounded by its system calls
+//! (docs/BENCHMARKS.md, "Why warm stops at ~2×": 12 µs per update for
+//! open + fadvise + fstat + pread + 2 pwrite + close, 6.7 µs with the files
+//! kept open, 2.1 µs with them kept mapped). Keeping 20,000 descriptors open
+//! is not possible under a 20,000 `RLIMIT_NOFILE`; a mapping needs no
+//! descriptor (the limit is `vm.max_map_count`, 65,530 by default).
+//! Measured (docs/BENCHMARKS.md, "Follow-up: mapped files"): 5 µs per warm
+//! update with kept headers while the pages stay dirty, but about 14 µs
+//! once the kernel has written them back (the next store takes a write
+//! fault, `ext4_page_mkwrite`); cold, it reads exactly librrd's pages, one
+//! synchronous fault at a time, so the batch updater remains the cold mode.
+//!
+//! What an update does ([`MappedFiles::update`]):
+//! 1. `stat(path)` (one `statx`). If the path's device and inode differ from
+//!    the mapped file's, the file was replaced (`rrdtool create`, `restore`,
+//!    anything that renames a new file over the path): the old mapping is
+//!    dropped *before* any access and the path is mapped again, so nothing
+//!    is ever written through a stale mapping to an unlinked inode. If the
+//!    size differs from the mapping's length, the file was truncated or
+//!    extended: it is mapped again at its new length (or reported, below).
+//! 2. The header: decoded from the mapping through the same
+//!    [`Rrd::from_store`] every command uses (the static header, the counts,
+//!    and the file length, i.e. the mapping's length, against the layout,
+//!    before any row is touched); or, with [`MappedFiles::keep_headers`], the
+//!    header this cache decoded or produced last time, *if the header bytes
+//!    in the mapping are still exactly the bytes it corresponds to* (one
+//!    `memcmp` of the header, 2,624 bytes for perftest). Decoding is a pure
+//!    function of those bytes and the file length (checked in step 1), so a
+//!    kept header that passes the comparison is the header a decode would
+//!    give: there is no staleness question, whoever wrote the file since.
+//!    The image compared is built from our own state (the bytes decoded,
+//!    then the live header we encoded and stored), never read back after a
+//!    write, so a foreign write racing with ours cannot be mistaken for our
+//!    own. Measured: a decode costs 1.4 µs, the comparison 0.05 µs, out of
+//!    6 µs for a whole warm update; a kept header costs its image plus the
+//!    decoded struct, about 6 KB per perftest file.
+//! 3. The update math is the engine's [`Updater`], as in
+//!    [`crate::update::update_rrd`]: rows are written once each in file
+//!    order, then the live header, byte for byte what
+//!    [`crate::update::update_file`] writes (the tests compare).
+//!
+//! The cache is bounded by a number of files and by mapped bytes (address
+//! space; mappings cost page-table and VMA memory, not file pages). When
+//! full, an arbitrary mapping is dropped (a cheap pseudo-random slot, as in
+//! [`crate::batch::OpenFiles`]: LRU misses on every update of a cyclic pass
+//! over more files than the cache holds, random eviction keeps some hits).
+//!
+//! Safety and its limits (read this before using it on shared files):
+//! - **Truncation (SIGBUS).** Touching a page of a mapping beyond the end of
+//!   its file raises `SIGBUS`, which kills the process. A truncation that
+//!   happened before an update's `stat` is caught by the size check and
+//!   reported as a format error (the file is shorter than its layout), never
+//!   accessed. A truncation by another program *between* that `stat` and the
+//!   end of the update's copies (a window of a few microseconds) is not
+//!   caught and raises `SIGBUS`. rrdtool 1.7.2 maps files the same way
+//!   (`mmap` + `MADV_RANDOM`) and has the same window; a writer that
+//!   follows rrdtool's rules never truncates a live RRD (create and restore
+//!   write a new file and rename it over the old, which step 1 handles).
+//! - **No locks.** A file without a descriptor cannot hold an fcntl lock, so
+//!   updates here take none: rrdtool, rrdcached or rrdscale processes
+//!   updating the same files at the same time are *not* excluded, and a
+//!   reader taking rrdtool's read lock can see an update half done. Mapped
+//!   access is therefore an opt-in mode for the single owner of a set of
+//!   files (the bench, pipe mode with `RRDSCALE_ACCESS=mmap`, a daemon's
+//!   flusher over its own files). The defaults of `rrdscale update` and pipe mode
+//!   keep rrdtool's locking pread/pwrite path.
+//! - **Timestamps.** Stores into a shared mapping update the file's mtime
+//!   when a clean page is first dirtied (the kernel's `page_mkwrite`), not on
+//!   every update: an update landing on pages still dirty from the previous
+//!   one leaves mtime as it was until the next write-back. Tools that detect
+//!   changes by mtime (rsync, and [`crate::batch::KeptHeader`] stamps of a
+//!   *concurrent* batch updater) lag by up to one write-back interval.
+//! - **Durability** is the page cache's, as with `pwrite`: call
+//!   [`MappedFiles::sync`] (`msync(MS_SYNC)`) to wait for the disk.
+//! - **Never panics on file content.** Every copy is bounds-checked against
+//!   the mapping's length (an out-of-range access is an `UnexpectedEof`
+//!   error) and the header is validated before use as everywhere else.
+//!
+//! Deliberately absent: prefetching (a mapped update faults its pages in one
+//! at a time: this is the warm mode; [`crate::batch::BatchUpdater`] is the
+//! cold one), and any form of locking.
+
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+
+use rustix::mm::{Advice, MapFlags, MsyncFlags, ProtFlags};
+
+use crate::error::{Error, Result};
+use crate::rrd::Rrd;
+use crate::store::Store;
+use crate::update::{row_reader, Now, RowCollector, UpdateOptions, UpdateReport, Updater};
+use rrd_format::{Header, Layout};
+
+/// One file mapped `MAP_SHARED` read/write; unmapped when dropped.
+pub struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory owned by this value; moving it to
+// another thread moves the only handle. It is not `Sync`: `Store::write_at`
+// takes `&self`, and two threads storing through one mapping would race.
+unsafe impl Send for Mapping {}
+
+impl Mapping {
+    /// Maps the whole of the file at `path` (read/write, shared, random
+    /// access advised) and closes the descriptor. Returns the mapping and
+    /// the `(device, inode)` of the file mapped. A zero-length file cannot
+    /// be mapped: it is reported as the truncated file it is.
+    pub fn open(path: &Path) -> Result<(Mapping, (u64, u64))> {
+        let open_err = |source| Error::Open { path: path.to_path_buf(), source };
+        let io_err = |source| Error::Io { path: path.to_path_buf(), source };
+        // O_NOATIME: mapping a file counts as an access, and under relatime
+        // the atime of a file modified since its last access is written
+        // (an inode update and a journal entry per mapping). Only the
+        // file's owner (or CAP_FOWNER) may ask; others map without it.
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOATIME)
+            .open(path)
+            .or_else(|e| match e.raw_os_error() {
+                Some(libc::EPERM) => OpenOptions::new().read(true).write(true).open(path),
+                _ => Err(e),
+            })
+            .map_err(open_err)?;
+        let st = rustix::fs::fstat(&file).map_err(|e| io_err(e.into()))?;
+        let ident = (st.st_dev, st.st_ino);
+        let len = u64::try_from(st.st_size).unwrap_or(0);
+        if len < rrd_format::layout::STAT_HEAD_LEN {
+            // Let the common decoder word the error, from a pread of what
+            // there is (no mapping: a zero-length one is not even allowed).
+            return match Rrd::from_store(path, &file) {
+                Err(e) => Err(e),
+                Ok(_) => {
+                    Err(Error::invalid(format!("{}: the file is too short to be an RRD", path.display())))
+                }
+            };
+        }
+        let len =
+            usize::try_from(len).map_err(|_| io_err(io::Error::other("the file is too large to map")))?;
+        // SAFETY: a fresh mapping chosen by the kernel (null hint), of a file
+        // we opened read/write; nothing else refers to that address range.
+        let ptr = unsafe {
+            rustix::mm::mmap(
+                std::ptr::null_mut(),
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED,
+                &file,
+                0,
+            )
+        }
+        .map_err(|e| io_err(e.into()))?;
+        let ptr = NonNull::new(ptr.cast::<u8>())
+            .ok_or_else(|| io_err(io::Error::other("mmap returned a null address")))?;
+        let map = Mapping { ptr, len };
+        // Readahead would fault in 16-32 pages around every page an update
+        // touches; it needs 2-3. Advice is best effort.
+        // SAFETY: the range is exactly our mapping.
+        let _ = unsafe { rustix::mm::madvise(map.ptr.as_ptr().cast(), map.len, Advice::Random) };
+        // `file` closes here; the mapping keeps the file referenced.
+        Ok((map, ident))
+    }
+
+    /// Length of the mapping (the file's length when it was mapped).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn range(&self, offset: u64, n: usize) -> io::Result<usize> {
+        let start = usize::try_from(offset).map_err(|_| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+        match start.checked_add(n) {
+            Some(end) if end <= self.len => Ok(start),
+            _ => Err(io::ErrorKind::UnexpectedEof.into()),
+        }
+    }
+
+    /// Drops the process's page-table entries of the mapping
+    /// (`MADV_DONTNEED`; dirty state moves to the page cache, nothing is
+    /// lost), so that `POSIX_FADV_DONTNEED` on the file can then evict its
+    /// pages (it skips pages still mapped). The mapping stays usable.
+    pub fn unmap_pages(&self) -> io::Result<()> {
+        // SAFETY: the range is exactly our mapping; for a shared file mapping
+        // MADV_DONTNEED only drops page-table entries, the data stays in the
+        // page cache and is faulted back in on the next access.
+        unsafe { rustix::mm::madvise(self.ptr.as_ptr().cast(), self.len, Advice::LinuxDontNeed) }
+            .map_err(io::Error::from)
+    }
+
+    /// Writes the mapping's dirty pages to the file and waits
+    /// (`msync(MS_SYNC)`).
+    pub fn sync(&self) -> io::Result<()> {
+        // SAFETY: the range is exactly our mapping.
+        unsafe { rustix::mm::msync(self.ptr.as_ptr().cast(), self.len, MsyncFlags::SYNC) }
+            .map_err(io::Error::from)
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: we own the mapping and nothing borrows it past this point.
+        let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+impl Store for Mapping {
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.len as u64)
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let start = self.range(offset, buf.len())?;
+        // SAFETY: `range` checked start + len <= mapping length; the source
+        // is raw shared memory (another process may store into it, so no
+        // Rust reference to it is ever formed), the destination is ours.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(start), buf.as_mut_ptr(), buf.len()) };
+        Ok(())
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        let start = self.range(offset, buf.len())?;
+        // SAFETY: as in `read_at`, bounds checked; the mapping is writable.
+        unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), self.ptr.as_ptr().add(start), buf.len()) };
+        Ok(())
+    }
+}
+
+impl Store for &Mapping {
+    fn len(&self) -> io::Result<u64> {
+        Store::len(*self)
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        Store::read_at(*self, buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        Store::write_at(*self, buf, offset)
+    }
+}
+
+/// One mapped file of a [`MappedFiles`] cache.
+struct MappedFile {
+    path: PathBuf,
+    map: Mapping,
+    /// Device and inode of the file mapped.
+    ident: (u64, u64),
+    /// The decoded header and the header bytes it corresponds to.
+    kept: Option<Box<KeptImage>>,
+}
+
+/// A decoded header valid while the file's first `image.len()` bytes equal
+/// `image` (see the module doc, step 2).
+struct KeptImage {
+    image: Vec<u8>,
+    header: Header,
+    layout: Layout,
+}
+
+impl KeptImage {
+    fn matches(&self, map: &Mapping) -> bool {
+        if self.image.len() > map.len {
+            return false;
+        }
+        // SAFETY: both ranges are in bounds (checked above); memcmp reads
+        // the shared mapping without forming a Rust reference to it.
+        unsafe { libc::memcmp(map.ptr.as_ptr().cast(), self.image.as_ptr().cast(), self.image.len()) == 0 }
+    }
+}
+
+/// What a [`MappedFiles`] did (monotonic counters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MappedCounters {
+    /// Updates applied (successfully or with an argument error).
+    pub updates: u64,
+    /// Files mapped (first time, or after an eviction).
+    pub maps: u64,
+    /// Mappings dropped because another file now has the path.
+    pub replaced: u64,
+    /// Mappings dropped because the file's size changed.
+    pub resized: u64,
+    /// Mappings dropped to stay within the bounds.
+    pub evicted: u64,
+    /// Headers decoded from the mapping.
+    pub headers_decoded: u64,
+    /// Updates that used a kept header (its bytes matched).
+    pub headers_kept: u64,
+}
+
+/// Default bound on mappings: half of Linux's default `vm.max_map_count`
+/// (65,530), leaving the rest to the allocator, libraries and threads.
+pub const DEFAULT_MAX_FILES: usize = 32_768;
+
+/// Default bound on mapped bytes: 16 GiB of address space.
+pub const DEFAULT_MAX_BYTES: u64 = 16 << 30;
+
+/// Files kept mapped for updating, at most `max_files` and `max_bytes` at a
+/// time. See the module doc for what it checks and what it does not.
+pub struct MappedFiles {
+    index: HashMap<PathBuf, usize>,
+    slots: Vec<MappedFile>,
+    max_files: usize,
+    max_bytes: u64,
+    mapped_bytes: u64,
+    rng: u64,
+    /// Keep each file's decoded header between updates, used only while the
+    /// header bytes in the mapping still match (off by default: it costs
+    /// about 6 KB per perftest file, which a memory-starved host would
+    /// rather give to the page cache).
+    pub keep_headers: bool,
+    pub counters: MappedCounters,
+}
+
+impl Default for MappedFiles {
+    fn default() -> MappedFiles {
+        MappedFiles::new(DEFAULT_MAX_FILES, DEFAULT_MAX_BYTES)
+    }
+}
+
+impl MappedFiles {
+    /// A cache of at most `max_files` mappings (at least one) and
+    /// `max_bytes` mapped bytes (a single larger file is still mapped, alone).
+    pub fn new(max_files: usize, max_bytes: u64) -> MappedFiles {
+        MappedFiles {
+            index: HashMap::new(),
+            slots: Vec::new(),
+            max_files: max_files.max(1),
+            max_bytes,
+            mapped_bytes: 0,
+            rng: 0x9e37_79b9_7f4a_7c15,
+            keep_headers: false,
+            counters: MappedCounters::default(),
+        }
+    }
+
+    /// Files mapped now.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Bytes mapped now.
+    pub fn mapped_bytes(&self) -> u64 {
+        self.mapped_bytes
+    }
+
+    /// Updates `path` with `args`, like [`crate::update::update_file`]
+    /// (same errors, same bytes written), through its kept mapping.
+    pub fn update(
+        &mut self,
+        path: &Path,
+        args: &[String],
+        opts: &UpdateOptions,
+        verbose: bool,
+    ) -> Result<UpdateReport> {
+        self.update_at(path, args, opts, verbose, Now::system())
+    }
+
+    /// [`MappedFiles::update`] with the time `N` means given.
+    pub fn update_at(
+        &mut self,
+        path: &Path,
+        args: &[String],
+        opts: &UpdateOptions,
+        verbose: bool,
+        now: Now,
+    ) -> Result<UpdateReport> {
+        let slot = self.current(path)?;
+        let keep = self.keep_headers;
+        let f = &mut self.slots[slot];
+        let kept = f.kept.take().filter(|k| keep && k.matches(&f.map));
+        let (rrd, image) = match kept {
+            Some(k) => {
+                self.counters.headers_kept += 1;
+                let KeptImage { image, header, layout } = *k;
+                (Ok(Rrd { path: path.to_path_buf(), store: &f.map, header, layout }), Some(image))
+            }
+            None => {
+                self.counters.headers_decoded += 1;
+                match decode_snapshot(path, &f.map, keep) {
+                    Ok((header, layout, image)) => {
+                        (Ok(Rrd { path: path.to_path_buf(), store: &f.map, header, layout }), image)
+                    }
+                    Err(e) => (Err(e), None),
+                }
+            }
+        };
+        let mut new_kept = None;
+        let result = rrd.and_then(|mut rrd| {
+            let (report, live) = apply(&mut rrd, args, opts, verbose, now)?;
+            if let Some(mut image) = image {
+                let off = rrd.layout.live_head_off as usize;
+                if let Some(dst) = image.get_mut(off..off + live.len()) {
+                    dst.copy_from_slice(&live);
+                    let Rrd { header, layout, .. } = rrd;
+                    new_kept = Some(Box::new(KeptImage { image, header, layout }));
+                }
+            }
+            Ok(report)
+        });
+        if let Some(&slot) = self.index.get(path) {
+            self.slots[slot].kept = new_kept;
+        }
+        match &result {
+            Ok(_) => self.counters.updates += 1,
+            // A file that does not decode is not kept mapped: its next
+            // update maps it afresh (it may have been repaired by then).
+            Err(Error::Format { .. }) | Err(Error::Io { .. }) => self.forget(path),
+            Err(_) => {}
+        }
+        result
+    }
+
+    /// The slot of `path`'s mapping, checked against `stat(path)` and
+    /// (re)made if missing, replaced or resized.
+    fn current(&mut self, path: &Path) -> Result<usize> {
+        let st =
+            rustix::fs::stat(path).map_err(|e| Error::Open { path: path.to_path_buf(), source: e.into() })?;
+        let ident = (st.st_dev, st.st_ino);
+        let size = u64::try_from(st.st_size).unwrap_or(0);
+        if let Some(&slot) = self.index.get(path) {
+            let f = &self.slots[slot];
+            if f.ident == ident && f.map.len() as u64 == size {
+                return Ok(slot);
+            }
+            if f.ident != ident {
+                self.counters.replaced += 1;
+            } else {
+                self.counters.resized += 1;
+            }
+            // Dropped before anything is read: a shrunk file's mapping must
+            // never be touched past the new end (SIGBUS), a replaced file's
+            // never written (the update would go to the unlinked inode).
+            self.remove_slot(slot);
+        }
+        let (map, ident) = Mapping::open(path)?;
+        let len = map.len() as u64;
+        while !self.slots.is_empty()
+            && (self.slots.len() >= self.max_files || self.mapped_bytes + len > self.max_bytes)
+        {
+            // xorshift64: any slot will do, it only has to be cheap and spread.
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            let victim = (self.rng % self.slots.len() as u64) as usize;
+            self.remove_slot(victim);
+            self.counters.evicted += 1;
+        }
+        self.counters.maps += 1;
+        self.mapped_bytes += len;
+        self.slots.push(MappedFile { path: path.to_path_buf(), map, ident, kept: None });
+        let slot = self.slots.len() - 1;
+        self.index.insert(path.to_path_buf(), slot);
+        Ok(slot)
+    }
+
+    fn remove_slot(&mut self, slot: usize) {
+        let old = self.slots.swap_remove(slot);
+        self.index.remove(&old.path);
+        self.mapped_bytes -= old.map.len() as u64;
+        if slot < self.slots.len() {
+            let moved = self.slots[slot].path.clone();
+            self.index.insert(moved, slot);
+        }
+    }
+
+    /// Drops `path`'s mapping, if any.
+    pub fn forget(&mut self, path: &Path) {
+        if let Some(&slot) = self.index.get(path) {
+            self.remove_slot(slot);
+        }
+    }
+
+    /// Drops every mapping.
+    pub fn clear(&mut self) {
+        self.index.clear();
+        self.slots.clear();
+        self.mapped_bytes = 0;
+    }
+
+    /// Drops every kept header (they are rebuilt by the next updates).
+    pub fn drop_kept_headers(&mut self) {
+        for f in &mut self.slots {
+            f.kept = None;
+        }
+    }
+
+    /// Whether `path` is mapped now.
+    pub fn contains(&self, path: &Path) -> bool {
+        self.index.contains_key(path)
+    }
+
+    /// `msync(MS_SYNC)` of `path`'s mapping (nothing when it is not mapped:
+    /// then nothing of ours is pending in it either, a dropped mapping's
+    /// dirty pages having moved to the page cache, which `fdatasync` of the
+    /// file covers).
+    pub fn sync(&self, path: &Path) -> Result<()> {
+        match self.index.get(path) {
+            Some(&slot) => {
+                self.slots[slot].map.sync().map_err(|source| Error::Io { path: path.to_path_buf(), source })
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Drops the page-table entries of every mapping (see
+    /// [`Mapping::unmap_pages`]), keeping the mappings: afterwards the
+    /// files' pages can be evicted from the page cache like unmapped ones.
+    pub fn unmap_pages(&self) {
+        for f in &self.slots {
+            let _ = f.map.unmap_pages();
+        }
+    }
+}
+
+/// Decodes the header from the mapping. With `snapshot`, the header bytes
+/// are copied out first and decoded from the copy, which is returned: the
+/// image the decoded header corresponds to, whatever anyone stores into the
+/// mapping meanwhile. Errors are exactly [`Rrd::from_store`]'s.
+fn decode_snapshot(path: &Path, map: &Mapping, snapshot: bool) -> Result<(Header, Layout, Option<Vec<u8>>)> {
+    if !snapshot {
+        let rrd = Rrd::from_store(path, map)?;
+        return Ok((rrd.header, rrd.layout, None));
+    }
+    let stat_len = rrd_format::layout::STAT_HEAD_LEN as usize;
+    let mut image = vec![0u8; stat_len.min(map.len)];
+    let header_len =
+        match map.read_at(&mut image, 0).ok().and_then(|_| rrd_format::StatHead::decode(&image).ok()) {
+            Some(sh) if sh.header_len() <= map.len as u64 => sh.header_len() as usize,
+            // Let the common path find and word the error.
+            _ => return decode_snapshot(path, map, false).map(|(h, l, _)| (h, l, None)),
+        };
+    image.resize(header_len, 0);
+    map.read_at(&mut image[stat_len..], stat_len as u64)
+        .map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+    let (header, layout) = Header::decode(&image, map.len as u64)
+        .map_err(|source| Error::Format { path: path.to_path_buf(), source })?;
+    Ok((header, layout, Some(image)))
+}
+
+/// The update proper, as [`crate::update::update_rrd`] does it: the math,
+/// each changed row written once in file order, then the live header.
+/// Returns the live header bytes written, for the kept image.
+fn apply(
+    rrd: &mut Rrd<&Mapping>,
+    args: &[String],
+    opts: &UpdateOptions,
+    verbose: bool,
+    now: Now,
+) -> Result<(UpdateReport, Vec<u8>)> {
+    if args.is_empty() {
+        return Err(Error::invalid("Not enough arguments"));
+    }
+    let mut sink = RowCollector { rows: std::collections::BTreeMap::new(), summary: verbose.then(Vec::new) };
+    let mut error = None;
+    {
+        let (store, layout) = (&rrd.store, &rrd.layout);
+        let mut updater = Updater::new(&mut rrd.header, opts, now)?;
+        updater.set_row_reader(row_reader(store, layout));
+        for arg in args {
+            if let Err(msg) = updater.apply(arg, opts.skip_past_updates, &mut sink) {
+                error = Some(Error::invalid(format!("{}: {msg}", rrd.path.display())));
+                break;
+            }
+        }
+        if error.is_none() {
+            if let Err(msg) = updater.finish(&mut sink) {
+                error = Some(Error::invalid(format!("{}: {msg}", rrd.path.display())));
+            }
+        }
+    }
+    for ((r, row), values) in &sink.rows {
+        rrd.write_row(*r, *row, values)?;
+    }
+    let live = rrd.header.encode_live();
+    rrd.store
+        .write_at(&live, rrd.layout.live_head_off)
+        .map_err(|source| Error::Io { path: rrd.path.clone(), source })?;
+    Ok((UpdateReport { error, summary: sink.summary }, live))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::create::{create, CreateOptions};
+    use crate::update::update_file;
+
+    fn make(dir: &Path, name: &str, defs: &[&str]) -> PathBuf {
+        let defs: Vec<String> = defs.iter().map(|s| s.to_string()).collect();
+        let opts = CreateOptions { start: Some(1_000_000_000), step_secs: Some(300), ..Default::default() };
+        let p = dir.join(name);
+        create(&p, &opts, &defs, 0).unwrap();
+        p
+    }
+
+    const PERFTEST_LIKE: [&str; 4] =
+        ["DS:a:GAUGE:600:U:U", "DS:b:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:10", "RRA:MAX:0.5:3:10"];
+
+    fn arg(k: u64) -> Vec<String> {
+        vec![format!("{}:{}:{}", 1_000_000_000 + 300 * k, k, 1000 * k)]
+    }
+
+    /// Mapped updates write exactly the bytes of direct updates, step by
+    /// step, across evictions of a tiny cache.
+    #[test]
+    fn mapped_equals_direct() {
+        for keep in [false, true] {
+            mapped_equals_direct_with(keep);
+        }
+    }
+
+    fn mapped_equals_direct_with(keep: bool) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = MappedFiles::new(3, u64::MAX);
+        files.keep_headers = keep;
+        let mut pairs = Vec::new();
+        for i in 0..6 {
+            let a = make(dir.path(), &format!("m{i}.rrd"), &PERFTEST_LIKE);
+            let b = dir.path().join(format!("d{i}.rrd"));
+            std::fs::copy(&a, &b).unwrap();
+            pairs.push((a, b));
+        }
+        for k in 1..=12 {
+            for (a, b) in &pairs {
+                let r = files.update(a, &arg(k), &UpdateOptions::default(), false).unwrap();
+                assert!(r.error.is_none());
+                update_file(b, &arg(k), &UpdateOptions::default(), false).unwrap();
+                assert_eq!(std::fs::read(a).unwrap(), std::fs::read(b).unwrap(), "step {k}");
+                assert!(files.len() <= 3);
+            }
+        }
+        assert!(files.counters.evicted > 0, "{:?}", files.counters);
+        assert_eq!(files.counters.updates, 72);
+        assert_eq!(files.counters.headers_kept > 0, keep, "{:?}", files.counters);
+    }
+
+    /// A kept header is used while the file's header bytes are ours, and
+    /// not after anyone else wrote the file (here: direct updates, and a
+    /// `tune`-like change of a static field in place).
+    #[test]
+    fn kept_headers_follow_foreign_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = make(dir.path(), "a.rrd", &PERFTEST_LIKE);
+        let b = dir.path().join("b.rrd");
+        std::fs::copy(&a, &b).unwrap();
+        let mut files = MappedFiles { keep_headers: true, ..Default::default() };
+        for k in 1..=9 {
+            if k % 3 == 0 {
+                update_file(&a, &arg(k), &UpdateOptions::default(), false).unwrap();
+            } else {
+                files.update(&a, &arg(k), &UpdateOptions::default(), false).unwrap();
+            }
+            update_file(&b, &arg(k), &UpdateOptions::default(), false).unwrap();
+            assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "step {k}");
+        }
+        // Steps 1, 4, 7 decode (first, and after each foreign update); 2, 5, 8 keep.
+        assert_eq!(files.counters.headers_decoded, 3, "{:?}", files.counters);
+        assert_eq!(files.counters.headers_kept, 3, "{:?}", files.counters);
+        // A static field changed in place (the heartbeat of DS a, as
+        // `rrdtool tune -h` does) is seen by the next mapped update.
+        let hb_off = rrd_format::layout::STAT_HEAD_LEN + 40;
+        for p in [&a, &b] {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::OpenOptions::new().write(true).open(p).unwrap();
+            f.write_all_at(&100u64.to_le_bytes(), hb_off).unwrap();
+        }
+        // A 400 s gap: known with the old 600 s heartbeat, unknown with 100 s.
+        let late = vec![format!("{}:1:1", 1_000_000_000 + 300 * 9 + 400)];
+        files.update(&a, &late, &UpdateOptions::default(), false).unwrap();
+        update_file(&b, &late, &UpdateOptions::default(), false).unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        assert_eq!(files.counters.headers_decoded, 4, "{:?}", files.counters);
+    }
+
+    /// An argument error reports like a direct update and keeps the earlier
+    /// arguments' effect; the bytes agree.
+    #[test]
+    fn argument_errors_match_direct() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = make(dir.path(), "a.rrd", &PERFTEST_LIKE);
+        let b = dir.path().join("b.rrd");
+        std::fs::copy(&a, &b).unwrap();
+        let args = vec![arg(1)[0].clone(), "1000000000:1:2".to_string(), arg(3)[0].clone()];
+        let mut files = MappedFiles::default();
+        let rm = files.update(&a, &args, &UpdateOptions::default(), false).unwrap();
+        let rd = update_file(&b, &args, &UpdateOptions::default(), false).unwrap();
+        let bn = b.display().to_string();
+        let an = a.display().to_string();
+        let same = |e: Option<Error>| e.map(|e| e.to_string().replace(&bn, &an));
+        assert_eq!(same(rm.error), same(rd.error));
+        assert!(same(update_file(&b, &[arg(2)[0].clone()], &UpdateOptions::default(), false).unwrap().error)
+            .is_none());
+        files.update(&a, &arg(2), &UpdateOptions::default(), false).unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        let em = files.update(&a, &[], &UpdateOptions::default(), false).err().unwrap().to_string();
+        let ed = update_file(&b, &[], &UpdateOptions::default(), false).err().unwrap().to_string();
+        assert_eq!(em, ed);
+    }
+
+    /// A file renamed over the path is mapped afresh: the update lands in
+    /// the new file, and the old inode is left as it was.
+    #[test]
+    fn a_replaced_file_is_remapped() {
+        for keep in [false, true] {
+            a_replaced_file_is_remapped_with(keep);
+        }
+    }
+
+    fn a_replaced_file_is_remapped_with(keep: bool) {
+        let dir = tempfile::tempdir().unwrap();
+        let a = make(dir.path(), "a.rrd", &PERFTEST_LIKE);
+        let fresh = dir.path().join("fresh.rrd");
+        std::fs::copy(&a, &fresh).unwrap();
+        let reference = dir.path().join("ref.rrd");
+        std::fs::copy(&a, &reference).unwrap();
+        let mut files = MappedFiles { keep_headers: keep, ..Default::default() };
+        files.update(&a, &arg(1), &UpdateOptions::default(), false).unwrap();
+        // Keep the old inode reachable to check it is not written again.
+        let old = dir.path().join("old.rrd");
+        std::fs::hard_link(&a, &old).unwrap();
+        let old_bytes = std::fs::read(&old).unwrap();
+        std::fs::rename(&fresh, &a).unwrap();
+        files.update(&a, &arg(2), &UpdateOptions::default(), false).unwrap();
+        update_file(&reference, &arg(2), &UpdateOptions::default(), false).unwrap();
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&reference).unwrap());
+        assert_eq!(std::fs::read(&old).unwrap(), old_bytes, "the replaced inode was written");
+        assert_eq!(files.counters.replaced, 1);
+    }
+
+    /// A file truncated under a live mapping is reported at the next
+    /// update (before any access, so no SIGBUS), and not kept mapped.
+    #[test]
+    fn a_truncated_file_is_reported_not_touched() {
+        for keep in [false, true] {
+            a_truncated_file_is_reported_with(keep);
+        }
+    }
+
+    fn a_truncated_file_is_reported_with(keep: bool) {
+        let dir = tempfile::tempdir().unwrap();
+        let a = make(dir.path(), "a.rrd", &PERFTEST_LIKE);
+        let mut files = MappedFiles { keep_headers: keep, ..Default::default() };
+        files.update(&a, &arg(1), &UpdateOptions::default(), false).unwrap();
+        let len = std::fs::metadata(&a).unwrap().len();
+        for cut in [len - 8, 2000, 100, 0] {
+            std::fs::OpenOptions::new().write(true).open(&a).unwrap().set_len(cut).unwrap();
+            let e = files.update(&a, &arg(2), &UpdateOptions::default(), false).err().expect("truncated");
+            assert!(matches!(e, Error::Format { .. }), "cut at {cut}: {e}");
+            assert!(!files.contains(&a));
+            let direct = update_file(&a, &arg(2), &UpdateOptions::default(), false).err().unwrap();
+            assert_eq!(e.to_string(), direct.to_string(), "cut at {cut}");
+        }
+        assert!(files.is_empty());
+    }
+
+    /// Garbage of any length never panics and is never kept mapped.
+    #[test]
+    fn garbage_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("g.rrd");
+        let good = std::fs::read(make(dir.path(), "a.rrd", &PERFTEST_LIKE)).unwrap();
+        let mut files = MappedFiles { keep_headers: true, ..Default::default() };
+        let mut seed = 7u64;
+        for len in [1usize, 127, 128, 129, 4096, good.len()] {
+            for flip in 0..8 {
+                let mut bytes = good[..len.min(good.len())].to_vec();
+                for _ in 0..flip * 4 {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let i = (seed >> 33) as usize % bytes.len();
+                    bytes[i] ^= (seed >> 20) as u8 | 1;
+                }
+                std::fs::write(&p, &bytes).unwrap();
+                let _ = files.update(&p, &arg(1), &UpdateOptions::default(), false);
+            }
+        }
+        let e = files.update(&dir.path().join("missing.rrd"), &arg(1), &UpdateOptions::default(), false);
+        assert!(e.err().unwrap().to_string().starts_with("opening '"));
+    }
+
+    /// A file extended in place (same inode) is mapped again at its new
+    /// length, and the byte bound evicts.
+    #[test]
+    fn bounds_by_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<PathBuf> =
+            (0..4).map(|i| make(dir.path(), &format!("f{i}.rrd"), &PERFTEST_LIKE)).collect();
+        let len = std::fs::metadata(&paths[0]).unwrap().len();
+        let mut files = MappedFiles::new(100, 2 * len);
+        for p in &paths {
+            files.update(p, &arg(1), &UpdateOptions::default(), false).unwrap();
+            assert!(files.mapped_bytes() <= 2 * len);
+        }
+        assert_eq!(files.len(), 2);
+        assert_eq!(files.counters.evicted, 2);
+        // Sync of a mapped and of an unmapped file.
+        for p in &paths {
+            files.sync(p).unwrap();
+        }
+        files.unmap_pages();
+        files.clear();
+        assert_eq!(files.mapped_bytes(), 0);
+    }
+}
