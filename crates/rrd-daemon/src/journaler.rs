@@ -105,6 +105,9 @@ struct Shared {
     /// right after `processed` passes their ticket, so only the most
     /// recent [`FAILURES_KEPT`] groups are kept.
     failures: Mutex<VecDeque<(u64, u64, String)>>,
+    /// Whether `failures` ever held anything (checked without its lock:
+    /// a healthy journal's waiters never take it).
+    any_failure: AtomicBool,
     /// The first ticket of the group that found the journal poisoned, and
     /// why (every ticket from it on fails); `u64::MAX` while healthy.
     poisoned_from: AtomicU64,
@@ -186,6 +189,7 @@ impl Journaler {
             wake: Condvar::new(),
             processed: tokio::sync::watch::channel(0).0,
             failures: Mutex::new(VecDeque::new()),
+            any_failure: AtomicBool::new(false),
             poisoned_from: AtomicU64::new(u64::MAX),
             poison_reason: Mutex::new(String::new()),
         });
@@ -296,6 +300,9 @@ impl Journaler {
         let Some(shared) = &self.shared else { return Ok(()) };
         if at >= shared.poisoned_from.load(Ordering::SeqCst) {
             return Err(shared.poison_reason.lock().expect("poison reason lock").clone());
+        }
+        if !shared.any_failure.load(Ordering::SeqCst) {
+            return Ok(());
         }
         let failures = shared.failures.lock().expect("journal failures lock");
         match failures.iter().rev().find(|(first, last, _)| (*first..=*last).contains(&at)) {
@@ -544,6 +551,7 @@ impl Committer {
                 failures.pop_front();
             }
             failures.push_back((first, last, why));
+            self.shared.any_failure.store(true, Ordering::SeqCst);
         }
     }
 
