@@ -103,6 +103,19 @@ impl Failures {
             self.first = Some(msg.into());
         }
     }
+
+    /// Records what an update call reported: an error, or an argument the
+    /// update rejected.
+    fn record_update(&mut self, outcome: rrd_engine::Result<rrd_engine::update::UpdateReport>) {
+        match outcome {
+            Ok(rep) => {
+                if let Some(e) = rep.error {
+                    self.record(e.to_string());
+                }
+            }
+            Err(e) => self.record(e.to_string()),
+        }
+    }
 }
 
 /// A step's work, prepared before the clock starts.
@@ -187,38 +200,20 @@ impl Runner for RrdscaleLib {
             }
             _ => unreachable!("rrdscale's library runs requests and creates"),
         };
-        if let Some(files) = &mut self.mapped {
+        // One call per request, progress every PROGRESS_EVERY.
+        let mut each = |update: &mut dyn FnMut(&UpdateRequest) -> rrd_engine::Result<_>| {
             for (i, r) in reqs.iter().enumerate() {
-                match files.update(&r.path, &r.args, &r.opts, false) {
-                    Ok(rep) => {
-                        if let Some(e) = rep.error {
-                            failures.record(e.to_string());
-                        }
-                    }
-                    Err(e) => failures.record(e.to_string()),
-                }
+                failures.record_update(update(r));
                 if (i + 1) % PROGRESS_EVERY == 0 {
                     progress(i as u64 + 1);
                 }
             }
-            return;
+        };
+        if let Some(files) = &mut self.mapped {
+            return each(&mut |r| files.update(&r.path, &r.args, &r.opts, false));
         }
         match &mut self.batch {
-            None => {
-                for (i, r) in reqs.iter().enumerate() {
-                    match update_file(&r.path, &r.args, &r.opts, false) {
-                        Ok(rep) => {
-                            if let Some(e) = rep.error {
-                                failures.record(e.to_string());
-                            }
-                        }
-                        Err(e) => failures.record(e.to_string()),
-                    }
-                    if (i + 1) % PROGRESS_EVERY == 0 {
-                        progress(i as u64 + 1);
-                    }
-                }
-            }
+            None => each(&mut |r| update_file(&r.path, &r.args, &r.opts, false)),
             Some(updater) => {
                 let mut done = 0u64;
                 for chunk in reqs.chunks(self.chunk.max(1)) {
@@ -230,14 +225,7 @@ impl Runner for RrdscaleLib {
                         if i == covered {
                             covered += updater.prefetch(&refs[i..]).max(1);
                         }
-                        match updater.update(r, false) {
-                            Ok(rep) => {
-                                if let Some(e) = rep.error {
-                                    failures.record(e.to_string());
-                                }
-                            }
-                            Err(e) => failures.record(e.to_string()),
-                        }
+                        failures.record_update(updater.update(r, false));
                     }
                     done += chunk.len() as u64;
                     progress(done);

@@ -97,7 +97,7 @@ use rustix::mm::{Advice, MapFlags, MsyncFlags, ProtFlags};
 use crate::error::{Error, Result};
 use crate::rrd::Rrd;
 use crate::store::Store;
-use crate::update::{row_reader, Now, RowCollector, UpdateOptions, UpdateReport, Updater};
+use crate::update::{update_rrd_live, Now, UpdateOptions, UpdateReport};
 use rrd_format::{Header, Layout};
 
 /// One file mapped `MAP_SHARED` read/write; unmapped when dropped.
@@ -400,7 +400,7 @@ impl MappedFiles {
         };
         let mut new_kept = None;
         let result = rrd.and_then(|mut rrd| {
-            let (report, live) = apply(&mut rrd, args, opts, verbose, now)?;
+            let (report, live) = update_rrd_live(&mut rrd, args, opts, verbose, now)?;
             if let Some(mut image) = image {
                 let off = rrd.layout.live_head_off as usize;
                 if let Some(dst) = image.get_mut(off..off + live.len()) {
@@ -549,47 +549,6 @@ fn decode_snapshot(path: &Path, map: &Mapping, snapshot: bool) -> Result<(Header
     let (header, layout) = Header::decode(&image, map.len as u64)
         .map_err(|source| Error::Format { path: path.to_path_buf(), source })?;
     Ok((header, layout, Some(image)))
-}
-
-/// The update proper, as [`crate::update::update_rrd`] does it: the math,
-/// each changed row written once in file order, then the live header.
-/// Returns the live header bytes written, for the kept image.
-fn apply(
-    rrd: &mut Rrd<&Mapping>,
-    args: &[String],
-    opts: &UpdateOptions,
-    verbose: bool,
-    now: Now,
-) -> Result<(UpdateReport, Vec<u8>)> {
-    if args.is_empty() {
-        return Err(Error::invalid("Not enough arguments"));
-    }
-    let mut sink = RowCollector { rows: std::collections::BTreeMap::new(), summary: verbose.then(Vec::new) };
-    let mut error = None;
-    {
-        let (store, layout) = (&rrd.store, &rrd.layout);
-        let mut updater = Updater::new(&mut rrd.header, opts, now)?;
-        updater.set_row_reader(row_reader(store, layout));
-        for arg in args {
-            if let Err(msg) = updater.apply(arg, opts.skip_past_updates, &mut sink) {
-                error = Some(Error::invalid(format!("{}: {msg}", rrd.path.display())));
-                break;
-            }
-        }
-        if error.is_none() {
-            if let Err(msg) = updater.finish(&mut sink) {
-                error = Some(Error::invalid(format!("{}: {msg}", rrd.path.display())));
-            }
-        }
-    }
-    for ((r, row), values) in &sink.rows {
-        rrd.write_row(*r, *row, values)?;
-    }
-    let live = rrd.header.encode_live();
-    rrd.store
-        .write_at(&live, rrd.layout.live_head_off)
-        .map_err(|source| Error::Io { path: rrd.path.clone(), source })?;
-    Ok((UpdateReport { error, summary: sink.summary }, live))
 }
 
 #[cfg(test)]

@@ -99,9 +99,11 @@ impl<S: Store> Rrd<S> {
     }
 
     /// Writes the live part of the header from `self.header`.
-    pub fn write_live(&self) -> Result<()> {
+    /// Writes the live header and returns the bytes written.
+    pub fn write_live(&self) -> Result<Vec<u8>> {
         let bytes = self.header.encode_live();
-        self.store.write_at(&bytes, self.layout.live_head_off).map_err(|e| self.io(e))
+        self.store.write_at(&bytes, self.layout.live_head_off).map_err(|e| self.io(e))?;
+        Ok(bytes)
     }
 }
 

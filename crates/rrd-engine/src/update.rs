@@ -837,6 +837,18 @@ pub fn update_rrd<S: Store>(
     verbose: bool,
     now: Now,
 ) -> Result<UpdateReport> {
+    update_rrd_live(rrd, args, opts, verbose, now).map(|(report, _)| report)
+}
+
+/// [`update_rrd`], also returning the live header bytes it wrote (a caller
+/// that keeps an image of the header updates it with them).
+pub fn update_rrd_live<S: Store>(
+    rrd: &mut Rrd<S>,
+    args: &[String],
+    opts: &UpdateOptions,
+    verbose: bool,
+    now: Now,
+) -> Result<(UpdateReport, Vec<u8>)> {
     if args.is_empty() {
         return Err(Error::invalid("Not enough arguments"));
     }
@@ -861,8 +873,8 @@ pub fn update_rrd<S: Store>(
     for ((r, row), values) in &sink.rows {
         rrd.write_row(*r, *row, values)?;
     }
-    rrd.write_live()?;
-    Ok(UpdateReport { error, summary: sink.summary })
+    let live = rrd.write_live()?;
+    Ok((UpdateReport { error, summary: sink.summary }, live))
 }
 
 /// A [`RowReader`] over a store laid out as `layout` says.
