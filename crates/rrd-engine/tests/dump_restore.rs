@@ -21,6 +21,9 @@ use rrd_engine::dump::{dump, DumpHeader, DumpOptions};
 use rrd_engine::restore;
 use rrd_engine::Rrd;
 
+mod common;
+use common::Rng;
+
 fn setup() {
     static TZ: Once = Once::new();
     // Before any localtime_r call in this process; glibc reads TZ once.
@@ -36,22 +39,6 @@ fn rrdtool(args: &[&str]) -> Vec<u8> {
         .expect("rrdtool 1.7.2 must be installed (/usr/bin/rrdtool) for these tests");
     assert!(out.status.success(), "rrdtool {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
     out.stdout
-}
-
-/// SplitMix64, so that every run feeds rrdtool the same updates.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 /// What the update stream feeds a data source.

@@ -19,6 +19,9 @@ use std::process::Command;
 use rrd_engine::mapped::MappedFiles;
 use rrd_engine::update::{update_file, UpdateOptions};
 
+mod common;
+use common::Rng;
+
 fn rrdtool(args: &[&str]) {
     let out = Command::new("rrdtool")
         .args(args)
@@ -27,22 +30,6 @@ fn rrdtool(args: &[&str]) {
         .output()
         .expect("rrdtool 1.7.2 must be installed (/usr/bin/rrdtool) for these tests");
     assert!(out.status.success(), "rrdtool {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// SplitMix64, so that every run feeds the same updates.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 const START: i64 = 1_000_000_000;
