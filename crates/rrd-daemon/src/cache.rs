@@ -269,6 +269,9 @@ pub struct Cache {
     pub stopping: AtomicBool,
     /// Set by SUSPENDALL: files are not written until RESUMEALL.
     rng: Mutex<u64>,
+    /// The flush workers' shared `syncfs` (coordination only: the flusher
+    /// does the I/O).
+    pub syncs: crate::syncgroup::SyncGroup,
 }
 
 /// Unix seconds now.
@@ -303,6 +306,7 @@ impl Cache {
             write_jitter_secs,
             stopping: AtomicBool::new(false),
             rng: Mutex::new(seed),
+            syncs: crate::syncgroup::SyncGroup::default(),
         }
     }
 

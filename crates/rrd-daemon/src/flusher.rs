@@ -15,9 +15,10 @@
 //! asks the engine to prefetch exactly the pages those updates will write
 //! (many files at once, planned from the kept headers), applies the updates
 //! in path order (a kept header that still matches the file's stamp means
-//! no header read), makes the written files durable (one `syncfs` for a
-//! batch of several files: one device flush instead of one per file; file
-//! by file with `fdatasync` when that fails), drops the pages it wrote
+//! no header read), makes the written files durable (one `syncfs` per
+//! filesystem for a batch of several files, shared with the other workers
+//! that finished writing meanwhile: one device flush instead of one per
+//! file; file by file with `fdatasync` when that fails), drops the pages it wrote
 //! from the page cache (unless `--keep-pages`), and only then clears
 //! `inflight` — which is what lets the journal segments holding those values
 //! be removed.
@@ -186,14 +187,20 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
     }
     let release = cache.release_pages.load(Ordering::Relaxed);
     // One syncfs for the batch when it wrote several files (one device
-    // flush, writes at queue depth); file by file when that fails, so that
-    // an error is pinned on the file it belongs to.
+    // flush, writes at queue depth), shared with the other workers that
+    // finished meanwhile (`syncgroup`); file by file when that fails, so
+    // that an error is pinned on the file it belongs to.
     let written: Vec<&std::path::Path> = taken
         .iter()
         .filter(|t| matches!(t.outcome, Outcome::Written))
         .map(|t| t.req.path.as_path())
         .collect();
-    let batch_synced = written.len() > 1 && updater.sync_filesystem(&written).is_ok();
+    let batch_synced = written.len() > 1
+        && updater
+            .filesystems(&written)
+            .map_err(|e| e.to_string())
+            .and_then(|filesystems| cache.syncs.sync(filesystems, rrd_engine::batch::sync_filesystem_of))
+            .is_ok();
     for t in taken.iter_mut() {
         if !matches!(t.outcome, Outcome::Written) {
             continue;

@@ -11,7 +11,9 @@
 //! - [`journaler`]: the committer thread: group commit into the journal
 //!   (rrd-journal), rotation, removal of segments no longer needed.
 //! - [`flusher`]: due files → paced queue → workers that prefetch, write in
-//!   path order, fdatasync, then release their journal segments.
+//!   path order, sync, then release their journal segments.
+//! - [`syncgroup`]: one `syncfs` shared by every worker that finished
+//!   writing while the previous one ran.
 //! - [`reader`]: FETCH/INFO/FIRST/LAST see pending values without a flush.
 //! - [`replay`]: restart from the journal, idempotently.
 //! - [`paths`]: names to keys; `-B` confinement.
@@ -42,5 +44,6 @@ pub mod replay;
 pub mod server;
 pub mod state;
 pub mod stats;
+pub mod syncgroup;
 
 pub use server::{run, RunError};

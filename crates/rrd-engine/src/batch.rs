@@ -316,6 +316,17 @@ impl OpenFiles {
     }
 }
 
+/// `syncfs(2)` of the filesystem holding `path`.
+pub fn sync_filesystem_of(path: &Path) -> Result<()> {
+    let io_err = |source| Error::Io { path: path.to_path_buf(), source };
+    let file = File::open(path).map_err(io_err)?;
+    // SAFETY: syncfs takes a descriptor we own and touches no memory.
+    if unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&file)) } != 0 {
+        return Err(io_err(std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
 /// What a [`BatchUpdater`] did, for statistics (monotonic counters).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BatchCounters {
@@ -685,25 +696,43 @@ impl BatchUpdater {
         self.release_written(path, kept, release)
     }
 
-    /// Makes everything written to the files of `paths` durable with one
-    /// `syncfs` of the filesystem holding the first: one device cache flush
-    /// for a whole batch instead of one `fdatasync` (and one flush) per
-    /// file, with the writes reaching the disk at queue depth. An error
-    /// cannot be attributed to a file, so callers then sync file by file
-    /// ([`BatchUpdater::sync`]). Follow with [`BatchUpdater::release_written`].
+    /// `syncfs` of every filesystem holding one of `paths` (once each): one
+    /// device cache flush for a whole batch instead of one `fdatasync` (and
+    /// one flush) per file, with the writes reaching the disk at queue
+    /// depth. An error cannot be attributed to a file, so callers then sync
+    /// file by file ([`BatchUpdater::sync`]). Follow with
+    /// [`BatchUpdater::release_written`].
     pub fn sync_filesystem(&mut self, paths: &[&Path]) -> Result<()> {
-        let Some(first) = paths.first() else { return Ok(()) };
+        for (_, path) in self.filesystems(paths)? {
+            sync_filesystem_of(&path)?;
+        }
+        Ok(())
+    }
+
+    /// The filesystems holding `paths`: each device once, with one of its
+    /// paths, for a caller that syncs them itself (a daemon sharing one
+    /// `syncfs` among its workers). Runs the fault hook's sync of every
+    /// path first, as a sync would.
+    pub fn filesystems(&mut self, paths: &[&Path]) -> Result<Vec<(u64, PathBuf)>> {
         if let Some(h) = self.faults.clone() {
             for path in paths {
                 h.sync(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
             }
         }
-        let of = self.files.entry(first)?;
-        // SAFETY: syncfs takes a descriptor we own and touches no memory.
-        if unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&of.file)) } != 0 {
-            return Err(Error::Io { path: first.to_path_buf(), source: std::io::Error::last_os_error() });
+        let mut devices: Vec<(u64, PathBuf)> = Vec::new();
+        for path in paths {
+            let of = self.files.entry(path)?;
+            let device = match of.ident {
+                Some((device, _)) => device,
+                None => {
+                    of.file.metadata().map_err(|source| Error::Io { path: path.to_path_buf(), source })?.dev()
+                }
+            };
+            if !devices.iter().any(|(d, _)| *d == device) {
+                devices.push((device, path.to_path_buf()));
+            }
         }
-        Ok(())
+        Ok(devices)
     }
 
     /// After a sync: forgets the pages written to `path` since the last
@@ -902,6 +931,28 @@ mod tests {
     /// A bounded prefetch window covers a prefix of the requests and says
     /// how many; prefetching again where it ended covers the rest, and the
     /// files come out as with an unbounded window.
+    /// A batch over several filesystems names each once (so the daemon's
+    /// `syncfs` covers every file it wrote, not only the first one's).
+    #[test]
+    fn filesystems_names_each_device_once() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let shm = tempfile::tempdir_in("/dev/shm").ok();
+        let mut paths: Vec<PathBuf> =
+            (0..3).map(|i| perftest_like(dir.path(), &format!("f{i}.rrd"))).collect();
+        if let Some(shm) = &shm {
+            paths.push(perftest_like(shm.path(), "s.rrd"));
+        }
+        let mut u = BatchUpdater::new(16);
+        let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+        let found = u.filesystems(&refs).unwrap();
+        let mut expected: Vec<u64> = paths.iter().map(|p| std::fs::metadata(p).unwrap().dev()).collect();
+        expected.dedup();
+        assert_eq!(found.iter().map(|f| f.0).collect::<Vec<_>>(), expected);
+        assert_eq!(found[0].1, paths[0]);
+        u.sync_filesystem(&refs).unwrap();
+    }
+
     #[test]
     fn prefetch_window_is_bounded() {
         let dir = tempfile::tempdir().unwrap();
