@@ -54,7 +54,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rrd_journal::{Journal, Record, SyncPolicy};
+use rrd_journal::{Journal, SyncPolicy};
 
 use crate::stats::Stats;
 
@@ -135,11 +135,6 @@ pub enum Ticket {
 }
 
 impl Ticket {
-    /// A ticket that is already done (no journal configured).
-    pub fn done() -> Ticket {
-        Ticket::Done
-    }
-
     /// Of two tickets, the one to wait for so that both are decided: the
     /// later record (a failed ticket needs no wait).
     pub fn max(self, other: Ticket) -> Ticket {
@@ -234,13 +229,8 @@ impl Journaler {
         self.poisoned.load(Ordering::SeqCst)
     }
 
-    /// Queues `record`; see the module doc for the locking rule.
-    pub fn submit(&self, record: Record) -> Ticket {
-        self.submit_update(&record.path, record.args.iter().map(String::as_str))
-    }
-
     /// Queues the record of an update of `path` with `args`, framed straight
-    /// into the staging buffer (no [`Record`] is built); see the module doc
+    /// into its staging buffer (no [`rrd_journal::Record`] is built); see the module doc
     /// for the locking rule.
     pub fn submit_update<'a, I>(&self, path: &str, args: I) -> Ticket
     where
@@ -356,10 +346,10 @@ struct Committer {
     segment_len_max: u64,
     /// The journal's sync count already booked into `stats`.
     syncs_seen: u64,
-    /// Records written to the segment so far (ticket number).
+    /// The newest generation written to the segment.
     written: u64,
-    /// Records decided so far (the last published ticket number): synced
-    /// under `--sync always`, written under the other policies, or failed.
+    /// The newest generation decided (the last one published): synced under
+    /// `--sync always`, written under the other policies, or failed.
     processed: u64,
 }
 
@@ -689,7 +679,8 @@ mod tests {
                     if i % 10 == 9 {
                         j.wait(&ticket).await.unwrap();
                         let on_disk = rrd_journal::replay(&dir).unwrap().records;
-                        let want = Record { path: format!("/f{f}.rrd"), args: vec![format!("{n}:1")] };
+                        let want =
+                            rrd_journal::Record { path: format!("/f{f}.rrd"), args: vec![format!("{n}:1")] };
                         assert!(on_disk.contains(&want), "{want:?} acknowledged but not in the journal");
                     }
                 }
