@@ -340,19 +340,8 @@ pub fn run(a: &CapacityArgs, args: &[String], exe: &Path, out: &mut dyn Write) -
         ("search range", format!("{}..{}", a.min_files, a.max_files)),
         ("simulated hours per trial", a.sim_hours.to_string()),
         ("time box per side (min)", a.max_minutes.to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+    ];
     let results = DaemonResults {
-        workload: "daemon-capacity".into(),
-        command: ws.command.clone(),
-        machine: ws.machine(),
-        memory_budget_bytes: None,
-        schema,
-        file_bytes,
-        files: tried_max,
-        params,
         columns: vec![
             col("capacity_files", "files kept current", 0),
             col("first_failure_files", "first N that failed", 0),
@@ -388,8 +377,7 @@ pub fn run(a: &CapacityArgs, args: &[String], exe: &Path, out: &mut dyn Write) -
             .collect(),
             rows,
         )],
-        dir: ws.base.clone(),
-        dir_kept: true,
+        ..ws.results("daemon-capacity", None, schema, file_bytes, tried_max, &params)
     };
     dcommon::finish(results, &ws, c.json.as_deref(), out)
 }

@@ -223,19 +223,8 @@ pub fn run(a: &FlushArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> R
         ("pending values per file", a.pending.to_string()),
         ("write threads (-t)", c.threads.to_string()),
         ("clients (preload)", c.clients.to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+    ];
     let results = DaemonResults {
-        workload: "daemon-flush".into(),
-        command: ws.command.clone(),
-        machine: ws.machine(),
-        memory_budget_bytes: c.memory_budget,
-        schema,
-        file_bytes,
-        files: a.files,
-        params,
         columns: vec![
             col("flush_secs", "FLUSHALL → written, s", 3),
             col("files_per_s", "files/s", 0),
@@ -258,8 +247,7 @@ pub fn run(a: &FlushArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> R
                 .into(),
         ],
         tables,
-        dir: ws.base.clone(),
-        dir_kept: true,
+        ..ws.results("daemon-flush", c.memory_budget, schema, file_bytes, a.files, &params)
     };
     dcommon::finish(results, &ws, c.json.as_deref(), out)
 }

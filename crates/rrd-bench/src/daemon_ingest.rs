@@ -176,19 +176,8 @@ pub fn run(a: &IngestArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> 
         ("values per UPDATE line", a.values_per_line.to_string()),
         ("write threads (-t)", c.threads.to_string()),
         ("-w", w.to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+    ];
     let results = DaemonResults {
-        workload: "daemon-ingest".into(),
-        command: ws.command.clone(),
-        machine: ws.machine(),
-        memory_budget_bytes: c.memory_budget,
-        schema,
-        file_bytes,
-        files: a.files,
-        params,
         columns: vec![
             col("values_sent", "values", 0),
             col("secs", "seconds", 3),
@@ -207,9 +196,7 @@ pub fn run(a: &IngestArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> 
              (concurrent clients share a sync). rrdcached appends its journal without syncing."
                 .into(),
         ],
-        tables: Vec::new(),
-        dir: ws.base.clone(),
-        dir_kept: true,
+        ..ws.results("daemon-ingest", c.memory_budget, schema, file_bytes, a.files, &params)
     };
     dcommon::finish(results, &ws, c.json.as_deref(), out)
 }

@@ -194,19 +194,8 @@ pub fn run(a: &ReadArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> Re
         ("pending values per file", a.pending.to_string()),
         ("FETCHes", picks.len().to_string()),
         ("files evicted before", a.evict.to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+    ];
     let results = DaemonResults {
-        workload: "daemon-read".into(),
-        command: ws.command.clone(),
-        machine: ws.machine(),
-        memory_budget_bytes: c.memory_budget,
-        schema,
-        file_bytes,
-        files: a.files,
-        params,
         columns: vec![
             col("fetches", "FETCHes", 0),
             col("p50_ms", "p50 ms", 3),
@@ -223,9 +212,7 @@ pub fn run(a: &ReadArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> Re
             "One client, one FETCH at a time (AVERAGE over the pending hour), each of a file with pending values."
                 .into(),
         ],
-        tables: Vec::new(),
-        dir: ws.base.clone(),
-        dir_kept: true,
+        ..ws.results("daemon-read", c.memory_budget, schema, file_bytes, a.files, &params)
     };
     dcommon::finish(results, &ws, c.json.as_deref(), out)
 }

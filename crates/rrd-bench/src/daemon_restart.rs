@@ -158,19 +158,8 @@ pub fn run(a: &RestartArgs, args: &[String], exe: &Path, out: &mut dyn Write) ->
         ("values per file", a.values_per_file.to_string()),
         ("write threads (-t)", c.threads.to_string()),
         ("clients", c.clients.to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+    ];
     let results = DaemonResults {
-        workload: "daemon-restart".into(),
-        command: ws.command.clone(),
-        machine: ws.machine(),
-        memory_budget_bytes: c.memory_budget,
-        schema,
-        file_bytes,
-        files: a.files,
-        params,
         columns: vec![
             col("values_sent", "values journaled", 0),
             col("journal_bytes_at_kill", "journal bytes at kill", 0),
@@ -188,9 +177,7 @@ pub fn run(a: &RestartArgs, args: &[String], exe: &Path, out: &mut dyn Write) ->
              PendingValues (ours) are 0."
                 .into(),
         ],
-        tables: Vec::new(),
-        dir: ws.base.clone(),
-        dir_kept: true,
+        ..ws.results("daemon-restart", c.memory_budget, schema, file_bytes, a.files, &params)
     };
     dcommon::finish(results, &ws, c.json.as_deref(), out)
 }

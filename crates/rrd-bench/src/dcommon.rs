@@ -178,18 +178,7 @@ pub fn markdown(r: &DaemonResults) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "## rrdscale bench {}\n", r.workload);
     let _ = writeln!(s, "Command: `{}`\n", r.command);
-    let m = &r.machine;
-    let _ = writeln!(
-        s,
-        "Machine: {}, {} CPUs, {:.1} GiB RAM, Linux {}, files on {}; load average {} before, {} after.",
-        m.cpu,
-        m.cpus,
-        m.memory_bytes as f64 / (1u64 << 30) as f64,
-        m.kernel,
-        m.filesystem,
-        m.load_before,
-        m.load_after
-    );
+    let _ = writeln!(s, "{}", r.machine.line());
     let budget = match r.memory_budget_bytes {
         Some(b) => {
             format!("{:.1} MiB per daemon, its own memory cgroup (page cache charged)", b as f64 / 1048576.0)
@@ -296,6 +285,38 @@ impl Workspace {
 
     pub fn machine(&self) -> Machine {
         machine(&self.base, self.load_before.clone())
+    }
+
+    /// A report of this run with what every workload fills the same way;
+    /// the caller adds columns, sides, ratios, checks, notes and tables
+    /// (`DaemonResults { columns, .., ..ws.results(..) }`).
+    pub fn results(
+        &self,
+        workload: &str,
+        memory_budget_bytes: Option<u64>,
+        schema: Schema,
+        file_bytes: u64,
+        files: u64,
+        params: &[(&str, String)],
+    ) -> DaemonResults {
+        DaemonResults {
+            workload: workload.into(),
+            command: self.command.clone(),
+            machine: self.machine(),
+            memory_budget_bytes,
+            schema,
+            file_bytes,
+            files,
+            params: params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            columns: Vec::new(),
+            sides: Vec::new(),
+            ratios: BTreeMap::new(),
+            checks: Vec::new(),
+            notes: Vec::new(),
+            tables: Vec::new(),
+            dir: self.base.clone(),
+            dir_kept: true,
+        }
     }
 }
 

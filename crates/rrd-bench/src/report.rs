@@ -40,6 +40,22 @@ pub struct Machine {
     pub load_after: String,
 }
 
+impl Machine {
+    /// The report's "Machine: ..." line (without its newline).
+    pub fn line(&self) -> String {
+        format!(
+            "Machine: {}, {} CPUs, {:.1} GiB RAM, Linux {}, files on {}; load average {} before, {} after.",
+            self.cpu,
+            self.cpus,
+            self.memory_bytes as f64 / (1u64 << 30) as f64,
+            self.kernel,
+            self.filesystem,
+            self.load_before,
+            self.load_after
+        )
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CreateResult {
     pub round: usize,
@@ -206,18 +222,7 @@ pub fn markdown(r: &Results) -> String {
     };
     let _ = writeln!(s, "## rrdscale bench {title}\n");
     let _ = writeln!(s, "Command: `{}`\n", r.command);
-    let m = &r.machine;
-    let _ = writeln!(
-        s,
-        "Machine: {}, {} CPUs, {:.1} GiB RAM, Linux {}, files on {}; load average {} before, {} after.",
-        m.cpu,
-        m.cpus,
-        m.memory_bytes as f64 / (1u64 << 30) as f64,
-        m.kernel,
-        m.filesystem,
-        m.load_before,
-        m.load_after
-    );
+    let _ = writeln!(s, "{}", r.machine.line());
     let versions: Vec<String> = r.sides.iter().map(|x| x.version.clone()).collect();
     let _ = writeln!(s, "Tools: {}.", versions.join(", "));
     let budget = match (r.memory_budget_bytes, &r.cgroup) {
