@@ -22,7 +22,6 @@ use rrd_daemon::state::Daemon;
 use rrd_daemon::stats::Stats;
 use rrd_daemon::{connection, flusher, metrics, replay};
 use rrd_engine::batch::BatchUpdater;
-use rrd_engine::create::{create, CreateOptions};
 use rrd_engine::update::{update_file, UpdateOptions};
 use rrd_journal::fault::{Action, FaultPlan, FaultyIo, Op, EIO, ENOSPC};
 use rrd_journal::io::{JournalIo, OsIo, SegmentFile};
@@ -31,16 +30,16 @@ use rrd_protocol::Permissions;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
+mod common;
+
 const T0: i64 = 1_000_000_000;
 
 fn make(path: &Path) {
-    let defs: Vec<String> =
-        ["DS:x:GAUGE:600:U:U", "DS:y:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:20", "RRA:MAX:0.5:3:20"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-    let opts = CreateOptions { start: Some(T0), step_secs: Some(300), ..Default::default() };
-    create(path, &opts, &defs, T0).unwrap();
+    common::create_rrd(
+        path,
+        T0,
+        &["DS:x:GAUGE:600:U:U", "DS:y:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:20", "RRA:MAX:0.5:3:20"],
+    );
 }
 
 fn value(k: i64) -> String {

@@ -19,20 +19,19 @@ use rrd_daemon::flusher;
 use rrd_daemon::journaler::Journaler;
 use rrd_daemon::state::Daemon;
 use rrd_engine::batch::{BatchUpdater, FaultHook, KeptHeader};
-use rrd_engine::create::{create, CreateOptions};
 use rrd_engine::update::{update_file, UpdateOptions};
+
+mod common;
 
 const T0: i64 = 999_997_200;
 const SEQ: u64 = 7;
 
 fn make(path: &Path) {
-    let defs: Vec<String> =
-        ["DS:g:GAUGE:600:U:U", "DS:c:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:30", "RRA:MAX:0.5:3:20"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-    let opts = CreateOptions { start: Some(T0), step_secs: Some(300), ..Default::default() };
-    create(path, &opts, &defs, T0).unwrap();
+    common::create_rrd(
+        path,
+        T0,
+        &["DS:g:GAUGE:600:U:U", "DS:c:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:30", "RRA:MAX:0.5:3:20"],
+    );
 }
 
 fn value(k: i64) -> String {

@@ -14,31 +14,31 @@ use rrd_daemon::journaler::Journaler;
 use rrd_daemon::reader::{self, ReadError};
 use rrd_daemon::state::Daemon;
 use rrd_engine::batch::{BatchUpdater, KeptHeader};
-use rrd_engine::create::{create, CreateOptions};
 use rrd_engine::fetch::fetch;
 use rrd_engine::info::info_of_header;
 use rrd_engine::{Rrd, Store};
 use rrd_format::Cf;
 
+mod common;
+
 /// A multiple of 300 and of 3600.
 const T0: i64 = 999_997_200;
 
 fn make(path: &Path) {
-    let defs: Vec<String> = [
-        "DS:g:GAUGE:600:U:U",
-        "DS:c:COUNTER:600:U:U",
-        "DS:d:DERIVE:600:U:U",
-        "RRA:AVERAGE:0.5:1:30",
-        "RRA:MAX:0.5:3:20",
-        "RRA:AVERAGE:0.5:12:10",
-        "RRA:MIN:0.5:12:10",
-        "RRA:LAST:0.5:4:10",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let opts = CreateOptions { start: Some(T0), step_secs: Some(300), ..Default::default() };
-    create(path, &opts, &defs, T0).unwrap();
+    common::create_rrd(
+        path,
+        T0,
+        &[
+            "DS:g:GAUGE:600:U:U",
+            "DS:c:COUNTER:600:U:U",
+            "DS:d:DERIVE:600:U:U",
+            "RRA:AVERAGE:0.5:1:30",
+            "RRA:MAX:0.5:3:20",
+            "RRA:AVERAGE:0.5:12:10",
+            "RRA:MIN:0.5:12:10",
+            "RRA:LAST:0.5:4:10",
+        ],
+    );
 }
 
 /// Value number `k`: a time on or off the step, a gauge (sometimes

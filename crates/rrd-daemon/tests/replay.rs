@@ -11,20 +11,19 @@ use rrd_daemon::journaler::Journaler;
 use rrd_daemon::state::Daemon;
 use rrd_daemon::{flusher, replay};
 use rrd_engine::batch::BatchUpdater;
-use rrd_engine::create::{create, CreateOptions};
 use rrd_engine::update::{update_file, UpdateOptions};
 use rrd_journal::{Journal, Record, SyncPolicy};
+
+mod common;
 
 const T0: i64 = 1_000_000_000;
 
 fn make(path: &Path) {
-    let defs: Vec<String> =
-        ["DS:x:GAUGE:600:U:U", "DS:y:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:20", "RRA:MAX:0.5:3:20"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-    let opts = CreateOptions { start: Some(T0), step_secs: Some(300), ..Default::default() };
-    create(path, &opts, &defs, T0).unwrap();
+    common::create_rrd(
+        path,
+        T0,
+        &["DS:x:GAUGE:600:U:U", "DS:y:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:20", "RRA:MAX:0.5:3:20"],
+    );
 }
 
 /// Replays `journal_dir` into a fresh daemon state and writes everything.
