@@ -411,9 +411,8 @@ impl MappedFiles {
             }
             Ok(report)
         });
-        if let Some(&slot) = self.index.get(path) {
-            self.slots[slot].kept = new_kept;
-        }
+        // Nothing since `current` moved the slot (only `forget`, below, does).
+        self.slots[slot].kept = new_kept;
         match &result {
             Ok(_) => self.counters.updates += 1,
             // A file that does not decode is not kept mapped: its next
