@@ -272,6 +272,8 @@ pub struct Cache {
     /// The flush workers' shared `syncfs` (coordination only: the flusher
     /// does the I/O).
     pub syncs: crate::syncgroup::SyncGroup,
+    /// How flushes and reads open files (the `-B` confinement).
+    pub root: rrd_engine::root::Root,
 }
 
 /// Unix seconds now.
@@ -307,6 +309,7 @@ impl Cache {
             stopping: AtomicBool::new(false),
             rng: Mutex::new(seed),
             syncs: crate::syncgroup::SyncGroup::default(),
+            root: rrd_engine::root::Root::Anywhere,
         }
     }
 

@@ -98,6 +98,17 @@ pub struct Config {
     pub tick: Duration,
     /// `--segment-bytes`: rotate the journal when its segment passes this.
     pub segment_len_max: u64,
+    /// `--idle-timeout-tcp`: close a TCP connection that sent nothing for
+    /// this long (`None`: never).
+    pub idle_timeout_tcp: Option<Duration>,
+    /// `--idle-timeout-unix`: the same for UNIX-socket connections (off by
+    /// default: local clients such as collectd and long-running librrd
+    /// programs keep one connection open across long quiet intervals, and
+    /// rrdcached never closes them).
+    pub idle_timeout_unix: Option<Duration>,
+    /// `--max-connections`: connections served at once (0: derived from the
+    /// descriptor limit, see [`connections_max`]).
+    pub max_connections: usize,
 }
 
 impl Default for Config {
@@ -128,8 +139,28 @@ impl Default for Config {
             metrics: None,
             tick: Duration::from_millis(1000),
             segment_len_max: 64 << 20,
+            idle_timeout_tcp: Some(Duration::from_secs(IDLE_TIMEOUT_TCP_SECS)),
+            idle_timeout_unix: None,
+            max_connections: 0,
         }
     }
+}
+
+/// The default `--idle-timeout-tcp`: longer than any usual polling
+/// interval (MRTG's and Munin's 5 minutes), short enough that abandoned or
+/// half-open connections give their descriptors back.
+pub const IDLE_TIMEOUT_TCP_SECS: u64 = 900;
+
+/// The most connections served at once when `--max-connections` is not
+/// given: half of what the descriptor limit leaves after the flush workers'
+/// open files and a reserve (journal, listeners, metrics, readers), since
+/// a connection may hold one file open besides its socket (a first UPDATE,
+/// a read). At least 16, at most 16,384.
+pub fn connections_max(descriptors: u64, write_threads: usize) -> usize {
+    const RESERVE: u64 = 64;
+    let workers = write_threads as u64 * crate::flusher::OPEN_FILES_PER_WORKER as u64;
+    let left = descriptors.saturating_sub(workers + RESERVE);
+    (left / 2).clamp(16, 16_384) as usize
 }
 
 /// rrdcached's `$localstatedir/run/rrdcached.pid` for root; elsewhere a
@@ -215,6 +246,11 @@ rrdscale options:
                                 (HOST:PORT, [V6]:PORT, or :PORT for all interfaces)
   --tick-ms MS                  Scheduler period (default 1000)
   --segment-bytes N             Journal segment size before rotation (default 64 MiB)
+  --idle-timeout-tcp SECS       Close TCP connections idle this long (default 900; 0: never)
+  --idle-timeout-unix SECS      Close UNIX-socket connections idle this long
+                                (default 0: never, as rrdcached)
+  --max-connections N           Connections served at once (default: derived from the
+                                descriptor limit, leaving room for RRD and journal files)
 ";
 
 const VALUE_LETTERS: &str = "abfGjlmoPpstUVwz";
@@ -353,6 +389,24 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
                         .ok()
                         .filter(|&n| n >= 4096)
                         .ok_or_else(|| err(2, format!("Invalid --segment-bytes {v}: at least 4096")))?;
+                }
+                "idle-timeout-tcp" | "idle-timeout-unix" => {
+                    let v = next_value(&mut i, inline, name)?;
+                    let secs: u64 = v
+                        .parse()
+                        .map_err(|_| err(2, format!("Invalid --{name} {v}: expected seconds (0: never)")))?;
+                    let timeout = (secs > 0).then(|| Duration::from_secs(secs));
+                    if name == "idle-timeout-tcp" {
+                        c.idle_timeout_tcp = timeout;
+                    } else {
+                        c.idle_timeout_unix = timeout;
+                    }
+                }
+                "max-connections" => {
+                    let v = next_value(&mut i, inline, name)?;
+                    c.max_connections = v.parse().ok().filter(|&n: &usize| n > 0).ok_or_else(|| {
+                        err(2, format!("Invalid --max-connections {v}: expected a positive count"))
+                    })?;
                 }
                 _ => return Err(err(1, format!("unrecognized option '--{name}'"))),
             }

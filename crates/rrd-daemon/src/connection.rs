@@ -27,6 +27,7 @@
 //! as rrdcached does.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rrd_protocol::reply::BatchErrors;
 use rrd_protocol::{Command, Context, Fields, Permissions, Reply, LINE_LEN_MAX};
@@ -51,7 +52,14 @@ struct Batch {
     /// Journal records of the batch's commands: the command number to
     /// report a failure under (`None`: the command already got an error).
     commits: Vec<(Option<u64>, Ticket)>,
+    /// Bytes of the batch received since its records were last written.
+    unwritten_bytes: usize,
 }
+
+/// A BATCH's records are written once this many bytes of it arrived (and
+/// at its end): large batches reach the journal in large writes, and the
+/// staging buffers stay small.
+const BATCH_WRITE_BYTES: usize = 1 << 20;
 
 /// What to do after a line.
 enum Next {
@@ -110,25 +118,26 @@ impl Session {
         if daemon.paths.resolve_into(name, &mut self.key).is_err() {
             return false;
         }
-        let key = self.key.as_str();
-        let cache = &daemon.cache;
-        let mut shard = cache.shard(key);
-        // A file not cached yet needs its first-UPDATE checks (file I/O).
-        let Some(entry) = shard.get_mut(key) else { return false };
         Stats::add(&daemon.stats.updates_received, 1);
         if let Some(b) = &mut self.batch {
             b.count += 1;
         }
-        let outcome = match values {
-            None => Err(Reply::error("No values updated.")),
-            Some(values) => commands::admit_update(daemon)
-                .map(|()| commands::accept_update(daemon, key, entry, values.split(' '), now)),
+        let key = self.key.as_str();
+        let values = values.into_iter().flat_map(|v| v.split(' '));
+        let mut fresh = None;
+        let outcome = match commands::update_values(daemon, key, &mut fresh, values.clone(), now) {
+            Some(outcome) => outcome,
+            // A file's first UPDATE: its checks are one open and one fstat,
+            // done here (as rrdcached does in its connection thread).
+            None => match commands::open_entry(daemon, key) {
+                Err(reply) => Err(reply),
+                Ok(found) => {
+                    fresh = Some(found);
+                    commands::update_values(daemon, key, &mut fresh, values, now)
+                        .expect("made from the fresh header")
+                }
+            },
         };
-        if let Ok(Accepted { timer_due: Some(due), .. }) = &outcome {
-            let (k, _) = shard.get_key_value(key).expect("the entry was just updated");
-            cache.add_timer(*due, k.clone());
-        }
-        drop(shard);
         match outcome {
             Err(reply) => self.reply(reply),
             Ok(accepted) => self.after_update(accepted),
@@ -198,7 +207,12 @@ impl Session {
         match command {
             Command::Batch => {
                 self.reply(Reply::ok_line("Go ahead.  End with dot '.' on its own line."));
-                self.batch = Some(Batch { count: 0, errors: BatchErrors::default(), commits: Vec::new() });
+                self.batch = Some(Batch {
+                    count: 0,
+                    errors: BatchErrors::default(),
+                    commits: Vec::new(),
+                    unwritten_bytes: 0,
+                });
                 return Next::Continue;
             }
             Command::BatchEnd => {
@@ -259,7 +273,10 @@ impl Session {
 }
 
 /// Serves one connection until the client leaves, QUIT, or shutdown.
-pub async fn serve<S>(daemon: Arc<Daemon>, stream: S, permissions: Permissions)
+///
+/// `idle`: close the connection when the client sends nothing for this
+/// long (a client in the middle of a line counts as idle too).
+pub async fn serve<S>(daemon: Arc<Daemon>, stream: S, permissions: Permissions, idle: Option<Duration>)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -271,17 +288,29 @@ where
     let mut buf: Vec<u8> = Vec::with_capacity(128 * 1024);
     // Inside an over-long line: drop bytes up to the next newline.
     let mut skipping = false;
+    // Reset before each read; never fires without an idle timeout.
+    let far = Duration::from_secs(100 * 365 * 86_400);
+    let idle_timer = tokio::time::sleep(idle.unwrap_or(far));
+    tokio::pin!(idle_timer);
     loop {
         if *shutdown.borrow() {
             break;
         }
         buf.reserve(64 * 1024);
+        if let Some(d) = idle {
+            idle_timer.as_mut().reset(tokio::time::Instant::now() + d);
+        }
         tokio::select! {
             r = rd.read_buf(&mut buf) => match r {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
             },
             _ = shutdown.changed() => break,
+            _ = &mut idle_timer, if idle.is_some() => {
+                Stats::add(&daemon.stats.connections_idle_closed, 1);
+                tracing::debug!("closing a connection idle for {} s", idle.unwrap_or(far).as_secs());
+                break;
+            }
         }
         let now = unix_now();
         let mut consumed = 0;
@@ -304,6 +333,16 @@ where
             if let Next::Close = session.line(&line).await {
                 close = true;
                 break;
+            }
+        }
+        if let Some(b) = &mut session.batch {
+            b.unwritten_bytes += consumed;
+            if b.unwritten_bytes >= BATCH_WRITE_BYTES {
+                b.unwritten_bytes = 0;
+                // Tickets only grow: the last one covers the batch so far.
+                if let Some((_, newest)) = b.commits.iter().rev().find(|(_, t)| matches!(t, Ticket::At(_))) {
+                    session.daemon.journal.commit(newest);
+                }
             }
         }
         buf.drain(..consumed);

@@ -50,6 +50,9 @@ use crate::stats::Stats;
 /// Files one worker takes at a time.
 pub const BATCH_MAX: usize = 64;
 
+/// Files a worker keeps open (its batch, and the one before).
+pub const OPEN_FILES_PER_WORKER: usize = BATCH_MAX * 2;
+
 /// Longest wait before retrying a file whose flush failed.
 pub const RETRY_MAX_SECS: i64 = 64;
 
@@ -66,7 +69,9 @@ pub fn pace(backlog: usize, tick: Duration, spread: Duration) -> usize {
 
 /// Runs one worker until the cache is stopping and the queue is empty.
 pub fn worker(cache: Arc<Cache>) {
-    let mut updater = BatchUpdater::new(BATCH_MAX * 2);
+    let mut updater = BatchUpdater::new(OPEN_FILES_PER_WORKER);
+    // Every open of a flush goes through the -B confinement.
+    updater.files.root = cache.root.clone();
     // A failed write is retried from the state before it (see the module doc).
     updater.keep_state_on_write_error = true;
     loop {
@@ -199,7 +204,11 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
         && updater
             .filesystems(&written)
             .map_err(|e| e.to_string())
-            .and_then(|filesystems| cache.syncs.sync(filesystems, rrd_engine::batch::sync_filesystem_of))
+            .and_then(|filesystems| {
+                cache.syncs.sync(filesystems, |device, path| {
+                    rrd_engine::batch::sync_device_of(&cache.root, device, path)
+                })
+            })
             .is_ok();
     for t in taken.iter_mut() {
         if !matches!(t.outcome, Outcome::Written) {

@@ -1,25 +1,38 @@
-//! The committer: the only owner of the [`rrd_journal::Journal`], on its own
-//! thread, doing group commit.
+//! The journal's writers and its sync thread: group commit with no thread
+//! hop on the request path.
 //!
 //! Connections stage records with [`Journaler::submit_update`]: the record
 //! is framed straight into one of [`STAGES`] staging buffers, chosen by a
 //! hash of its file name (a short, almost never contended mutex; no
 //! allocation and no message per record; no lock shared by all clients),
 //! and gets a [`Ticket`]: the commit generation current when it was
-//! staged. The thread commits by advancing the generation, then taking
-//! every buffer's bytes (each under its lock), and appending them with ONE
-//! write; under `--sync always` it syncs when some connection waits for a
-//! generation that is written but not synced (a connection waits once per
-//! batch of replies, for its newest ticket), and then publishes "decided up
-//! to generation g". Everything staged while a sync runs goes into the next
-//! one, so concurrent clients share syncs.
+//! staged. Before it replies, the connection itself makes its records
+//! written ([`Journaler::commit`]): unless someone already wrote its
+//! generation, it takes the writer lock, advances the generation, takes
+//! every staging buffer that holds bytes and appends them with ONE
+//! `write(2)`. A client that sends many lines at once (or a BATCH) has them
+//! all written by one call; concurrent clients write each other's records.
+//! Under `--sync every:MS` and `none` that is the whole request path: the
+//! record is in the kernel (it survives kill -9) before the reply, and no
+//! other thread is woken.
 //!
-//! Why generations work: a record is staged, and its ticket read, under its
-//! buffer's lock; the committer advances the generation from `g` to `g + 1`
-//! before it takes any buffer, and takes each buffer under that lock. So a
-//! record with ticket `g` is in the buffer when the commit of `g` takes it
-//! (or in an earlier commit). A record staged after the advance may ride
-//! along in that write; it is published with the next generation.
+//! Under `--sync always` the reply also waits for an `fdatasync` covering
+//! the record. The sync thread runs it: a waiter publishes the generation
+//! it wants and wakes the thread, which takes a sync of everything written
+//! so far under the writer lock, runs the `fdatasync` WITHOUT the lock (so
+//! writers go on appending: what they add rides the next sync), and then
+//! publishes "decided up to generation g". Concurrent clients share syncs.
+//!
+//! Why generations work: a record is staged, its buffer marked in the
+//! `staged` mask and its ticket read, in that order, under its buffer's
+//! lock; a commit advances the generation from `g` to `g + 1`, then takes
+//! the mask, then each marked buffer under its lock. A record with ticket
+//! `g` read the generation before the advance, so its mark was set before
+//! the mask was taken, and its bytes are in the buffer: the commit of `g`
+//! writes it (or an earlier commit did). A record staged after the advance
+//! may ride along; it is published with the next generation. Commits run
+//! one at a time under the writer lock, so `written` only grows, and every
+//! generation up to it is on its way to disk in order.
 //!
 //! Ordering invariant: records are staged while the caller holds the lock
 //! of the cache shard whose state the record changes, and all records of a
@@ -31,26 +44,25 @@
 //! fails every ticket up to the generation current when its buffers were
 //! taken (possibly a few staged just after, which are then written and
 //! durable but not acknowledged: the safe direction), and nothing of it is
-//! acknowledged. A
-//! failed sync, or a failed write other than "no space", poisons the
-//! journal: every later ticket fails, so no update is acknowledged that is
-//! not durable, and [`Journaler::is_poisoned`] turns true for good (STATS,
-//! /metrics, and UPDATE's early refusal read it). A write refused for lack
-//! of space (ENOSPC, EDQUOT) whose partial bytes were taken back does not
-//! poison: its group gets errors, and later groups succeed once there is
-//! space again. A failed rotation never poisons (the current segment goes
-//! on).
+//! acknowledged. A failed sync, or a failed write other than "no space",
+//! poisons the journal: every later ticket fails, so no update is
+//! acknowledged that is not durable (per the policy), and
+//! [`Journaler::is_poisoned`] turns true for good (STATS, /metrics, and
+//! UPDATE's early refusal read it). A write refused for lack of space
+//! (ENOSPC, EDQUOT) whose partial bytes were taken back does not poison:
+//! its group gets errors, and later groups succeed once there is space
+//! again. A failed rotation never poisons (the current segment goes on).
 //!
-//! Segments: the journal rotates every `-f` seconds or when a segment passes
-//! `--segment-bytes`; closed segments are deleted only through
-//! [`Journaler::remove_below`], whose argument the caller computes from the
-//! cache (the oldest segment still holding a value not yet synced into its
-//! RRD file).
+//! Segments: the sync thread rotates every `-f` seconds or when a segment
+//! passes `--segment-bytes`; closed segments are deleted only through
+//! [`Journaler::remove_below`], whose argument the caller computes from
+//! the cache (the oldest segment still holding a value not yet synced into
+//! its RRD file).
 
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -61,49 +73,58 @@ use crate::stats::Stats;
 /// Failed groups remembered for their waiters (see [`Shared::failures`]).
 const FAILURES_KEPT: usize = 1 << 16;
 
-/// What the committer does besides appending.
+/// What the sync thread does besides syncing.
 enum Control {
     Rotate,
     RemoveBelow(u64),
-    /// Sync, then (if asked) delete every segment; the thread then exits.
+    /// Write and sync what is staged, then (if asked) delete every
+    /// segment; the thread then exits.
     Shutdown {
         remove_all: bool,
         done: std::sync::mpsc::Sender<()>,
     },
 }
 
-/// Staging buffers (see the module doc).
+/// Staging buffers (see the module doc); one bit each in `Shared::staged`.
 pub const STAGES: usize = 64;
+const _: () = assert!(STAGES <= 64, "the staged mask is one u64");
 
-/// The committer's orders, and whether it still takes records.
-#[derive(Default)]
-struct Orders {
-    controls: Vec<Control>,
+/// The journal file and what only its writer touches, under one lock.
+struct Writer {
+    journal: Journal,
+    /// The bytes of one commit (reused).
+    frames: Vec<u8>,
+    /// The journal's sync count already booked into the stats.
+    syncs_seen: u64,
 }
 
 struct Shared {
-    /// Framed records waiting for the committer.
+    policy: SyncPolicy,
+    /// Framed records waiting for a commit.
     stages: Box<[Mutex<Vec<u8>>]>,
     /// Picks a file's buffer.
     stage_hasher: foldhash::fast::RandomState,
+    /// Bit `i` set: buffer `i` may hold bytes (set under its lock).
+    staged: AtomicU64,
     /// The commit generation records staged now get as ticket (from 1).
     generation: AtomicU64,
-    /// Some buffer went from empty to not empty since the committer last
-    /// looked.
-    has_data: AtomicBool,
-    /// The newest ticket someone waits for (the committer syncs for it).
+    /// Every record of a generation up to this one is written (or failed).
+    written: AtomicU64,
+    writer: Mutex<Writer>,
+    /// Under `--sync always`: generations decided (written and synced, or
+    /// failed) so far.
+    synced: tokio::sync::watch::Sender<u64>,
+    /// The newest ticket someone waits to see synced.
     wanted: AtomicU64,
-    /// The committer has stopped: nothing staged now would be written.
+    /// The journal stopped: nothing staged now would be written.
     stopped: AtomicBool,
-    orders: Mutex<Orders>,
-    /// Wakes the committer (with `orders`): data, a waiter, an order.
+    orders: Mutex<Vec<Control>>,
+    /// Wakes the sync thread (with `orders`): a waiter, an order.
     wake: Condvar,
-    /// Generations decided (written and synced, or failed) so far.
-    processed: tokio::sync::watch::Sender<u64>,
     /// Groups that failed without poisoning (no space), as
     /// `(first, last, why)` ticket ranges, newest last. Waiters look here
-    /// right after `processed` passes their ticket, so only the most
-    /// recent [`FAILURES_KEPT`] groups are kept.
+    /// right after their ticket is decided, so only the most recent
+    /// [`FAILURES_KEPT`] groups are kept.
     failures: Mutex<VecDeque<(u64, u64, String)>>,
     /// Whether `failures` ever held anything (checked without its lock:
     /// a healthy journal's waiters never take it).
@@ -112,18 +133,15 @@ struct Shared {
     /// why (every ticket from it on fails); `u64::MAX` while healthy.
     poisoned_from: AtomicU64,
     poison_reason: Mutex<String>,
+    stats: Arc<Stats>,
+    /// The segment appends currently go to (never decreases).
+    current_seq: AtomicU64,
+    poisoned: AtomicBool,
 }
 
-impl Shared {
-    fn notify(&self) {
-        let _orders = self.orders.lock().expect("journal orders lock");
-        self.wake.notify_one();
-    }
-}
-
-/// A journaled record to wait for: durable (per the sync policy) once the
-/// committer has decided its generation. Generations only grow, so waiting
-/// for the newest of a client's tickets covers all of them.
+/// A journaled record to wait for: durable (per the sync policy) once its
+/// generation is decided. Generations only grow, so waiting for the newest
+/// of a client's tickets covers all of them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ticket {
     /// Nothing to wait for (no journal configured).
@@ -148,24 +166,16 @@ impl Ticket {
 
 pub struct Journaler {
     shared: Option<Arc<Shared>>,
-    /// The segment appends currently go to (never decreases).
-    current_seq: Arc<AtomicU64>,
-    poisoned: Arc<AtomicBool>,
-    thread: std::sync::Mutex<Option<JoinHandle<()>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Journaler {
     /// No journal: tickets are done at once.
     pub fn disabled() -> Journaler {
-        Journaler {
-            shared: None,
-            current_seq: Arc::new(AtomicU64::new(0)),
-            poisoned: Arc::new(AtomicBool::new(false)),
-            thread: std::sync::Mutex::new(None),
-        }
+        Journaler { shared: None, thread: Mutex::new(None) }
     }
 
-    /// Starts the committer thread over an open journal.
+    /// Starts the sync thread over an open journal.
     pub fn start(
         journal: Journal,
         dir: std::path::PathBuf,
@@ -174,89 +184,87 @@ impl Journaler {
         segment_len_max: u64,
     ) -> Journaler {
         let shared = Arc::new(Shared {
+            policy: journal.policy(),
             stages: (0..STAGES).map(|_| Mutex::new(Vec::new())).collect(),
             stage_hasher: foldhash::fast::RandomState::default(),
+            staged: AtomicU64::new(0),
             generation: AtomicU64::new(1),
-            has_data: AtomicBool::new(false),
+            written: AtomicU64::new(0),
+            current_seq: AtomicU64::new(journal.seq()),
+            writer: Mutex::new(Writer { journal, frames: Vec::new(), syncs_seen: 0 }),
+            synced: tokio::sync::watch::channel(0).0,
             wanted: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
-            orders: Mutex::new(Orders::default()),
+            orders: Mutex::new(Vec::new()),
             wake: Condvar::new(),
-            processed: tokio::sync::watch::channel(0).0,
             failures: Mutex::new(VecDeque::new()),
             any_failure: AtomicBool::new(false),
             poisoned_from: AtomicU64::new(u64::MAX),
             poison_reason: Mutex::new(String::new()),
+            stats,
+            poisoned: AtomicBool::new(false),
         });
-        let current_seq = Arc::new(AtomicU64::new(journal.seq()));
-        let poisoned = Arc::new(AtomicBool::new(false));
         let thread = {
-            let current_seq = current_seq.clone();
-            let poisoned = poisoned.clone();
             let shared = shared.clone();
             std::thread::Builder::new()
-                .name("journal".into())
-                .spawn(move || {
-                    Committer {
-                        journal,
-                        dir,
-                        shared,
-                        stats,
-                        current_seq,
-                        poisoned,
-                        rotate_every,
-                        segment_len_max,
-                        syncs_seen: 0,
-                        written: 0,
-                        processed: 0,
-                    }
-                    .run()
-                })
-                .expect("spawning the journal thread")
+                .name("journal-sync".into())
+                .spawn(move || SyncThread { shared, dir, rotate_every, segment_len_max }.run())
+                .expect("spawning the journal sync thread")
         };
-        Journaler { shared: Some(shared), current_seq, poisoned, thread: std::sync::Mutex::new(Some(thread)) }
+        Journaler { shared: Some(shared), thread: Mutex::new(Some(thread)) }
     }
 
     pub fn enabled(&self) -> bool {
         self.shared.is_some()
     }
 
+    /// The segment appends go to now. Read it BEFORE staging a record: the
+    /// record lands in this segment or a later one.
     pub fn current_seq(&self) -> u64 {
-        self.current_seq.load(Ordering::SeqCst)
+        self.shared.as_ref().map_or(0, |s| s.current_seq.load(Ordering::SeqCst))
     }
 
     pub fn is_poisoned(&self) -> bool {
-        self.poisoned.load(Ordering::SeqCst)
+        self.shared.as_ref().is_some_and(|s| s.poisoned.load(Ordering::SeqCst))
     }
 
-    /// Queues the record of an update of `path` with `args`, framed straight
-    /// into its staging buffer (no [`rrd_journal::Record`] is built); see the module doc
-    /// for the locking rule.
+    /// Stages the record of an update of `path` with `args`, framed straight
+    /// into its staging buffer (no [`rrd_journal::Record`] is built); see the
+    /// module doc for the locking rule. Nothing is written yet:
+    /// [`Journaler::commit`] or [`Journaler::wait`] does that.
     pub fn submit_update<'a, I>(&self, path: &str, args: I) -> Ticket
     where
         I: IntoIterator<Item = &'a str>,
         I::IntoIter: Clone,
     {
         let Some(shared) = &self.shared else { return Ticket::Done };
-        let stage = &shared.stages[(shared.stage_hasher.hash_one(path) as usize) % STAGES];
-        let mut frames = stage.lock().expect("journal stage lock");
+        let index = (shared.stage_hasher.hash_one(path) as usize) % STAGES;
+        let mut frames = shared.stages[index].lock().expect("journal stage lock");
         if shared.stopped.load(Ordering::SeqCst) {
             return Ticket::Failed("the journal stopped".into());
         }
         if let Err(e) = rrd_journal::encode_frame(&mut frames, path, args) {
             return Ticket::Failed(e.to_string());
         }
-        // Read under the buffer's lock (see the module doc).
-        let ticket = Ticket::At(shared.generation.load(Ordering::SeqCst));
-        drop(frames);
-        if !shared.has_data.swap(true, Ordering::SeqCst) {
-            shared.notify();
-        }
-        ticket
+        // Mark, then read the ticket, both under the buffer's lock (see the
+        // module doc).
+        shared.staged.fetch_or(1 << index, Ordering::SeqCst);
+        Ticket::At(shared.generation.load(Ordering::SeqCst))
     }
 
-    /// Waits until `ticket`'s record is durable; `Err(reason)` when the
-    /// journal could not take it.
+    /// Makes sure `ticket`'s record is written (not yet synced): by this
+    /// thread, with one write of everything staged, unless another commit
+    /// already took it. Blocks only on the writer lock (one `write(2)`).
+    pub fn commit(&self, ticket: &Ticket) {
+        if let (Some(shared), Ticket::At(at)) = (&self.shared, ticket) {
+            shared.commit(*at);
+        }
+    }
+
+    /// Makes `ticket`'s record durable as the policy promises: written
+    /// (here, see [`Journaler::commit`]), and under `--sync always` synced
+    /// (by the sync thread); `Err(reason)` when the journal could not
+    /// take it.
     pub async fn wait(&self, ticket: &Ticket) -> Result<(), String> {
         let at = match ticket {
             Ticket::Done => return Ok(()),
@@ -264,40 +272,28 @@ impl Journaler {
             Ticket::At(n) => *n,
         };
         let Some(shared) = &self.shared else { return Ok(()) };
-        let mut rx = shared.processed.subscribe();
-        if *rx.borrow_and_update() < at {
-            if shared.wanted.fetch_max(at, Ordering::SeqCst) < at {
-                shared.notify();
-            }
-            if rx.wait_for(|&done| done >= at).await.is_err() {
-                return Err("the journal stopped".into());
+        shared.commit(at);
+        if shared.policy == SyncPolicy::Always {
+            let mut rx = shared.synced.subscribe();
+            if *rx.borrow_and_update() < at {
+                if shared.wanted.fetch_max(at, Ordering::SeqCst) < at {
+                    shared.notify();
+                }
+                if rx.wait_for(|&done| done >= at).await.is_err() {
+                    return Err("the journal stopped".into());
+                }
             }
         }
-        self.failure_of(at)
+        shared.failure_of(at)
     }
 
-    /// Whether the (processed) record of `ticket` failed, and why; call
+    /// Whether the (decided) record of `ticket` failed, and why; call
     /// after [`Journaler::wait`] returned for it or a later ticket.
     pub fn failure(&self, ticket: &Ticket) -> Result<(), String> {
-        match ticket {
-            Ticket::Done => Ok(()),
-            Ticket::Failed(why) => Err(why.clone()),
-            Ticket::At(n) => self.failure_of(*n),
-        }
-    }
-
-    fn failure_of(&self, at: u64) -> Result<(), String> {
-        let Some(shared) = &self.shared else { return Ok(()) };
-        if at >= shared.poisoned_from.load(Ordering::SeqCst) {
-            return Err(shared.poison_reason.lock().expect("poison reason lock").clone());
-        }
-        if !shared.any_failure.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-        let failures = shared.failures.lock().expect("journal failures lock");
-        match failures.iter().rev().find(|(first, last, _)| (*first..=*last).contains(&at)) {
-            Some((_, _, why)) => Err(why.clone()),
-            None => Ok(()),
+        match (ticket, &self.shared) {
+            (Ticket::Done, _) | (_, None) => Ok(()),
+            (Ticket::Failed(why), _) => Err(why.clone()),
+            (Ticket::At(n), Some(shared)) => shared.failure_of(*n),
         }
     }
 
@@ -307,7 +303,7 @@ impl Journaler {
         if shared.stopped.load(Ordering::SeqCst) {
             return false;
         }
-        orders.controls.push(control);
+        orders.push(control);
         drop(orders);
         shared.wake.notify_one();
         true
@@ -322,8 +318,9 @@ impl Journaler {
         self.order(Control::RemoveBelow(seq));
     }
 
-    /// Syncs and stops the thread; with `remove_all`, deletes every segment
-    /// (only when every value is in its RRD file and synced).
+    /// Writes and syncs what is staged, then stops the thread; with
+    /// `remove_all`, deletes every segment (only when every value is in its
+    /// RRD file and synced).
     pub fn shutdown(&self, remove_all: bool) {
         let (done, wait) = std::sync::mpsc::channel();
         if self.order(Control::Shutdown { remove_all, done }) {
@@ -335,50 +332,175 @@ impl Journaler {
     }
 }
 
-struct Committer {
-    journal: Journal,
-    dir: std::path::PathBuf,
-    shared: Arc<Shared>,
-    stats: Arc<Stats>,
-    current_seq: Arc<AtomicU64>,
-    poisoned: Arc<AtomicBool>,
-    rotate_every: Duration,
-    segment_len_max: u64,
-    /// The journal's sync count already booked into `stats`.
-    syncs_seen: u64,
-    /// The newest generation written to the segment.
-    written: u64,
-    /// The newest generation decided (the last one published): synced under
-    /// `--sync always`, written under the other policies, or failed.
-    processed: u64,
+impl Shared {
+    fn notify(&self) {
+        let _orders = self.orders.lock().expect("journal orders lock");
+        self.wake.notify_one();
+    }
+
+    fn writer(&self) -> MutexGuard<'_, Writer> {
+        self.writer.lock().expect("journal writer lock")
+    }
+
+    /// Writes generation `at` unless it is written already.
+    fn commit(&self, at: u64) {
+        if self.written.load(Ordering::SeqCst) >= at {
+            return;
+        }
+        let mut w = self.writer();
+        if self.written.load(Ordering::SeqCst) < at {
+            w.commit(self);
+        }
+    }
+
+    fn failure_of(&self, at: u64) -> Result<(), String> {
+        if at >= self.poisoned_from.load(Ordering::SeqCst) {
+            return Err(self.poison_reason.lock().expect("poison reason lock").clone());
+        }
+        if !self.any_failure.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let failures = self.failures.lock().expect("journal failures lock");
+        match failures.iter().rev().find(|(first, last, _)| (*first..=*last).contains(&at)) {
+            Some((_, _, why)) => Err(why.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Records `first ..= last` failed: poisoned (every later one fails
+    /// too) or refused for lack of space (only these).
+    fn fail(&self, poisoned: bool, first: u64, last: u64, why: String) {
+        if first > last {
+            return;
+        }
+        Stats::add(&self.stats.journal_append_errors, 1);
+        if poisoned {
+            // The reason is in place before the ticket number that makes
+            // waiters read it (both under the writer lock, by its holder).
+            if self.poisoned_from.load(Ordering::SeqCst) == u64::MAX {
+                *self.poison_reason.lock().expect("poison reason lock") = why;
+                self.poisoned_from.store(first, Ordering::SeqCst);
+            }
+        } else {
+            let mut failures = self.failures.lock().expect("journal failures lock");
+            if failures.len() == FAILURES_KEPT {
+                failures.pop_front();
+            }
+            failures.push_back((first, last, why));
+            self.any_failure.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Under `--sync always`: tells waiters that every record up to `upto`
+    /// is decided.
+    fn publish_synced(&self, upto: u64) {
+        self.synced.send_if_modified(|done| {
+            let newer = upto > *done;
+            if newer {
+                *done = upto;
+            }
+            newer
+        });
+    }
 }
 
-impl Committer {
-    fn run(mut self) {
+impl Writer {
+    /// Closes the current generation and writes everything staged with one
+    /// write (see the module doc for why nothing of it is missed).
+    fn commit(&mut self, sh: &Shared) {
+        let generation = sh.generation.fetch_add(1, Ordering::SeqCst);
+        let mut mask = sh.staged.swap(0, Ordering::SeqCst);
+        self.frames.clear();
+        while mask != 0 {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let mut staged = sh.stages[i].lock().expect("journal stage lock");
+            self.frames.extend_from_slice(&staged);
+            staged.clear();
+            if staged.capacity() > 4 << 20 {
+                staged.shrink_to(64 << 10);
+            }
+        }
+        // Records staged after the advance may be in `frames` too: a failed
+        // write must fail them as well.
+        let newest = sh.generation.load(Ordering::SeqCst) - 1;
+        let first = sh.written.load(Ordering::SeqCst) + 1;
+        if !self.frames.is_empty() {
+            let before = self.journal.len_bytes();
+            let result = self.journal.write_encoded(&self.frames).map_err(|e| e.to_string());
+            Stats::add(&sh.stats.journal_commits, 1);
+            match result {
+                Ok(()) => Stats::add(&sh.stats.journal_bytes, self.journal.len_bytes() - before),
+                Err(why) => {
+                    self.after_io(sh, Some(&why));
+                    sh.fail(self.journal.poisoned().is_some(), first, newest, why);
+                    sh.written.store(newest, Ordering::SeqCst);
+                    return;
+                }
+            }
+        }
+        if self.frames.capacity() > 64 << 20 {
+            // One burst must not pin its buffer for good.
+            self.frames = Vec::new();
+        }
+        sh.written.store(generation, Ordering::SeqCst);
+    }
+
+    /// Books the syncs the journal did since the last call and mirrors its
+    /// poisoned state (which never clears).
+    fn after_io(&mut self, sh: &Shared, failure: Option<&String>) {
+        let done = self.journal.sync_count();
+        if done > self.syncs_seen {
+            let d = self.journal.last_sync_duration();
+            for _ in self.syncs_seen..done {
+                sh.stats.journal_sync_seconds.observe(d);
+            }
+            Stats::add(&sh.stats.journal_syncs, done - self.syncs_seen);
+            Stats::add(&sh.stats.journal_sync_ns, d.as_nanos() as u64 * (done - self.syncs_seen));
+            self.syncs_seen = done;
+        }
+        if let Some(why) = self.journal.poisoned() {
+            if !sh.poisoned.swap(true, Ordering::SeqCst) {
+                tracing::error!("journal poisoned, no further updates are acknowledged until restart: {why}");
+                sh.stats.journal_poisoned.store(1, Ordering::SeqCst);
+            }
+        } else if let Some(e) = failure {
+            tracing::error!("journal append failed, its updates are not acknowledged: {e}");
+        }
+    }
+}
+
+/// The thread that syncs, rotates and removes segments.
+struct SyncThread {
+    shared: Arc<Shared>,
+    dir: std::path::PathBuf,
+    rotate_every: Duration,
+    segment_len_max: u64,
+}
+
+impl SyncThread {
+    fn run(self) {
+        let sh = &*self.shared;
         let mut last_rotate = Instant::now();
-        // Under `every:MS` an idle journal is still synced on time.
-        let idle_wait = match self.journal.policy() {
+        // Under `every:MS` the journal is synced on time even when idle.
+        let idle_wait = match sh.policy {
             SyncPolicy::Every(d) => d,
             _ => Duration::from_millis(500),
         };
-        let mut frames = Vec::new();
         loop {
             let controls = {
-                let mut orders = self.shared.orders.lock().expect("journal orders lock");
-                if orders.controls.is_empty() && !self.work_waiting() {
-                    orders = self.shared.wake.wait_timeout(orders, idle_wait).expect("journal orders lock").0;
+                let mut orders = sh.orders.lock().expect("journal orders lock");
+                if orders.is_empty() && !self.sync_wanted() {
+                    orders = sh.wake.wait_timeout(orders, idle_wait).expect("journal orders lock").0;
                 }
-                std::mem::take(&mut orders.controls)
+                std::mem::take(&mut *orders)
             };
-            if self.shared.has_data.swap(false, Ordering::SeqCst)
-                || self.shared.wanted.load(Ordering::SeqCst) > self.written
-            {
-                self.commit(&mut frames);
-            }
-            self.settle();
-            if frames.capacity() > 64 << 20 {
-                // One burst must not pin its buffer for good.
-                frames = Vec::new();
+            match sh.policy {
+                SyncPolicy::Always if self.sync_wanted() => self.sync_written(),
+                SyncPolicy::Every(interval) if sh.writer().journal.last_sync_age() >= interval => {
+                    self.sync_written()
+                }
+                _ => {}
             }
             let mut stop = None;
             for control in controls {
@@ -388,18 +510,18 @@ impl Committer {
                     Control::Shutdown { remove_all, done } => stop = Some((remove_all, done)),
                 }
             }
-            if self.journal.len_bytes() > self.segment_len_max || last_rotate.elapsed() >= self.rotate_every {
+            let segment_len = sh.writer().journal.len_bytes();
+            if segment_len > self.segment_len_max || last_rotate.elapsed() >= self.rotate_every {
                 self.rotate(&mut last_rotate);
             }
             if let Some((remove_all, done)) = stop {
                 // Records staged before `stopped` still get an answer (a
                 // stager checks it under its buffer's lock, and this commit
                 // takes every buffer after setting it).
-                self.shared.stopped.store(true, Ordering::SeqCst);
-                self.commit(&mut frames);
-                let _ = self.sync();
-                self.publish_synced();
-                if remove_all && !self.poisoned.load(Ordering::SeqCst) {
+                sh.stopped.store(true, Ordering::SeqCst);
+                sh.commit(sh.generation.load(Ordering::SeqCst));
+                self.sync_written();
+                if remove_all && !sh.poisoned.load(Ordering::SeqCst) {
                     self.remove_everything();
                 }
                 let _ = done.send(());
@@ -408,202 +530,96 @@ impl Committer {
         }
     }
 
-    /// Whether there is something to do without waiting: staged records,
-    /// or (under `--sync always`) a waiter for a generation not yet synced.
-    fn work_waiting(&self) -> bool {
-        self.shared.has_data.load(Ordering::SeqCst)
-            || (self.shared.wanted.load(Ordering::SeqCst) > self.processed
-                && self.journal.policy() == SyncPolicy::Always)
+    /// Under `--sync always`: someone waits for a generation not yet synced.
+    fn sync_wanted(&self) -> bool {
+        let sh = &*self.shared;
+        sh.policy == SyncPolicy::Always && sh.wanted.load(Ordering::SeqCst) > *sh.synced.borrow()
     }
 
-    /// Closes the current generation and writes everything staged with one
-    /// write (see the module doc for why nothing of it is missed).
-    fn commit(&mut self, frames: &mut Vec<u8>) {
-        let generation = self.shared.generation.fetch_add(1, Ordering::SeqCst);
-        frames.clear();
-        for stage in self.shared.stages.iter() {
-            let mut staged = stage.lock().expect("journal stage lock");
-            frames.extend_from_slice(&staged);
-            staged.clear();
-            if staged.capacity() > 4 << 20 {
-                staged.shrink_to(64 << 10);
+    /// Syncs everything written so far, holding the writer lock only to
+    /// take and hand back the sync (writers append meanwhile), then, under
+    /// `--sync always`, publishes the generations it covered (or fails them).
+    fn sync_written(&self) {
+        let sh = &*self.shared;
+        let (pending, upto) = {
+            let w = sh.writer();
+            (w.journal.begin_sync(), sh.written.load(Ordering::SeqCst))
+        };
+        let outcome = match pending {
+            Ok(None) => Ok(()),
+            Ok(Some(mut p)) => {
+                let result = p.run();
+                let mut w = sh.writer();
+                let r = w.journal.finish_sync(p, result).map_err(|e| e.to_string());
+                w.after_io(sh, r.as_ref().err());
+                r
             }
-        }
-        // Records staged after the advance may be in `frames` too: a failed
-        // write must fail them as well.
-        let newest = self.shared.generation.load(Ordering::SeqCst) - 1;
-        if frames.is_empty() {
-            self.written = self.written.max(generation);
-        } else {
-            self.write(frames, generation, newest);
-        }
+            Err(e) => Err(e.to_string()),
+        };
+        self.settle(upto, outcome);
     }
 
-    /// After writing: decide what is acknowledged. `--sync always` syncs
-    /// only when a waiter needs it (so one sync covers everything written
-    /// meanwhile: clients finish their batches while the previous sync
-    /// runs); `every:MS` syncs on its interval; both of those and `none`
-    /// acknowledge what is written (as the policy promises).
-    fn settle(&mut self) {
-        match self.journal.policy() {
-            SyncPolicy::Always => {
-                let wanted = self.shared.wanted.load(Ordering::SeqCst);
-                if wanted > self.processed && self.written > self.processed {
-                    let _ = self.sync();
-                    self.publish_synced();
-                }
-            }
-            SyncPolicy::Every(interval) => {
-                if self.journal.last_sync_age() >= interval && self.sync().is_err() {
-                    // What this sync was to cover fails with it.
-                    self.publish_synced();
-                }
-                self.publish(self.written);
-            }
-            SyncPolicy::None => self.publish(self.written),
-        }
-    }
-
-    fn sync(&mut self) -> Result<(), String> {
-        let r = self.journal.sync().map_err(|e| e.to_string());
-        self.after_io(r.as_ref().err());
-        r
-    }
-
-    /// Books the syncs the journal did since the last call and mirrors its
-    /// poisoned state (which never clears).
-    fn after_io(&mut self, failure: Option<&String>) {
-        let done = self.journal.sync_count();
-        if done > self.syncs_seen {
-            let d = self.journal.last_sync_duration();
-            // Several syncs in one call cannot happen today (one per append
-            // or sync); book them all with the last one's duration if so.
-            for _ in self.syncs_seen..done {
-                self.stats.journal_sync_seconds.observe(d);
-            }
-            Stats::add(&self.stats.journal_syncs, done - self.syncs_seen);
-            Stats::add(&self.stats.journal_sync_ns, d.as_nanos() as u64 * (done - self.syncs_seen));
-            self.syncs_seen = done;
-        }
-        if let Some(why) = self.journal.poisoned() {
-            if !self.poisoned.swap(true, Ordering::SeqCst) {
-                tracing::error!("journal poisoned, no further updates are acknowledged until restart: {why}");
-                self.stats.journal_poisoned.store(1, Ordering::SeqCst);
-            }
-        } else if let Some(e) = failure {
-            tracing::error!("journal append failed, its updates are not acknowledged: {e}");
-        }
-    }
-
-    /// Writes the records of generations `written + 1 ..= generation`
-    /// (and perhaps some of `newest`, staged after the advance), framed in
-    /// `frames`, with one write. A failed write fails every ticket up to
-    /// `newest`: the generations written before it are synced and
-    /// acknowledged first (or, if that sync fails too, the journal is
-    /// poisoned and they fail with it).
-    fn write(&mut self, frames: &[u8], generation: u64, newest: u64) {
-        let first = self.written + 1;
-        let before = self.journal.len_bytes();
-        let result = self.journal.write_encoded(frames).map_err(|e| e.to_string());
-        Stats::add(&self.stats.journal_commits, 1);
-        match result {
-            Ok(()) => {
-                Stats::add(&self.stats.journal_bytes, self.journal.len_bytes().saturating_sub(before));
-                self.written = generation;
-            }
-            Err(why) => {
-                Stats::add(&self.stats.journal_append_errors, 1);
-                self.after_io(Some(&why));
-                if self.written > self.processed {
-                    let _ = self.sync();
-                    self.publish_synced();
-                }
-                self.fail(first, newest, why);
-                self.written = newest;
-                self.publish(newest);
-            }
-        }
-    }
-
-    /// Records `first ..= last` failed: poisoned (every later one fails
-    /// too) or refused for lack of space (only these).
-    fn fail(&mut self, first: u64, last: u64, why: String) {
-        if self.journal.poisoned().is_some() {
-            // Only this thread writes these: the reason is in place before
-            // the ticket number that makes waiters read it.
-            if self.shared.poisoned_from.load(Ordering::SeqCst) == u64::MAX {
-                *self.shared.poison_reason.lock().expect("poison reason lock") = why;
-                self.shared.poisoned_from.store(first, Ordering::SeqCst);
-            }
-        } else {
-            let mut failures = self.shared.failures.lock().expect("journal failures lock");
-            if failures.len() == FAILURES_KEPT {
-                failures.pop_front();
-            }
-            failures.push_back((first, last, why));
-            self.shared.any_failure.store(true, Ordering::SeqCst);
-        }
-    }
-
-    /// After a sync attempt: acknowledges everything written if it is
-    /// synced now; if the journal is poisoned instead, fails it.
-    fn publish_synced(&mut self) {
-        if self.written <= self.processed {
+    /// Under `--sync always`, decides generations up to `upto` after the
+    /// sync that covered them: acknowledged, or failed with the journal.
+    fn settle(&self, upto: u64, outcome: Result<(), String>) {
+        let sh = &*self.shared;
+        if sh.policy != SyncPolicy::Always {
             return;
         }
-        if self.journal.is_synced() {
-            self.publish(self.written);
-        } else if let Some(why) = self.journal.poisoned().map(str::to_string) {
-            // The records' group failed (at its sync).
-            Stats::add(&self.stats.journal_append_errors, 1);
-            self.fail(self.processed + 1, self.written, why);
-            self.publish(self.written);
+        if let Err(why) = outcome {
+            let first = *sh.synced.borrow() + 1;
+            sh.fail(true, first, upto, why);
         }
+        sh.publish_synced(upto);
     }
 
-    /// Tells waiters that every record up to `upto` is decided.
-    fn publish(&mut self, upto: u64) {
-        if upto > self.processed {
-            self.processed = upto;
-            self.shared.processed.send_replace(upto);
-        }
-    }
-
-    fn rotate(&mut self, last_rotate: &mut Instant) {
+    fn rotate(&self, last_rotate: &mut Instant) {
         *last_rotate = Instant::now();
-        if self.journal.poisoned().is_some() {
+        let sh = &*self.shared;
+        let mut w = sh.writer();
+        if w.journal.poisoned().is_some() {
             // Nothing more is appended; a new segment would stay empty.
             return;
         }
-        let rotated = self.journal.rotate();
-        if self.journal.policy() == SyncPolicy::Always {
-            // The rotation synced what was written (or poisoned trying).
-            self.publish_synced();
-        }
+        let upto = sh.written.load(Ordering::SeqCst);
+        let rotated = w.journal.rotate();
+        // The rotation synced what was written (or poisoned trying).
+        let synced = w.journal.is_synced() && w.journal.poisoned().is_none();
         match rotated {
             Ok(_) => {
-                self.current_seq.store(self.journal.seq(), Ordering::SeqCst);
-                Stats::add(&self.stats.journal_rotate, 1);
+                sh.current_seq.store(w.journal.seq(), Ordering::SeqCst);
+                Stats::add(&sh.stats.journal_rotate, 1);
+                w.after_io(sh, None);
             }
             Err(e) => {
                 // The current segment goes on (see rrd-journal); a sync
                 // failure inside the rotation did poison, and after_io says so.
                 tracing::error!("journal rotation failed: {e}");
-                self.after_io(None);
+                w.after_io(sh, None);
             }
+        }
+        let poisoned = w.journal.poisoned().map(str::to_string);
+        drop(w);
+        match (synced, poisoned) {
+            (_, Some(why)) => self.settle(upto, Err(why)),
+            (true, None) => self.settle(upto, Ok(())),
+            (false, None) => {}
         }
     }
 
-    fn remove_below(&mut self, seq: u64) {
-        let limit = seq.min(self.journal.seq());
+    fn remove_below(&self, seq: u64) {
+        let sh = &*self.shared;
+        // Read under the lock, removed without it: the current segment
+        // only grows, so `limit` stays below it.
+        let limit = seq.min(sh.writer().journal.seq());
         let Ok(existing) = rrd_journal::segments(&self.dir) else { return };
         if !existing.iter().any(|&s| s < limit) {
             return;
         }
-        match self.journal.remove_through(limit - 1) {
+        match rrd_journal::remove_segments_through(&self.dir, limit - 1) {
             Ok(()) => {
                 let n = existing.iter().filter(|&&s| s < limit).count() as u64;
-                Stats::add(&self.stats.journal_segments_removed, n);
+                Stats::add(&sh.stats.journal_segments_removed, n);
             }
             Err(e) => tracing::error!("removing journal segments failed: {e}"),
         }
@@ -612,10 +628,10 @@ impl Committer {
     /// Every value is in its RRD file and synced: nothing in the journal is
     /// needed any more. A fresh empty segment is left behind (harmless: it
     /// replays to nothing).
-    fn remove_everything(&mut self) {
+    fn remove_everything(&self) {
         let mut last_rotate = Instant::now();
         self.rotate(&mut last_rotate);
-        let current = self.journal.seq();
+        let current = self.shared.writer().journal.seq();
         self.remove_below(current);
     }
 }

@@ -7,15 +7,20 @@
 //! too, except under `-B`, where any `..` is refused as rrdcached refuses
 //! `../`.
 //!
-//! Under `-B` a file must also *resolve* beneath the base directory:
-//! [`Paths::check_resolved`] follows symbolic links (realpath of the file,
-//! or of its parent when the file does not exist yet) and refuses what lands
-//! outside. rrdcached does not check links; we do, at the points where a
-//! file is first opened (new cache entry, reads, CREATE).
+//! Under `-B` a file must also *resolve* beneath the base directory, and
+//! that is enforced where files are opened, not here: every open of an RRD
+//! (first UPDATE, each flush, reads, replay) goes through [`Paths::root`],
+//! an `openat2(RESOLVE_BENEATH)` on the base directory's descriptor
+//! (`rrd_engine::root`), so a symbolic link swapped in at any moment is
+//! refused at the next open. rrdcached does not check links at all. Only
+//! CREATE, which makes a file that does not exist yet, checks its
+//! directory by name ([`Paths::check_resolved`]).
 //!
 //! Invariant: every key is an absolute, normalized path.
 
 use std::path::{Path, PathBuf};
+
+use rrd_engine::root::Root;
 
 /// Why a name was refused.
 #[derive(Debug, PartialEq, Eq)]
@@ -31,12 +36,57 @@ pub struct Paths {
     /// `base` as text, as names are joined to it.
     base_text: String,
     base_only: bool,
+    /// How RRD files are opened: beneath the base under `-B`.
+    pub root: Root,
 }
 
 impl Paths {
     pub fn new(base_dir: Option<&Path>, base_only: bool) -> Paths {
         let base = base_dir.map_or_else(|| PathBuf::from("/tmp"), Path::to_path_buf);
-        Paths { base_text: base.display().to_string(), base, base_only }
+        let root = if base_only {
+            Root::beneath(&base).unwrap_or_else(|e| {
+                // Config::prepare made and checked the directory; if it is
+                // gone now, open nothing rather than anything.
+                tracing::error!(
+                    "cannot open the base directory {}: {e}; no file can be opened",
+                    base.display()
+                );
+                Root::Nowhere
+            })
+        } else {
+            Root::Anywhere
+        };
+        Paths { base_text: base.display().to_string(), base, base_only, root }
+    }
+
+    /// Whether an RRD open failed because the file is not beneath the
+    /// base directory (`-B`).
+    pub fn is_escape(e: &std::io::Error) -> bool {
+        Root::is_escape(e)
+    }
+
+    /// A directory name for LIST: the base directory itself counts as
+    /// inside it.
+    pub fn resolve_dir(&self, name: &str) -> Result<String, Denied> {
+        if self.base_only && self.resolve_lexically(name).as_deref() == Some(self.base.as_path()) {
+            return Ok(self.base_text.clone());
+        }
+        self.resolve(name)
+    }
+
+    /// `name` joined to the base and normalized (`..` resolved), with no
+    /// confinement check.
+    fn resolve_lexically(&self, name: &str) -> Option<PathBuf> {
+        let joined = if name.starts_with('/') { PathBuf::from(name) } else { self.base.join(name) };
+        let mut out = PathBuf::from("/");
+        for c in joined.components() {
+            match c {
+                std::path::Component::Normal(p) => out.push(p),
+                std::path::Component::ParentDir => return None,
+                _ => {}
+            }
+        }
+        Some(out)
     }
 
     pub fn base(&self) -> &Path {

@@ -29,6 +29,7 @@ use std::time::Duration;
 use rrd_engine::batch::KeptHeader;
 use rrd_engine::overlay::OverlayStore;
 use rrd_engine::pagecache::{advise, Advice};
+use rrd_engine::root::Root;
 use rrd_engine::update::{update_rrd, Now, UpdateOptions};
 use rrd_engine::Rrd;
 
@@ -91,8 +92,7 @@ pub fn with_merged<T>(
             std::thread::sleep(Duration::from_millis(2));
             continue;
         };
-        let file = File::open(path)
-            .map_err(|e| ReadError(format!("opening '{key}': {}", rrd_engine::error::os_message(&e))))?;
+        let file = open(cache, key)?;
         let _ = advise(&file, Advice::Random, 0, 0);
         let mut rrd = match KeptHeader::current_header(snap.kept.as_deref(), path) {
             Some((header, layout)) => {
@@ -113,14 +113,21 @@ pub fn with_merged<T>(
     }
 }
 
-/// The file's last update time including pending values, and its step,
-/// without reading more than the header (LAST needs no rows).
-pub fn last_update(cache: &Cache, key: &str) -> Result<(i64, u64), ReadError> {
-    let rrd = Rrd::open(Path::new(key), false).map_err(|e| ReadError(e.to_string()))?;
-    let from_file = rrd.header.live.last_up;
-    let step = rrd.header.pdp_step;
-    let shard = cache.shard(key);
-    // rrdcached answers from its newest accepted value when it has one.
-    let t = shard.get(key).map_or(from_file, |e| e.last_stamp as i64);
-    Ok((t, step))
+/// Opens `key` for reading through the cache's confinement (`-B`).
+fn open(cache: &Cache, key: &str) -> Result<File, ReadError> {
+    cache.root.open(Path::new(key), false).map_err(|e| {
+        if Root::is_escape(&e) {
+            ReadError(format!("{key}: Permission denied (outside the base directory)"))
+        } else {
+            ReadError(format!("opening '{key}': {}", rrd_engine::error::os_message(&e)))
+        }
+    })
+}
+
+/// The file's last update time as it will be once its pending values are
+/// written (the file's own when none are pending), as `rrdtool last`
+/// prints it after a flush. Reads the header only: the pending values are
+/// applied to an overlay, whose writes stay in memory.
+pub fn last_update(cache: &Cache, key: &str) -> Result<i64, ReadError> {
+    with_merged(cache, key, |rrd| Ok(rrd.header.live.last_up))
 }

@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use rrd_engine::batch::KeptHeader;
+use rrd_engine::root::Root;
 use rrd_journal::ReplayReport;
 
 use crate::cache::{unix_now, Entry, Key};
@@ -38,7 +39,7 @@ const READ_THREADS: usize = 8;
 /// Each file's header, read under a read lock (`None` when it cannot be
 /// read or its last update time is not valid). The header is kept in the
 /// entry, so the first flush after a restart reads no header.
-fn last_updates(paths: Vec<String>) -> HashMap<String, Option<(f64, Option<KeptHeader>)>> {
+fn last_updates(root: &Root, paths: Vec<String>) -> HashMap<String, Option<(f64, Option<KeptHeader>)>> {
     let out = Mutex::new(HashMap::with_capacity(paths.len()));
     let chunk = paths.len().div_ceil(READ_THREADS).max(1);
     std::thread::scope(|s| {
@@ -47,7 +48,7 @@ fn last_updates(paths: Vec<String>) -> HashMap<String, Option<(f64, Option<KeptH
             s.spawn(move || {
                 let mut local = Vec::with_capacity(part.len());
                 for p in part {
-                    let t = KeptHeader::read(std::path::Path::new(p))
+                    let t = KeptHeader::read_in(root, std::path::Path::new(p))
                         .ok()
                         .filter(|k| k.header.live.last_up >= 1)
                         .map(|k| (k.header.live.last_up as f64, Some(k)));
@@ -68,7 +69,7 @@ pub fn apply(daemon: &Daemon, report: &ReplayReport, first_seq: u64) -> ReplaySu
         report.records.iter().filter(|r| !r.args.is_empty()).map(|r| r.path.clone()).collect();
     distinct.sort_unstable();
     distinct.dedup();
-    let mut last = last_updates(distinct);
+    let mut last = last_updates(&daemon.paths.root, distinct);
     let cache = &daemon.cache;
     let now = unix_now();
     for record in &report.records {

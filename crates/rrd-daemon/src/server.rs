@@ -28,6 +28,7 @@ use crate::flusher::{self, Scheduler};
 use crate::journaler::Journaler;
 use crate::replay;
 use crate::state::Daemon;
+use crate::stats::Stats;
 
 /// Why the daemon could not start; `status` is the process exit status.
 #[derive(Debug, Error)]
@@ -442,50 +443,112 @@ fn spawn_flush_threads(daemon: &Arc<Daemon>) -> Vec<std::thread::JoinHandle<()>>
     threads
 }
 
-/// The most connections served at once; more wait in the listen backlog.
-const CONNECTIONS_MAX: usize = 4096;
+/// Raises the soft descriptor limit to the hard one (each connection and
+/// each open RRD file takes a descriptor) and returns it.
+fn descriptor_limit() -> u64 {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        limit.current = limit.maximum;
+        if setrlimit(Resource::Nofile, limit).is_err() {
+            limit = getrlimit(Resource::Nofile);
+        }
+    }
+    limit.current.unwrap_or(1 << 20)
+}
+
+/// How long accept waits after failing for lack of descriptors or memory:
+/// retrying at once would spin a core while nothing can change.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Whether an `accept` failure is the process or system running out of
+/// something (descriptors, memory, buffers), rather than one aborted
+/// connection.
+fn is_exhaustion(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM))
+}
+
+enum Listener {
+    Unix(tokio::net::UnixListener),
+    Tcp(tokio::net::TcpListener),
+}
+
+/// Accepts on one listener until aborted: at most `limit` connections at
+/// once (more wait in the listen backlog), each served in its own task.
+async fn accept_loop(
+    daemon: Arc<Daemon>,
+    listener: Listener,
+    permissions: Permissions,
+    limit: Arc<tokio::sync::Semaphore>,
+) {
+    let mut exhausted = false;
+    loop {
+        let Ok(permit) = limit.clone().acquire_owned().await else { return };
+        let (accepted, idle) = match &listener {
+            Listener::Unix(l) => (l.accept().await.map(|(s, _)| Ok(s)), daemon.config.idle_timeout_unix),
+            Listener::Tcp(l) => (l.accept().await.map(|(s, _)| Err(s)), daemon.config.idle_timeout_tcp),
+        };
+        let stream = match accepted {
+            Ok(stream) => stream,
+            Err(e) if is_exhaustion(&e) => {
+                if !exhausted {
+                    tracing::error!(
+                        "accept failed: {e}; retrying every {} ms until descriptors are free \
+                         (raise the descriptor limit, or lower --max-connections)",
+                        ACCEPT_BACKOFF.as_millis()
+                    );
+                }
+                exhausted = true;
+                Stats::add(&daemon.stats.accept_errors, 1);
+                drop(permit);
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+            // One connection that went away before it was accepted.
+            Err(e) => {
+                tracing::debug!("accept failed: {e}");
+                continue;
+            }
+        };
+        if exhausted {
+            tracing::warn!("accepting connections again");
+            exhausted = false;
+        }
+        let d = daemon.clone();
+        tokio::spawn(async move {
+            match stream {
+                Ok(unix) => connection::serve(d, unix, permissions, idle).await,
+                Err(tcp) => {
+                    let _ = tcp.set_nodelay(true);
+                    connection::serve(d, tcp, permissions, idle).await
+                }
+            }
+            drop(permit);
+        });
+    }
+}
 
 /// Accepts on every listener until a stopping signal arrives.
 async fn serve(daemon: Arc<Daemon>, listeners: Vec<Bound>) {
     use tokio::signal::unix::{signal, SignalKind};
-    let limit = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
+    let descriptors = descriptor_limit();
+    let connections_max = match daemon.config.max_connections {
+        0 => config::connections_max(descriptors, daemon.config.write_threads),
+        n => n,
+    };
+    tracing::info!("serving at most {connections_max} connections at once ({descriptors} descriptors)");
+    let limit = Arc::new(tokio::sync::Semaphore::new(connections_max));
     let mut accept_tasks = Vec::new();
     for b in listeners {
-        let daemon = daemon.clone();
-        let limit = limit.clone();
-        let permissions = b.permissions;
-        let task = match b.kind {
+        let listener = match b.kind {
             BoundKind::Unix(l, _) => {
-                let l = tokio::net::UnixListener::from_std(l).expect("a non-blocking UNIX listener");
-                tokio::spawn(async move {
-                    loop {
-                        let Ok(permit) = limit.clone().acquire_owned().await else { return };
-                        let Ok((stream, _)) = l.accept().await else { continue };
-                        let d = daemon.clone();
-                        tokio::spawn(async move {
-                            connection::serve(d, stream, permissions).await;
-                            drop(permit);
-                        });
-                    }
-                })
+                Listener::Unix(tokio::net::UnixListener::from_std(l).expect("a non-blocking UNIX listener"))
             }
             BoundKind::Tcp(l) => {
-                let l = tokio::net::TcpListener::from_std(l).expect("a non-blocking TCP listener");
-                tokio::spawn(async move {
-                    loop {
-                        let Ok(permit) = limit.clone().acquire_owned().await else { return };
-                        let Ok((stream, _)) = l.accept().await else { continue };
-                        let _ = stream.set_nodelay(true);
-                        let d = daemon.clone();
-                        tokio::spawn(async move {
-                            connection::serve(d, stream, permissions).await;
-                            drop(permit);
-                        });
-                    }
-                })
+                Listener::Tcp(tokio::net::TcpListener::from_std(l).expect("a non-blocking TCP listener"))
             }
         };
-        accept_tasks.push(task);
+        accept_tasks.push(tokio::spawn(accept_loop(daemon.clone(), listener, b.permissions, limit.clone())));
     }
     tracing::info!("listening for connections");
     let (Ok(mut term), Ok(mut int), Ok(mut usr1), Ok(mut usr2)) = (
@@ -516,6 +579,6 @@ async fn serve(daemon: Arc<Daemon>, listeners: Vec<Bound>) {
     // send_replace: the flag must turn even when no connection is subscribed.
     daemon.shutdown.send_replace(true);
     // Give connections a moment to finish the command they are running.
-    let all = limit.acquire_many(CONNECTIONS_MAX as u32);
+    let all = limit.acquire_many(connections_max as u32);
     let _ = tokio::time::timeout(Duration::from_secs(5), all).await;
 }

@@ -35,7 +35,9 @@ impl Daemon {
             config.max_pending_bytes = crate::config::default_pending_budget();
         }
         let paths = Paths::new(config.base_dir.as_deref(), config.base_only);
-        let cache = Arc::new(Cache::new(stats.clone(), config.write_interval_secs, config.write_jitter_secs));
+        let mut cache = Cache::new(stats.clone(), config.write_interval_secs, config.write_jitter_secs);
+        cache.root = paths.root.clone();
+        let cache = Arc::new(cache);
         cache.release_pages.store(!config.keep_pages, std::sync::atomic::Ordering::SeqCst);
         let kept_budget = if config.max_kept_bytes == 0 {
             crate::config::default_kept_budget()

@@ -42,6 +42,11 @@ pub struct Stats {
     pub pages_written: AtomicU64,
     /// Flush: pages dropped from the page cache after syncing.
     pub pages_released: AtomicU64,
+    /// `accept` failures for lack of descriptors or memory (each starts a
+    /// 100 ms back-off).
+    pub accept_errors: AtomicU64,
+    /// Connections closed by the idle timeout.
+    pub connections_idle_closed: AtomicU64,
 }
 
 /// Upper bounds (seconds) of the sync-latency buckets: 50 µs to 2.5 s,

@@ -54,7 +54,7 @@ impl SyncGroup {
     pub fn sync<E: std::fmt::Display>(
         &self,
         filesystems: Vec<(u64, PathBuf)>,
-        sync_one: impl Fn(&Path) -> Result<(), E>,
+        sync_one: impl Fn(u64, &Path) -> Result<(), E>,
     ) -> Result<(), String> {
         let mut s = self.state.lock().expect("sync group lock");
         for (device, path) in filesystems {
@@ -75,7 +75,7 @@ impl SyncGroup {
                 let number = s.started;
                 let wanted = std::mem::take(&mut s.wanted);
                 drop(s);
-                let result = wanted.values().try_for_each(|p| sync_one(p)).map_err(|e| e.to_string());
+                let result = wanted.iter().try_for_each(|(&d, p)| sync_one(d, p)).map_err(|e| e.to_string());
                 s = self.state.lock().expect("sync group lock");
                 s.running = false;
                 s.finished = number;
@@ -103,7 +103,7 @@ mod tests {
         let group = Arc::new(SyncGroup::default());
         let calls = Arc::new(Mutex::new(Vec::<PathBuf>::new()));
         let slow = |calls: Arc<Mutex<Vec<PathBuf>>>| {
-            move |p: &Path| -> Result<(), String> {
+            move |_: u64, p: &Path| -> Result<(), String> {
                 std::thread::sleep(Duration::from_millis(100));
                 calls.lock().unwrap().push(p.to_path_buf());
                 Ok(())
@@ -140,7 +140,7 @@ mod tests {
     fn a_failed_sync_fails_every_request_it_answers_and_only_those() {
         let group = SyncGroup::default();
         let n = AtomicUsize::new(0);
-        let flaky = |_: &Path| {
+        let flaky = |_: u64, _: &Path| {
             if n.fetch_add(1, Ordering::SeqCst) == 0 {
                 Err("EIO")
             } else {

@@ -77,7 +77,7 @@ async fn start(s: &Setup, io: Arc<dyn JournalIo>) -> (Arc<Daemon>, Client) {
         Journaler::start(journal, s.journal_dir.clone(), stats.clone(), Duration::from_secs(3600), 64 << 20);
     let daemon = Arc::new(Daemon::with_stats(config, journaler, stats));
     let (ours, theirs) = UnixStream::pair().unwrap();
-    tokio::spawn(connection::serve(daemon.clone(), theirs, Permissions::all()));
+    tokio::spawn(connection::serve(daemon.clone(), theirs, Permissions::all(), None));
     let (rd, wr) = ours.into_split();
     (daemon, Client { rd: BufReader::new(rd), wr })
 }
@@ -152,19 +152,19 @@ fn faulty(plan: &Arc<FaultPlan>) -> Arc<dyn JournalIo> {
 
 /// A journal whose fdatasync waits until the test opens the gate.
 struct GateIo(Arc<(Mutex<bool>, Condvar)>);
-struct GateFile(Box<dyn SegmentFile>, Arc<(Mutex<bool>, Condvar)>);
+struct GateFile(Arc<dyn SegmentFile>, Arc<(Mutex<bool>, Condvar)>);
 
 impl JournalIo for GateIo {
-    fn create_segment(&self, path: &Path, header: &[u8]) -> std::io::Result<Box<dyn SegmentFile>> {
-        Ok(Box::new(GateFile(OsIo.create_segment(path, header)?, self.0.clone())))
+    fn create_segment(&self, path: &Path, header: &[u8]) -> std::io::Result<Arc<dyn SegmentFile>> {
+        Ok(Arc::new(GateFile(OsIo.create_segment(path, header)?, self.0.clone())))
     }
 }
 
 impl SegmentFile for GateFile {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+    fn write(&self, buf: &[u8]) -> std::io::Result<usize> {
         self.0.write(buf)
     }
-    fn sync_data(&mut self) -> std::io::Result<()> {
+    fn sync_data(&self) -> std::io::Result<()> {
         let (open, cv) = &*self.1;
         let mut g = open.lock().unwrap();
         while !*g {
@@ -172,7 +172,7 @@ impl SegmentFile for GateFile {
         }
         self.0.sync_data()
     }
-    fn truncate(&mut self, len: u64) -> std::io::Result<()> {
+    fn truncate(&self, len: u64) -> std::io::Result<()> {
         self.0.truncate(len)
     }
 }

@@ -56,7 +56,7 @@
 //! wrote and did not release are not prefetched again.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -67,6 +67,7 @@ use rrd_format::{Header, Layout};
 use crate::error::{Error, Result};
 use crate::pagecache::{advise, Advice};
 use crate::plan;
+use crate::root::Root;
 use crate::rrd::{lock_file, Locking, Rrd};
 use crate::store::Store;
 use crate::update::{Now, RowCollector, UpdateOptions, UpdateReport, Updater};
@@ -165,9 +166,33 @@ impl KeptHeader {
     /// Reads `path`'s header under a read lock (no rrdtool-compatible
     /// writer is midway), with the stamp taken under the same lock.
     pub fn read(path: &Path) -> Result<KeptHeader> {
-        let rrd = Rrd::open(path, false)?;
-        let stamp = FileStamp::of_file(&rrd.store)
-            .map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        KeptHeader::read_in(&Root::Anywhere, path)
+    }
+
+    /// [`KeptHeader::read`] of a file opened through `root` (confined
+    /// callers). A file that is not a regular file is refused.
+    pub fn read_in(root: &Root, path: &Path) -> Result<KeptHeader> {
+        let file =
+            root.open(path, false).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+        let meta = file.metadata().map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        if !meta.is_file() {
+            return Err(Error::invalid(format!("'{}' is not a regular file", path.display())));
+        }
+        KeptHeader::read_open(&file, path, &meta)
+    }
+
+    /// Reads the header of `file` (open, at `path`), whose `fstat` the
+    /// caller took (`meta`: one stat serves the caller's checks, the
+    /// length and the stamp). Read lock and readahead as in
+    /// [`KeptHeader::read`].
+    pub fn read_open(file: &File, path: &Path, meta: &std::fs::Metadata) -> Result<KeptHeader> {
+        let _ = advise(file, Advice::Random, 0, 0);
+        lock_file(file, path, false, false, Locking::from_env())?;
+        let stamp = FileStamp::of_metadata(meta);
+        let rrd = Rrd::from_store(path, KnownLen { file, len_bytes: meta.len() })?;
+        // The lock goes with the caller's descriptor (open-file-description
+        // locks); a caller that keeps the file keeps the lock, so drop it.
+        let _ = lock_file(file, path, false, true, Locking::from_env());
         Ok(KeptHeader { header: rrd.header, layout: rrd.layout, stamp, written_pages: Vec::new() })
     }
 
@@ -186,6 +211,24 @@ impl KeptHeader {
                 self.written_pages.insert(at, p);
             }
         }
+    }
+}
+
+/// A file whose length was just taken (by the caller's `fstat`).
+struct KnownLen<'a> {
+    file: &'a File,
+    len_bytes: u64,
+}
+
+impl Store for KnownLen<'_> {
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.len_bytes)
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        Store::read_at(self.file, buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        Store::write_at(self.file, buf, offset)
     }
 }
 
@@ -252,6 +295,8 @@ pub struct OpenFiles {
     slots: Vec<OpenFile>,
     max_open: usize,
     rng: u64,
+    /// Where files may be opened from.
+    pub root: Root,
 }
 
 impl OpenFiles {
@@ -261,6 +306,7 @@ impl OpenFiles {
             slots: Vec::new(),
             max_open: max_open.max(1),
             rng: 0x9e37_79b9_7f4a_7c15,
+            root: Root::Anywhere,
         }
     }
 
@@ -275,7 +321,7 @@ impl OpenFiles {
             return Ok(&mut self.slots[slot]);
         }
         let open_err = |source| Error::Open { path: path.to_path_buf(), source };
-        let file = OpenOptions::new().read(true).write(true).open(path).map_err(open_err)?;
+        let file = self.root.open(path, true).map_err(open_err)?;
         // Readahead would pull 16-32 pages per update where 2-3 are needed.
         let _ = advise(&file, Advice::Random, 0, 0);
         let open = OpenFile { path: path.to_path_buf(), file, ident: None, kept: None };
@@ -318,11 +364,30 @@ impl OpenFiles {
 
 /// `syncfs(2)` of the filesystem holding `path`.
 pub fn sync_filesystem_of(path: &Path) -> Result<()> {
+    let file = File::open(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+    syncfs(&file, path)
+}
+
+/// `syncfs(2)` of filesystem `device`, through the file at `path` opened
+/// within `root`; refused when that file is not on `device` any more (the
+/// name was replaced by a file elsewhere since it was written: syncing
+/// that one would not make the written file durable).
+pub fn sync_device_of(root: &Root, device: u64, path: &Path) -> Result<()> {
     let io_err = |source| Error::Io { path: path.to_path_buf(), source };
-    let file = File::open(path).map_err(io_err)?;
+    let file = root.open(path, false).map_err(io_err)?;
+    if file.metadata().map_err(io_err)?.dev() != device {
+        return Err(Error::invalid(format!(
+            "'{}' moved to another filesystem before its sync",
+            path.display()
+        )));
+    }
+    syncfs(&file, path)
+}
+
+fn syncfs(file: &File, path: &Path) -> Result<()> {
     // SAFETY: syncfs takes a descriptor we own and touches no memory.
-    if unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&file)) } != 0 {
-        return Err(io_err(std::io::Error::last_os_error()));
+    if unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(file)) } != 0 {
+        return Err(Error::Io { path: path.to_path_buf(), source: std::io::Error::last_os_error() });
     }
     Ok(())
 }

@@ -25,6 +25,7 @@ pub mod plan;
 pub mod prefill;
 pub mod resize;
 pub mod restore;
+pub mod root;
 pub mod rpn;
 pub mod rrd;
 pub mod store;

@@ -174,35 +174,35 @@ impl FaultyIo {
 }
 
 impl JournalIo for FaultyIo {
-    fn create_segment(&self, path: &Path, header: &[u8]) -> io::Result<Box<dyn SegmentFile>> {
+    fn create_segment(&self, path: &Path, header: &[u8]) -> io::Result<Arc<dyn SegmentFile>> {
         if let Some(a) = self.plan.check(Op::Create) {
             return Err(fail(a));
         }
         let file = self.inner.create_segment(path, header)?;
-        Ok(Box::new(FaultyFile { inner: file, plan: self.plan.clone() }))
+        Ok(Arc::new(FaultyFile { inner: file, plan: self.plan.clone() }))
     }
 }
 
 struct FaultyFile {
-    inner: Box<dyn SegmentFile>,
+    inner: Arc<dyn SegmentFile>,
     plan: Arc<FaultPlan>,
 }
 
 impl SegmentFile for FaultyFile {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+    fn write(&self, buf: &[u8]) -> io::Result<usize> {
         match self.plan.check(Op::Write) {
             None => self.inner.write(buf),
             Some(Action::Short(n)) => self.inner.write(&buf[..n.min(buf.len())]),
             Some(a) => Err(fail(a)),
         }
     }
-    fn sync_data(&mut self) -> io::Result<()> {
+    fn sync_data(&self) -> io::Result<()> {
         match self.plan.check(Op::Sync) {
             None => self.inner.sync_data(),
             Some(a) => Err(fail(a)),
         }
     }
-    fn truncate(&mut self, len: u64) -> io::Result<()> {
+    fn truncate(&self, len: u64) -> io::Result<()> {
         match self.plan.check(Op::Truncate) {
             None => self.inner.truncate(len),
             Some(a) => Err(fail(a)),

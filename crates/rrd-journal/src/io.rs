@@ -15,24 +15,28 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Opens segment files. Shared by the journal and whoever configured it.
 pub trait JournalIo: Send + Sync {
     /// Creates `path` (which must not exist) in append mode, writes `header`
     /// to it, makes the file and its name durable (file sync + directory
     /// sync), and returns it. On failure nothing may be left at `path`.
-    fn create_segment(&self, path: &Path, header: &[u8]) -> io::Result<Box<dyn SegmentFile>>;
+    fn create_segment(&self, path: &Path, header: &[u8]) -> io::Result<Arc<dyn SegmentFile>>;
 }
 
-/// A segment open for appending.
-pub trait SegmentFile: Send {
+/// A segment open for appending. Shared (`&self`): the journal appends
+/// under its owner's lock while a sync of the same file runs outside it
+/// ([`crate::PendingSync`]); `fdatasync` covers every byte written before
+/// it started, whoever wrote it.
+pub trait SegmentFile: Send + Sync {
     /// One `write(2)` at the end of the file; may write fewer bytes than
     /// asked (a short write), as the system call may.
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize>;
+    fn write(&self, buf: &[u8]) -> io::Result<usize>;
     /// `fdatasync(2)`.
-    fn sync_data(&mut self) -> io::Result<()>;
+    fn sync_data(&self) -> io::Result<()>;
     /// `ftruncate(2)` to `len` bytes (used to take back a failed append).
-    fn truncate(&mut self, len: u64) -> io::Result<()>;
+    fn truncate(&self, len: u64) -> io::Result<()>;
 }
 
 /// The real thing: `std::fs` on the local file system.
@@ -45,7 +49,7 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 }
 
 impl JournalIo for OsIo {
-    fn create_segment(&self, path: &Path, header: &[u8]) -> io::Result<Box<dyn SegmentFile>> {
+    fn create_segment(&self, path: &Path, header: &[u8]) -> io::Result<Arc<dyn SegmentFile>> {
         let mut file = OpenOptions::new().create_new(true).append(true).open(path)?;
         let made = file.write_all(header).and_then(|()| file.sync_all()).and_then(|()| {
             // The new name must be durable too, or a crash could lose the segment.
@@ -58,20 +62,20 @@ impl JournalIo for OsIo {
             let _ = std::fs::remove_file(path);
             return Err(e);
         }
-        Ok(Box::new(OsFile(file)))
+        Ok(Arc::new(OsFile(file)))
     }
 }
 
 struct OsFile(File);
 
 impl SegmentFile for OsFile {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write(buf)
+    fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        (&self.0).write(buf)
     }
-    fn sync_data(&mut self) -> io::Result<()> {
+    fn sync_data(&self) -> io::Result<()> {
         self.0.sync_data()
     }
-    fn truncate(&mut self, len: u64) -> io::Result<()> {
+    fn truncate(&self, len: u64) -> io::Result<()> {
         self.0.set_len(len)
     }
 }

@@ -211,6 +211,20 @@ pub fn segments(dir: &Path) -> Result<Vec<u64>> {
     Ok(seqs)
 }
 
+/// Deletes the segments of `dir` up to and including `seq`, then syncs the
+/// directory. For a caller that must not hold the journal meanwhile (the
+/// directory sync takes milliseconds): `seq` must be below the current
+/// segment's, which only grows.
+pub fn remove_segments_through(dir: &Path, seq: u64) -> Result<()> {
+    for s in segments(dir)? {
+        if s <= seq {
+            let path = dir.join(segment_name(s));
+            fs::remove_file(&path).map_err(|source| JournalError::Io { path, source })?;
+        }
+    }
+    sync_dir(dir).map_err(|source| JournalError::Io { path: dir.to_path_buf(), source })
+}
+
 /// What recovery found.
 #[derive(Debug, Default)]
 pub struct ReplayReport {
@@ -299,18 +313,37 @@ pub fn replay(dir: &Path) -> Result<ReplayReport> {
 pub struct Journal {
     dir: PathBuf,
     io: Arc<dyn JournalIo>,
-    file: Box<dyn SegmentFile>,
+    file: Arc<dyn SegmentFile>,
     seq: u64,
     len_bytes: u64,
     /// Length of the segment at the last successful sync (or creation).
     synced_len: u64,
     policy: SyncPolicy,
     last_sync: Instant,
-    dirty: bool,
     poisoned: Option<String>,
     syncs: u64,
     last_sync_duration: Duration,
     buf: Vec<u8>,
+}
+
+/// An `fdatasync` of the current segment taken from the journal by
+/// [`Journal::begin_sync`], to run without holding the journal.
+pub struct PendingSync {
+    file: Arc<dyn SegmentFile>,
+    seq: u64,
+    /// The segment's length when the sync was taken: what it covers.
+    len_bytes: u64,
+    took: Duration,
+}
+
+impl PendingSync {
+    /// Runs the `fdatasync`.
+    pub fn run(&mut self) -> std::io::Result<()> {
+        let started = Instant::now();
+        let r = self.file.sync_data();
+        self.took = started.elapsed();
+        r
+    }
 }
 
 /// Whether a failed `write(2)` only said "no room": nothing already in the
@@ -347,7 +380,6 @@ impl Journal {
             synced_len: len_bytes,
             policy,
             last_sync: Instant::now(),
-            dirty: false,
             poisoned: None,
             syncs: 0,
             last_sync_duration: Duration::ZERO,
@@ -355,7 +387,7 @@ impl Journal {
         })
     }
 
-    fn create_segment(io: &dyn JournalIo, dir: &Path, seq: u64) -> Result<(Box<dyn SegmentFile>, u64)> {
+    fn create_segment(io: &dyn JournalIo, dir: &Path, seq: u64) -> Result<(Arc<dyn SegmentFile>, u64)> {
         let path = dir.join(segment_name(seq));
         let mut header = Vec::with_capacity(SEGMENT_HEADER_LEN as usize);
         header.extend_from_slice(SEGMENT_MAGIC);
@@ -461,7 +493,6 @@ impl Journal {
             return Err(JournalError::Io { path: self.path(), source: failure });
         }
         self.len_bytes += frames.len() as u64;
-        self.dirty = true;
         Ok(())
     }
 
@@ -472,35 +503,62 @@ impl Journal {
 
     /// Whether everything written is synced.
     pub fn is_synced(&self) -> bool {
-        !self.dirty
+        self.len_bytes <= self.synced_len
     }
 
     /// Makes everything appended so far durable.
     pub fn sync(&mut self) -> Result<()> {
+        match self.begin_sync()? {
+            None => Ok(()),
+            Some(mut pending) => {
+                let result = pending.run();
+                self.finish_sync(pending, result)
+            }
+        }
+    }
+
+    /// The first half of [`Journal::sync`], for a caller that appends from
+    /// several threads under one lock and must not hold that lock for the
+    /// length of an `fdatasync`: take this under the lock, [`PendingSync::run`]
+    /// it without, then hand it back to [`Journal::finish_sync`] under the
+    /// lock. It covers the bytes written before it was taken; appends made
+    /// meanwhile stay unsynced. `None` when nothing needs syncing.
+    pub fn begin_sync(&self) -> Result<Option<PendingSync>> {
         if let Some(why) = &self.poisoned {
             return Err(JournalError::Poisoned(why.clone()));
         }
-        if !self.dirty {
-            return Ok(());
+        if self.is_synced() {
+            return Ok(None);
         }
-        let started = Instant::now();
-        if let Err(source) = self.file.sync_data() {
+        Ok(Some(PendingSync {
+            file: self.file.clone(),
+            seq: self.seq,
+            len_bytes: self.len_bytes,
+            took: Duration::ZERO,
+        }))
+    }
+
+    /// Records the outcome of a [`PendingSync`]. A failure poisons (see the
+    /// module doc) and, under [`SyncPolicy::Always`], takes back everything
+    /// after the last good sync: none of it was acknowledged.
+    pub fn finish_sync(&mut self, pending: PendingSync, result: std::io::Result<()>) -> Result<()> {
+        let same_segment = pending.seq == self.seq;
+        if let Err(source) = result {
             self.poison(&source);
-            if self.policy == SyncPolicy::Always {
-                // Under Always everything after the last good sync belongs
-                // to the append that is failing now, which nobody will be
-                // told succeeded: take it out, so the segment holds only
-                // acknowledged records (best effort; replay copes either way).
+            if self.policy == SyncPolicy::Always && same_segment {
+                // Best effort; replay copes either way.
                 if self.file.truncate(self.synced_len).is_ok() {
                     self.len_bytes = self.synced_len;
                 }
             }
-            return Err(JournalError::Io { path: self.path(), source });
+            let path = self.dir.join(segment_name(pending.seq));
+            return Err(JournalError::Io { path, source });
         }
         self.syncs += 1;
-        self.last_sync_duration = started.elapsed();
-        self.synced_len = self.len_bytes;
-        self.dirty = false;
+        self.last_sync_duration = pending.took;
+        if same_segment {
+            self.synced_len = self.synced_len.max(pending.len_bytes);
+        }
         self.last_sync = Instant::now();
         Ok(())
     }
@@ -527,13 +585,7 @@ impl Journal {
     /// Deletes the segments up to and including `seq` (never the current one).
     pub fn remove_through(&self, seq: u64) -> Result<()> {
         assert!(seq < self.seq, "the current segment is never removed");
-        for s in segments(&self.dir)? {
-            if s <= seq {
-                let path = self.dir.join(segment_name(s));
-                fs::remove_file(&path).map_err(|source| JournalError::Io { path, source })?;
-            }
-        }
-        sync_dir(&self.dir).map_err(|source| JournalError::Io { path: self.dir.clone(), source })
+        remove_segments_through(&self.dir, seq)
     }
 }
 

@@ -91,12 +91,16 @@ fn stream() -> Vec<(String, Cmp)> {
     add("FIRST a.rrd", Exact);
     add("FIRST a.rrd -1", Exact);
     add("FIRST a.rrd x", Exact);
-    add("LAST a.rrd", Exact);
+    // rrdcached rounds even the file's own last update down to the step.
+    add("LAST a.rrd", ErrorOnly);
     add(&format!("FETCH a.rrd AVERAGE {} {}", T0 - 3000, T0 + 3000), Exact);
     // Updates, good and bad.
     add(&format!("UPDATE a.rrd {}:1:100 {}:2:200", T0 + 300, T0 + 600), Exact);
     add("PENDING a.rrd", Exact);
-    add("LAST a.rrd", Exact);
+    // LAST with pending values differs by design (rrdcached rounds its
+    // newest pending time down to the step; ours answers what `rrdtool
+    // last` prints after the flush: tests/daemon_request_path.rs).
+    add("LAST a.rrd", ErrorOnly);
     add(&format!("UPDATE a.rrd {}:3:300", T0 + 600), Exact);
     add(&format!("UPDATE a.rrd {}:3:300 {}:1:1", T0 + 900, T0 + 800), Exact);
     add(&format!("UPDATE a.rrd {}", T0 + 1200), Exact);
@@ -122,8 +126,8 @@ fn stream() -> Vec<(String, Cmp)> {
     add("PENDING zz.rrd", Exact);
     add("PENDING", Exact);
     add("QUEUE", Exact);
-    add("LAST a.rrd", Exact);
-    add("LAST b.rrd", Exact);
+    add("LAST a.rrd", ErrorOnly);
+    add("LAST b.rrd", ErrorOnly);
     add("LAST nofile.rrd", Exact);
     add("LAST", Exact);
     // FETCH: rrdcached writes the file first, we merge; same numbers.

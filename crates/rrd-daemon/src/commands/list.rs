@@ -29,7 +29,7 @@ fn run_blocking(daemon: &Daemon, mut args: Args) -> Reply {
         return syntax_error(Command::List);
     };
     let full = format!("{base}{}{name}", if name.starts_with('/') { "" } else { "/" });
-    if daemon.config.base_only && daemon.paths.resolve(&full).is_err() {
+    if daemon.config.base_only && daemon.paths.resolve_dir(&full).is_err() {
         return Reply::error(format!("Cannot read: {full}"));
     }
     let names = match rrd_list(recursive, full.as_bytes()) {

@@ -26,7 +26,7 @@ mod suspend;
 mod update;
 
 pub use update::value_time as update_value_time;
-pub(crate) use update::{accept as accept_update, admit as admit_update, Accepted};
+pub(crate) use update::{open_entry, update_values, Accepted};
 
 /// What a command produced.
 pub enum Outcome {

@@ -13,6 +13,7 @@
 //! Ours: a refusal when `--max-pending` values or `--max-pending-bytes` of
 //! them are already held, and when the journal has failed.
 
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -24,41 +25,90 @@ use super::{access_denied, blocking, syntax_error, Args, Outcome};
 use crate::cache::{unix_now, Entry, Key};
 use crate::config::os_text;
 use crate::journaler::Ticket;
+use crate::paths::Paths;
 use crate::state::Daemon;
 use crate::stats::Stats;
 
 /// Checks a file rrdcached's way before its first value is cached, and
 /// returns its last update time and its header (kept in the entry, so the
 /// first flush need not read it again).
+///
+/// One open and one `fstat`: the open for reading and writing is the
+/// access check (rrdcached's `access(R_OK|W_OK)`), goes through the `-B`
+/// confinement ([`crate::paths::Paths::root`]), and the `fstat` answers
+/// "regular file?", the length and the header's stamp at once.
 pub fn open_entry(daemon: &Daemon, key: &str) -> Result<(f64, KeptHeader), Reply> {
-    let meta = match std::fs::metadata(key) {
-        Ok(m) => m,
+    let path = Path::new(key);
+    let file = match daemon.paths.root.open(path, true) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(Reply::error(format!("No such file: {key}")));
         }
-        Err(e) => {
-            return Err(Reply::error(format!("stat failed with error {}.", e.raw_os_error().unwrap_or(0))));
+        Err(e) if Paths::is_escape(&e) => return Err(access_denied(key)),
+        Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {
+            return Err(Reply::error(format!("Not a regular file: {key}")));
         }
+        Err(e) => return Err(Reply::error(format!("Cannot read/write {key}: {}", os_text(&e)))),
     };
+    let meta = file
+        .metadata()
+        .map_err(|e| Reply::error(format!("stat failed with error {}.", e.raw_os_error().unwrap_or(0))))?;
     if !meta.is_file() {
         return Err(Reply::error(format!("Not a regular file: {key}")));
     }
-    if let Ok(c) = std::ffi::CString::new(key) {
-        // SAFETY: access reads a NUL-terminated path and has no other effect.
-        if unsafe { libc::access(c.as_ptr(), libc::R_OK | libc::W_OK) } != 0 {
-            let e = std::io::Error::last_os_error();
-            return Err(Reply::error(format!("Cannot read/write {key}: {}", os_text(&e))));
-        }
-    }
-    daemon.paths.check_resolved(key).map_err(|d| access_denied(&d.shown))?;
     let kept =
-        KeptHeader::read(std::path::Path::new(key)).map_err(|e| Reply::error(format!("RRD Error: {e}")))?;
+        KeptHeader::read_open(&file, path, &meta).map_err(|e| Reply::error(format!("RRD Error: {e}")))?;
     let last_up = kept.header.live.last_up;
     if last_up < 1 {
         return Err(Reply::error("Error: rrdcached: Invalid timestamp returned"));
     }
     Ok((last_up as f64, kept))
 }
+
+/// Takes an UPDATE's `values` for the file `key` into the cache: the
+/// entry's shard locked once, the entry made from `fresh` (what
+/// [`open_entry`] found) if it does not exist, the pending-values budget
+/// checked when there are values, the values taken ([`accept`]) and the
+/// file's flush timer set. `None` when the entry does not exist and
+/// `fresh` is `None`: the caller opens the file (outside any lock) and
+/// calls again.
+pub fn update_values<'a, I>(
+    daemon: &Daemon,
+    key: &str,
+    fresh: &mut Option<(f64, KeptHeader)>,
+    values: I,
+    now: i64,
+) -> Option<Result<Accepted, Reply>>
+where
+    I: Iterator<Item = &'a str> + Clone,
+{
+    let cache = &daemon.cache;
+    let mut shard = cache.shard(key);
+    if !shard.contains_key(key) {
+        // Made by us (fresh), or re-made after a FORGET raced with us.
+        let (last_up, kept) = fresh.take()?;
+        let mut e = Entry::new(last_up, cache.jitter(), now);
+        e.kept = cache.keep(kept);
+        shard.insert(Key::from(key), e);
+    }
+    let entry = shard.get_mut(key).expect("the entry exists or was just made");
+    if values.clone().next().is_none() {
+        return Some(Err(Reply::error("No values updated.")));
+    }
+    if let Err(refusal) = admit(daemon) {
+        return Some(Err(refusal));
+    }
+    let accepted = accept(daemon, key, entry, values, now);
+    if let Some(due) = accepted.timer_due {
+        let (k, _) = shard.get_key_value(key).expect("the entry was just updated");
+        cache.add_timer(due, k.clone());
+    }
+    Some(Ok(accepted))
+}
+
+/// How far beyond the daemon's clock an update's time may be (ten years):
+/// beyond it the time is a mistake, and accepting it would block the file.
+pub const FUTURE_SECS_MAX: i64 = 10 * 366 * 86_400;
 
 /// Whether `value` starts with a time followed by `:`, and that time.
 pub fn value_time(value: &str) -> Option<f64> {
@@ -134,9 +184,24 @@ where
     let last_stamp_before = entry.last_stamp;
     let mut error = None;
     for value in values.clone() {
+        if let Some(bad) = value.bytes().find(u8::is_ascii_control) {
+            // A carriage return or other control byte is never part of a
+            // number; stored, it would be dropped silently at the flush.
+            error = Some(format!("illegal character 0x{bad:02x} in value '{}'", value.escape_debug()));
+            break;
+        }
         match value_time(value) {
             None => {
                 error = Some(format!("Cannot find timestamp in '{value}'!"));
+                break;
+            }
+            Some(stamp) if !stamp.is_finite() || stamp > (now + FUTURE_SECS_MAX) as f64 => {
+                // rrdcached takes it, and the file then refuses every
+                // real update until that time.
+                error = Some(format!(
+                    "illegal attempt to update using time {stamp:.6}: more than {} days in the future",
+                    FUTURE_SECS_MAX / 86_400
+                ));
                 break;
             }
             Some(stamp) if stamp <= entry.last_stamp => {
@@ -157,6 +222,8 @@ where
     if count == 0 {
         return Accepted { count, error, ticket: None, timer_due: None };
     }
+    // Read before staging: the record lands in this segment or a later one.
+    let seq = daemon.journal.current_seq();
     let ticket = daemon.journal.submit_update(key, values.take(count));
     if let Ticket::Failed(why) = &ticket {
         // Refused before it reached the journal (a record too large for a
@@ -168,7 +235,7 @@ where
     let mut timer_due = None;
     if was_empty {
         entry.first_pending_at = now;
-        entry.oldest_seq = daemon.journal.current_seq();
+        entry.oldest_seq = seq;
         timer_due = Some(entry.due_at(cache.write_interval_secs));
     }
     cache.pending_values.fetch_add(count as u64, Ordering::SeqCst);
@@ -184,41 +251,30 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
         Ok(k) => k,
         Err(d) => return access_denied(&d.shown).into(),
     };
-    let cache = &daemon.cache;
-    let known = cache.shard(&key).contains_key(key.as_str());
-    let mut fresh = None;
-    if !known {
-        let (d, k) = (daemon.clone(), key.clone());
-        match blocking(move || open_entry(&d, &k)).await {
-            Ok(found) => fresh = Some(found),
-            Err(reply) => return reply.into(),
-        }
-    }
     let values = args.rest();
-    if !values.is_empty() {
-        if let Err(refusal) = admit(daemon) {
-            return refusal.into();
-        }
-    }
+    let values = || values.iter().map(String::as_str);
     let now = unix_now();
-    let key: Key = key.into();
-    let mut shard = cache.shard(&key);
-    let entry = shard.entry(key.clone()).or_insert_with(|| {
-        // Made by us above, or re-made after a FORGET raced with us.
-        let (last_up, kept) = fresh.map_or((0.0, None), |(t, k)| (t, Some(k)));
-        let mut e = Entry::new(last_up, cache.jitter(), now);
-        e.kept = kept.and_then(|k| cache.keep(k));
-        e
-    });
-    let accepted = accept(daemon, &key, entry, values.iter().map(String::as_str), now);
-    if let Some(due) = accepted.timer_due {
-        cache.add_timer(due, key);
-    }
-    drop(shard);
-    let reply = accepted.reply();
-    match accepted.ticket {
-        Some(ticket) => Outcome::AfterCommit(ticket, reply),
-        None => reply.into(),
+    let mut fresh = None;
+    let outcome = match update_values(daemon, &key, &mut fresh, values(), now) {
+        Some(outcome) => outcome,
+        None => {
+            let (d, k) = (daemon.clone(), key.clone());
+            fresh = match blocking(move || open_entry(&d, &k)).await {
+                Ok(found) => Some(found),
+                Err(reply) => return reply.into(),
+            };
+            update_values(daemon, &key, &mut fresh, values(), now).expect("made from the fresh header")
+        }
+    };
+    match outcome {
+        Err(reply) => reply.into(),
+        Ok(accepted) => {
+            let reply = accepted.reply();
+            match accepted.ticket {
+                Some(ticket) => Outcome::AfterCommit(ticket, reply),
+                None => reply.into(),
+            }
+        }
     }
 }
 

@@ -1,0 +1,225 @@
+//! The daemon's request path as operators and attackers meet it: `-B`
+//! confinement enforced at every open (a symbolic link swapped in after the
+//! first UPDATE must not let the flush escape), `LIST /` under `-B`, LAST
+//! with pending values equal to `rrdtool last` after a flush, control
+//! bytes and absurd timestamps refused with an error line, descriptor
+//! exhaustion without a spinning accept loop, and the idle timeout.
+
+mod daemon_common;
+
+use std::os::unix::net::UnixStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use daemon_common::{create_rrd, require_tools, rrdtool, temp_dir, Daemon, Kind};
+
+const T0: i64 = 1_000_000_000;
+
+/// CPU seconds (user + system) a process has used, from /proc/PID/stat.
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after_name.split(' ').collect();
+    // utime and stime are fields 14 and 15 of the whole line (11, 12 here).
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+fn stat_field(reply: &str, name: &str) -> u64 {
+    reply
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+        .unwrap_or_else(|| panic!("{name} missing from STATS:\n{reply}"))
+        .parse()
+        .unwrap()
+}
+
+/// Under -B, a file replaced by a symbolic link to a file outside the base
+/// directory after its first UPDATE (entry cached, values pending) is never
+/// written: the flush opens beneath the base directory's descriptor and is
+/// refused, the outside file keeps its bytes, and the link is reported.
+#[test]
+fn a_symlink_swapped_in_after_the_first_update_does_not_escape_the_base() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    let (_o, outside) = temp_dir();
+    let file = dir.join("f.rrd");
+    create_rrd(&file, T0);
+    let target = outside.join("victim.rrd");
+    create_rrd(&target, T0);
+    let victim_before = std::fs::read(&target).unwrap();
+    let d = Daemon::start(Kind::Ours, &dir, &["-B"]);
+    let mut c = d.client();
+    assert_eq!(c.call(&format!("UPDATE f.rrd {}:1:1", T0 + 300)), "0 errors, enqueued 1 value(s).\n");
+    // Swap: the cached file becomes a link to a file outside the base.
+    std::fs::rename(&file, dir.join("moved.rrd")).unwrap();
+    std::os::unix::fs::symlink(&target, &file).unwrap();
+    assert_eq!(c.call(&format!("UPDATE f.rrd {}:2:2", T0 + 600)), "0 errors, enqueued 1 value(s).\n");
+    let flushed = c.call("FLUSH f.rrd");
+    let stats = c.call("STATS");
+    assert!(stat_field(&stats, "FlushErrors") >= 1, "the refused flush is counted:\n{stats}\n{flushed}");
+    assert_eq!(std::fs::read(&target).unwrap(), victim_before, "the file outside the base was written");
+    // Reads are confined the same way.
+    let fetch = c.call(&format!("FETCH f.rrd AVERAGE {} {}", T0, T0 + 900));
+    assert!(fetch.starts_with('-') && fetch.contains("Permission denied"), "{fetch}");
+    let last = c.call("LAST f.rrd");
+    assert!(last.starts_with('-'), "{last}");
+    // A new entry through a link out of the base is refused at its first UPDATE.
+    std::os::unix::fs::symlink(&target, dir.join("g.rrd")).unwrap();
+    let r = c.call(&format!("UPDATE g.rrd {}:1:1", T0 + 300));
+    assert!(r.starts_with("-1 ") && r.contains("Permission denied"), "{r}");
+    // A link that stays inside the base is followed, as rrdcached does.
+    std::os::unix::fs::symlink(dir.join("moved.rrd"), dir.join("inside.rrd")).unwrap();
+    let r = c.call(&format!("UPDATE inside.rrd {}:1:1", T0 + 900));
+    assert_eq!(r, "0 errors, enqueued 1 value(s).\n");
+    d.stop();
+    assert_eq!(std::fs::read(&target).unwrap(), victim_before);
+}
+
+/// `LIST /` under -B lists the base directory, as rrdcached does.
+#[test]
+fn list_of_the_base_directory_under_base_only() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    create_rrd(&dir.join("a.rrd"), T0);
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    create_rrd(&dir.join("sub/b.rrd"), T0);
+    let mut replies = Vec::new();
+    for kind in [Kind::Rrdcached, Kind::Ours] {
+        let d = Daemon::start(kind, &dir, &["-B"]);
+        let mut c = d.client();
+        let mut sorted = |r: String| {
+            let mut lines: Vec<String> = r.lines().map(str::to_string).collect();
+            lines[1..].sort();
+            lines.join("\n")
+        };
+        replies.push((sorted(c.call("LIST /")), sorted(c.call("LIST RECURSIVE /"))));
+        d.stop();
+    }
+    assert!(replies[1].0.starts_with("4 RRDs\na.rrd\n"), "{:?}", replies[1]);
+    assert!(replies[1].1.contains("sub/b.rrd"), "{:?}", replies[1]);
+    assert_eq!(replies[1], replies[0], "ours vs rrdcached");
+}
+
+/// `rrdtool last --daemon` equals `rrdtool last` after the same updates
+/// (times off the step and fractional ones included): LAST answers what
+/// the file will say once its pending values are written.
+#[test]
+fn last_through_the_daemon_equals_rrdtool_last() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    let file = dir.join("f.rrd");
+    create_rrd(&file, T0);
+    let d = Daemon::start(Kind::Ours, &dir, &[]);
+    let sock = format!("unix:{}", d.socket.display());
+    let f = file.to_str().unwrap();
+    let mut c = d.client();
+    for (i, t) in [T0 + 300, T0 + 410, T0 + 777].iter().enumerate() {
+        assert_eq!(c.call(&format!("UPDATE f.rrd {t}:{i}:{i}")), "0 errors, enqueued 1 value(s).\n");
+        let via_daemon = rrdtool(&["last", "--daemon", &sock, f]);
+        assert_eq!(via_daemon.trim(), t.to_string(), "LAST with pending values");
+    }
+    assert!(c.call(&format!("UPDATE f.rrd {}.25:5:5", T0 + 900)).starts_with("0 "));
+    let via_daemon = rrdtool(&["last", "--daemon", &sock, f]);
+    assert!(c.call("FLUSH f.rrd").starts_with("0 "));
+    let direct = rrdtool(&["last", f]);
+    assert_eq!(via_daemon, direct);
+    assert_eq!(direct.trim(), (T0 + 900).to_string());
+    d.stop();
+}
+
+/// Control bytes in a value and timestamps far in the future get an error
+/// line naming what was wrong; nothing of them is kept.
+#[test]
+fn control_bytes_and_absurd_timestamps_are_refused() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    create_rrd(&dir.join("f.rrd"), T0);
+    let d = Daemon::start(Kind::Ours, &dir, &[]);
+    let mut c = d.client();
+    let r = c.call(&format!("UPDATE f.rrd {}:1\rFLUSHALL:2", T0 + 300));
+    assert!(r.starts_with("-1 ") && r.contains("0x0d"), "{r:?}");
+    let r = c.call(&format!("UPDATE f.rrd {}:1:\x01", T0 + 300));
+    assert!(r.starts_with("-1 ") && r.contains("0x01"), "{r:?}");
+    for t in ["1e30", "9999999999999", "inf", "nan"] {
+        let r = c.call(&format!("UPDATE f.rrd {t}:1:1"));
+        assert!(r.starts_with("-1 "), "{t}: {r:?}");
+    }
+    assert_eq!(c.call("PENDING f.rrd"), "0 updates pending\n");
+    // The file still takes ordinary updates.
+    assert_eq!(c.call(&format!("UPDATE f.rrd {}:1:1", T0 + 300)), "0 errors, enqueued 1 value(s).\n");
+    // Inside a BATCH the error comes with its command number.
+    c.send("BATCH");
+    assert!(c.read_reply().starts_with("0 Go ahead"));
+    c.send(&format!("UPDATE f.rrd {}:1:1", T0 + 600));
+    c.send("UPDATE f.rrd 1e30:1:1");
+    c.send(".");
+    let r = c.read_reply();
+    assert!(r.starts_with("1 errors") && r.contains("\n2 "), "{r:?}");
+    d.stop();
+}
+
+/// With descriptors exhausted, the accept loop backs off instead of
+/// spinning (the daemon uses little CPU while clients wait), counts the
+/// failures, and serves new clients once descriptors are free again.
+#[test]
+fn descriptor_exhaustion_backs_off_and_recovers() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    let d = Daemon::start(Kind::Ours, &dir, &["--max-connections", "100000"]);
+    let pid = d.child.id();
+    let out = Command::new("prlimit")
+        .args([format!("--pid={pid}"), "--nofile=48:48".to_string()])
+        .output()
+        .expect("running prlimit (util-linux)");
+    assert!(out.status.success(), "prlimit: {}", String::from_utf8_lossy(&out.stderr));
+    let mut control = d.client();
+    assert_eq!(control.call("PING"), "0 PONG\n");
+    // More connections than descriptors: the kernel queues them in the
+    // backlog; the daemon cannot accept them all.
+    let mut extra: Vec<UnixStream> = (0..80).map(|_| UnixStream::connect(&d.socket).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let cpu_before = cpu_secs(pid);
+    let wall = Instant::now();
+    std::thread::sleep(Duration::from_secs(2));
+    let cpu = cpu_secs(pid) - cpu_before;
+    let used = cpu / wall.elapsed().as_secs_f64();
+    assert!(used < 0.25, "accept loop spins: {:.0}% of a core while out of descriptors", used * 100.0);
+    let stats = control.call("STATS");
+    assert!(stat_field(&stats, "AcceptErrors") >= 1, "{stats}");
+    // Free descriptors: every waiting client is served.
+    extra.truncate(0);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut fresh = d.client();
+    assert_eq!(fresh.call("PING"), "0 PONG\n");
+    d.stop();
+}
+
+/// `--idle-timeout-unix` closes a connection that sends nothing (a
+/// half-sent line counts); without it (the default for UNIX sockets) an
+/// idle connection stays open.
+#[test]
+fn idle_connections_are_closed_only_when_asked() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    for (extra, closes) in [(vec!["--idle-timeout-unix", "1"], true), (vec![], false)] {
+        let d = Daemon::start(Kind::Ours, &dir, &extra);
+        let mut c = d.client();
+        assert_eq!(c.call("PING"), "0 PONG\n");
+        let mut half = UnixStream::connect(&d.socket).unwrap();
+        std::io::Write::write_all(&mut half, b"UPDATE f.rr").unwrap();
+        std::thread::sleep(Duration::from_millis(2500));
+        let mut buf = [0u8; 16];
+        half.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        let closed = matches!(std::io::Read::read(&mut half, &mut buf), Ok(0));
+        assert_eq!(closed, closes, "half-sent line connection closed? (extra {extra:?})");
+        if closes {
+            let mut fresh = d.client();
+            let stats = fresh.call("STATS");
+            assert!(stat_field(&stats, "ConnectionsIdleClosed") >= 2, "both idle connections: {stats}");
+        } else {
+            assert_eq!(c.call("PING"), "0 PONG\n");
+        }
+        d.stop();
+    }
+}
