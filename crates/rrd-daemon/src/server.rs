@@ -317,6 +317,8 @@ fn open_journal(
             "journal segment {seq}: torn tail (incomplete last record) of {len} bytes at offset {off} truncated (never acknowledged under --sync always)"
         );
     }
+    crate::stats::Stats::add(&stats.journal_damaged_regions, report.corrupt.len() as u64);
+    crate::stats::Stats::add(&stats.journal_damaged_bytes, report.damaged_bytes());
     for d in &report.corrupt {
         let after = if d.resync_gave_up {
             "the rest of the segment was not searched (resynchronisation work bound)".to_string()

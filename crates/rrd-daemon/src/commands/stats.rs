@@ -39,6 +39,8 @@ pub fn run(daemon: &Daemon) -> Reply {
         ("KeptHeaderBytes", daemon.cache.kept_bytes.load(Ordering::SeqCst)),
         ("JournalPoisoned", Stats::get(&s.journal_poisoned)),
         ("JournalAppendErrors", Stats::get(&s.journal_append_errors)),
+        ("JournalDamagedRegions", Stats::get(&s.journal_damaged_regions)),
+        ("JournalDamagedBytes", Stats::get(&s.journal_damaged_bytes)),
     ];
     let mut body = Vec::new();
     for (name, value) in fields {
