@@ -3,9 +3,10 @@
 //!
 //! What is exported: rrdcached's STATS counters, ours (pending values and
 //! bytes, journal bytes, syncs and a sync-latency histogram, the poisoned
-//! flag, flush throughput and errors, refusals, connections), and the
-//! host's `Dirty` and `Writeback` from /proc/meminfo (seed 002: write-back
-//! stalls are what a flush must not cause). Names are `rrdscale_*`,
+//! flag, damage the startup replay skipped, flush throughput and errors,
+//! refusals, connections), and the host's `Dirty` and `Writeback` from
+//! /proc/meminfo (seed 002: write-back stalls are what a flush must not
+//! cause). Names are `rrdscale_*`,
 //! counters end in `_total`, units last (`_bytes`, `_seconds`).
 //!
 //! The responder answers `GET /metrics` (and `HEAD`), 404 for other paths,
@@ -285,6 +286,18 @@ pub fn render(daemon: &Daemon) -> String {
         u64::from(daemon.journal.is_poisoned()) | c(&s.journal_poisoned),
     );
     o.metric(
+        "rrdscale_journal_damaged_regions_total",
+        "counter",
+        "Damaged journal ranges skipped by the startup replay (the records after each were kept).",
+        c(&s.journal_damaged_regions),
+    );
+    o.metric(
+        "rrdscale_journal_damaged_bytes_total",
+        "counter",
+        "Bytes in the damaged journal ranges skipped by the startup replay.",
+        c(&s.journal_damaged_bytes),
+    );
+    o.metric(
         "rrdscale_journal_segments_removed_total",
         "counter",
         "Journal segments deleted after their values were synced into RRD files.",
@@ -394,12 +407,15 @@ mod tests {
     fn render_is_valid_exposition_text() {
         let daemon = Daemon::new(Config::default(), Journaler::disabled());
         Stats::add(&daemon.stats.updates_received, 7);
+        Stats::add(&daemon.stats.journal_damaged_bytes, 42);
         daemon.stats.journal_sync_seconds.observe(Duration::from_micros(300));
         let text = render(&daemon);
         let samples = parse_text(&text);
         let get = |n: &str| samples.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
         assert_eq!(get("rrdscale_updates_received_total"), Some(7.0));
         assert_eq!(get("rrdscale_journal_poisoned"), Some(0.0));
+        assert_eq!(get("rrdscale_journal_damaged_bytes_total"), Some(42.0));
+        assert_eq!(get("rrdscale_journal_damaged_regions_total"), Some(0.0));
         assert_eq!(get("rrdscale_journal_sync_seconds_count"), Some(1.0));
         assert_eq!(get("rrdscale_journal_sync_seconds_bucket{le=\"0.00025\"}"), Some(0.0));
         assert_eq!(get("rrdscale_journal_sync_seconds_bucket{le=\"0.0005\"}"), Some(1.0));

@@ -315,11 +315,26 @@ fn open_journal(
     let report = rrd_journal::replay(dir).map_err(|e| fail(6, format!("journal replay failed: {e}")))?;
     if let Some((seq, off, len)) = report.torn_tail {
         tracing::warn!(
-            "journal segment {seq}: torn tail of {len} bytes at offset {off} dropped (never acknowledged)"
+            "journal segment {seq}: torn tail (incomplete last record) of {len} bytes at offset {off} truncated (never acknowledged under --sync always)"
         );
     }
-    for (seq, off, what) in &report.corrupt {
-        tracing::error!("journal segment {seq}: damaged record at offset {off} ({what}); skipped");
+    crate::stats::Stats::add(&stats.journal_damaged_regions, report.corrupt.len() as u64);
+    crate::stats::Stats::add(&stats.journal_damaged_bytes, report.damaged_bytes());
+    for d in &report.corrupt {
+        let after = if d.resync_gave_up {
+            "the rest of the segment was not searched (resynchronisation work bound)".to_string()
+        } else if d.records_after == 0 {
+            "no valid record follows it in the segment; the segment is left as it is".to_string()
+        } else {
+            format!("the {} record(s) after it were kept", d.records_after)
+        };
+        tracing::error!(
+            "journal segment {}: damaged range at offset {} ({}): {} bytes skipped, {after}",
+            d.seq,
+            d.offset,
+            d.what,
+            d.skipped_bytes
+        );
     }
     let journal = match journal_faults()? {
         None => rrd_journal::Journal::open(dir, config.sync),

@@ -30,6 +30,11 @@ pub struct Stats {
     pub journal_poisoned: AtomicU64,
     /// Group commits whose append failed (poisoning or not).
     pub journal_append_errors: AtomicU64,
+    /// Damaged journal ranges the startup replay skipped (the records
+    /// after each were kept; torn tails are not counted).
+    pub journal_damaged_regions: AtomicU64,
+    /// Bytes in those ranges.
+    pub journal_damaged_bytes: AtomicU64,
     /// Duration of each successful journal `fdatasync`.
     pub journal_sync_seconds: Histogram,
     /// Flush: headers read from files (no kept header, or a stale one).

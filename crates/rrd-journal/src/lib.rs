@@ -16,11 +16,13 @@
 //! `fdatasync` before returning: that is group commit, the caller gathers
 //! the records of many clients and acknowledges them all after one sync.
 //!
-//! Recovery ([`replay`]) reads segments in order and checks every frame. A
-//! bad frame in the last segment is a torn tail (a crash during an append):
-//! it and everything after it are dropped and reported, and were never
-//! acknowledged under `Always`. A bad frame in an earlier segment is
-//! corruption: reported as such, never silently skipped.
+//! Recovery ([`replay`]) reads segments in order and checks every frame.
+//! Only an incomplete last record of the newest segment (nothing valid
+//! after it) is a torn tail, a crash during an append: truncated away and
+//! reported, never acknowledged under `Always`. Any other bad frame is
+//! damage: recovery resynchronises on the framing, keeps every valid record
+//! after it, reports the skipped range, and truncates nothing (see
+//! `recover.rs`).
 //!
 //! Failures (docs/journal.md has the whole argument): an append whose
 //! `write` fails is taken back (the segment is truncated to its length
@@ -38,9 +40,14 @@
 
 pub mod fault;
 pub mod io;
+mod recover;
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{Error as IoError, Read};
+pub use recover::{
+    replay, scan_segment, Damage, Defect, ReplayReport, SegmentScan, RESYNC_WORK_BASE, RESYNC_WORK_PER_BYTE,
+};
+
+use std::fs;
+use std::io::Error as IoError;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -223,90 +230,6 @@ pub fn remove_segments_through(dir: &Path, seq: u64) -> Result<()> {
         }
     }
     sync_dir(dir).map_err(|source| JournalError::Io { path: dir.to_path_buf(), source })
-}
-
-/// What recovery found.
-#[derive(Debug, Default)]
-pub struct ReplayReport {
-    /// Every intact record, oldest first.
-    pub records: Vec<Record>,
-    /// `(segment seq, offset, bytes dropped)` of a torn tail in the last segment.
-    pub torn_tail: Option<(u64, u64, u64)>,
-    /// `(segment seq, offset, what)` for damage before the last segment.
-    pub corrupt: Vec<(u64, u64, String)>,
-    /// Segments read.
-    pub segments: Vec<u64>,
-}
-
-/// Reads every record of every segment in `dir` (oldest first). A torn tail
-/// of the last segment is truncated away so that appends can continue.
-pub fn replay(dir: &Path) -> Result<ReplayReport> {
-    let mut report = ReplayReport { segments: segments(dir)?, ..Default::default() };
-    let last = report.segments.last().copied();
-    for &seq in &report.segments.clone() {
-        let path = dir.join(segment_name(seq));
-        let io_err = |source| JournalError::Io { path: path.clone(), source };
-        let mut bytes = Vec::new();
-        File::open(&path).and_then(|mut f| f.read_to_end(&mut bytes)).map_err(io_err)?;
-        let bad_at = |off: u64, what: &str, report: &mut ReplayReport| {
-            if Some(seq) == last {
-                report.torn_tail = Some((seq, off, bytes.len() as u64 - off));
-            } else {
-                report.corrupt.push((seq, off, what.to_string()));
-            }
-        };
-        if bytes.len() < SEGMENT_HEADER_LEN as usize || &bytes[..8] != SEGMENT_MAGIC {
-            if bytes.len() < SEGMENT_HEADER_LEN as usize && Some(seq) == last {
-                // Crashed while creating the segment: nothing in it was acknowledged.
-                report.torn_tail = Some((seq, 0, bytes.len() as u64));
-                fs::remove_file(&path).map_err(io_err)?;
-                continue;
-            }
-            return Err(JournalError::BadSegment { path });
-        }
-        let mut off = SEGMENT_HEADER_LEN as usize;
-        while off < bytes.len() {
-            let Some(head) = bytes.get(off..off + FRAME_HEADER_LEN) else {
-                bad_at(off as u64, "truncated frame header", &mut report);
-                break;
-            };
-            let len = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes"));
-            let crc = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes"));
-            if len > RECORD_LEN_MAX {
-                bad_at(off as u64, "frame length out of range", &mut report);
-                break;
-            }
-            let body_start = off + FRAME_HEADER_LEN;
-            let Some(payload) = bytes.get(body_start..body_start + len as usize) else {
-                bad_at(off as u64, "truncated frame", &mut report);
-                break;
-            };
-            let mut h = crc32fast::Hasher::new();
-            h.update(&head[0..4]);
-            h.update(payload);
-            if h.finalize() != crc {
-                bad_at(off as u64, "checksum mismatch", &mut report);
-                break;
-            }
-            match Record::decode_payload(payload) {
-                Some(r) => report.records.push(r),
-                None => {
-                    // The checksum matched, so this is not a torn write: a
-                    // writer bug or deliberate damage. Never silently skip.
-                    report.corrupt.push((seq, off as u64, "malformed record with a valid checksum".into()));
-                }
-            }
-            off = body_start + len as usize;
-        }
-        if let Some((tseq, toff, _)) = report.torn_tail {
-            if tseq == seq && toff >= SEGMENT_HEADER_LEN {
-                let f = OpenOptions::new().write(true).open(&path).map_err(io_err)?;
-                f.set_len(toff).map_err(io_err)?;
-                f.sync_all().map_err(io_err)?;
-            }
-        }
-    }
-    Ok(report)
 }
 
 /// The segment being appended to.
@@ -594,6 +517,7 @@ mod tests {
     use super::*;
     use crate::fault::{Action, FaultPlan, FaultyIo, Op, EIO, ENOSPC};
     use proptest::prelude::*;
+    use std::fs::OpenOptions;
     use std::io::Write;
 
     fn faulty(dir: &Path, policy: SyncPolicy) -> (Journal, Arc<FaultPlan>) {
@@ -777,9 +701,11 @@ mod tests {
         assert_eq!(r.segments, vec![old, old + 1]);
     }
 
-    /// Garbage appended after the committed records (a torn write) is
-    /// dropped and reported; exactly the committed records come back, and a
-    /// journal reopened afterwards appends after them.
+    /// An incomplete record after the committed ones (a torn write: too
+    /// short for a header, zeros, or a length running past the end) is
+    /// dropped, truncated away and reported as a torn tail, not as damage;
+    /// exactly the committed records come back, and a journal reopened
+    /// afterwards appends after them.
     #[test]
     fn torn_tail_is_dropped_and_reported() {
         for garbage in [vec![0xffu8; 3], vec![0u8; 20], vec![5, 0, 0, 0, 1, 2, 3, 4, 9]] {
@@ -794,6 +720,7 @@ mod tests {
             drop(f);
             let r = replay(dir.path()).unwrap();
             assert_eq!(r.records, vec![rec(1), rec(2)]);
+            assert!(r.corrupt.is_empty(), "a torn tail is not damage: {:?}", r.corrupt);
             let (_, off, dropped) = r.torn_tail.expect("torn tail reported");
             assert_eq!((off, dropped), (good_len, garbage.len() as u64));
             assert_eq!(fs::metadata(&path).unwrap().len(), good_len, "tail truncated");
@@ -804,24 +731,45 @@ mod tests {
     }
 
     /// Damage in a segment that is not the last is corruption, not a torn
-    /// tail, and is reported as such.
+    /// tail, even in that segment's last record, and is reported as such;
+    /// damage in the middle of a segment (old or newest) costs only the
+    /// damaged record: the records after it come back, and no segment is
+    /// truncated.
     #[test]
     fn damage_before_the_last_segment_is_corruption() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut j = Journal::open(dir.path(), SyncPolicy::Always).unwrap();
-        j.append(&[rec(1), rec(2)]).unwrap();
-        let first = j.path();
-        j.rotate().unwrap();
-        j.append(&[rec(3)]).unwrap();
-        drop(j);
-        let mut bytes = fs::read(&first).unwrap();
-        let last = bytes.len() - 1;
-        bytes[last] ^= 0x55;
-        fs::write(&first, bytes).unwrap();
-        let r = replay(dir.path()).unwrap();
-        assert_eq!(r.records, vec![rec(1), rec(3)]);
-        assert_eq!(r.corrupt.len(), 1, "{r:?}");
-        assert!(r.torn_tail.is_none());
+        // (which segment, which record in it) to damage.
+        for (seg, which) in [(0, 1), (0, 0), (1, 0)] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut j = Journal::open(dir.path(), SyncPolicy::Always).unwrap();
+            j.append(&[rec(1), rec(2)]).unwrap();
+            let first = j.path();
+            j.rotate().unwrap();
+            j.append(&[rec(3), rec(4), rec(5)]).unwrap();
+            let second = j.path();
+            drop(j);
+            let path = if seg == 0 { &first } else { &second };
+            let mut bytes = fs::read(path).unwrap();
+            let len = bytes.len();
+            let at = if seg == 0 && which == 1 {
+                len - 1 // the last byte of the old segment's last record
+            } else {
+                SEGMENT_HEADER_LEN as usize + 12 // inside the first record's payload
+            };
+            bytes[at] ^= 0x55;
+            fs::write(path, &bytes).unwrap();
+            let r = replay(dir.path()).unwrap();
+            let want: Vec<Record> = match (seg, which) {
+                (0, 1) => vec![rec(1), rec(3), rec(4), rec(5)],
+                (0, _) => vec![rec(2), rec(3), rec(4), rec(5)],
+                _ => vec![rec(1), rec(2), rec(4), rec(5)],
+            };
+            assert_eq!(r.records, want, "segment {seg} record {which}");
+            assert_eq!(r.corrupt.len(), 1, "{r:?}");
+            let d = &r.corrupt[0];
+            assert_eq!((d.seq, d.what), (r.segments[seg], Defect::ChecksumMismatch));
+            assert!(r.torn_tail.is_none());
+            assert_eq!(fs::metadata(path).unwrap().len(), len as u64, "a damaged segment is never truncated");
+        }
     }
 
     #[test]
