@@ -50,7 +50,7 @@
 //!   value the client was refused stays refused.
 //! - Names become our cache keys through [`Paths`], `-B` included.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -72,9 +72,11 @@ const ARGS_JOURNALED_MAX: usize = 4095;
 /// A value longer than this cannot be one of our journal's arguments.
 const VALUE_LEN_MAX: usize = u16::MAX as usize;
 
-/// Values per record we write (a record's payload is at most 1 MiB).
-const RECORD_VALUES_MAX: usize = 1000;
-const RECORD_BYTES_MAX: usize = 512 * 1024;
+/// What one of our records holds (u16 count, payload at most 1 MiB). Each
+/// line becomes ONE record, which the crash argument needs; a line of
+/// rrdcached's (at most 4095 bytes of arguments) is far below both.
+const RECORD_VALUES_MAX: usize = u16::MAX as usize;
+const RECORD_PAYLOAD_MAX: usize = rrd_journal::RECORD_LEN_MAX as usize;
 
 /// Bad lines logged one by one per journal file; the rest are counted.
 const BAD_LINES_LOGGED: u64 = 100;
@@ -215,7 +217,7 @@ pub fn parse_line(text: &[u8], terminated: bool) -> ParsedLine {
     if !terminated && fields.last().is_some_and(|f| !f.spaced) {
         fields.pop();
         problem = Some("incomplete line (rrdcached stopped while writing it)".to_string());
-    } else if args_len >= ARGS_JOURNALED_MAX && fields.len() > 1 {
+    } else if args_len == ARGS_JOURNALED_MAX && fields.len() > 1 {
         // rrdcached cut the arguments to 4095 bytes: the last may be partial.
         fields.pop();
         problem = Some(format!("arguments of {args_len} bytes may have been cut by rrdcached"));
@@ -327,7 +329,8 @@ pub struct Summary {
     pub values_skipped: u64,
     /// Dropped by a later FORGET.
     pub values_forgotten: u64,
-    /// Without a timestamp (and the rest of their line): refused when sent.
+    /// Without a timestamp (and the rest of their line): refused when sent;
+    /// also values beyond what one record holds (not rrdcached's lines).
     pub values_refused: u64,
     /// For files that cannot be read as RRD files now.
     pub values_unreadable: u64,
@@ -492,7 +495,7 @@ pub fn read(dir: &Path, paths: &Paths, ours: &[Record]) -> Result<Migration, Str
     }
 
     let mut unreadable: HashMap<&str, u64> = HashMap::new();
-    let mut updated: HashMap<&str, ()> = HashMap::new();
+    let mut updated: HashSet<&str> = HashSet::new();
     for p in pending.iter().filter(|p| p.alive) {
         let count = p.values.len() as u64;
         let Some(key) = keys.get(&p.name).and_then(Option::as_ref) else {
@@ -506,22 +509,37 @@ pub fn read(dir: &Path, paths: &Paths, ours: &[Record]) -> Result<Migration, Str
         };
         // rrdcached's acceptance: in order, until one is not later.
         let mut taken = Vec::new();
+        let mut payload = 4 + key.len();
         for v in &p.values {
+            if taken.len() == RECORD_VALUES_MAX || payload + 2 + v.len() > RECORD_PAYLOAD_MAX {
+                // Not a line rrdcached writes; one line stays one record.
+                tracing::error!(
+                    "rrdcached journal: a line for {key} has more values than one record holds; \
+                     {} value(s) after the first {} are not applied",
+                    p.values.len() - taken.len(),
+                    taken.len()
+                );
+                s.values_refused += (p.values.len() - taken.len()) as u64;
+                break;
+            }
             match update_value_time(v) {
                 Some(t) if t > *stamp => {
                     *stamp = t;
+                    payload += 2 + v.len();
                     taken.push(v.clone());
                 }
-                _ => break,
+                _ => {
+                    s.values_skipped += (p.values.len() - taken.len()) as u64;
+                    break;
+                }
             }
         }
-        s.values_skipped += count - taken.len() as u64;
         if taken.is_empty() {
             continue;
         }
         s.values_migrated += taken.len() as u64;
-        updated.insert(key.as_str(), ());
-        push_records(&mut m.records, key, taken);
+        updated.insert(key.as_str());
+        m.records.push(Record { path: key.clone(), args: taken });
     }
     s.rrd_files = updated.len() as u64;
     for (key, count) in unreadable {
@@ -531,23 +549,6 @@ pub fn read(dir: &Path, paths: &Paths, ours: &[Record]) -> Result<Migration, Str
         );
     }
     Ok(m)
-}
-
-/// Appends `values` for `key` as records of bounded size.
-fn push_records(out: &mut Vec<Record>, key: &str, values: Vec<String>) {
-    let mut args = Vec::new();
-    let mut bytes = 0;
-    for v in values {
-        if args.len() == RECORD_VALUES_MAX || bytes + v.len() > RECORD_BYTES_MAX {
-            out.push(Record { path: key.to_string(), args: std::mem::take(&mut args) });
-            bytes = 0;
-        }
-        bytes += v.len() + 2;
-        args.push(v);
-    }
-    if !args.is_empty() {
-        out.push(Record { path: key.to_string(), args });
-    }
 }
 
 /// Writes `m`'s records to our journal and syncs it, whatever the sync

@@ -257,3 +257,23 @@ fn untrusted_journals_are_left_alone() {
     assert_eq!((m.summary.files, m.summary.files_kept), (2, 1));
     assert!(!m.files.contains(&p));
 }
+
+/// One line is one record (the crash argument needs whole lines in our
+/// journal), however many values it has.
+#[test]
+fn a_long_line_stays_one_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(tmp.path()).unwrap();
+    make(&base.join("a.rrd"));
+    let journal = base.join("journal");
+    std::fs::create_dir_all(&journal).unwrap();
+    let values: Vec<String> = (1..=1500).map(|k| format!("{}:{k}", t(k))).collect();
+    std::fs::write(
+        journal.join("rrd.journal.1700000000.000000"),
+        format!("update a.rrd {}\n", values.join(" ")),
+    )
+    .unwrap();
+    let m = rrdcached_journal::read(&journal, &Paths::new(Some(base.as_path()), false), &[]).unwrap();
+    assert_eq!(m.records.len(), 1);
+    assert_eq!(m.records[0].args, values);
+}
