@@ -214,8 +214,10 @@ pub fn parse_line(text: &[u8], terminated: bool) -> ParsedLine {
         }
     }
     let mut problem = None;
-    if !terminated && fields.last().is_some_and(|f| !f.spaced) {
-        fields.pop();
+    if !terminated {
+        if fields.last().is_some_and(|f| !f.spaced) {
+            fields.pop();
+        }
         problem = Some("incomplete line (rrdcached stopped while writing it)".to_string());
     } else if args_len == ARGS_JOURNALED_MAX && fields.len() > 1 {
         // rrdcached cut the arguments to 4095 bytes: the last may be partial.
@@ -709,6 +711,11 @@ mod tests {
         // Cut right after a space: every field is complete.
         let p = parse_line(b"update a.rrd 1000000300:1 ", false);
         assert_eq!(p.line, update("a.rrd", &["1000000300:1"]));
+        assert!(p.problem.is_some());
+        // Cut after a backslash: the escaped byte is missing.
+        let p = parse_line(b"update a.rrd 1000000300:1 1000000600:2\\", false);
+        assert_eq!(p.line, update("a.rrd", &["1000000300:1"]));
+        assert!(p.problem.is_some());
     }
 
     #[test]
