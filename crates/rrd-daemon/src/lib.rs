@@ -16,6 +16,8 @@
 //!   writing while the previous one ran.
 //! - [`reader`]: FETCH/INFO/FIRST/LAST see pending values without a flush.
 //! - [`replay`]: restart from the journal, idempotently.
+//! - [`rrdcached_journal`]: switching from rrdcached: its journal files'
+//!   pending values copied into ours at startup.
 //! - [`paths`]: names to keys; `-B` confinement.
 //! - [`config`]: rrdcached's options plus ours.
 //! - [`metrics`]: `--metrics ADDR`, Prometheus text over a tiny HTTP
@@ -41,6 +43,7 @@ pub mod metrics;
 pub mod paths;
 pub mod reader;
 pub mod replay;
+pub mod rrdcached_journal;
 pub mod server;
 pub mod state;
 pub mod stats;

@@ -305,14 +305,15 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), RunError> {
     result
 }
 
-/// Opens the journal (replaying it), returns the committer and the replayed
+/// Opens the journal (replaying it, then taking over rrdcached's journal
+/// files: `rrdcached_journal`), returns the committer and the replayed
 /// records' oldest segment.
 fn open_journal(
     config: &Config,
     stats: &Arc<crate::stats::Stats>,
 ) -> Result<(Journaler, Option<(rrd_journal::ReplayReport, u64)>), RunError> {
     let Some(dir) = &config.journal_dir else { return Ok((Journaler::disabled(), None)) };
-    let report = rrd_journal::replay(dir).map_err(|e| fail(6, format!("journal replay failed: {e}")))?;
+    let mut report = rrd_journal::replay(dir).map_err(|e| fail(6, format!("journal replay failed: {e}")))?;
     if let Some((seq, off, len)) = report.torn_tail {
         tracing::warn!(
             "journal segment {seq}: torn tail (incomplete last record) of {len} bytes at offset {off} truncated (never acknowledged under --sync always)"
@@ -336,11 +337,14 @@ fn open_journal(
             d.skipped_bytes
         );
     }
-    let journal = match journal_faults()? {
+    let mut journal = match journal_faults()? {
         None => rrd_journal::Journal::open(dir, config.sync),
         Some(io) => rrd_journal::Journal::open_with(dir, config.sync, io),
     }
     .map_err(|e| fail(6, format!("cannot open journal: {e}")))?;
+    // Switching from rrdcached: its journals' pending values into ours (synced), after ours.
+    let paths = crate::paths::Paths::new(config.base_dir.as_deref(), config.base_only);
+    crate::rrdcached_journal::migrate(dir, &paths, &mut journal, &mut report).map_err(|e| fail(6, e))?;
     let first = report.segments.first().copied().unwrap_or(journal.seq());
     let journaler = Journaler::start(
         journal,
