@@ -131,7 +131,7 @@ impl Default for Config {
             log_file: None,
             user: None,
             group: None,
-            sync: SyncPolicy::Always,
+            sync: DEFAULT_SYNC,
             max_pending_values: 10_000_000,
             max_pending_bytes: 0,
             max_kept_bytes: 0,
@@ -145,6 +145,12 @@ impl Default for Config {
         }
     }
 }
+
+/// The default `--sync`: every update is written to the journal before it
+/// is acknowledged (kill -9 loses nothing), and the journal is synced every
+/// 100 ms, so a single client waiting for each reply is not capped by the
+/// disk's sync latency (docs/journal.md, "The policies").
+pub const DEFAULT_SYNC: SyncPolicy = SyncPolicy::Every(Duration::from_millis(100));
 
 /// The default `--idle-timeout-tcp`: longer than any usual polling
 /// interval (MRTG's and Munin's 5 minutes), short enough that abandoned or
@@ -230,8 +236,12 @@ Valid options are:
   -z <delay>    Delay writes up to <delay> seconds to spread load
 
 rrdscale options:
-  --sync always|every:MS|none   When a journaled update is durable (default always:
-                                before it is acknowledged, one fdatasync per group commit)
+  --sync always|every:MS|none   When a journaled update reaches the disk; every policy
+                                writes it to the journal before acknowledging it, so
+                                kill -9 loses nothing (default every:100: a machine
+                                crash loses at most the last 100 ms; always: an
+                                fdatasync before every acknowledgement, shared by
+                                concurrent clients; none: never synced)
   --max-pending N               Most values held in memory (default 10000000);
                                 beyond it updates get an error reply
   --max-pending-bytes N         Most bytes of pending values held (K, M, G suffixes;
@@ -636,7 +646,13 @@ mod tests {
         assert_eq!(c.listen.len(), 1);
         assert_eq!(c.listen[0].address, ListenAddress::Unix("/tmp/rrdcached.sock".into()));
         assert_eq!(c.listen[0].permissions, Permissions::all());
+        assert_eq!(c.sync, SyncPolicy::Every(Duration::from_millis(100)));
+        let (c, _) = parse(&["--sync", "always", "--idle-timeout-tcp", "0", "--idle-timeout-unix=30"]);
         assert_eq!(c.sync, SyncPolicy::Always);
+        assert_eq!((c.idle_timeout_tcp, c.idle_timeout_unix), (None, Some(Duration::from_secs(30))));
+        assert_eq!(connections_max(1024, 4), 224, "half of 1024 - 4 x 128 - 64");
+        assert_eq!(connections_max(100, 4), 16, "never below 16");
+        assert_eq!(connections_max(1 << 20, 4), 16_384, "never above 16,384");
         let (c, _) = parse(&["--max-pending-bytes", "64M", "--keep-pages"]);
         assert_eq!(c.max_pending_bytes, 64 << 20);
         assert!(c.keep_pages);

@@ -44,6 +44,8 @@ fn start(dir: &Path, port: u16, faults: Option<&str>) -> Daemon {
         .args(["-b", &dir.display().to_string(), "-j", &journal.display().to_string()])
         .args(["-p", &dir.join("pid").display().to_string(), "-w", "3600", "-f", "7200"])
         .args(["--tick-ms", "50", "--metrics", &format!("127.0.0.1:{port}")])
+        // The fault semantics under test are those of an fdatasync per ack.
+        .args(["--sync", "always"])
         .env("TZ", "UTC")
         .env_remove("RRDSCALE_JOURNAL_FAULTS")
         .stdin(Stdio::null())

@@ -88,7 +88,7 @@ fn list_of_the_base_directory_under_base_only() {
     for kind in [Kind::Rrdcached, Kind::Ours] {
         let d = Daemon::start(kind, &dir, &["-B"]);
         let mut c = d.client();
-        let mut sorted = |r: String| {
+        let sorted = |r: String| {
             let mut lines: Vec<String> = r.lines().map(str::to_string).collect();
             lines[1..].sort();
             lines.join("\n")
