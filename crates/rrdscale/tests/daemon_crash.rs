@@ -1,4 +1,6 @@
-//! Durability under kill -9: with `--sync always`, every UPDATE the daemon
+//! Durability under kill -9, under every `--sync` policy (the default
+//! `every:100`, `always`, `none`: each writes the journal record before the
+//! reply): every UPDATE the daemon
 //! acknowledged is in the RRD files after restart (and FLUSH), whatever the
 //! daemon was doing when it was killed — including writing files, since the
 //! daemon runs with `-w 1` and a short tick so flushes overlap the kills.
@@ -32,14 +34,28 @@ impl Rng {
 }
 
 #[test]
-fn acknowledged_updates_survive_kill_9() {
+fn acknowledged_updates_survive_kill_9_under_the_default_policy() {
+    run(None);
+}
+
+#[test]
+fn acknowledged_updates_survive_kill_9_under_sync_always() {
+    run(Some("always"));
+}
+
+#[test]
+fn acknowledged_updates_survive_kill_9_under_sync_none() {
+    run(Some("none"));
+}
+
+fn run(sync: Option<&str>) {
     require_tools();
     let cycles: u64 = std::env::var("RRDSCALE_CRASH_CYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
     let seed: u64 =
         std::env::var("RRDSCALE_CRASH_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
         });
-    eprintln!("crash test: {cycles} cycles, RRDSCALE_CRASH_SEED={seed}");
+    eprintln!("crash test ({sync:?}): {cycles} cycles, RRDSCALE_CRASH_SEED={seed}");
     let mut rng = Rng(seed | 1);
     let (_t, dir) = temp_dir();
     let reference = dir.join("reference");
@@ -49,20 +65,10 @@ fn acknowledged_updates_survive_kill_9() {
         create_rrd(&dir.join(f), T0);
         std::fs::copy(dir.join(f), reference.join(f)).unwrap();
     }
-    let extra = [
-        "-w",
-        "1",
-        "-f",
-        "3600",
-        "--tick-ms",
-        "20",
-        "-t",
-        "2",
-        "--sync",
-        "always",
-        "--segment-bytes",
-        "8192",
-    ];
+    let mut extra = vec!["-w", "1", "-f", "3600", "--tick-ms", "20", "-t", "2", "--segment-bytes", "8192"];
+    if let Some(policy) = sync {
+        extra.extend(["--sync", policy]);
+    }
     // acked[i] = values acknowledged for files[i], in order.
     let mut acked: Vec<Vec<String>> = vec![Vec::new(); files.len()];
     let mut step = 0i64;
