@@ -18,7 +18,9 @@
 //!   (steady state) are reported apart ([`interval`]).
 //!
 //! Each side starts its daemon on its own copy of the files (`-w` far
-//! beyond the run, so no flush competes): ours under each `--syncs` policy
+//! beyond the run, so no flush competes; for the roundtrip and
+//! batch-per-interval patterns, the copy evicted from the page cache
+//! first, so every side's first touch of a file reads from disk): ours under each `--syncs` policy
 //! (`default` = no `--sync` option, labelled with the policy the daemon's
 //! help names), rrdcached with `-j` (it writes its journal and never syncs
 //! it). Counters of the daemon process (`/proc/PID/io`, CPU) are taken
@@ -94,6 +96,11 @@ pub struct IngestArgs {
     /// Intervals, one BATCH of every file each (batch-per-interval).
     #[arg(long, default_value_t = 6)]
     pub intervals: u64,
+    /// Evict each side's files from the page cache (fdatasync + DONTNEED)
+    /// just before its daemon starts, so every side's first UPDATE of a
+    /// file reads it from disk alike (default: true, but false for bulk).
+    #[arg(long, action = clap::ArgAction::Set)]
+    pub evict: Option<bool>,
     /// perftest, mrtg, growthforecast, or a create line.
     #[arg(long, default_value = "perftest")]
     pub schema: String,
@@ -107,6 +114,10 @@ impl IngestArgs {
             Pattern::Roundtrip => 2_000,
             Pattern::Bulk | Pattern::BatchPerInterval => 20_000,
         })
+    }
+
+    fn evict(&self) -> bool {
+        self.evict.unwrap_or(self.pattern != Pattern::Bulk)
     }
 
     fn syncs(&self) -> Vec<String> {
@@ -207,7 +218,7 @@ fn check_args(a: &IngestArgs, files: u64) -> Result<(), BenchError> {
 }
 
 /// Runs every side one after the other: copies made, `prepare` (untimed,
-/// before the daemon starts), daemon started (in its cgroup), STATS and
+/// before the daemon starts), files evicted (with `--evict`), daemon started (in its cgroup), STATS and
 /// counters before, `send` (the measured part), counters and STATS after,
 /// FLUSHALL until drained, checks, daemon stopped. Then the files are
 /// compared across sides. Returns the sides and the checks.
@@ -226,6 +237,9 @@ fn run_sides<P>(
         let cg = dcommon::cgroup_for(c, k)?;
         let spec = dcommon::spec_for(kind, c, exe, &d.run, WRITE_INTERVAL, max_pending_values);
         let prepared = prepare(d)?;
+        if a.evict() {
+            crate::worker::evict_files(&d.files, s.files)?;
+        }
         let (mut daemon, _) = DaemonProc::start(&spec, cg.as_ref().map(|g| g.path.as_path()))?;
         let mut conn = crate::with_daemon!(daemon, daemon.connect());
         let before = crate::with_daemon!(daemon, conn.stats());
@@ -357,6 +371,9 @@ fn results(a: &IngestArgs, s: &Setup, params: &[(&str, String)]) -> DaemonResult
         p => format!("daemon-ingest --pattern {}", p.to_possible_value().expect("named").get_name()),
     };
     let mut params = params.to_vec();
+    if a.evict() {
+        params.push(("files evicted before the daemon starts", "true".into()));
+    }
     params.push(("write threads (-t)", a.common.threads.to_string()));
     params.push(("-w", WRITE_INTERVAL.to_string()));
     s.ws.results(&workload, a.common.memory_budget, s.schema.clone(), s.file_bytes, s.files, &params)

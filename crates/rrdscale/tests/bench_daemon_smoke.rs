@@ -98,6 +98,7 @@ fn ingest_counts_match_and_files_agree() {
         assert!(metric(s, "values_per_s") > 0.0);
     }
     assert!(metric(&sides(&v)[0], "journal_syncs") >= 1.0, "--sync always synced nothing");
+    assert!(v["params"].get("files evicted before the daemon starts").is_none(), "bulk evicts nothing");
     checks_pass(&v, 7);
     assert!(v["checks"].as_array().unwrap().iter().any(|c| c["name"] == "files equal across sides"
         && c["detail"].as_str().unwrap().starts_with("200 of 200")));
@@ -196,6 +197,7 @@ fn ingest_batch_per_interval_reports_first_and_later_intervals() {
     assert_eq!(v["ratios"].as_object().unwrap().len(), 6);
     assert!(report.contains("## rrdscale bench daemon-ingest --pattern batch-per-interval"), "{report}");
     assert!(report.contains("Seconds per interval:"), "{report}");
+    assert_eq!(v["params"]["files evicted before the daemon starts"], "true");
     assert!(report.contains("| side | 1 | 2 |"), "{report}");
 }
 
