@@ -679,8 +679,13 @@ pub fn verify_sides_against(dirs: &[PathBuf], sent: Option<&SentCounts>, files: 
     }
 }
 
-/// Master file `i` after values 1..=k, through rrdscale's library.
+/// Master file `i` after values 1..=k, through rrdscale's library (the
+/// master file itself for k = 0).
 fn library_update(s: &SentCounts, i: u64, k: u64) -> Result<Vec<u8>, String> {
+    if k == 0 {
+        let p = file_path(s.master, i);
+        return fs::read(&p).map_err(|e| format!("reading {}: {e}", p.display()));
+    }
     fs::create_dir_all(s.scratch).map_err(|e| format!("creating {}: {e}", s.scratch.display()))?;
     let p = s.scratch.join(format!("{i}-{k}.rrd"));
     fs::copy(file_path(s.master, i), &p).map_err(|e| format!("copying master file {i}: {e}"))?;
@@ -753,8 +758,8 @@ mod tests {
         make_master(&schema, 3, 1000, &master).unwrap();
         copy_files(&master, &a, 3, "a").unwrap();
         copy_files(&master, &b, 3, "b").unwrap();
-        // Side a sent 2 values to every file, side b 2, 3 and 2.
-        let (ka, kb) = (|_| 2u64, |i| if i == 1 { 3u64 } else { 2 });
+        // Side a sent 2, 2 and 0 values to files 0, 1, 2; side b 2, 3 and 2.
+        let (ka, kb) = (|i| if i == 2 { 0u64 } else { 2 }, |i| if i == 1 { 3u64 } else { 2 });
         let scratch = tmp.path().join("scratch");
         let sent = SentCounts {
             counts: vec![&ka, &kb],
@@ -772,15 +777,15 @@ mod tests {
         let dirs = vec![a.clone(), b.clone()];
         let c = verify_sides_against(&dirs, Some(&sent), 3, 10);
         assert!(c.ok, "{}", c.detail);
-        assert!(c.detail.contains("(1 of them received different numbers"), "{}", c.detail);
+        assert!(c.detail.contains("(2 of them received different numbers"), "{}", c.detail);
         // The file that got 3 values on side b is not the one with 2.
         fs::copy(file_path(&a, 1), file_path(&b, 1)).unwrap();
         let c = verify_sides_against(&dirs, Some(&sent), 3, 10);
         assert!(!c.ok && c.detail.contains("the library's update with the same 3 values"), "{}", c.detail);
         assert!(!scratch.exists());
-        // Without counts: a plain comparison, which now sees only equal files
-        // (b's file 1 is a's).
-        assert!(verify_sides(&dirs, 3, 10).ok);
+        // Without counts: a plain comparison (file 2 differs: 0 and 2 values).
+        let c = verify_sides(&dirs, 3, 10);
+        assert!(!c.ok && c.detail.starts_with("2 of 3 identical"), "{}", c.detail);
     }
 
     #[test]
