@@ -28,8 +28,10 @@ pub enum Workload {
     /// Seed 001's GrowthForecast table: for each N, a cold first pass (all
     /// files evicted from the page cache) then warm passes; seconds per pass.
     Growthforecast(GrowthforecastArgs),
-    /// Daemon ingest: values/s accepted over UNIX sockets in BATCHes,
-    /// journal on; rrdscale daemon (--sync always, and none) vs rrdcached.
+    /// Daemon ingest: values/s accepted over UNIX sockets, journal on, as
+    /// bulk BATCHes, as one UPDATE per request awaited (--pattern roundtrip,
+    /// with latency), or as one BATCH of every file per interval (--pattern
+    /// batch-per-interval); rrdscale daemon per --sync policy vs rrdcached.
     DaemonIngest(crate::daemon_ingest::IngestArgs),
     /// Daemon flush: FLUSHALL of pending values for N cold files; files/s,
     /// pages read and written per file, and the disk's bound.

@@ -39,6 +39,9 @@ pub const RRDCACHED: &str = "/usr/bin/rrdcached";
 pub enum DaemonKind {
     /// `rrdscale daemon` with this `--sync` policy (`always`, `none`, `every:MS`).
     Rrdscale { sync: String },
+    /// `rrdscale daemon` with no `--sync` option: its default, whatever it
+    /// is; `policy` is what the daemon's help says it is ("?" if unknown).
+    RrdscaleDefault { policy: String },
     /// rrdcached 1.7.2.
     Rrdcached,
 }
@@ -48,6 +51,7 @@ impl DaemonKind {
     pub fn label(&self) -> String {
         match self {
             DaemonKind::Rrdscale { sync } => format!("rrdscale (--sync {sync})"),
+            DaemonKind::RrdscaleDefault { policy } => format!("rrdscale (default: {policy})"),
             DaemonKind::Rrdcached => "rrdcached 1.7.2".into(),
         }
     }
@@ -56,13 +60,40 @@ impl DaemonKind {
     pub fn dir_name(&self) -> String {
         match self {
             DaemonKind::Rrdscale { sync } => format!("rrdscale-sync-{}", sync.replace(':', "-")),
+            DaemonKind::RrdscaleDefault { .. } => "rrdscale-default".into(),
             DaemonKind::Rrdcached => "rrdcached".into(),
         }
     }
 
     pub fn is_ours(&self) -> bool {
-        matches!(self, DaemonKind::Rrdscale { .. })
+        matches!(self, DaemonKind::Rrdscale { .. } | DaemonKind::RrdscaleDefault { .. })
     }
+
+    /// Ours with `--sync SYNC`, or with no `--sync` option for `default`
+    /// (its policy read from `exe daemon -h`).
+    pub fn ours(sync: &str, exe: &Path) -> DaemonKind {
+        if sync == "default" {
+            DaemonKind::RrdscaleDefault { policy: default_sync_policy(exe).unwrap_or_else(|| "?".into()) }
+        } else {
+            DaemonKind::Rrdscale { sync: sync.to_string() }
+        }
+    }
+}
+
+/// The `--sync` policy `exe daemon` uses when given none, as its help
+/// states it (`--sync always|every:MS|none   … (default always: …`).
+pub fn default_sync_policy(exe: &Path) -> Option<String> {
+    let out = Command::new(exe).args(["daemon", "-h"]).stdin(Stdio::null()).output().ok()?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    parse_default_sync(&text)
+}
+
+fn parse_default_sync(help: &str) -> Option<String> {
+    let line = help.lines().find(|l| l.trim_start().starts_with("--sync"))?;
+    let rest = &line[line.find("(default")? + "(default".len()..];
+    let word = rest.trim_start_matches([':', ' ']).split([' ', ')', ',', ';']).next()?;
+    let word = word.trim_end_matches(':');
+    (!word.is_empty()).then(|| word.to_string())
 }
 
 /// How to start one daemon.
@@ -118,6 +149,8 @@ impl DaemonSpec {
         ]);
         if let DaemonKind::Rrdscale { sync } = &self.kind {
             v.extend(["--sync".to_string(), sync.clone()]);
+        }
+        if self.kind.is_ours() {
             v.extend(["--max-pending".to_string(), self.max_pending_values.to_string()]);
         }
         v.extend(self.extra.iter().cloned());
@@ -477,6 +510,15 @@ mod tests {
     }
 
     #[test]
+    fn default_sync_from_help() {
+        let help = "rrdscale options:\n  --sync always|every:MS|none   When a journaled update is durable (default always:\n";
+        assert_eq!(parse_default_sync(help).as_deref(), Some("always"));
+        let help = "  --sync always|every:MS|none   When … (default: every:50)\n";
+        assert_eq!(parse_default_sync(help).as_deref(), Some("every:50"));
+        assert_eq!(parse_default_sync("  --keep-pages (default: release)"), None);
+    }
+
+    #[test]
     fn command_lines_match_both_daemons() {
         let spec = DaemonSpec {
             kind: DaemonKind::Rrdscale { sync: "always".into() },
@@ -493,6 +535,11 @@ mod tests {
             "/bin/rrdscale daemon -g -l unix:/r/daemon.sock -j /r/journal -w 100 -f 200 -t 4 \
              -p /r/daemon.pid --sync always --max-pending 5"
         );
+        let dflt =
+            DaemonSpec { kind: DaemonKind::RrdscaleDefault { policy: "always".into() }, ..spec.clone() };
+        assert!(!dflt.command_line().contains(&"--sync".to_string()));
+        assert!(dflt.command_line().join(" ").ends_with("-p /r/daemon.pid --max-pending 5"));
+        assert_eq!(dflt.kind.label(), "rrdscale (default: always)");
         let rc = DaemonSpec { kind: DaemonKind::Rrdcached, program: RRDCACHED.into(), ..spec };
         assert!(rc.command_line().join(" ").starts_with("/usr/bin/rrdcached -g -l unix:/r/daemon.sock"));
         assert!(!rc.command_line().contains(&"--sync".to_string()));

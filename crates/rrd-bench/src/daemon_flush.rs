@@ -222,7 +222,7 @@ pub fn run(a: &FlushArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> R
     let params = [
         ("pending values per file", a.pending.to_string()),
         ("write threads (-t)", c.threads.to_string()),
-        ("clients (preload)", c.clients.to_string()),
+        ("clients (preload)", c.clients().to_string()),
     ];
     let results = DaemonResults {
         columns: vec![

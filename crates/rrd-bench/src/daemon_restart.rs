@@ -157,7 +157,7 @@ pub fn run(a: &RestartArgs, args: &[String], exe: &Path, out: &mut dyn Write) ->
     let params = [
         ("values per file", a.values_per_file.to_string()),
         ("write threads (-t)", c.threads.to_string()),
-        ("clients", c.clients.to_string()),
+        ("clients", c.clients().to_string()),
     ];
     let results = DaemonResults {
         columns: vec![

@@ -56,9 +56,10 @@ pub struct DaemonCommon {
     /// Write threads of both daemons (`-t`).
     #[arg(long, default_value_t = 4)]
     pub threads: usize,
-    /// Client connections sending updates at once.
-    #[arg(long, default_value_t = 4)]
-    pub clients: usize,
+    /// Client connections sending updates at once (default 4;
+    /// `daemon-ingest --pattern roundtrip`: 1).
+    #[arg(long)]
+    pub clients: Option<usize>,
     /// UPDATE lines per BATCH.
     #[arg(long, default_value_t = 1000)]
     pub batch_lines: usize,
@@ -369,7 +370,12 @@ pub fn copy_files(master: &Path, dest: &Path, n: u64, label: &str) -> Result<(),
 /// The sides of a run: ours with each `--sync` policy given, then rrdcached
 /// when asked for (which must then be installed).
 pub fn sides(common: &DaemonCommon, syncs: &[&str]) -> Result<Vec<DaemonKind>, BenchError> {
-    let mut v: Vec<DaemonKind> = syncs.iter().map(|s| DaemonKind::Rrdscale { sync: s.to_string() }).collect();
+    sides_with(common, syncs.iter().map(|s| DaemonKind::Rrdscale { sync: s.to_string() }).collect())
+}
+
+/// The sides of a run: `ours`, then rrdcached when asked for.
+pub fn sides_with(common: &DaemonCommon, ours: Vec<DaemonKind>) -> Result<Vec<DaemonKind>, BenchError> {
+    let mut v = ours;
     if common.vs.contains(&DaemonVersus::Rrdcached) {
         crate::daemon::require_rrdcached(&common.rrdcached)?;
         v.push(DaemonKind::Rrdcached);
@@ -427,10 +433,18 @@ pub struct Batching {
     pub per_line: u64,
 }
 
+/// Client connections when `--clients` is not given.
+pub const DEFAULT_CLIENTS: usize = 4;
+
 impl DaemonCommon {
+    /// `--clients`, or [`DEFAULT_CLIENTS`].
+    pub fn clients(&self) -> usize {
+        self.clients.unwrap_or(DEFAULT_CLIENTS)
+    }
+
     /// This run's batching with `per_line` values per UPDATE line.
     pub fn batching(&self, per_line: u64) -> Batching {
-        Batching { clients: self.clients, batch_lines: self.batch_lines, per_line }
+        Batching { clients: self.clients(), batch_lines: self.batch_lines, per_line }
     }
 }
 
@@ -543,9 +557,16 @@ pub fn send_plan(socket: &Path, plan: UpdatePlan) -> Result<SendResult, BenchErr
 /// How many of files 0..n have their last update at `expected`, and the
 /// first that does not.
 pub fn count_last_update(dir: &Path, n: u64, expected: i64) -> (u64, Option<String>) {
+    count_last_update_by(dir, n, |_| expected)
+}
+
+/// How many of files 0..n have their last update at `expected(file)`, and
+/// the first that does not.
+pub fn count_last_update_by(dir: &Path, n: u64, expected: impl Fn(u64) -> i64) -> (u64, Option<String>) {
     let mut ok = 0;
     let mut first = None;
     for i in 0..n {
+        let expected = expected(i);
         let p = file_path(dir, i);
         match rrd_engine::Rrd::open(&p, false) {
             Ok(r) if r.header.live.last_up == expected => ok += 1,
@@ -571,36 +592,113 @@ pub fn count_last_update(dir: &Path, n: u64, expected: i64) -> (u64, Option<Stri
 /// Compares up to `n` files (spread evenly) of each side's copy with the
 /// first side's; returns a check.
 pub fn verify_sides(dirs: &[PathBuf], files: u64, n: u64) -> Check {
+    verify_sides_against(dirs, None, files, n)
+}
+
+/// How many values each side sent to each file, for sides that may have
+/// sent different numbers (a run for a fixed time), and what it takes to
+/// make a reference file: `counts[s](i)` values went from side `s` to file
+/// `i` (values 1..=k, value j at `start + j·step`, from `schema`).
+pub struct SentCounts<'a> {
+    pub counts: Vec<&'a dyn Fn(u64) -> u64>,
+    pub master: &'a Path,
+    /// Where reference files are made (removed afterwards).
+    pub scratch: &'a Path,
+    pub schema: &'a Schema,
+    pub start: i64,
+}
+
+/// [`verify_sides`], where `sent` may say that sides sent different
+/// numbers of values to a file. Files that got the same values on every
+/// side are compared with each other; a file that did not is compared, on
+/// each side, with rrdscale's library update of a copy of the master file
+/// with the values that side sent.
+pub fn verify_sides_against(dirs: &[PathBuf], sent: Option<&SentCounts>, files: u64, n: u64) -> Check {
     let picks: Vec<u64> =
         if n >= files { (0..files).collect() } else { (0..n).map(|k| k * files / n.max(1)).collect() };
-    let (mut same, mut first) = (0u64, None);
+    let (mut same, mut against_library, mut first) = (0u64, 0u64, None);
     for &i in &picks {
-        let a = fs::read(file_path(&dirs[0], i)).unwrap_or_default();
-        let mut eq = !a.is_empty();
-        for d in &dirs[1..] {
-            let b = fs::read(file_path(d, i)).unwrap_or_default();
-            if a != b {
-                eq = false;
-                if first.is_none() {
-                    let at = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
-                    first = Some(format!(
-                        "{} and {} differ at byte {at}",
-                        file_path(&dirs[0], i).display(),
-                        file_path(d, i).display()
-                    ));
+        let ks: Vec<u64> = match sent {
+            Some(s) => s.counts.iter().map(|c| c(i)).collect(),
+            None => vec![0; dirs.len()],
+        };
+        let mut references: BTreeMap<u64, Result<Vec<u8>, String>> = BTreeMap::new();
+        let all_same = ks.iter().all(|&k| k == ks[0]);
+        match sent {
+            Some(s) if !all_same => {
+                against_library += 1;
+                for &k in &ks {
+                    references.entry(k).or_insert_with(|| library_update(s, i, k));
                 }
+            }
+            _ => {
+                references.insert(ks[0], Ok(fs::read(file_path(&dirs[0], i)).unwrap_or_default()));
+            }
+        }
+        let mut eq = true;
+        for (d, k) in dirs.iter().zip(&ks) {
+            let b = fs::read(file_path(d, i)).unwrap_or_default();
+            let problem = match &references[k] {
+                Err(e) => Some(e.clone()),
+                Ok(a) if a.is_empty() || *a != b => {
+                    let at = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+                    let theirs = if all_same {
+                        file_path(&dirs[0], i).display().to_string()
+                    } else {
+                        format!("the library's update with the same {k} values")
+                    };
+                    Some(format!("{} and {theirs} differ at byte {at}", file_path(d, i).display()))
+                }
+                Ok(_) => None,
+            };
+            if let Some(p) = problem {
+                eq = false;
+                first.get_or_insert(p);
             }
         }
         same += u64::from(eq);
     }
+    if let Some(s) = sent {
+        let _ = fs::remove_dir_all(s.scratch);
+    }
+    let how = if against_library > 0 {
+        format!(
+            " ({against_library} of them received different numbers of values on different sides and \
+             were compared with rrdscale's library update of the same values)"
+        )
+    } else {
+        String::new()
+    };
     Check {
         name: "files equal across sides".into(),
         ok: same == picks.len() as u64,
         detail: match first {
-            None => format!("{same} of {} files compared are byte-identical on every side", picks.len()),
-            Some(f) => format!("{same} of {} identical; {f}", picks.len()),
+            None => format!("{same} of {} files compared are byte-identical on every side{how}", picks.len()),
+            Some(f) => format!("{same} of {} identical{how}; {f}", picks.len()),
         },
     }
+}
+
+/// Master file `i` after values 1..=k, through rrdscale's library (the
+/// master file itself for k = 0).
+fn library_update(s: &SentCounts, i: u64, k: u64) -> Result<Vec<u8>, String> {
+    if k == 0 {
+        let p = file_path(s.master, i);
+        return fs::read(&p).map_err(|e| format!("reading {}: {e}", p.display()));
+    }
+    fs::create_dir_all(s.scratch).map_err(|e| format!("creating {}: {e}", s.scratch.display()))?;
+    let p = s.scratch.join(format!("{i}-{k}.rrd"));
+    fs::copy(file_path(s.master, i), &p).map_err(|e| format!("copying master file {i}: {e}"))?;
+    let step = s.schema.step_secs;
+    let args: Vec<String> = (1..=k).map(|j| s.schema.update_arg(i, s.start + (j * step) as i64)).collect();
+    let r = rrd_engine::update::update_file(&p, &args, &Default::default(), false)
+        .map_err(|e| format!("the library's update of file {i}: {e}"))?;
+    if let Some(e) = r.error {
+        return Err(format!("the library's update of file {i}: {e}"));
+    }
+    let bytes = fs::read(&p).map_err(|e| format!("reading {}: {e}", p.display()))?;
+    let _ = fs::remove_file(&p);
+    Ok(bytes)
 }
 
 /// `ours / theirs` of a metric, for the first ours side with `sync` and
@@ -651,6 +749,44 @@ pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sides_with_different_counts_are_checked_against_the_library() {
+        let tmp = tempfile::tempdir().unwrap();
+        let schema = Schema::parse("perftest").unwrap();
+        let (master, a, b) = (tmp.path().join("m"), tmp.path().join("a"), tmp.path().join("b"));
+        make_master(&schema, 3, 1000, &master).unwrap();
+        copy_files(&master, &a, 3, "a").unwrap();
+        copy_files(&master, &b, 3, "b").unwrap();
+        // Side a sent 2, 2 and 0 values to files 0, 1, 2; side b 2, 3 and 2.
+        let (ka, kb) = (|i| if i == 2 { 0u64 } else { 2 }, |i| if i == 1 { 3u64 } else { 2 });
+        let scratch = tmp.path().join("scratch");
+        let sent = SentCounts {
+            counts: vec![&ka, &kb],
+            master: &master,
+            scratch: &scratch,
+            schema: &schema,
+            start: 1000,
+        };
+        for (dir, k) in [(&a, &ka as &dyn Fn(u64) -> u64), (&b, &kb)] {
+            for i in 0..3 {
+                let bytes = library_update(&sent, i, k(i)).unwrap();
+                fs::write(file_path(dir, i), bytes).unwrap();
+            }
+        }
+        let dirs = vec![a.clone(), b.clone()];
+        let c = verify_sides_against(&dirs, Some(&sent), 3, 10);
+        assert!(c.ok, "{}", c.detail);
+        assert!(c.detail.contains("(2 of them received different numbers"), "{}", c.detail);
+        // The file that got 3 values on side b is not the one with 2.
+        fs::copy(file_path(&a, 1), file_path(&b, 1)).unwrap();
+        let c = verify_sides_against(&dirs, Some(&sent), 3, 10);
+        assert!(!c.ok && c.detail.contains("the library's update with the same 3 values"), "{}", c.detail);
+        assert!(!scratch.exists());
+        // Without counts: a plain comparison (file 2 differs: 0 and 2 values).
+        let c = verify_sides(&dirs, 3, 10);
+        assert!(!c.ok && c.detail.starts_with("2 of 3 identical"), "{}", c.detail);
+    }
 
     #[test]
     fn plan_splits_by_client_and_batch() {

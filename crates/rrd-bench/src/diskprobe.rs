@@ -72,7 +72,7 @@ fn run(file: &Arc<File>, pages: u64, depth: usize, write: bool, secs: f64) -> Re
         let file = file.clone();
         handles.push(std::thread::spawn(move || -> std::io::Result<u64> {
             let mut buf = Aligned::new(0x5a ^ t as u8);
-            let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ ((t as u64 + 1) * 0xBF58_476D_1CE4_E5B9);
+            let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ (t as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9);
             let mut n = 0u64;
             while Instant::now() < deadline {
                 x ^= x << 13;

@@ -12,10 +12,11 @@
 //! Daemon workloads (`daemon-ingest`, `daemon-flush`, `daemon-restart`,
 //! `daemon-read`, `daemon-capacity`; one module each, shared setup in
 //! [`dcommon`], process control and protocol in [`daemon`], the disk probe
-//! in [`diskprobe`]): `rrdscale daemon` and rrdcached 1.7.2 on identical
-//! copies of the files, one after the other, each in its own memory cgroup
-//! with `--memory-budget`, driven only through their command line, UNIX
-//! socket and signals.
+//! in [`diskprobe`], per-request latency histograms in [`latency`]):
+//! `rrdscale daemon` and rrdcached 1.7.2 on identical copies of the files,
+//! one after the other, each in its own memory cgroup with
+//! `--memory-budget`, driven only through their command line, UNIX socket
+//! and signals.
 //!
 //! How a direct-update run goes ([`driver`]): the parent creates the files once (master
 //! copies), gives every side its own byte-identical copy, and runs each side
@@ -49,6 +50,7 @@ pub mod daemon_restart;
 pub mod dcommon;
 pub mod diskprobe;
 pub mod driver;
+pub mod latency;
 pub mod librrd;
 pub mod procstat;
 pub mod report;

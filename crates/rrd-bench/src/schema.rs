@@ -162,25 +162,34 @@ impl Schema {
     }
 
     /// The value string of an update of file `file` at time `time`: the
-    /// same on every side, so files updated by different tools stay equal.
+    /// same on every side of a comparison, so files updated by different
+    /// tools stay equal.
     pub fn update_arg(&self, file: u64, time: i64) -> String {
-        let mut arg = time.to_string();
+        let mut buf = Vec::with_capacity(16 + 12 * self.values.len());
+        self.push_update_arg(&mut buf, file, time);
+        String::from_utf8(buf).expect("digits, dots and colons")
+    }
+
+    /// Appends [`Schema::update_arg`] to `buf` (no allocation once `buf`
+    /// has room: for clients that format a request per reply).
+    pub fn push_update_arg(&self, buf: &mut Vec<u8>, file: u64, time: i64) {
+        use std::io::Write as _;
+        let _ = write!(buf, "{time}");
         for (i, kind) in self.values.iter().enumerate() {
             let r = mix(file, time as u64, i as u64);
-            match kind {
+            let _ = match kind {
                 ValueKind::Reading => {
                     let thousandths = r % 1_000_000;
-                    arg.push_str(&format!(":{}.{:03}", thousandths / 1000, thousandths % 1000));
+                    write!(buf, ":{}.{:03}", thousandths / 1000, thousandths % 1000)
                 }
                 // rrdtool takes only integers for counters. Grows by 1000 to
                 // 1999 per step: positive rates, never a wrap.
                 ValueKind::Counter => {
                     let v = (time.max(0) as u64 / self.step_secs) * 2000 + r % 1000;
-                    arg.push_str(&format!(":{v}"));
+                    write!(buf, ":{v}")
                 }
-            }
+            };
         }
-        arg
     }
 
     /// The distinct steps-per-row of the archives whose consolidation period

@@ -98,11 +98,107 @@ fn ingest_counts_match_and_files_agree() {
         assert!(metric(s, "values_per_s") > 0.0);
     }
     assert!(metric(&sides(&v)[0], "journal_syncs") >= 1.0, "--sync always synced nothing");
+    assert!(v["params"].get("files evicted before the daemon starts").is_none(), "bulk evicts nothing");
     checks_pass(&v, 7);
     assert!(v["checks"].as_array().unwrap().iter().any(|c| c["name"] == "files equal across sides"
         && c["detail"].as_str().unwrap().starts_with("200 of 200")));
     assert_eq!(v["ratios"].as_object().unwrap().len(), 2);
     assert!(report.contains("| rrdcached 1.7.2 |"), "{report}");
+}
+
+/// The sides every new ingest pattern runs by default: ours with no
+/// --sync option (labelled with the default it reports), always, none.
+fn assert_default_syncs(v: &Value) {
+    let l = labels(v);
+    assert_eq!(l.len(), 4, "{l:?}");
+    assert!(l[0].starts_with("rrdscale (default: ") && !l[0].contains('?'), "{l:?}");
+    assert_eq!(l[1..], ["rrdscale (--sync always)", "rrdscale (--sync none)", "rrdcached 1.7.2"]);
+    let default = &sides(v)[0];
+    assert!(!default["command_line"].as_str().unwrap().contains("--sync"), "{default}");
+}
+
+#[test]
+fn ingest_roundtrip_times_every_request() {
+    let (report, v) =
+        bench(&["daemon-ingest", "--pattern", "roundtrip", "--files", "50", "--secs", "1", "--clients", "2"]);
+    assert_default_syncs(&v);
+    for s in sides(&v) {
+        let label = &s["label"];
+        let n = metric(s, "values_sent");
+        assert!(n > 0.0, "{label}: nothing sent");
+        assert_eq!(metric(s, "updates_received"), n, "{label}");
+        assert_eq!(metric(s, "errors"), 0.0, "{label}");
+        assert_eq!(metric(s, "clients"), 2.0);
+        assert!(metric(s, "values_per_s") > 0.0);
+        let (p50, p99, p999, max) =
+            (metric(s, "p50_us"), metric(s, "p99_us"), metric(s, "p999_us"), metric(s, "max_us"));
+        assert!(0.0 < p50 && p50 <= p99 && p99 <= p999 && p999 <= max, "{label}: {p50} {p99} {p999} {max}");
+    }
+    // Every side: update accepted + files current; and the sides' files.
+    checks_pass(&v, 9);
+    assert!(v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["name"] == "files equal across sides"
+            && c["detail"].as_str().unwrap().starts_with("50 of 50")));
+    // values/s, p50 and p99 for each of our three sides.
+    assert_eq!(v["ratios"].as_object().unwrap().len(), 9);
+    assert!(report.contains("## rrdscale bench daemon-ingest --pattern roundtrip"), "{report}");
+    assert!(report.contains("| p50 µs | p99 µs | p99.9 µs | max µs |"), "{report}");
+    assert!(report.contains("| rrdcached 1.7.2 |"), "{report}");
+}
+
+#[test]
+fn ingest_roundtrip_rounds_send_equal_counts() {
+    let (_, v) = bench(&[
+        "daemon-ingest",
+        "--pattern",
+        "roundtrip",
+        "--files",
+        "30",
+        "--rounds",
+        "3",
+        "--clients",
+        "4",
+        "--syncs",
+        "always",
+    ]);
+    assert_eq!(labels(&v), ["rrdscale (--sync always)", "rrdcached 1.7.2"]);
+    for s in sides(&v) {
+        assert_eq!(metric(s, "values_sent"), 90.0);
+        assert_eq!(metric(s, "updates_received"), 90.0);
+    }
+    checks_pass(&v, 5);
+    // Same values on both sides: compared with each other directly.
+    assert!(v["checks"].as_array().unwrap().iter().any(|c| c["name"] == "files equal across sides"
+        && c["detail"] == "30 of 30 files compared are byte-identical on every side"));
+}
+
+#[test]
+fn ingest_batch_per_interval_reports_first_and_later_intervals() {
+    let (report, v) =
+        bench(&["daemon-ingest", "--pattern", "batch-per-interval", "--files", "50", "--intervals", "2"]);
+    assert_default_syncs(&v);
+    for s in sides(&v) {
+        let label = &s["label"];
+        assert_eq!(metric(s, "values_sent"), 100.0, "{label}");
+        assert_eq!(metric(s, "updates_received"), 100.0, "{label}");
+        assert_eq!(metric(s, "errors"), 0.0, "{label}");
+        for key in ["first_secs", "first_values_per_s", "steady_median_secs", "steady_values_per_s"] {
+            assert!(metric(s, key) > 0.0, "{label}: {key}");
+        }
+        assert!(metric(s, "interval_1_secs") > 0.0 && metric(s, "interval_2_secs") > 0.0);
+    }
+    checks_pass(&v, 9);
+    assert!(v["checks"].as_array().unwrap().iter().any(|c| c["name"] == "files equal across sides"
+        && c["detail"] == "50 of 50 files compared are byte-identical on every side"));
+    // First-interval and later-interval values/s for each of our sides.
+    assert_eq!(v["ratios"].as_object().unwrap().len(), 6);
+    assert!(report.contains("## rrdscale bench daemon-ingest --pattern batch-per-interval"), "{report}");
+    assert!(report.contains("Seconds per interval:"), "{report}");
+    assert_eq!(v["params"]["files evicted before the daemon starts"], "true");
+    assert!(report.contains("| side | 1 | 2 |"), "{report}");
 }
 
 #[test]

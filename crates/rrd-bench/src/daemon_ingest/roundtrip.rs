@@ -1,0 +1,320 @@
+//! `--pattern roundtrip`: one `UPDATE` per request, each reply awaited, as
+//! collectd's rrdcached plugin, `rrdtool update --daemon`, MRTG and Munin
+//! send.
+//!
+//! `--clients` threads (default 1), each with one blocking UNIX socket,
+//! own the files `f ≡ c (mod clients)` and walk them round-robin: round r
+//! sends every file of the client its value r (at start + r·step), as a
+//! poller does once per interval. A request is formatted into a reused
+//! buffer, written with one `write`, and its reply line read into a reused
+//! buffer; the client allocates nothing per request (only the first failed
+//! reply's text is kept). Every reply must be exactly
+//! `0 errors, enqueued 1 value(s).` (rrdcached's and ours).
+//!
+//! The clock starts when every client is connected and released together,
+//! and runs for `--secs` (each client stops at its first reply after the
+//! deadline) or `--rounds` rounds; values/s counts every client's replies
+//! over that wall time. Each request is timed from just before its write
+//! to just after its reply line is read, into a log-bucket histogram per
+//! client ([`Histogram`]), merged at the end.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use super::{ratios, results, run_sides, IngestArgs, Sent, Setup};
+use crate::dcommon::{self, col, DaemonResults};
+use crate::latency::Histogram;
+use crate::schema::Schema;
+use crate::workload::file_path;
+use crate::BenchError;
+
+/// The reply to a successful single-value UPDATE, without its newline.
+pub const UPDATE_OK: &[u8] = b"0 errors, enqueued 1 value(s).";
+
+/// When the clients stop.
+#[derive(Clone, Copy, Debug)]
+pub enum Stop {
+    After(Duration),
+    Rounds(u64),
+}
+
+/// One client's files: (file index, path).
+pub type Share = Vec<(u64, Vec<u8>)>;
+
+/// The files of each of `clients` clients: client c gets f ≡ c (mod clients).
+pub fn shares(dir: &Path, files: u64, clients: usize) -> Vec<Share> {
+    let mut v: Vec<Share> = vec![Vec::new(); clients];
+    for f in 0..files {
+        v[(f % clients as u64) as usize].push((f, file_path(dir, f).display().to_string().into_bytes()));
+    }
+    v
+}
+
+/// How many values file `i` received when client `i mod clients` got
+/// `replies[client]` replies walking its files round-robin.
+pub fn values_of_file(i: u64, files: u64, replies: &[u64]) -> u64 {
+    let clients = replies.len() as u64;
+    let c = i % clients;
+    let m = (files - c).div_ceil(clients); // the client's files
+    let j = i / clients; // position among them
+    let sent = replies[c as usize];
+    sent / m + u64::from(j < sent % m)
+}
+
+/// What the clients did.
+pub struct Outcome {
+    pub secs: f64,
+    /// Replies read, per client.
+    pub replies: Vec<u64>,
+    pub errors: u64,
+    pub first_error: Option<String>,
+    pub latency: Histogram,
+}
+
+/// Reads reply lines from a stream through one reused buffer.
+struct LineReader {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl LineReader {
+    fn new() -> LineReader {
+        LineReader { buf: vec![0; 1 << 16], start: 0, end: 0 }
+    }
+
+    /// The next line (without its `\n`), as a range of `self.buf`.
+    fn line(&mut self, s: &mut UnixStream) -> Result<std::ops::Range<usize>, BenchError> {
+        loop {
+            if let Some(p) = self.buf[self.start..self.end].iter().position(|&b| b == b'\n') {
+                let r = self.start..self.start + p;
+                self.start += p + 1;
+                return Ok(r);
+            }
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            }
+            if self.end == self.buf.len() {
+                return Err(BenchError::Worker("a reply line is longer than 64 KiB".into()));
+            }
+            let n = s.read(&mut self.buf[self.end..]).map_err(|e| BenchError::io("reading a reply", e))?;
+            if n == 0 {
+                return Err(BenchError::Worker("the daemon closed the connection before replying".into()));
+            }
+            self.end += n;
+        }
+    }
+}
+
+/// Runs `shares.len()` clients against `socket`.
+pub fn send(
+    socket: &Path,
+    shares: Vec<Share>,
+    schema: &Schema,
+    start: i64,
+    stop: Stop,
+) -> Result<Outcome, BenchError> {
+    let barrier = Arc::new(Barrier::new(shares.len() + 1));
+    let mut handles = Vec::new();
+    for share in shares {
+        let mut stream = UnixStream::connect(socket)
+            .map_err(|e| BenchError::io(format!("connecting to {}", socket.display()), e))?;
+        let (barrier, schema) = (barrier.clone(), schema.clone());
+        handles.push(std::thread::spawn(
+            move || -> Result<(u64, u64, Option<String>, Histogram), BenchError> {
+                let step = schema.step_secs as i64;
+                let mut reader = LineReader::new();
+                let mut line = Vec::with_capacity(4096);
+                let mut hist = Histogram::new();
+                let (mut replies, mut errors, mut first) = (0u64, 0u64, None);
+                barrier.wait();
+                let deadline = match stop {
+                    Stop::After(d) => Some(Instant::now() + d),
+                    Stop::Rounds(_) => None,
+                };
+                let rounds = match stop {
+                    Stop::After(_) => u64::MAX,
+                    Stop::Rounds(n) => n,
+                };
+                'rounds: for round in 1..=rounds {
+                    let t = start + round as i64 * step;
+                    for (f, path) in &share {
+                        line.clear();
+                        line.extend_from_slice(b"UPDATE ");
+                        line.extend_from_slice(path);
+                        line.push(b' ');
+                        schema.push_update_arg(&mut line, *f, t);
+                        line.push(b'\n');
+                        let sent_at = Instant::now();
+                        stream.write_all(&line).map_err(|e| BenchError::io("sending an UPDATE", e))?;
+                        let r = reader.line(&mut stream)?;
+                        let now = Instant::now();
+                        hist.record(now.duration_since(sent_at).as_nanos() as u64);
+                        replies += 1;
+                        if reader.buf[r.clone()] != *UPDATE_OK {
+                            errors += 1;
+                            let text = String::from_utf8_lossy(&reader.buf[r.clone()]).into_owned();
+                            // A positive status announces that many more lines.
+                            let more: i64 = text.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+                            for _ in 0..more.max(0) {
+                                reader.line(&mut stream)?;
+                            }
+                            first.get_or_insert_with(|| format!("{}: {text}", String::from_utf8_lossy(path)));
+                        }
+                        if deadline.is_some_and(|d| now >= d) {
+                            break 'rounds;
+                        }
+                    }
+                }
+                let _ = stream.write_all(b"QUIT\n");
+                Ok((replies, errors, first, hist))
+            },
+        ));
+    }
+    barrier.wait();
+    let t = Instant::now();
+    let mut o =
+        Outcome { secs: 0.0, replies: Vec::new(), errors: 0, first_error: None, latency: Histogram::new() };
+    let mut failed = None;
+    for h in handles {
+        match h.join().map_err(|_| BenchError::Worker("a client thread panicked".into()))? {
+            Ok((replies, errors, first, hist)) => {
+                o.replies.push(replies);
+                o.errors += errors;
+                if o.first_error.is_none() {
+                    o.first_error = first;
+                }
+                o.latency.merge(&hist);
+            }
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    o.secs = t.elapsed().as_secs_f64();
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(o),
+    }
+}
+
+pub(super) fn run(a: &IngestArgs, s: Setup, exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
+    let c = &a.common;
+    let clients = c.clients.unwrap_or(1);
+    let stop = match a.rounds {
+        Some(n) => Stop::Rounds(n),
+        None => Stop::After(Duration::from_secs_f64(a.secs)),
+    };
+    // Room for every value the fastest daemon could take in the time.
+    let most = match stop {
+        Stop::Rounds(n) => s.files * n,
+        Stop::After(d) => (d.as_secs_f64() * 2e6) as u64,
+    };
+    let files = s.files;
+    let (sides, checks) = run_sides(
+        a,
+        &s,
+        exe,
+        most.max(10_000_000) * 2,
+        |d| Ok(shares(&d.files, files, clients)),
+        |shares, spec, r| {
+            let o = send(&spec.socket(), shares, &s.schema, c.start_time, stop)?;
+            let us = |ns: f64| ns / 1000.0;
+            r.set("clients", clients as f64);
+            r.set("p50_us", us(o.latency.quantile_ns(0.5)));
+            r.set("p99_us", us(o.latency.quantile_ns(0.99)));
+            r.set("p999_us", us(o.latency.quantile_ns(0.999)));
+            r.set("max_us", us(o.latency.max_ns() as f64));
+            r.set("mean_us", us(o.latency.mean_ns()));
+            let total: u64 = o.replies.iter().sum();
+            let replies = o.replies.clone();
+            eprintln!(
+                "{}: {total} UPDATEs, latency p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs",
+                r.label,
+                r.get("p50_us"),
+                r.get("p99_us"),
+                r.get("p999_us"),
+                r.get("max_us")
+            );
+            Ok(Sent {
+                lines: total,
+                values: total,
+                errors: o.errors,
+                first_error: o.first_error,
+                secs: o.secs,
+                per_file: Box::new(move |i| values_of_file(i, files, &replies)),
+            })
+        },
+    )?;
+    let ratios = ratios(
+        &sides,
+        &[
+            ("values_per_s", "values/s", true),
+            ("p50_us", "p50 latency", false),
+            ("p99_us", "p99 latency", false),
+        ],
+    );
+    let duration = match stop {
+        Stop::Rounds(n) => format!("{n} rounds"),
+        Stop::After(d) => format!("{} s", d.as_secs_f64()),
+    };
+    let params = [
+        ("pattern", "roundtrip".to_string()),
+        ("clients", clients.to_string()),
+        ("files per client", format!("{}–{}", files / clients as u64, files.div_ceil(clients as u64))),
+        ("measured for", duration),
+    ];
+    let results = DaemonResults {
+        columns: vec![
+            col("values_sent", "UPDATEs", 0),
+            col("secs", "seconds", 3),
+            col("values_per_s", "values/s", 0),
+            col("p50_us", "p50 µs", 1),
+            col("p99_us", "p99 µs", 1),
+            col("p999_us", "p99.9 µs", 1),
+            col("max_us", "max µs", 1),
+            col("cpu_us_per_value", "daemon CPU µs/value", 2),
+            col("journal_syncs", "journal syncs", 0),
+            col("errors", "errors", 0),
+        ],
+        sides,
+        ratios,
+        checks,
+        notes: vec![
+            "Each client sends one `UPDATE <file> <t>:<v>:<v>` and waits for its reply before the next, \
+             walking its own files round-robin, one step later per round (as collectd's rrdcached plugin, \
+             `rrdtool update --daemon`, MRTG and Munin do). values/s: every client's replies over the \
+             wall time from the common start until the last client stopped. Latency: each request from \
+             its write to its reply line read, all clients together (log-bucket histogram, within 0.8%). \
+             Under --sync always each reply waits for the fdatasync of its record (clients waiting at \
+             once share one); rrdcached appends its journal without syncing. The first round is every \
+             file's first UPDATE since the daemon started."
+                .into(),
+        ],
+        ..results(a, &s, &params)
+    };
+    dcommon::finish(results, &s.ws, c.json.as_deref(), out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_are_disjoint_and_counts_follow_round_robin() {
+        let s = shares(Path::new("/d"), 7, 3);
+        let idx: Vec<Vec<u64>> = s.iter().map(|v| v.iter().map(|(f, _)| *f).collect()).collect();
+        assert_eq!(idx, vec![vec![0, 3, 6], vec![1, 4], vec![2, 5]]);
+        assert_eq!(s[1][0].1, b"/d/0000/0000001.rrd");
+        // Client 0 replied 4 times: files 0, 3, 6, then 0 again.
+        let replies = [4, 2, 5];
+        let got: Vec<u64> = (0..7).map(|i| values_of_file(i, 7, &replies)).collect();
+        assert_eq!(got, vec![2, 1, 3, 1, 1, 2, 1]);
+        assert_eq!(got.iter().sum::<u64>(), replies.iter().sum::<u64>());
+    }
+}
