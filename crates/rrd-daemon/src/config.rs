@@ -236,12 +236,13 @@ Valid options are:
   -z <delay>    Delay writes up to <delay> seconds to spread load
 
 rrdscale options:
-  --sync always|every:MS|none   When a journaled update reaches the disk; every policy
-                                writes it to the journal before acknowledging it, so
-                                kill -9 loses nothing (default every:100: a machine
-                                crash loses at most the last 100 ms; always: an
-                                fdatasync before every acknowledgement, shared by
-                                concurrent clients; none: never synced)
+  --sync always|every:MS|none   When the journal reaches the disk (default every:100).
+                                Every policy writes an update to the journal before
+                                acknowledging it, so kill -9 loses nothing; on a machine
+                                crash every:MS loses at most the last MS ms, always
+                                nothing (an fdatasync before each acknowledgement,
+                                shared by concurrent clients), none what the kernel
+                                had not written back
   --max-pending N               Most values held in memory (default 10000000);
                                 beyond it updates get an error reply
   --max-pending-bytes N         Most bytes of pending values held (K, M, G suffixes;
