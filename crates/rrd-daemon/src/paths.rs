@@ -123,24 +123,28 @@ impl Paths {
     /// component, no trailing `/`), which is what clients send.
     pub fn resolve_into(&self, name: &str, out: &mut String) -> Result<(), Denied> {
         out.clear();
-        let plain = !name.is_empty()
-            && !name.ends_with('/')
-            && !name.contains("//")
-            && !name.contains("/.")
-            && !name.starts_with('.');
-        if !plain {
+        if !is_plain(name) {
             out.push_str(&self.resolve(name)?);
             return Ok(());
         }
-        if !name.starts_with('/') {
+        let relative = !name.starts_with('/');
+        if relative {
             out.push_str(self.base_text.trim_end_matches('/'));
             out.push('/');
         }
         out.push_str(name);
-        if self.base_only && !self.is_beneath(Path::new(out.as_str())) {
+        // A plain name has no `..` component, so a relative one is beneath
+        // the base by construction; an absolute one must start with it.
+        if self.base_only && !relative && !self.is_beneath_text(name) {
             return Err(Denied { shown: self.resolve(name).err().map_or_else(|| out.clone(), |d| d.shown) });
         }
         Ok(())
+    }
+
+    /// [`Paths::is_beneath`] for a plain absolute name, on bytes.
+    fn is_beneath_text(&self, name: &str) -> bool {
+        let base = self.base_text.trim_end_matches('/');
+        name.strip_prefix(base).is_some_and(|rest| rest.len() > 1 && rest.starts_with('/'))
     }
 
     fn is_beneath(&self, path: &Path) -> bool {
@@ -171,6 +175,17 @@ impl Paths {
             Err(Denied { shown: key.to_string() })
         }
     }
+}
+
+/// Whether `name` is already in normal form: not empty, no empty, `.` or
+/// `..` component, no trailing `/` (what clients send). One pass over the
+/// bytes: this runs for every UPDATE.
+fn is_plain(name: &str) -> bool {
+    let b = name.as_bytes();
+    if b.is_empty() || b[0] == b'.' || b[b.len() - 1] == b'/' {
+        return false;
+    }
+    !b.windows(2).any(|w| w[0] == b'/' && (w[1] == b'/' || w[1] == b'.'))
 }
 
 #[cfg(test)]
