@@ -207,6 +207,7 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
         // Made by us above, or re-made after a FORGET raced with us.
         let (last_up, kept) = fresh.map_or((0.0, None), |(t, k)| (t, Some(k)));
         let mut e = Entry::new(last_up, cache.jitter(), now);
+        e.inode = kept.as_ref().map_or(0, |k| k.stamp.ino);
         e.kept = kept.and_then(|k| cache.keep(k));
         e
     });
