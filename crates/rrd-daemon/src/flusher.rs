@@ -45,7 +45,8 @@
 //! the block dirty for the next file (measured with the
 //! `writeback:writeback_dirty_folio` tracepoint: the extra dirtied pages were
 //! pages of the block device at inode-table blocks, 472 distinct ones, each
-//! dirtied up to 16 times, once per file whose inode it holds).
+//! dirtied up to 16 times, once per file whose inode it holds; ext4 without
+//! a journal). In inode order: 0.07 (docs/BENCHMARKS.md).
 //!
 //! Invariant: at most one worker writes a given file at a time (`flushing`).
 
