@@ -53,6 +53,12 @@ pub struct FlushArgs {
     /// Seconds per probe pattern.
     #[arg(long, default_value_t = 3.0)]
     pub probe_secs: f64,
+    /// Start every file as a copy of this one (an earlier run's
+    /// `master/0000/0000000.rrd`, same schema and --start-time) instead of a
+    /// fresh create: its random start rows decide how many pages a flush
+    /// touches, so comparing two runs needs the same file.
+    #[arg(long)]
+    pub master_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub common: DaemonCommon,
 }
@@ -72,7 +78,8 @@ pub fn run(a: &FlushArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> R
     let schema = Schema::parse(&a.schema)?;
     let kinds = dcommon::sides(c, &["always"])?;
     let ws = dcommon::Workspace::new(c, args)?;
-    let file_bytes = dcommon::make_master(&schema, a.files, c.start_time, &ws.master())?;
+    let file_bytes =
+        dcommon::make_master_from(&schema, a.files, c.start_time, &ws.master(), a.master_file.as_deref())?;
     let mut dirs = Vec::new();
     for k in &kinds {
         let d = dcommon::side_dirs(&ws.base, k);

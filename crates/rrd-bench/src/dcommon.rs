@@ -333,12 +333,45 @@ impl Drop for Workspace {
 /// Creates file 0 with rrdscale's create (last update `start`) and copies it
 /// to files 1..n; returns the file size.
 pub fn make_master(schema: &Schema, n: u64, start: i64, dir: &Path) -> Result<u64, BenchError> {
+    make_master_from(schema, n, start, dir, None)
+}
+
+/// [`make_master`], with every file a copy of `from` when given (an earlier
+/// run's `master/0000/0000000.rrd`): the random start rows of a fresh file
+/// decide which rows share a page, so only the same file makes two runs'
+/// pages per file comparable. `from` must be what a fresh create gives up
+/// to its live header (definitions, last update): otherwise the pending
+/// values would not fit it.
+pub fn make_master_from(
+    schema: &Schema,
+    n: u64,
+    start: i64,
+    dir: &Path,
+    from: Option<&Path>,
+) -> Result<u64, BenchError> {
     mkdirs(dir, n)?;
     let first = file_path(dir, 0);
     let opts = CreateOptions { start: Some(start), step_secs: Some(schema.step_secs), ..Default::default() };
     create(&first, &opts, &schema.defs, 0)
         .map_err(|e| BenchError::Invalid(format!("creating the benchmark files failed: {e}")))?;
-    let bytes = fs::read(&first).map_err(|e| BenchError::io(format!("reading {}", first.display()), e))?;
+    let mut bytes =
+        fs::read(&first).map_err(|e| BenchError::io(format!("reading {}", first.display()), e))?;
+    if let Some(from) = from {
+        let given = fs::read(from).map_err(|e| BenchError::io(format!("reading {}", from.display()), e))?;
+        let rrd = rrd_engine::Rrd::open(&first, false)
+            .map_err(|e| BenchError::Invalid(format!("reading the fresh file back failed: {e}")))?;
+        // Through the live header's last_up (8 bytes).
+        let fixed = (rrd.layout.live_head_off + 8) as usize;
+        if given.len() != bytes.len() || given[..fixed] != bytes[..fixed] {
+            return Err(BenchError::Invalid(format!(
+                "{} is not a {} file last updated at {start}",
+                from.display(),
+                schema.name
+            )));
+        }
+        bytes = given;
+        fs::write(&first, &bytes).map_err(|e| BenchError::io(format!("writing {}", first.display()), e))?;
+    }
     let pb = crate::driver::bar(n, "creating files".into());
     for i in 1..n {
         let p = file_path(dir, i);

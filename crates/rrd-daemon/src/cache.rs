@@ -158,6 +158,9 @@ pub struct Entry {
     pub suspended: bool,
     /// Unix seconds of the last update or flush (idle entries are dropped).
     pub last_activity: i64,
+    /// The file's inode number as last seen (0: not known). Flushes are
+    /// queued in inode order (see `flusher::disk_order`).
+    pub inode: u64,
 }
 
 impl Entry {
@@ -179,6 +182,7 @@ impl Entry {
             flushed_gen: 0,
             suspended: false,
             last_activity: now,
+            inode: 0,
         }
     }
 

@@ -100,6 +100,7 @@ pub fn apply(daemon: &Daemon, report: &ReplayReport, first_seq: u64) -> ReplaySu
         };
         let entry = shard.entry(key.clone()).or_insert_with(|| {
             let mut e = Entry::new(*last_up, cache.jitter(), now);
+            e.inode = kept.as_ref().map_or(0, |k| k.stamp.ino);
             // The header goes to the first entry made for the file.
             e.kept = kept.take().and_then(|k| cache.keep(k));
             e

@@ -172,6 +172,9 @@ fn run(fault: Fault) {
     assert_eq!(daemon.cache.pending_bytes.load(Ordering::SeqCst), 0);
     update_file(&reference, &all, &UpdateOptions::default(), false).unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), std::fs::read(&reference).unwrap(), "{fault:?}");
+    // The flush noted the file's inode (flushes are queued in inode order).
+    let inode = daemon.cache.shard(&key).get(key.as_str()).unwrap().inode;
+    assert_eq!(inode, std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).unwrap()));
 }
 
 #[test]

@@ -88,6 +88,7 @@ where
         // Made by us (fresh), or re-made after a FORGET raced with us.
         let (last_up, kept) = fresh.take()?;
         let mut e = Entry::new(last_up, cache.jitter(), now);
+        e.inode = kept.stamp.ino;
         e.kept = cache.keep(kept);
         shard.insert(Key::from(key), e);
     }
