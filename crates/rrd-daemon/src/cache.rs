@@ -33,7 +33,7 @@
 //!
 //! Deliberately absent here: I/O. Workers, readers and commands do that.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -46,8 +46,10 @@ pub type Key = Arc<str>;
 
 /// The map of one shard. Keys are hashed with foldhash (randomly seeded, so
 /// clients cannot aim names at one bucket; several times cheaper than
-/// SipHash on the update path).
-pub type ShardMap = HashMap<Key, Entry, foldhash::fast::RandomState>;
+/// SipHash on the update path). hashbrown's map rather than std's for
+/// `entry_ref`: one lookup per UPDATE, and a key allocated only when the
+/// entry is made.
+pub type ShardMap = hashbrown::HashMap<Key, Entry, foldhash::fast::RandomState>;
 
 /// Update values of one file, oldest first: `time:value[:value...]` texts in
 /// one buffer, each with its time (parsed once, at UPDATE).

@@ -22,7 +22,7 @@ use rrd_engine::numparse::rrd_strtod;
 use rrd_protocol::{Command, Reply};
 
 use super::{access_denied, blocking, syntax_error, Args, Outcome};
-use crate::cache::{unix_now, Entry, Key};
+use crate::cache::{unix_now, Entry};
 use crate::config::os_text;
 use crate::journaler::Ticket;
 use crate::paths::Paths;
@@ -84,15 +84,17 @@ where
 {
     let cache = &daemon.cache;
     let mut shard = cache.shard(key);
-    if !shard.contains_key(key) {
-        // Made by us (fresh), or re-made after a FORGET raced with us.
-        let (last_up, kept) = fresh.take()?;
-        let mut e = Entry::new(last_up, cache.jitter(), now);
-        e.inode = kept.stamp.ino;
-        e.kept = cache.keep(kept);
-        shard.insert(Key::from(key), e);
-    }
-    let entry = shard.get_mut(key).expect("the entry exists or was just made");
+    let entry = match shard.entry_ref(key) {
+        hashbrown::hash_map::EntryRef::Occupied(o) => o.into_mut(),
+        hashbrown::hash_map::EntryRef::Vacant(v) => {
+            // Made by us (fresh), or re-made after a FORGET raced with us.
+            let (last_up, kept) = fresh.take()?;
+            let mut e = Entry::new(last_up, cache.jitter(), now);
+            e.inode = kept.stamp.ino;
+            e.kept = cache.keep(kept);
+            v.insert(e)
+        }
+    };
     if values.clone().next().is_none() {
         return Some(Err(Reply::error("No values updated.")));
     }
