@@ -7,22 +7,33 @@
 //! unknown command, socket permission (`-P`), context (client or BATCH).
 //!
 //! Pipelining and group commit: every complete line already received is
-//! run before any reply is written, and UPDATE replies wait for the journal
-//! only when they are written. A client that sends many UPDATE lines at
-//! once (or a BATCH) therefore has them all committed by one journal sync,
-//! and replies still come back in command order.
+//! run before any reply is written; then this connection writes the
+//! journal records of those lines itself, with one `write(2)`
+//! ([`crate::journaler::Journaler::wait`]), and, only under
+//! `--sync always`, waits for the sync thread's `fdatasync`. A client that
+//! sends many UPDATE lines at once (or a BATCH) therefore has them all
+//! written by one write and covered by one sync, and replies still come
+//! back in command order. A single UPDATE waiting for its reply costs one
+//! read, one journal write and one reply write, on this thread.
 //!
-//! The UPDATE fast path: most lines a busy daemon sees are UPDATEs of files
-//! already in the cache. Those are handled in place, synchronously, without
-//! copying the line or splitting it into owned fields: the file name becomes
-//! its cache key in a reused buffer (a name already in normal form is taken
-//! as it is), the values go straight into the entry, and the journal record
-//! is framed from the line's bytes. Anything else (another command, a backslash, a
-//! file not cached yet, a name refused) takes the general path, which gives
-//! the same replies.
+//! The UPDATE fast path: most lines a busy daemon sees are UPDATEs. Those
+//! are handled in place, synchronously, without copying the line or
+//! splitting it into owned fields: the file name becomes its cache key in a
+//! reused buffer (a name already in normal form is taken as it is), the
+//! values go straight into the entry, and the journal record is framed from
+//! the line's bytes. A file's first UPDATE opens it here too (one confined
+//! open and one `fstat`, as rrdcached checks it in its connection thread).
+//! Anything else (another command, a backslash, a name refused) takes the
+//! general path, which gives the same replies.
+//!
+//! Idle connections: with an idle timeout (`--idle-timeout-tcp`,
+//! `--idle-timeout-unix`), a connection that sends nothing for that long
+//! is closed.
 //!
 //! BATCH: successes are silent, errors are collected with their command
-//! number and sent at `.`, after every journal commit of the batch is done.
+//! number and sent at `.`, after every journal commit of the batch is done
+//! (its records are written every [`BATCH_WRITE_BYTES`] of input and at
+//! the `.`).
 //! QUIT (or a handler that closes) inside a BATCH closes without a reply,
 //! as rrdcached does.
 
@@ -36,6 +47,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use crate::cache::unix_now;
 use crate::commands::{self, journal_error, Accepted, Args, Outcome};
 use crate::journaler::Ticket;
+use crate::prefetch::HeaderPrefetch;
 use crate::state::Daemon;
 use crate::stats::Stats;
 
@@ -74,13 +86,15 @@ struct Session {
     queue: Vec<Queued>,
     /// The cache key of the line being handled (reused, not reallocated).
     key: String,
+    /// Headers of files met for the first time, read ahead.
+    prefetch: HeaderPrefetch,
 }
 
 /// The fields of an UPDATE line the fast path can take: the command word,
 /// one space, then `file value...` with no backslash anywhere (escapes need
 /// the general splitter) and valid UTF-8.
 /// The values are `None` when the name ends the line (no field follows).
-fn plain_update(line: &[u8]) -> Option<(&[u8], Option<&str>)> {
+pub(crate) fn plain_update(line: &[u8]) -> Option<(&[u8], Option<&str>)> {
     const WORD: &[u8] = b"update ";
     if line.len() <= WORD.len() || !line[..WORD.len()].eq_ignore_ascii_case(WORD) {
         return None;
@@ -107,7 +121,9 @@ impl Session {
 
     /// Handles `line` if it is an UPDATE the fast path can take (see the
     /// module doc); `false` leaves it to [`Session::line`], untouched.
-    fn fast_update(&mut self, line: &[u8], now: i64) -> bool {
+    /// `chunk` holds the complete lines received, the next one at `next`
+    /// (where a first touch looks ahead: [`HeaderPrefetch`]).
+    fn fast_update(&mut self, line: &[u8], now: i64, chunk: &[u8], next: usize) -> bool {
         let Some((name, values)) = plain_update(line) else { return false };
         let context = if self.batch.is_some() { Context::Batch } else { Context::Client };
         if !self.permissions.allows(Command::Update) || !Command::Update.allowed_in(context) {
@@ -129,7 +145,10 @@ impl Session {
             Some(outcome) => outcome,
             // A file's first UPDATE: its checks are one open and one fstat,
             // done here (as rrdcached does in its connection thread).
-            None => match commands::open_entry(daemon, key) {
+            None => match {
+                self.prefetch.ahead(&daemon.cache, &daemon.paths, chunk, next);
+                commands::open_entry(daemon, key, self.prefetch.take(key))
+            } {
                 Err(reply) => Err(reply),
                 Ok(found) => {
                     fresh = Some(found);
@@ -283,8 +302,14 @@ where
     Stats::add(&daemon.stats.connections, 1);
     let mut shutdown = daemon.shutdown.subscribe();
     let (mut rd, mut wr) = tokio::io::split(stream);
-    let mut session =
-        Session { daemon: daemon.clone(), permissions, batch: None, queue: Vec::new(), key: String::new() };
+    let mut session = Session {
+        daemon: daemon.clone(),
+        permissions,
+        batch: None,
+        queue: Vec::new(),
+        key: String::new(),
+        prefetch: HeaderPrefetch::default(),
+    };
     let mut buf: Vec<u8> = Vec::with_capacity(128 * 1024);
     // Inside an over-long line: drop bytes up to the next newline.
     let mut skipping = false;
@@ -315,6 +340,7 @@ where
         let now = unix_now();
         let mut consumed = 0;
         let mut close = false;
+        let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
         while let Some(pos) = memchr::memchr(b'\n', &buf[consumed..]) {
             let end = consumed + pos;
             let mut line = &buf[consumed..end];
@@ -326,7 +352,7 @@ where
             if line.last() == Some(&b'\r') {
                 line = &line[..line.len() - 1];
             }
-            if session.fast_update(line, now) {
+            if session.fast_update(line, now, &buf[..complete], consumed) {
                 continue;
             }
             let line = line.to_vec();
@@ -345,6 +371,7 @@ where
                 }
             }
         }
+        session.prefetch.reset();
         buf.drain(..consumed);
         if !close && buf.len() > LINE_LEN_MAX {
             buf.clear();

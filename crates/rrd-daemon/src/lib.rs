@@ -19,6 +19,7 @@
 //! - [`rrdcached_journal`]: switching from rrdcached: its journal files'
 //!   pending values copied into ours at startup.
 //! - [`paths`]: names to keys; `-B` confinement.
+//! - [`prefetch`]: first touches of many files read at queue depth.
 //! - [`config`]: rrdcached's options plus ours.
 //! - [`metrics`]: `--metrics ADDR`, Prometheus text over a tiny HTTP
 //!   responder.
@@ -41,6 +42,7 @@ pub mod flusher;
 pub mod journaler;
 pub mod metrics;
 pub mod paths;
+pub mod prefetch;
 pub mod reader;
 pub mod replay;
 pub mod rrdcached_journal;

@@ -298,6 +298,18 @@ pub fn render(daemon: &Daemon) -> String {
         c(&s.journal_damaged_bytes),
     );
     o.metric(
+        "rrdscale_accept_errors_total",
+        "counter",
+        "accept() failures for lack of descriptors or memory (each followed by a 100 ms back-off).",
+        c(&s.accept_errors),
+    );
+    o.metric(
+        "rrdscale_connections_idle_closed_total",
+        "counter",
+        "Connections closed because they sent nothing for the idle timeout.",
+        c(&s.connections_idle_closed),
+    );
+    o.metric(
         "rrdscale_journal_segments_removed_total",
         "counter",
         "Journal segments deleted after their values were synced into RRD files.",
@@ -416,6 +428,7 @@ mod tests {
         assert_eq!(get("rrdscale_journal_poisoned"), Some(0.0));
         assert_eq!(get("rrdscale_journal_damaged_bytes_total"), Some(42.0));
         assert_eq!(get("rrdscale_journal_damaged_regions_total"), Some(0.0));
+        assert_eq!(get("rrdscale_accept_errors_total"), Some(0.0));
         assert_eq!(get("rrdscale_journal_sync_seconds_count"), Some(1.0));
         assert_eq!(get("rrdscale_journal_sync_seconds_bucket{le=\"0.00025\"}"), Some(0.0));
         assert_eq!(get("rrdscale_journal_sync_seconds_bucket{le=\"0.0005\"}"), Some(1.0));

@@ -52,6 +52,9 @@ pub struct Stats {
     pub accept_errors: AtomicU64,
     /// Connections closed by the idle timeout.
     pub connections_idle_closed: AtomicU64,
+    /// Files opened ahead of their first UPDATE, header read at queue
+    /// depth (crate::prefetch).
+    pub headers_read_ahead: AtomicU64,
 }
 
 /// Upper bounds (seconds) of the sync-latency buckets: 50 µs to 2.5 s,

@@ -223,3 +223,65 @@ fn idle_connections_are_closed_only_when_asked() {
         d.stop();
     }
 }
+
+/// A first BATCH naming more files than the look-ahead window (headers read
+/// ahead at queue depth, crate::prefetch) answers exactly as file-by-file
+/// opens would: missing files, files that are not RRDs and links out of the
+/// base get their errors under their command numbers, every other file
+/// gets its value, and the file outside the base is not touched.
+#[test]
+fn a_first_batch_over_many_files_reports_each_bad_one() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    let (_o, outside) = temp_dir();
+    let victim = outside.join("victim.rrd");
+    create_rrd(&victim, T0);
+    let victim_before = std::fs::read(&victim).unwrap();
+    create_rrd(&dir.join("template.rrd"), T0);
+    let n = 700;
+    let mut expected_bad = Vec::new();
+    for i in 0..n {
+        let f = dir.join(format!("f{i}.rrd"));
+        if i % 97 == 5 {
+            std::os::unix::fs::symlink(&victim, &f).unwrap();
+            expected_bad.push(i + 1);
+        } else if i % 11 == 3 {
+            std::fs::write(&f, b"not an rrd").unwrap();
+            expected_bad.push(i + 1);
+        } else if i % 7 == 2 {
+            expected_bad.push(i + 1); // missing
+        } else {
+            std::fs::copy(dir.join("template.rrd"), &f).unwrap();
+        }
+    }
+    let d = Daemon::start(Kind::Ours, &dir, &["-B"]);
+    let mut c = d.client();
+    c.send("BATCH");
+    assert!(c.read_reply().starts_with("0 Go ahead"));
+    for i in 0..n {
+        c.send(&format!("UPDATE f{i}.rrd {}:{i}:{i}", T0 + 300));
+    }
+    c.send(".");
+    let reply = c.read_reply();
+    let mut lines = reply.lines();
+    let status = lines.next().unwrap();
+    assert_eq!(status, format!("{} errors", expected_bad.len()), "{reply}");
+    let numbers: Vec<usize> = lines.map(|l| l.split(' ').next().unwrap().parse().unwrap()).collect();
+    assert_eq!(numbers, expected_bad, "{reply}");
+    for (i, line) in reply.lines().skip(1).enumerate() {
+        let k = expected_bad[i] - 1;
+        let why = if k % 97 == 5 {
+            "Permission denied"
+        } else if k % 11 == 3 {
+            "RRD Error"
+        } else {
+            "No such file"
+        };
+        assert!(line.contains(why), "command {}: {line:?} should say {why}", k + 1);
+    }
+    let stats = c.call("STATS");
+    assert_eq!(stat_field(&stats, "PendingValues"), (n - expected_bad.len()) as u64, "{stats}");
+    assert!(stat_field(&stats, "HeadersReadAhead") > 100, "the look-ahead did not run: {stats}");
+    d.stop();
+    assert_eq!(std::fs::read(&victim).unwrap(), victim_before);
+}

@@ -41,6 +41,7 @@ pub fn run(daemon: &Daemon) -> Reply {
         ("JournalAppendErrors", Stats::get(&s.journal_append_errors)),
         ("AcceptErrors", Stats::get(&s.accept_errors)),
         ("ConnectionsIdleClosed", Stats::get(&s.connections_idle_closed)),
+        ("HeadersReadAhead", Stats::get(&s.headers_read_ahead)),
         ("JournalDamagedRegions", Stats::get(&s.journal_damaged_regions)),
         ("JournalDamagedBytes", Stats::get(&s.journal_damaged_bytes)),
     ];

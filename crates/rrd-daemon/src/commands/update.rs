@@ -13,6 +13,7 @@
 //! Ours: a refusal when `--max-pending` values or `--max-pending-bytes` of
 //! them are already held, and when the journal has failed.
 
+use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -33,13 +34,16 @@ use crate::stats::Stats;
 /// returns its last update time and its header (kept in the entry, so the
 /// first flush need not read it again).
 ///
+/// `opened`: the file, when a look-ahead opened it already
+/// (crate::prefetch).
+///
 /// One open and one `fstat`: the open for reading and writing is the
 /// access check (rrdcached's `access(R_OK|W_OK)`), goes through the `-B`
 /// confinement ([`crate::paths::Paths::root`]), and the `fstat` answers
 /// "regular file?", the length and the header's stamp at once.
-pub fn open_entry(daemon: &Daemon, key: &str) -> Result<(f64, KeptHeader), Reply> {
+pub fn open_entry(daemon: &Daemon, key: &str, opened: Option<File>) -> Result<(f64, KeptHeader), Reply> {
     let path = Path::new(key);
-    let file = match daemon.paths.root.open(path, true) {
+    let file = match opened.map_or_else(|| daemon.paths.root.open(path, true), Ok) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(Reply::error(format!("No such file: {key}")));
@@ -262,7 +266,7 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
         Some(outcome) => outcome,
         None => {
             let (d, k) = (daemon.clone(), key.clone());
-            fresh = match blocking(move || open_entry(&d, &k)).await {
+            fresh = match blocking(move || open_entry(&d, &k, None)).await {
                 Ok(found) => Some(found),
                 Err(reply) => return reply.into(),
             };
