@@ -145,17 +145,17 @@ impl Session {
             Some(outcome) => outcome,
             // A file's first UPDATE: its checks are one open and one fstat,
             // done here (as rrdcached does in its connection thread).
-            None => match {
+            None => {
                 self.prefetch.ahead(&daemon.cache, &daemon.paths, chunk, next);
-                commands::open_entry(daemon, key, self.prefetch.take(key))
-            } {
-                Err(reply) => Err(reply),
-                Ok(found) => {
-                    fresh = Some(found);
-                    commands::update_values(daemon, key, &mut fresh, values, now)
-                        .expect("made from the fresh header")
+                match commands::open_entry(daemon, key, self.prefetch.take(key)) {
+                    Err(reply) => Err(reply),
+                    Ok(found) => {
+                        fresh = Some(found);
+                        commands::update_values(daemon, key, &mut fresh, values, now)
+                            .expect("made from the fresh header")
+                    }
                 }
-            },
+            }
         };
         match outcome {
             Err(reply) => self.reply(reply),
