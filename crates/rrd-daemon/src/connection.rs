@@ -61,9 +61,13 @@ struct Batch {
     /// Commands seen since BATCH (the `.` counts too, as in rrdcached).
     count: u64,
     errors: BatchErrors,
-    /// Journal records of the batch's commands: the command number to
-    /// report a failure under (`None`: the command already got an error).
-    commits: Vec<(Option<u64>, Ticket)>,
+    /// Journal records of the batch's commands whose failure is to be
+    /// reported, as runs of consecutive command numbers with one ticket:
+    /// `(ticket, first, last)`. A batch written in a few commits is a few
+    /// runs, however many lines it has.
+    runs: Vec<(Ticket, u64, u64)>,
+    /// The newest ticket of the batch (what its end waits for).
+    newest: Ticket,
     /// Bytes of the batch received since its records were last written.
     unwritten_bytes: usize,
 }
@@ -72,6 +76,20 @@ struct Batch {
 /// at its end): large batches reach the journal in large writes, and the
 /// staging buffers stay small.
 const BATCH_WRITE_BYTES: usize = 1 << 20;
+
+impl Batch {
+    /// Notes a journal record of command `n` (`None`: the command already
+    /// got its error, only its record is waited for).
+    fn commit(&mut self, n: Option<u64>, ticket: Ticket) {
+        if let Some(n) = n {
+            match self.runs.last_mut() {
+                Some((t, _, last)) if *t == ticket && *last + 1 == n => *last = n,
+                _ => self.runs.push((ticket.clone(), n, n)),
+            }
+        }
+        self.newest = std::mem::replace(&mut self.newest, Ticket::Done).max(ticket);
+    }
+}
 
 /// What to do after a line.
 enum Next {
@@ -168,7 +186,7 @@ impl Session {
     fn after_update(&mut self, mut accepted: Accepted) {
         match (&mut self.batch, accepted.ticket.take()) {
             // A success inside a BATCH has no reply to build.
-            (Some(b), Some(ticket)) if accepted.error.is_none() => b.commits.push((Some(b.count), ticket)),
+            (Some(b), Some(ticket)) if accepted.error.is_none() => b.commit(Some(b.count), ticket),
             (_, Some(ticket)) => self.after_commit(ticket, accepted.reply()),
             (_, None) => self.reply(accepted.reply()),
         }
@@ -179,9 +197,9 @@ impl Session {
         match &mut self.batch {
             Some(b) if reply.is_error() => {
                 b.errors.push(b.count, reply.message);
-                b.commits.push((None, ticket));
+                b.commit(None, ticket);
             }
-            Some(b) => b.commits.push((Some(b.count), ticket)),
+            Some(b) => b.commit(Some(b.count), ticket),
             None => self.queue.push(Queued::AfterCommit(ticket, reply)),
         }
     }
@@ -229,7 +247,8 @@ impl Session {
                 self.batch = Some(Batch {
                     count: 0,
                     errors: BatchErrors::default(),
-                    commits: Vec::new(),
+                    runs: Vec::new(),
+                    newest: Ticket::Done,
                     unwritten_bytes: 0,
                 });
                 return Next::Continue;
@@ -238,11 +257,12 @@ impl Session {
                 let b = self.batch.take().expect("`.` is only allowed inside a BATCH");
                 let mut errors = b.errors;
                 // Tickets are ordered: one wait (one sync) covers them all.
-                let newest = b.commits.iter().fold(Ticket::Done, |m, (_, t)| m.max(t.clone()));
-                let _ = self.daemon.journal.wait(&newest).await;
-                for (n, ticket) in b.commits {
-                    if let (Err(why), Some(n)) = (self.daemon.journal.failure(&ticket), n) {
-                        errors.push(n, journal_error(&why));
+                let _ = self.daemon.journal.wait(&b.newest).await;
+                for (ticket, first, last) in &b.runs {
+                    if let Err(why) = self.daemon.journal.failure(ticket) {
+                        for n in *first..=*last {
+                            errors.push(n, journal_error(&why));
+                        }
                     }
                 }
                 self.queue.push(Queued::Ready(errors.into_reply()));
@@ -366,9 +386,7 @@ where
             if b.unwritten_bytes >= BATCH_WRITE_BYTES {
                 b.unwritten_bytes = 0;
                 // Tickets only grow: the last one covers the batch so far.
-                if let Some((_, newest)) = b.commits.iter().rev().find(|(_, t)| matches!(t, Ticket::At(_))) {
-                    session.daemon.journal.commit(newest);
-                }
+                session.daemon.journal.commit(&b.newest);
             }
         }
         session.prefetch.reset();

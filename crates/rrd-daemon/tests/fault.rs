@@ -261,3 +261,38 @@ async fn enospc_refuses_one_update_and_the_daemon_recovers() {
     daemon.journal.shutdown(false);
     restart_and_compare(&s, &[value(1), value(3), value(7)]);
 }
+
+/// A BATCH whose journal write fails (ENOSPC) reports every UPDATE of it
+/// under its own command number, and only those (the PING between them
+/// and the UPDATE that was too early keep their own errors), and nothing
+/// of it is
+/// acknowledged; the next BATCH, with space back, succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_whose_journal_write_fails_reports_each_update() {
+    let s = setup();
+    make(&s.base.join("g.rrd"));
+    let plan = FaultPlan::new();
+    let (daemon, mut c) = start(&s, faulty(&plan)).await;
+    plan.inject(Op::Write, 1, Action::Fail(ENOSPC));
+    assert!(c.call("BATCH").await.starts_with("0 Go ahead"));
+    c.send(&format!("UPDATE f.rrd {}", value(1))).await; // 1
+    c.send(&format!("UPDATE g.rrd {}", value(1))).await; // 2
+    c.send("PING").await; // 3: not allowed in a BATCH
+    c.send(&format!("UPDATE f.rrd {}", value(1))).await; // 4: too early, its own error
+    c.send(&format!("UPDATE f.rrd {}", value(2))).await; // 5
+    let reply = c.call(".").await;
+    let numbers: Vec<&str> = reply.lines().skip(1).map(|l| l.split(' ').next().unwrap()).collect();
+    assert_eq!(numbers, ["1", "2", "3", "4", "5"], "{reply}");
+    assert!(reply.lines().any(|l| l == "3 Can't use 'PING' here."), "{reply}");
+    for line in reply.lines().skip(1).filter(|l| l.starts_with(['1', '2', '5'])) {
+        assert!(line.contains("Journal write failed") && line.contains("No space left"), "{line}");
+    }
+    assert!(reply.lines().any(|l| l.starts_with("4 illegal attempt")), "{reply}");
+    // Space is back.
+    assert!(c.call("BATCH").await.starts_with("0 Go ahead"));
+    c.send(&format!("UPDATE f.rrd {}", value(3))).await;
+    c.send(&format!("UPDATE g.rrd {}", value(3))).await;
+    assert_eq!(c.call(".").await, "0 errors\n");
+    daemon.journal.shutdown(false);
+    restart_and_compare(&s, &[value(3)]);
+}
