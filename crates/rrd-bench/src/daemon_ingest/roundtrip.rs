@@ -203,6 +203,43 @@ pub fn send(
     }
 }
 
+/// The transport's floor for this daemon: `clients` clients each sending
+/// `PING` and waiting for `PONG` for `secs`, as fast as they can. Round
+/// trips per second: what no UPDATE path can beat with these clients on
+/// this machine (a PING does no work at all).
+pub fn ping_floor(socket: &Path, clients: usize, secs: Duration) -> Result<f64, BenchError> {
+    let barrier = Arc::new(Barrier::new(clients + 1));
+    let mut handles = Vec::new();
+    for _ in 0..clients {
+        let mut stream = UnixStream::connect(socket)
+            .map_err(|e| BenchError::io(format!("connecting to {}", socket.display()), e))?;
+        let barrier = barrier.clone();
+        handles.push(std::thread::spawn(move || -> Result<u64, BenchError> {
+            let mut reader = LineReader::new();
+            barrier.wait();
+            let deadline = Instant::now() + secs;
+            let mut n = 0u64;
+            while Instant::now() < deadline {
+                stream.write_all(b"PING\n").map_err(|e| BenchError::io("sending PING", e))?;
+                let r = reader.line(&mut stream)?;
+                if reader.buf[r] != *b"0 PONG" {
+                    return Err(BenchError::Worker("PING did not get PONG".into()));
+                }
+                n += 1;
+            }
+            let _ = stream.write_all(b"QUIT\n");
+            Ok(n)
+        }));
+    }
+    barrier.wait();
+    let t = Instant::now();
+    let mut total = 0;
+    for h in handles {
+        total += h.join().map_err(|_| BenchError::Worker("a PING client panicked".into()))??;
+    }
+    Ok(total as f64 / t.elapsed().as_secs_f64())
+}
+
 pub(super) fn run(a: &IngestArgs, s: Setup, exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
     let c = &a.common;
     let clients = c.clients.unwrap_or(1);
@@ -233,6 +270,10 @@ pub(super) fn run(a: &IngestArgs, s: Setup, exe: &Path, out: &mut dyn Write) -> 
             r.set("mean_us", us(o.latency.mean_ns()));
             let total: u64 = o.replies.iter().sum();
             let replies = o.replies.clone();
+            // After the timed part: the same clients with PING only.
+            let ping = ping_floor(&spec.socket(), clients, Duration::from_secs(2))?;
+            r.set("ping_per_s", ping);
+            r.set("share_of_ping", total as f64 / o.secs / ping);
             eprintln!(
                 "{}: {total} UPDATEs, latency p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs",
                 r.label,
@@ -281,11 +322,17 @@ pub(super) fn run(a: &IngestArgs, s: Setup, exe: &Path, out: &mut dyn Write) -> 
             col("cpu_us_per_value", "daemon CPU µs/value", 2),
             col("journal_syncs", "journal syncs", 0),
             col("errors", "errors", 0),
+            col("ping_per_s", "PING round trips/s", 0),
+            col("share_of_ping", "UPDATEs / PINGs", 2),
         ],
         sides,
         ratios,
         checks,
         notes: vec![
+            "PING round trips/s: afterwards, the same clients send PING and wait for PONG for 2 s: the \
+             round trip this daemon's transport allows these clients on this machine, which no UPDATE \
+             can beat; UPDATEs / PINGs is how close the UPDATE path comes to it."
+                .into(),
             "Each client sends one `UPDATE <file> <t>:<v>:<v>` and waits for its reply before the next, \
              walking its own files round-robin, one step later per round (as collectd's rrdcached plugin, \
              `rrdtool update --daemon`, MRTG and Munin do). values/s: every client's replies over the \
