@@ -280,6 +280,9 @@ pub struct Cache {
     pub syncs: crate::syncgroup::SyncGroup,
     /// How flushes and reads open files (the `-B` confinement).
     pub root: rrd_engine::root::Root,
+    /// Descriptors connections may still hold for headers read ahead
+    /// (crate::prefetch); set from the descriptor limit at startup.
+    pub prefetch_budget: std::sync::atomic::AtomicI64,
 }
 
 /// Unix seconds now.
@@ -316,6 +319,7 @@ impl Cache {
             rng: Mutex::new(seed),
             syncs: crate::syncgroup::SyncGroup::default(),
             root: rrd_engine::root::Root::Anywhere,
+            prefetch_budget: std::sync::atomic::AtomicI64::new(1024),
         }
     }
 

@@ -165,7 +165,7 @@ impl Session {
             // done here (as rrdcached does in its connection thread).
             None => {
                 self.prefetch.ahead(&daemon.cache, &daemon.paths, chunk, next);
-                match commands::open_entry(daemon, key, self.prefetch.take(key)) {
+                match commands::open_entry(daemon, key, self.prefetch.take(&daemon.cache, key)) {
                     Err(reply) => Err(reply),
                     Ok(found) => {
                         fresh = Some(found);
@@ -389,7 +389,7 @@ where
                 session.daemon.journal.commit(&b.newest);
             }
         }
-        session.prefetch.reset();
+        session.prefetch.reset(&session.daemon.cache);
         buf.drain(..consumed);
         if !close && buf.len() > LINE_LEN_MAX {
             buf.clear();

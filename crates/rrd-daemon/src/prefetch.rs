@@ -17,11 +17,15 @@
 //!
 //! Nothing happens on the steady path: only a line whose file is not
 //! cached starts a look-ahead, so a connection updating known files pays
-//! nothing. Deliberately absent: any error reporting (a file that cannot
+//! nothing. Descriptors held ahead come from one budget shared by every
+//! connection (`Cache::prefetch_budget`, a quarter of what the descriptor
+//! limit leaves, see `server`), so look-aheads can never starve UPDATEs,
+//! flushes or the journal of descriptors. Deliberately absent: any error reporting (a file that cannot
 //! be opened here is opened again by its UPDATE, which reports why).
 
 use std::fs::File;
 use std::path::Path;
+use std::sync::atomic::Ordering;
 
 use rrd_engine::pagecache::{advise, Advice};
 
@@ -48,12 +52,15 @@ pub struct HeaderPrefetch {
 }
 
 impl HeaderPrefetch {
-    /// The file opened ahead for `key`, if any.
-    pub fn take(&mut self, key: &str) -> Option<File> {
+    /// The file opened ahead for `key`, if any (its descriptor goes back
+    /// to the budget now: the caller closes it right after its header).
+    pub fn take(&mut self, cache: &Cache, key: &str) -> Option<File> {
         if self.files.is_empty() {
             return None;
         }
-        self.files.remove(key)
+        let file = self.files.remove(key)?;
+        cache.prefetch_budget.fetch_add(1, Ordering::SeqCst);
+        Some(file)
     }
 
     /// Called when the UPDATE ending at `next` in `chunk` (complete lines
@@ -79,6 +86,11 @@ impl HeaderPrefetch {
             {
                 continue;
             }
+            if cache.prefetch_budget.fetch_sub(1, Ordering::SeqCst) <= 0 {
+                cache.prefetch_budget.fetch_add(1, Ordering::SeqCst);
+                self.exhausted = true;
+                break;
+            }
             match paths.root.open(Path::new(&self.key), true) {
                 Ok(file) => {
                     let _ = advise(&file, Advice::Random, 0, 0);
@@ -86,11 +98,13 @@ impl HeaderPrefetch {
                     self.files.insert(self.key.clone(), file);
                     crate::stats::Stats::add(&cache.stats.headers_read_ahead, 1);
                 }
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
-                    self.exhausted = true;
-                    break;
+                Err(e) => {
+                    cache.prefetch_budget.fetch_add(1, Ordering::SeqCst);
+                    if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+                        self.exhausted = true;
+                        break;
+                    }
                 }
-                Err(_) => {}
             }
         }
         self.cursor = at;
@@ -98,10 +112,11 @@ impl HeaderPrefetch {
 
     /// The connection consumed its buffer: offsets start again, and files
     /// opened for lines already handled are closed.
-    pub fn reset(&mut self) {
+    pub fn reset(&mut self, cache: &Cache) {
         self.cursor = 0;
         self.exhausted = false;
         if !self.files.is_empty() {
+            cache.prefetch_budget.fetch_add(self.files.len() as i64, Ordering::SeqCst);
             self.files.clear();
         }
     }

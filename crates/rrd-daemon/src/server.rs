@@ -556,6 +556,10 @@ async fn serve(daemon: Arc<Daemon>, listeners: Vec<Bound>) {
         n => n,
     };
     tracing::info!("serving at most {connections_max} connections at once ({descriptors} descriptors)");
+    // Headers read ahead (crate::prefetch) hold descriptors too: at most a
+    // quarter of what connections and flush workers leave.
+    let spare = descriptors.saturating_sub(2 * connections_max as u64 + 64) / 4;
+    daemon.cache.prefetch_budget.store(spare.clamp(16, 1 << 20) as i64, Ordering::SeqCst);
     let limit = Arc::new(tokio::sync::Semaphore::new(connections_max));
     let mut accept_tasks = Vec::new();
     for b in listeners {
