@@ -576,6 +576,12 @@ impl SyncThread {
     fn rotate(&self, last_rotate: &mut Instant) {
         *last_rotate = Instant::now();
         let sh = &*self.shared;
+        // Sync most of the segment first, without the writer lock: the
+        // rotation syncs again under it, and that sync should find little
+        // left to write (writers wait meanwhile).
+        if sh.writer().journal.poisoned().is_none() {
+            self.sync_written();
+        }
         let mut w = sh.writer();
         if w.journal.poisoned().is_some() {
             // Nothing more is appended; a new segment would stay empty.
