@@ -42,7 +42,7 @@ use rrd_engine::batch::KeptHeader;
 
 use crate::stats::Stats;
 
-pub type Key = Arc<str>;
+pub use crate::key::Key;
 
 /// The map of one shard. Keys are hashed with foldhash (randomly seeded, so
 /// clients cannot aim names at one bucket; several times cheaper than

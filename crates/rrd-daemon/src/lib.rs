@@ -8,6 +8,8 @@
 //! - [`connection`]: lines in, commands run, replies out in order; BATCH.
 //! - [`commands`]: one module per command; the protocol's texts.
 //! - [`cache`]: per-file pending values, sharded; flush queue and timers.
+//! - [`key`]: the cache key, inline when short (one cache miss less per
+//!   UPDATE).
 //! - [`journaler`]: the committer thread: group commit into the journal
 //!   (rrd-journal), rotation, removal of segments no longer needed.
 //! - [`flusher`]: due files → paced queue → workers that prefetch, write in
@@ -40,6 +42,7 @@ pub mod config;
 pub mod connection;
 pub mod flusher;
 pub mod journaler;
+pub mod key;
 pub mod metrics;
 pub mod paths;
 pub mod prefetch;
