@@ -23,8 +23,8 @@
 //!   `pending.len()` / `pending.bytes()` over all entries.
 //!
 //! Values are stored as [`Values`]: each value's time, parsed once when the
-//! UPDATE arrived, and its text in one buffer per file (no allocation per
-//! value). The text is kept, not only numbers: rrdtool copies each value's
+//! UPDATE arrived, and its text, back to back in one buffer per file (no
+//! allocation per value, one heap buffer touched per value). The text is kept, not only numbers: rrdtool copies each value's
 //! text into the file's `last_ds` field and COUNTER/DERIVE subtract digit
 //! strings, so the flush must see the bytes the client sent.
 //!
@@ -51,50 +51,62 @@ pub use crate::key::Key;
 /// entry is made.
 pub type ShardMap = hashbrown::HashMap<Key, Entry, foldhash::fast::RandomState>;
 
-/// Update values of one file, oldest first: `time:value[:value...]` texts in
-/// one buffer, each with its time (parsed once, at UPDATE).
+/// Update values of one file, oldest first: each value's time (parsed
+/// once, at UPDATE) and its `time:value[:value...]` text, back to back in
+/// ONE buffer (`[f64 time][u32 length][text]` per value): no allocation per
+/// value, and taking a value touches one heap buffer, not two.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Values {
-    text: String,
-    /// (time, end of the value's text in `text`).
-    items: Vec<(f64, usize)>,
+    buf: Vec<u8>,
+    count: usize,
 }
 
-/// Bytes one value costs besides its text (its time and end offset).
-pub const VALUE_OVERHEAD_BYTES: u64 = 16;
+/// Bytes one value costs besides its text (its time and length).
+pub const VALUE_OVERHEAD_BYTES: u64 = 12;
+
+const TIME_LEN: usize = 8;
+const HEAD_LEN: usize = 12;
 
 impl Values {
     pub fn push(&mut self, time: f64, value: &str) {
-        self.text.push_str(value);
-        self.items.push((time, self.text.len()));
+        let len = u32::try_from(value.len()).expect("a value is shorter than a protocol line");
+        self.buf.reserve(HEAD_LEN + value.len());
+        self.buf.extend_from_slice(&time.to_le_bytes());
+        self.buf.extend_from_slice(&len.to_le_bytes());
+        self.buf.extend_from_slice(value.as_bytes());
+        self.count += 1;
     }
 
     pub fn len(&self) -> usize {
-        self.items.len()
+        self.count
     }
 
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.count == 0
+    }
+
+    /// Each value's time with its text, oldest first.
+    pub fn iter_timed(&self) -> impl Iterator<Item = (f64, &str)> + '_ {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            let head = self.buf.get(at..at + HEAD_LEN)?;
+            let time = f64::from_le_bytes(head[..TIME_LEN].try_into().expect("8 bytes"));
+            let len = u32::from_le_bytes(head[TIME_LEN..].try_into().expect("4 bytes")) as usize;
+            let text = &self.buf[at + HEAD_LEN..at + HEAD_LEN + len];
+            at += HEAD_LEN + len;
+            // Only ever filled from whole `&str`s (see `push`).
+            Some((time, std::str::from_utf8(text).expect("values hold UTF-8")))
+        })
     }
 
     /// The values' texts, oldest first.
     pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
-        let mut start = 0;
-        self.items.iter().map(move |&(_, end)| {
-            let v = &self.text[start..end];
-            start = end;
-            v
-        })
-    }
-
-    /// Each value's time with its text.
-    pub fn iter_timed(&self) -> impl Iterator<Item = (f64, &str)> + '_ {
-        self.items.iter().map(|i| i.0).zip(self.iter())
+        self.iter_timed().map(|(_, text)| text)
     }
 
     /// Memory the values account for: texts plus [`VALUE_OVERHEAD_BYTES`] each.
     pub fn bytes(&self) -> u64 {
-        self.text.len() as u64 + self.items.len() as u64 * VALUE_OVERHEAD_BYTES
+        self.buf.len() as u64
     }
 
     pub fn to_strings(&self) -> Vec<String> {
@@ -103,28 +115,30 @@ impl Values {
 
     /// Keeps only the first `len` values.
     pub fn truncate(&mut self, len: usize) {
-        self.items.truncate(len);
-        self.text.truncate(self.items.last().map_or(0, |&(_, end)| end));
+        if len >= self.count {
+            return;
+        }
+        let end: usize = self.iter().take(len).map(|t| HEAD_LEN + t.len()).sum();
+        self.buf.truncate(end);
+        self.count = len;
     }
 
     pub fn clear(&mut self) {
-        self.text.clear();
-        self.items.clear();
+        self.buf.clear();
+        self.count = 0;
     }
 
     /// Appends `more` after the values held now.
     pub fn extend_from(&mut self, more: &Values) {
-        for (t, v) in more.iter_timed() {
-            self.push(t, v);
-        }
+        self.buf.extend_from_slice(&more.buf);
+        self.count += more.count;
     }
 
     /// Puts `front` before the values held now (a failed flush's values
     /// going back in front of those that arrived meanwhile).
     pub fn prepend(&mut self, mut front: Values) {
-        let shift = front.text.len();
-        front.text.push_str(&self.text);
-        front.items.extend(self.items.iter().map(|&(t, end)| (t, end + shift)));
+        front.buf.extend_from_slice(&self.buf);
+        front.count += self.count;
         *self = front;
     }
 }
@@ -601,6 +615,17 @@ mod tests {
         assert_eq!(a.to_strings(), vec!["1:a", "2:bb", "3:c", "4:dd"]);
         assert_eq!(a.iter_timed().map(|t| t.0).collect::<Vec<_>>(), vec![1.0, 2.0, 3.0, 4.0]);
         assert_eq!(a.bytes(), 3 + 4 + 3 + 4 + 4 * VALUE_OVERHEAD_BYTES);
+        let mut b = a.clone();
+        b.truncate(3);
+        assert_eq!(b.to_strings(), vec!["1:a", "2:bb", "3:c"]);
+        assert_eq!(b.bytes(), 3 + 4 + 3 + 3 * VALUE_OVERHEAD_BYTES);
+        b.truncate(0);
+        assert!(b.is_empty() && b.bytes() == 0);
+        let mut c = Values::default();
+        c.push(5.0, "5:e");
+        a.extend_from(&c);
+        assert_eq!(a.iter_timed().last(), Some((5.0, "5:e")));
+        assert_eq!(a.len(), 5);
         a.clear();
         assert!(a.is_empty());
         assert_eq!(a.iter().count(), 0);
