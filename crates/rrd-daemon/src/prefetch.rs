@@ -73,6 +73,7 @@ impl HeaderPrefetch {
         let mut at = self.cursor.max(next);
         while self.files.len() < WINDOW && at < chunk.len() {
             let Some(nl) = memchr::memchr(b'\n', &chunk[at..]) else { break };
+            let line_start = at;
             let mut line = &chunk[at..at + nl];
             at += nl + 1;
             if line.last() == Some(&b'\r') {
@@ -87,9 +88,11 @@ impl HeaderPrefetch {
                 continue;
             }
             if cache.prefetch_budget.fetch_sub(1, Ordering::SeqCst) <= 0 {
+                // Others hold the budget now: try again at the next first
+                // touch (this line is looked at again then).
                 cache.prefetch_budget.fetch_add(1, Ordering::SeqCst);
-                self.exhausted = true;
-                break;
+                self.cursor = line_start;
+                return;
             }
             match paths.root.open(Path::new(&self.key), true) {
                 Ok(file) => {
@@ -119,5 +122,46 @@ impl HeaderPrefetch {
             cache.prefetch_budget.fetch_add(self.files.len() as i64, Ordering::SeqCst);
             self.files.clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// With a descriptor budget far below the lines received, every first
+    /// touch after the first still finds its file opened ahead (the budget
+    /// limits how many are open at once, not how many are read ahead), and
+    /// the budget is whole again once the buffer is consumed.
+    #[test]
+    fn a_small_budget_still_reads_every_header_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let n = 60;
+        let mut chunk = Vec::new();
+        for i in 0..n {
+            std::fs::write(base.join(format!("f{i}.rrd")), b"header").unwrap();
+            chunk.extend_from_slice(format!("UPDATE f{i}.rrd 1000:1\n").as_bytes());
+        }
+        let cache = Cache::new(Arc::new(crate::stats::Stats::default()), 300, 0);
+        cache.prefetch_budget.store(7, Ordering::SeqCst);
+        let paths = Paths::new(Some(&base), false);
+        let mut p = HeaderPrefetch::default();
+        let (mut taken, mut at) = (0, 0);
+        for i in 0..n {
+            let end = at + memchr::memchr(b'\n', &chunk[at..]).unwrap() + 1;
+            // As the connection does for a file it does not know.
+            p.ahead(&cache, &paths, &chunk, end);
+            let key = format!("{}/f{i}.rrd", base.display());
+            if p.take(&cache, &key).is_some() {
+                taken += 1;
+            }
+            assert!(cache.prefetch_budget.load(Ordering::SeqCst) >= 0);
+            at = end;
+        }
+        assert_eq!(taken, n - 1, "every line but the first is read ahead");
+        p.reset(&cache);
+        assert_eq!(cache.prefetch_budget.load(Ordering::SeqCst), 7, "the budget is whole again");
     }
 }

@@ -559,7 +559,10 @@ async fn serve(daemon: Arc<Daemon>, listeners: Vec<Bound>) {
     // Headers read ahead (crate::prefetch) hold descriptors too: at most a
     // quarter of what connections and flush workers leave.
     let spare = descriptors.saturating_sub(2 * connections_max as u64 + 64) / 4;
-    daemon.cache.prefetch_budget.store(spare.clamp(16, 1 << 20) as i64, Ordering::SeqCst);
+    daemon
+        .cache
+        .prefetch_budget
+        .store(spare.clamp(crate::prefetch::WINDOW as u64, 1 << 20) as i64, Ordering::SeqCst);
     let limit = Arc::new(tokio::sync::Semaphore::new(connections_max));
     let mut accept_tasks = Vec::new();
     for b in listeners {
