@@ -39,11 +39,11 @@ pub fn run(daemon: &Daemon) -> Reply {
         ("KeptHeaderBytes", daemon.cache.kept_bytes.load(Ordering::SeqCst)),
         ("JournalPoisoned", Stats::get(&s.journal_poisoned)),
         ("JournalAppendErrors", Stats::get(&s.journal_append_errors)),
+        ("JournalDamagedRegions", Stats::get(&s.journal_damaged_regions)),
+        ("JournalDamagedBytes", Stats::get(&s.journal_damaged_bytes)),
         ("AcceptErrors", Stats::get(&s.accept_errors)),
         ("ConnectionsIdleClosed", Stats::get(&s.connections_idle_closed)),
         ("HeadersReadAhead", Stats::get(&s.headers_read_ahead)),
-        ("JournalDamagedRegions", Stats::get(&s.journal_damaged_regions)),
-        ("JournalDamagedBytes", Stats::get(&s.journal_damaged_bytes)),
     ];
     let mut body = Vec::new();
     for (name, value) in fields {
