@@ -258,10 +258,10 @@ fn a_first_batch_over_many_files_reports_each_bad_one() {
     let mut c = d.client();
     c.send("BATCH");
     assert!(c.read_reply().starts_with("0 Go ahead"));
-    for i in 0..n {
-        c.send(&format!("UPDATE f{i}.rrd {}:{i}:{i}", T0 + 300));
-    }
-    c.send(".");
+    // One write, so that the daemon has the lines after the first in hand
+    // when it meets the first (that is what the look-ahead reads ahead).
+    let lines: Vec<String> = (0..n).map(|i| format!("UPDATE f{i}.rrd {}:{i}:{i}", T0 + 300)).collect();
+    c.send(&format!("{}\n.", lines.join("\n")));
     let reply = c.read_reply();
     let mut lines = reply.lines();
     let status = lines.next().unwrap();
