@@ -356,7 +356,15 @@ impl Cache {
 
     /// Locks the shard holding `key`.
     pub fn shard(&self, key: &str) -> MutexGuard<'_, ShardMap> {
-        self.shards[self.shard_of(key)].lock().expect("cache shard lock")
+        self.shard_numbered(key).1
+    }
+
+    /// [`Cache::shard`], with the shard's number: a stable function of the
+    /// file, which the journal uses to pick the file's staging buffer
+    /// (crate::journaler), so the name is hashed once per UPDATE.
+    pub fn shard_numbered(&self, key: &str) -> (usize, MutexGuard<'_, ShardMap>) {
+        let i = self.shard_of(key);
+        (i, self.shards[i].lock().expect("cache shard lock"))
     }
 
     /// Runs `f` on every entry, one shard at a time.

@@ -2,8 +2,8 @@
 //! hop on the request path.
 //!
 //! Connections stage records with [`Journaler::submit_update`]: the record
-//! is framed straight into one of [`STAGES`] staging buffers, chosen by a
-//! hash of its file name (a short, almost never contended mutex; no
+//! is framed straight into one of [`STAGES`] staging buffers, chosen by the
+//! file's cache shard (a short, almost never contended mutex; no
 //! allocation and no message per record; no lock shared by all clients),
 //! and gets a [`Ticket`]: the commit generation current when it was
 //! staged. Before it replies, the connection itself makes its records
@@ -60,7 +60,6 @@
 //! its RRD file).
 
 use std::collections::VecDeque;
-use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -102,8 +101,6 @@ struct Shared {
     policy: SyncPolicy,
     /// Framed records waiting for a commit.
     stages: Box<[Mutex<Vec<u8>>]>,
-    /// Picks a file's buffer.
-    stage_hasher: foldhash::fast::RandomState,
     /// Bit `i` set: buffer `i` may hold bytes (set under its lock).
     staged: AtomicU64,
     /// The commit generation records staged now get as ticket (from 1).
@@ -186,7 +183,6 @@ impl Journaler {
         let shared = Arc::new(Shared {
             policy: journal.policy(),
             stages: (0..STAGES).map(|_| Mutex::new(Vec::new())).collect(),
-            stage_hasher: foldhash::fast::RandomState::default(),
             staged: AtomicU64::new(0),
             generation: AtomicU64::new(1),
             written: AtomicU64::new(0),
@@ -230,15 +226,18 @@ impl Journaler {
 
     /// Stages the record of an update of `path` with `args`, framed straight
     /// into its staging buffer (no [`rrd_journal::Record`] is built); see the
-    /// module doc for the locking rule. Nothing is written yet:
-    /// [`Journaler::commit`] or [`Journaler::wait`] does that.
-    pub fn submit_update<'a, I>(&self, path: &str, args: I) -> Ticket
+    /// module doc for the locking rule. `file_number` picks the buffer: any
+    /// stable function of the file (the daemon passes its cache shard's
+    /// number, already computed), the same for every record of that file.
+    /// Nothing is written yet: [`Journaler::commit`] or [`Journaler::wait`]
+    /// does that.
+    pub fn submit_update<'a, I>(&self, file_number: usize, path: &str, args: I) -> Ticket
     where
         I: IntoIterator<Item = &'a str>,
         I::IntoIter: Clone,
     {
         let Some(shared) = &self.shared else { return Ticket::Done };
-        let index = (shared.stage_hasher.hash_one(path) as usize) % STAGES;
+        let index = file_number % STAGES;
         let mut frames = shared.stages[index].lock().expect("journal stage lock");
         if shared.stopped.load(Ordering::SeqCst) {
             return Ticket::Failed("the journal stopped".into());
@@ -659,7 +658,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (j, stats) = start(dir.path(), SyncPolicy::Always);
         let tickets: Vec<Ticket> =
-            (1..=3).map(|i| j.submit_update("/f.rrd", [format!("{i}:1").as_str()])).collect();
+            (1..=3).map(|i| j.submit_update(0, "/f.rrd", [format!("{i}:1").as_str()])).collect();
         // Nothing was committed in between: one generation for all three.
         assert_eq!(tickets, vec![Ticket::At(1), Ticket::At(1), Ticket::At(1)]);
         // Written, but nobody waits yet: no sync.
@@ -696,7 +695,7 @@ mod tests {
                     let (ticket, n) = {
                         let mut last = files[f].lock().unwrap();
                         *last += 1;
-                        (j.submit_update(&format!("/f{f}.rrd"), [format!("{}:1", *last).as_str()]), *last)
+                        (j.submit_update(f, &format!("/f{f}.rrd"), [format!("{}:1", *last).as_str()]), *last)
                     };
                     if i % 10 == 9 {
                         j.wait(&ticket).await.unwrap();
@@ -730,12 +729,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (j, _) = start(dir.path(), SyncPolicy::None);
         let huge = "9".repeat(70_000);
-        let bad = j.submit_update("/f.rrd", [huge.as_str()]);
+        let bad = j.submit_update(0, "/f.rrd", [huge.as_str()]);
         assert!(matches!(&bad, Ticket::Failed(why) if why.contains("too large")), "{bad:?}");
-        let good = j.submit_update("/f.rrd", ["1:1"]);
+        let good = j.submit_update(0, "/f.rrd", ["1:1"]);
         j.wait(&good).await.unwrap();
         assert!(j.wait(&bad).await.is_err());
         j.shutdown(false);
-        assert_eq!(j.submit_update("/f.rrd", ["2:1"]), Ticket::Failed("the journal stopped".into()));
+        assert_eq!(j.submit_update(0, "/f.rrd", ["2:1"]), Ticket::Failed("the journal stopped".into()));
     }
 }

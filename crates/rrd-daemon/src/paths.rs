@@ -68,25 +68,11 @@ impl Paths {
     /// A directory name for LIST: the base directory itself counts as
     /// inside it.
     pub fn resolve_dir(&self, name: &str) -> Result<String, Denied> {
-        if self.base_only && self.resolve_lexically(name).as_deref() == Some(self.base.as_path()) {
-            return Ok(self.base_text.clone());
+        let (joined, key) = self.normalize(name)?;
+        if self.base_only && !self.is_beneath(Path::new(&key)) && Path::new(&key) != self.base {
+            return Err(Denied { shown: joined });
         }
-        self.resolve(name)
-    }
-
-    /// `name` joined to the base and normalized (`..` resolved), with no
-    /// confinement check.
-    fn resolve_lexically(&self, name: &str) -> Option<PathBuf> {
-        let joined = if name.starts_with('/') { PathBuf::from(name) } else { self.base.join(name) };
-        let mut out = PathBuf::from("/");
-        for c in joined.components() {
-            match c {
-                std::path::Component::Normal(p) => out.push(p),
-                std::path::Component::ParentDir => return None,
-                _ => {}
-            }
-        }
-        Some(out)
+        Ok(key)
     }
 
     pub fn base(&self) -> &Path {
@@ -95,6 +81,16 @@ impl Paths {
 
     /// The cache key for a client's file name.
     pub fn resolve(&self, name: &str) -> Result<String, Denied> {
+        let (joined, key) = self.normalize(name)?;
+        if self.base_only && !self.is_beneath(Path::new(&key)) {
+            return Err(Denied { shown: joined });
+        }
+        Ok(key)
+    }
+
+    /// `name` joined to the base (as shown in refusals) and normalized
+    /// lexically; `..` is refused under `-B`.
+    fn normalize(&self, name: &str) -> Result<(String, String), Denied> {
         let joined = if name.starts_with('/') {
             name.to_string()
         } else {
@@ -112,10 +108,7 @@ impl Paths {
             }
         }
         let key = format!("/{}", parts.join("/"));
-        if self.base_only && !self.is_beneath(Path::new(&key)) {
-            return Err(Denied { shown: joined });
-        }
-        Ok(key)
+        Ok((joined, key))
     }
 
     /// [`Paths::resolve`] into `out` (cleared first), without allocating

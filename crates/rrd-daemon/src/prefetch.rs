@@ -96,7 +96,8 @@ impl HeaderPrefetch {
             }
             match paths.root.open(Path::new(&self.key), true) {
                 Ok(file) => {
-                    let _ = advise(&file, Advice::Random, 0, 0);
+                    // Exactly the header page; RANDOM (no readahead) is set
+                    // by the header read itself (KeptHeader::read_open).
                     let _ = advise(&file, Advice::WillNeed, 0, HEADER_BYTES);
                     self.files.insert(self.key.clone(), file);
                     crate::stats::Stats::add(&cache.stats.headers_read_ahead, 1);

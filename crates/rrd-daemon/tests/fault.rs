@@ -20,8 +20,7 @@ use rrd_daemon::config::Config;
 use rrd_daemon::journaler::Journaler;
 use rrd_daemon::state::Daemon;
 use rrd_daemon::stats::Stats;
-use rrd_daemon::{connection, flusher, metrics, replay};
-use rrd_engine::batch::BatchUpdater;
+use rrd_daemon::{connection, metrics, replay};
 use rrd_engine::update::{update_file, UpdateOptions};
 use rrd_journal::fault::{Action, FaultPlan, FaultyIo, Op, EIO, ENOSPC};
 use rrd_journal::io::{JournalIo, OsIo, SegmentFile};
@@ -126,17 +125,7 @@ fn restart_and_compare(s: &Setup, acknowledged: &[String]) {
     let report = rrd_journal::replay(&s.journal_dir).unwrap();
     assert!(report.corrupt.is_empty(), "{report:?}");
     replay::apply(&daemon, &report, report.segments.first().copied().unwrap_or(1));
-    flusher::enqueue_all(&daemon.cache);
-    // Stopping: take_batch returns empty instead of waiting for more work.
-    daemon.cache.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
-    let mut updater = BatchUpdater::new(4);
-    loop {
-        let batch = daemon.cache.take_batch(8);
-        if batch.is_empty() {
-            break;
-        }
-        flusher::flush_batch(&daemon.cache, &mut updater, batch);
-    }
+    common::write_everything_and_stop(&daemon.cache);
     let r =
         update_file(&s.base.join("reference/f.rrd"), acknowledged, &UpdateOptions::default(), false).unwrap();
     assert!(r.error.is_none());

@@ -9,8 +9,7 @@ use std::path::Path;
 use rrd_daemon::config::Config;
 use rrd_daemon::journaler::Journaler;
 use rrd_daemon::state::Daemon;
-use rrd_daemon::{flusher, replay};
-use rrd_engine::batch::BatchUpdater;
+use rrd_daemon::replay;
 use rrd_engine::update::{update_file, UpdateOptions};
 use rrd_journal::{Journal, Record, SyncPolicy};
 
@@ -32,16 +31,7 @@ fn replay_and_flush(base: &Path, journal_dir: &Path) -> replay::ReplaySummary {
     let daemon = Daemon::new(config, Journaler::disabled());
     let report = rrd_journal::replay(journal_dir).unwrap();
     let summary = replay::apply(&daemon, &report, report.segments.first().copied().unwrap_or(1));
-    flusher::enqueue_all(&daemon.cache);
-    daemon.cache.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
-    let mut updater = BatchUpdater::new(16);
-    loop {
-        let batch = daemon.cache.take_batch(8);
-        if batch.is_empty() {
-            break;
-        }
-        flusher::flush_batch(&daemon.cache, &mut updater, batch);
-    }
+    common::write_everything_and_stop(&daemon.cache);
     assert!(daemon.cache.is_drained());
     summary
 }

@@ -13,8 +13,7 @@ use rrd_daemon::journaler::Journaler;
 use rrd_daemon::paths::Paths;
 use rrd_daemon::rrdcached_journal::{self, Summary};
 use rrd_daemon::state::Daemon;
-use rrd_daemon::{flusher, replay};
-use rrd_engine::batch::BatchUpdater;
+use rrd_daemon::replay;
 use rrd_engine::update::{update_file, UpdateOptions};
 use rrd_journal::{Journal, Record, SyncPolicy};
 
@@ -132,16 +131,7 @@ fn start_and_flush(s: &Setup, base_only: bool) -> (Option<Summary>, replay::Repl
     drop(journal);
     let daemon = Daemon::new(config, Journaler::disabled());
     let applied = replay::apply(&daemon, &report, first);
-    flusher::enqueue_all(&daemon.cache);
-    daemon.cache.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
-    let mut updater = BatchUpdater::new(16);
-    loop {
-        let batch = daemon.cache.take_batch(8);
-        if batch.is_empty() {
-            break;
-        }
-        flusher::flush_batch(&daemon.cache, &mut updater, batch);
-    }
+    common::write_everything_and_stop(&daemon.cache);
     assert!(daemon.cache.is_drained());
     (migrated, applied)
 }

@@ -183,16 +183,15 @@ impl KeptHeader {
 
     /// Reads the header of `file` (open, at `path`), whose `fstat` the
     /// caller took (`meta`: one stat serves the caller's checks, the
-    /// length and the stamp). Read lock and readahead as in
-    /// [`KeptHeader::read`].
+    /// length and the stamp). Readahead off as in [`KeptHeader::read`]; the
+    /// read lock is taken on the caller's descriptor and lasts until the
+    /// caller closes it (open-file-description locks), as `read` holds it
+    /// until its file is dropped: callers read the header and close.
     pub fn read_open(file: &File, path: &Path, meta: &std::fs::Metadata) -> Result<KeptHeader> {
         let _ = advise(file, Advice::Random, 0, 0);
         lock_file(file, path, false, false, Locking::from_env())?;
         let stamp = FileStamp::of_metadata(meta);
         let rrd = Rrd::from_store(path, KnownLen { file, len_bytes: meta.len() })?;
-        // The lock goes with the caller's descriptor (open-file-description
-        // locks); a caller that keeps the file keeps the lock, so drop it.
-        let _ = lock_file(file, path, false, true, Locking::from_env());
         Ok(KeptHeader { header: rrd.header, layout: rrd.layout, stamp, written_pages: Vec::new() })
     }
 

@@ -15,12 +15,12 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
         Err(d) => return access_denied(&d.shown).into(),
     };
     let cache = &daemon.cache;
-    let mut shard = cache.shard(&key);
+    let (number, mut shard) = cache.shard_numbered(&key);
     let Some(entry) = shard.remove(key.as_str()) else {
         return Reply::error("No such file or directory").into();
     };
     cache.count_pending(&entry.pending, false);
-    let ticket = daemon.journal.submit_update(&key, std::iter::empty());
+    let ticket = daemon.journal.submit_update(number, &key, std::iter::empty());
     drop(shard);
     Outcome::AfterCommit(ticket, Reply::ok_line("Gone!"))
 }

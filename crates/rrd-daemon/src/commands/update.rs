@@ -87,7 +87,7 @@ where
     I: Iterator<Item = &'a str> + Clone,
 {
     let cache = &daemon.cache;
-    let mut shard = cache.shard(key);
+    let (number, mut shard) = cache.shard_numbered(key);
     let entry = match shard.entry_ref(key) {
         hashbrown::hash_map::EntryRef::Occupied(o) => o.into_mut(),
         hashbrown::hash_map::EntryRef::Vacant(v) => {
@@ -105,7 +105,7 @@ where
     if let Err(refusal) = admit(daemon) {
         return Some(Err(refusal));
     }
-    let accepted = accept(daemon, key, entry, values, now);
+    let accepted = accept(daemon, number, key, entry, values, now);
     if let Some(due) = accepted.timer_due {
         let (k, _) = shard.get_key_value(key).expect("the entry was just updated");
         cache.add_timer(due, k.clone());
@@ -181,7 +181,14 @@ impl Accepted {
 ///
 /// When the entry had no pending values before, the caller must add its
 /// timer ([`Accepted::timer_due`]) before releasing the shard lock.
-pub fn accept<'a, I>(daemon: &Daemon, key: &str, entry: &mut Entry, values: I, now: i64) -> Accepted
+pub fn accept<'a, I>(
+    daemon: &Daemon,
+    shard_number: usize,
+    key: &str,
+    entry: &mut Entry,
+    values: I,
+    now: i64,
+) -> Accepted
 where
     I: Iterator<Item = &'a str> + Clone,
 {
@@ -231,7 +238,7 @@ where
     }
     // Read before staging: the record lands in this segment or a later one.
     let seq = daemon.journal.current_seq();
-    let ticket = daemon.journal.submit_update(key, values.take(count));
+    let ticket = daemon.journal.submit_update(shard_number, key, values.take(count));
     if let Ticket::Failed(why) = &ticket {
         // Refused before it reached the journal (a record too large for a
         // frame, or a stopped journal): not acknowledged, so not kept.
