@@ -2,7 +2,7 @@
 //! live in. Reading rows and writing rows and the live header go through
 //! here, so every command shares one notion of where things are.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use rrd_format::{Header, Layout, StatHead};
@@ -28,10 +28,8 @@ impl Rrd<File> {
     /// every command reads exactly the ranges it asks for, so readahead
     /// could only pull in pages nobody needs.
     pub fn open(path: &Path, write: bool) -> Result<Rrd<File>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(write)
-            .open(path)
+        let file = crate::root::Root::Anywhere
+            .open(path, write)
             .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
         let _ = crate::pagecache::advise(&file, crate::pagecache::Advice::Random, 0, 0);
         // Held until the file is closed (when the Rrd is dropped).
