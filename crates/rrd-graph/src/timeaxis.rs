@@ -1,6 +1,6 @@
 //! The time axis: which grid lines and labels a graph gets, chosen from
 //! the seconds each pixel covers as RRDtool 1.7.2 does, and placed at
-//! local-time boundaries (hours, midnights, Mondays, firsts of months)
+//! local-time boundaries (hours, midnights, first weekdays, firsts of months)
 //! with the C library's `localtime_r`/`mktime`, so `TZ` is honoured and
 //! daylight-saving days come out as RRDtool draws them.
 //!
@@ -139,14 +139,15 @@ pub(crate) fn first_time(start: i64, (unit, step): (Unit, i64)) -> i64 {
             tm.tm_hour = 0;
         }
         Week => {
-            // Weeks start on Monday (RRDtool's default first weekday).
+            // Weeks start on the locale's first weekday, which RRDtool
+            // reads from the C library. rrdscale formats dates in the C
+            // locale (Rust never calls setlocale), whose weeks start on
+            // Sunday (`locale week-1stday` = 19971130, `first_weekday`
+            // = 1), so the grid falls on Sundays as RRDtool's does there.
             tm.tm_sec = 0;
             tm.tm_min = 0;
             tm.tm_hour = 0;
-            tm.tm_mday -= tm.tm_wday - 1;
-            if tm.tm_wday == 0 {
-                tm.tm_mday -= 7;
-            }
+            tm.tm_mday -= tm.tm_wday;
         }
         Month => {
             tm.tm_sec = 0;
@@ -223,7 +224,7 @@ mod tests {
         let t = 1_700_000_123; // Tue 2023-11-14 22:15:23 UTC
         assert_eq!(first_time(t, (Hour, 6)), 1_699_984_800);
         assert_eq!(first_time(t, (Day, 1)), 1_699_920_000);
-        assert_eq!(first_time(t, (Week, 1)), 1_699_833_600); // Monday
+        assert_eq!(first_time(t, (Week, 1)), 1_699_747_200); // Sunday
         assert_eq!(next_time(1_699_920_000, (Day, 1)), 1_700_006_400);
         assert_eq!(format_time(1_699_920_000, "%a %d %b"), "Tue 14 Nov");
     }
