@@ -783,13 +783,16 @@ impl Image<'_> {
         }
     }
 
-    /// RRDtool's `gfx_line_fit`: centres thin lines on pixels.
+    /// RRDtool's `gfx_line_fit`: a line of odd width is centred on a
+    /// pixel, one of even width on the edge between two, moved left and
+    /// down (so a 2-pixel line covers the pixel column before `x` and the
+    /// row below `y`).
     fn line_fit(&self, x: f64, y: f64, width: f64) -> (f64, f64) {
         if !self.gridfit {
             return (x, y);
         }
-        let half = width / 2.0 - (width / 2.0).trunc();
-        (((x + 0.5) as i64) as f64 - half, ((y + 0.5) as i64) as f64 + half)
+        let off = width / 2.0 - (width / 2.0).ceil();
+        ((x - 0.5).floor() - off, (y + 0.5).ceil() + off)
     }
 
     /// RRDtool's `gfx_area_fit`: area corners on whole pixels.
