@@ -66,3 +66,15 @@ pub fn daemon(option: Option<&str>) -> Daemon {
         Err(e) => Daemon::Unreachable(e),
     }
 }
+
+/// The process's connection if one is open, whichever address it was made
+/// for: librrd's `rrdc_is_any_connected`, which `tune` consults when no
+/// daemon is named (in pipe mode an earlier command may have connected).
+pub fn any_connected() -> Option<Session> {
+    let cached = CACHED.lock().unwrap_or_else(|p| p.into_inner()).take()?;
+    if cached.is_connected() {
+        Some(Session { client: Some(cached) })
+    } else {
+        None
+    }
+}
