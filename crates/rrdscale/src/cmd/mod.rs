@@ -58,7 +58,7 @@ const COMMANDS: &[Command] = &[
         run: |a, o| graph::run(a, o, true),
     },
     Command { name: "dump", summary: "an RRD as XML", run: dump::run },
-    Command { name: "restore", summary: "an RRD from XML", run: restore::run },
+    Command { name: "restore", summary: "an RRD from XML (plain or gzip-compressed)", run: restore::run },
     Command { name: "last", summary: "time of the last update", run: last::run },
     Command { name: "lastupdate", summary: "the last update's time and values", run: lastupdate::run },
     Command { name: "first", summary: "time of an archive's first row", run: first::run },
