@@ -114,7 +114,7 @@ pub fn dispatch(args: &[String], out: &mut dyn Write) -> Result<()> {
         }
         other => match COMMANDS.iter().find(|c| c.name == other) {
             Some(c) => (c.run)(rest, out),
-            None => bail!("unknown command '{other}'"),
+            None => bail!("unknown function '{other}'"),
         },
     }
 }
