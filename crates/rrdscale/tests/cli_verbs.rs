@@ -299,6 +299,15 @@ fn usage_lists_every_command() {
         let err = String::from_utf8_lossy(&probe.stderr);
         assert!(!err.contains("unknown function"), "{c}: {err}");
     }
+    // A lone word: the usage text and status 0, as rrdtool.
+    for word in ["graph", "graphv", "last", "lastupdate", "first", "info", "list", "fetch", "xport", "nosuch"]
+    {
+        let theirs = run(RRDTOOL, &[word], dir.path(), "");
+        let ours = run(RRDSCALE, &[word], dir.path(), "");
+        assert_eq!(ours.status.code(), theirs.status.code(), "{word}");
+        assert!(String::from_utf8_lossy(&ours.stdout).starts_with("RRDtool 1.7.2 "), "{word}");
+        assert!(ours.stderr.is_empty(), "{word}: {}", String::from_utf8_lossy(&ours.stderr));
+    }
     // A command neither knows: rrdtool's words and status.
     let theirs = run(RRDTOOL, &["nosuch", "x"], dir.path(), "");
     let ours = run(RRDSCALE, &["nosuch", "x"], dir.path(), "");

@@ -85,6 +85,11 @@ const COMMANDS: &[Command] = &[
     Command { name: "fadvise", summary: "posix_fadvise over whole files", run: fadvise::run },
 ];
 
+/// rrdtool's commands that, given no arguments, print the usage text (the
+/// others print their own synopsis; rrdscale's own commands run).
+const BARE_USAGE: &[&str] =
+    &["graph", "graphv", "last", "lastupdate", "first", "info", "list", "fetch", "xport"];
+
 /// Whether this process is in pipe mode (`rrdscale -`): its usage text
 /// then also lists the commands only pipe mode has.
 static PIPE_MODE: AtomicBool = AtomicBool::new(false);
@@ -112,8 +117,13 @@ pub fn dispatch(args: &[String], out: &mut dyn Write) -> Result<()> {
             PIPE_MODE.store(true, Ordering::Relaxed);
             pipe::run_remote(rest, out)
         }
+        // rrdtool answers a lone word with its usage text and status 0,
+        // a known command or not; the commands that print their own
+        // synopsis then do that instead.
         other => match COMMANDS.iter().find(|c| c.name == other) {
+            Some(c) if rest.is_empty() && BARE_USAGE.contains(&c.name) => usage(out),
             Some(c) => (c.run)(rest, out),
+            None if rest.is_empty() => usage(out),
             None => bail!("unknown function '{other}'"),
         },
     }
