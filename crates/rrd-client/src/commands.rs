@@ -98,6 +98,12 @@ impl Client {
         self.request(&["flush", &path]).map(|_| ())
     }
 
+    /// `FORGET file`: the daemon drops the file's pending values.
+    pub fn forget(&mut self, file: &str) -> Result<(), ClientError> {
+        let path = self.daemon_path(file)?;
+        self.request(&["forget", &path]).map(|_| ())
+    }
+
     /// `FLUSHALL`.
     pub fn flush_all(&mut self) -> Result<(), ClientError> {
         self.request(&["flushall"]).map(|_| ())

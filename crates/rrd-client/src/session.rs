@@ -66,3 +66,52 @@ pub fn daemon(option: Option<&str>) -> Daemon {
         Err(e) => Daemon::Unreachable(e),
     }
 }
+
+/// The process's connection if one is open, whichever address it was made
+/// for: librrd's `rrdc_is_any_connected`, which `tune` consults when no
+/// daemon is named (in pipe mode an earlier command may have connected).
+pub fn any_connected() -> Option<Session> {
+    let cached = CACHED.lock().unwrap_or_else(|p| p.into_inner()).take()?;
+    if cached.is_connected() {
+        Some(Session { client: Some(cached) })
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixListener;
+
+    #[test]
+    fn a_kept_connection_is_found_by_any_connected_and_forgets() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f.rrd");
+        std::fs::write(&file, b"").unwrap();
+        let sock = dir.path().join("s");
+        let listener = UnixListener::bind(&sock).unwrap();
+        let server = std::thread::spawn(move || {
+            let (s, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(s.try_clone().unwrap());
+            let mut w = s;
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            w.write_all(b"0 Gone\n").unwrap();
+            line
+        });
+        // Only this test touches the process's cached connection.
+        assert!(any_connected().is_none(), "nothing connected yet");
+        let address = format!("unix:{}", sock.display());
+        let Daemon::Connected(session) = daemon(Some(&address)) else { panic!("not connected") };
+        drop(session);
+        let mut kept = any_connected().expect("the connection was kept");
+        kept.forget(file.to_str().unwrap()).unwrap();
+        let real = std::fs::canonicalize(&file).unwrap();
+        assert_eq!(server.join().unwrap(), format!("forget {}\n", real.display()));
+        drop(kept);
+        // Taken and put back: still there for the next command.
+        assert!(any_connected().is_some());
+    }
+}

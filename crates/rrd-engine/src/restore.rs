@@ -887,15 +887,26 @@ impl<'a> Pull<'a> {
     }
 }
 
+/// The first word of `text`, cut to 64 characters (an error message quotes
+/// it; a document of one huge word must not make a huge message).
 fn first_token(text: &str) -> &str {
     let t = text.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8));
     let end = t.bytes().position(is_c_space).unwrap_or(t.len());
-    &t[..end]
+    let cut = t.char_indices().nth(64).map_or(end, |(i, _)| i.min(end));
+    &t[..cut]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quoted_text_is_cut() {
+        let long = "x".repeat(100_000);
+        let msg = err(&format!("<rrd>{long}</rrd>"));
+        assert!(msg.len() < 200, "{msg}");
+        assert!(msg.contains(&"x".repeat(64)) && !msg.contains(&"x".repeat(65)), "{msg}");
+    }
 
     #[test]
     fn c_integer_parsing() {

@@ -198,6 +198,35 @@ fn session() -> Vec<Step> {
     }
     s.push(step(&["lastupdate", "-d", "$NOSOCK", "nx.rrd"]));
 
+    // dump flushes first, so pending values are in the XML; an unreachable
+    // daemon means the file is dumped, then the command fails.
+    s.push(step(&["update", "-d", "$A", "a.rrd", &v(16, 5, 20000)]));
+    s.push(step(&["update", "-d", "$A", "b.rrd", &v(7, 5, 600)]));
+    s.push(step(&["update", "-d", "$A", "c.rrd", &v(5, 5, 650)]));
+    s.push(step(&["dump", "--daemon", "$A", "a.rrd"]));
+    s.push(with_env(step(&["dump", "-n", "b.rrd"]), "RRDCACHED_ADDRESS", "$A"));
+    s.push(step(&["dump", "-d", "$A", "c.rrd", "$BASE/c.xml"]));
+    s.push(step(&["dump", "-d", "$A", "nx.rrd"]));
+    s.push(step(&["dump", "-d", "$A", ""]));
+    s.push(step(&["dump", "-d", "$NOSOCK", "a.rrd"]));
+    s.push(with_env(step(&["dump", "a.rrd", "$BASE/a.xml"]), "RRDCACHED_ADDRESS", "$NOSOCK"));
+    s.push(step(&["dump", "-d", "$NOSOCK", "nx.rrd"]));
+    // tune: connects first (unreachable: refused, file untouched), flushes,
+    // tunes, then FORGETs the file; the daemon must then use the new
+    // heartbeat (a 900 s gap is known only with it).
+    s.push(step(&["update", "-d", "$A", "c.rrd", &v(6, 1, 700)]));
+    s.push(step(&["tune", "--daemon", "$A", "c.rrd", "-h", "x:900", "--heartbeat", "y:900"]));
+    s.push(step(&["update", "-d", "$A", "c.rrd", &v(9, 2, 900)]));
+    s.push(step(&["lastupdate", "-d", "$A", "c.rrd"]));
+    s.push(with_env(step(&["tune", "b.rrd", "-i", "x:0"]), "RRDCACHED_ADDRESS", "$A"));
+    s.push(step(&["tune", "-D", "$A", "b.rrd", "-h", "nosuch:5"]));
+    s.push(step(&["tune", "-D", "$A", "nx.rrd", "-h", "x:5"]));
+    s.push(step(&["tune", "-D", "$A"]));
+    s.push(step(&["tune", "-D", "$NOSOCK", "a.rrd", "-h", "x:700"]));
+    s.push(with_env(step(&["tune", "a.rrd", "-h", "x:700"]), "RRDCACHED_ADDRESS", "$NOSOCK"));
+    s.push(step(&["tune", "-D", "$NOSOCK"]));
+    s.push(step(&["tune", "-D", "", "a.rrd", "-h", "x:650"]));
+
     // Creation through the daemon; an unreachable one means locally.
     let mut args = vec!["create", "-d", "$A", "new.rrd", "-b", &t0, "-s", "5m"];
     args.extend(DEFS);
@@ -249,6 +278,22 @@ fn session() -> Vec<Step> {
         "info --daemon $A -F a.rrd".to_string(),
     ];
     let mut p = with_env(step(&["-"]), "RRDCACHED_ADDRESS", "$A");
+    p.stdin = Some(pipe.join("\n") + "\n");
+    s.push(p);
+
+    // Pipe mode without RRDCACHED_ADDRESS: tune uses the connection an
+    // earlier command opened (librrd's rrdc_is_any_connected), dump and
+    // lastupdate without --daemon do not.
+    let pipe = [
+        format!("update --daemon $A a.rrd {}", v(42, 4, 4)),
+        "dump a.rrd".to_string(),
+        "tune a.rrd -h x:660".to_string(),
+        "lastupdate a.rrd".to_string(),
+        format!("update --daemon $A b.rrd {}", v(42, 4, 4)),
+        "tune -D $NOSOCK b.rrd -h x:660".to_string(),
+        "lastupdate b.rrd".to_string(),
+    ];
+    let mut p = step(&["-"]);
     p.stdin = Some(pipe.join("\n") + "\n");
     s.push(p);
 
@@ -352,6 +397,10 @@ fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
         let dump = rrdtool(&["dump", dir.join(n).to_str().unwrap()]);
         out.push((n.to_string(), dump.into_bytes()));
     }
+    // Written by `dump F FILE.xml` during the session.
+    for n in ["a.xml", "c.xml"] {
+        out.push((n.to_string(), std::fs::read(dir.join(n)).unwrap_or_default()));
+    }
     out
 }
 
@@ -396,7 +445,9 @@ fn our_cli_talks_to_daemons_exactly_like_rrdtool() {
                 ));
             }
             // Every file our client made or changed is one rrdtool reads.
-            rrdtool(&["info", worlds[1].1.join(name).to_str().unwrap()]);
+            if name.ends_with(".rrd") {
+                rrdtool(&["info", worlds[1].1.join(name).to_str().unwrap()]);
+            }
         }
         ours_by_daemon.push((ours, worlds));
     }

@@ -212,8 +212,13 @@ fn canonical(bytes: &[u8]) -> Vec<u8> {
 
 /// Restores `xml` with both tools (same extra options) and compares.
 fn compare_restore(dir: &Path, label: &str, xml: &[u8], extra: &[&str]) {
-    let xml_path = dir.join(format!("{label}.xml"));
-    std::fs::write(&xml_path, xml).unwrap();
+    compare_restore_named(dir, label, &format!("{label}.xml"), xml, extra)
+}
+
+/// As [`compare_restore`], the input (`bytes`) in a file named `name`.
+fn compare_restore_named(dir: &Path, label: &str, name: &str, bytes: &[u8], extra: &[&str]) {
+    let xml_path = dir.join(name);
+    std::fs::write(&xml_path, bytes).unwrap();
     let theirs_path = dir.join(format!("{label}-theirs.rrd"));
     let ours_path = dir.join(format!("{label}-ours.rrd"));
     let x = xml_path.to_str().unwrap();
@@ -389,4 +394,125 @@ fn restore_errors_exit_1_name_the_problem_and_write_nothing() {
         assert_eq!(o.status.code(), Some(1), "{args:?}");
         assert!(stderr(&o).starts_with("ERROR: "), "{args:?}");
     }
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+#[test]
+fn restore_reads_gzip_compressed_xml_as_rrdtool_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let path = &fixtures(d)[1];
+    let xml = rrdtool(&["dump", path.to_str().unwrap()]);
+    let gz = gzip(&xml);
+    assert!(gz.len() * 3 < xml.len(), "the fixture compresses");
+    // By content, not by name (libxml2 opens every file through zlib);
+    // what follows the gzip member is ignored.
+    compare_restore_named(d, "gz", "gz.xml.gz", &gz, &[]);
+    compare_restore_named(d, "gz-named-xml", "gz-named.xml", &gz, &[]);
+    compare_restore_named(d, "gz-r", "gz-r.xml.gz", &gz, &["-r"]);
+    compare_restore_named(
+        d,
+        "gz-trailing",
+        "gz-trailing.xml.gz",
+        &[&gz[..], b"trailing bytes\n"].concat(),
+        &[],
+    );
+
+    // Failures of both: only the first gzip member is read (libxml2's
+    // zlib reader stops there), a cut stream, gzip inside gzip; and gzip on
+    // standard input, which rrdtool passes to the parser undecompressed.
+    let half = xml.len() / 2;
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("two-members", [gzip(&xml[..half]), gzip(&xml[half..])].concat(), "malformed XML"),
+        ("cut", gz[..gz.len() / 2].to_vec(), "gzip data"),
+        ("double", gzip(&gz), "malformed XML"),
+    ];
+    for (label, bytes, needle) in cases {
+        let input = d.join(format!("{label}.xml.gz"));
+        std::fs::write(&input, &bytes).unwrap();
+        for program in ["rrdtool", RRDSCALE] {
+            let target = d.join(format!("{label}-{}.rrd", program.len()));
+            let o =
+                run(program, &["restore", input.to_str().unwrap(), target.to_str().unwrap()], "UTC", None);
+            assert_eq!(o.status.code(), Some(1), "{label}: {program}: {}", stderr(&o));
+            if program == RRDSCALE {
+                assert!(
+                    stderr(&o).starts_with("ERROR: ") && stderr(&o).contains(needle),
+                    "{label}: {}",
+                    stderr(&o)
+                );
+                assert!(!target.exists(), "{label}: a file was written");
+            }
+        }
+    }
+    for program in ["rrdtool", RRDSCALE] {
+        let target = d.join(format!("stdin-{}.rrd", program.len()));
+        let o = run(program, &["restore", "-", target.to_str().unwrap()], "UTC", Some(&gz));
+        assert_eq!(o.status.code(), Some(1), "stdin: {program}: {}", stderr(&o));
+        if program == RRDSCALE {
+            assert!(stderr(&o).contains("standard input is compressed"), "{}", stderr(&o));
+            assert!(!target.exists());
+        }
+    }
+    // xz (which Debian's libxml2 also reads) is refused with a message.
+    let xz = d.join("x.xml.xz");
+    std::fs::write(&xz, [&[0xfd, b'7', b'z', b'X', b'Z', 0][..], &[1, 2, 3]].concat()).unwrap();
+    let o = ours(&["restore", xz.to_str().unwrap(), d.join("xz.rrd").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("xz-compressed XML is not supported"), "{}", stderr(&o));
+}
+
+/// The largest resident set of any child waited for so far, in KiB.
+fn children_max_rss_kib() -> i64 {
+    // SAFETY: getrusage fills the struct we pass.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
+        ru.ru_maxrss
+    }
+}
+
+#[test]
+fn a_gzip_bomb_is_refused_within_the_bound() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    // 256 MiB of spaces (leading blanks an XML parser would accept) in
+    // well under 4 MiB.
+    let bomb = dir.path().join("bomb.xml.gz");
+    let mut e =
+        flate2::write::GzEncoder::new(std::fs::File::create(&bomb).unwrap(), flate2::Compression::fast());
+    let chunk = vec![b' '; 1 << 20];
+    for _ in 0..256 {
+        e.write_all(&chunk).unwrap();
+    }
+    e.finish().unwrap();
+    assert!(std::fs::metadata(&bomb).unwrap().len() < 4 << 20);
+    let target = dir.path().join("bomb.rrd");
+    let mut cmd = Command::new(RRDSCALE);
+    cmd.args(["restore", bomb.to_str().unwrap(), target.to_str().unwrap()])
+        .env("RRDSCALE_GZIP_XML_MAX", (8 << 20).to_string());
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("expands to more than 8388608 bytes") && err.len() < 300, "{err}");
+    assert!(!target.exists());
+    // Stopped at the bound: far less memory than the 256 MiB the stream
+    // holds (the other children of this test binary are small too).
+    let rss = children_max_rss_kib();
+    assert!(rss < 96 * 1024, "a child reached {rss} KiB");
+
+    // A bad bound is an error, not a default.
+    let o = Command::new(RRDSCALE)
+        .args(["restore", bomb.to_str().unwrap(), target.to_str().unwrap()])
+        .env("RRDSCALE_GZIP_XML_MAX", "lots")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("RRDSCALE_GZIP_XML_MAX must be a number of bytes"), "{}", stderr(&o));
 }

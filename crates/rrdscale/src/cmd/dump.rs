@@ -2,9 +2,15 @@
 //!
 //! Options as in rrdtool 1.7.2: `--header|-h none|xsd|dtd` (any other value
 //! is ignored, as rrdtool ignores it), `--no-header|-n`, and
-//! `--daemon|-d address`, accepted and ignored because rrdscale has no
-//! caching daemon to flush. The XML goes to standard output, or to the file
+//! `--daemon|-d address`. The XML goes to standard output, or to the file
 //! named by a second operand (created or truncated).
+//!
+//! With a daemon (`--daemon`, else `RRDCACHED_ADDRESS`), as rrdtool 1.7.2:
+//! the daemon is asked to FLUSH the file first, so the dump includes the
+//! values still pending there; a failed flush fails the command before
+//! anything is written. A daemon that cannot be reached means the file is
+//! dumped anyway, then the command fails with the connection error
+//! (rrdtool's error text stays set; see `client.rs`).
 
 use std::fs::File;
 use std::io::{BufWriter, ErrorKind, Write};
@@ -46,16 +52,37 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
         [rrd, xml] => (rrd, Some(xml)),
         _ => return Err(usage()),
     };
+    match rrd_client::daemon(parsed.value("daemon")) {
+        rrd_client::Daemon::Absent => write_dump(rrd_path, xml_path.map(String::as_str), &options, out),
+        rrd_client::Daemon::Unreachable(e) => super::client::after_fallback(
+            write_dump(rrd_path, xml_path.map(String::as_str), &options, out),
+            e,
+        ),
+        rrd_client::Daemon::Connected(mut session) => {
+            session.flush(rrd_path).map_err(|e| super::client::flush_failure(rrd_path, e))?;
+            drop(session);
+            write_dump(rrd_path, xml_path.map(String::as_str), &options, out)
+        }
+    }
+}
+
+/// Dumps the file at `rrd_path` to `xml_path`, or to `out` without one.
+fn write_dump(
+    rrd_path: &str,
+    xml_path: Option<&str>,
+    options: &DumpOptions,
+    out: &mut dyn Write,
+) -> Result<()> {
     // Leaves no pages of a cold file behind in the page cache.
     let result = rrd_engine::rrd::read_leaving_no_residue(Path::new(rrd_path), |rrd| {
         Ok(match xml_path {
-            None => dump(rrd, out, &options).map_err(anyhow::Error::from),
+            None => dump(rrd, out, options).map_err(anyhow::Error::from),
             Some(path) => (|| {
                 let file = File::create(path).map_err(|e| {
                     anyhow!("opening '{path}' for writing: {}", rrd_engine::error::os_message(&e))
                 })?;
                 let mut w = BufWriter::with_capacity(256 * 1024, file);
-                dump(rrd, &mut w, &options)
+                dump(rrd, &mut w, options)
                     .and_then(|()| w.flush().map_err(|source| Error::Io { path: path.into(), source }))?;
                 Ok(())
             })(),

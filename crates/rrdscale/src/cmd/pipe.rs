@@ -9,6 +9,22 @@
 //! already received are looked at, so an interactive client that waits for
 //! each answer before sending the next line is never blocked.
 //!
+//! `rrdscale - DIR` first changes to directory DIR (failing: `ERROR: chdir
+//! DIR <why>` on standard error, exit status errno, as rrdtool). Pipe mode
+//! has rrdtool's remote commands too: `cd DIR`, `mkdir DIR` (mode 0777
+//! less the umask), `pwd` (getcwd) and `ls` (the directory's entries in
+//! readdir order, `. ` and `..` included: `d NAME` for a directory, `- NAME`
+//! for a regular file named `*.rrd` or `*.RRD` with more than the suffix,
+//! symbolic links followed, anything else left out), and `quit`; each with
+//! rrdtool's `invalid parameter count for CMD` and error lines.
+//!
+//! Not a sandbox, as rrdtool 1.7.2 is not: its manual says it chroots into
+//! DIR when run as root, but the 1.7.2 binary never does (its configure
+//! script checks for `getuid`, its code for `HAVE_GETEUID`), and the
+//! root-but-not-chroot refusals of `cd`/`mkdir` are compiled out where
+//! chroot exists. So DIR is only where the session starts; `cd /` works.
+//! Run a remote-mode server as a user that may only reach its RRDs.
+//!
 //! `RRDSCALE_ACCESS=mmap` selects mapped access instead
 //! ([`rrd_engine::mapped::MappedFiles`], headers kept): files stay mapped
 //! between commands, with no descriptor and **no fcntl lock**, so it is for
@@ -16,9 +32,12 @@
 //! (it is the warm mode). The default, `pread`, takes rrdtool's locks.
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{anyhow, bail, Result};
+use rrd_client::ctext::strerror;
 use rrd_engine::batch::{BatchUpdater, UpdateRequest};
 use rrd_engine::mapped::MappedFiles;
 
@@ -126,6 +145,111 @@ fn batchable(args: &[String]) -> Option<(UpdateRequest, bool)> {
     }
 }
 
+/// `rrdscale - [DIR]` (`args` after the `-`): changes to DIR, then runs
+/// the commands on standard input.
+pub fn run_remote(args: &[String], out: &mut dyn Write) -> Result<()> {
+    match args {
+        [] => {}
+        // rrdtool treats "-" with more words as an unknown command.
+        [_, _, ..] => bail!("unknown function '-'"),
+        [dir] if dir.is_empty() => {}
+        [dir] => {
+            if let Err(e) = std::env::set_current_dir(dir) {
+                let code = e.raw_os_error().unwrap_or(1);
+                eprintln!("ERROR: chdir {dir} {}", strerror(code));
+                std::process::exit(code);
+            }
+        }
+    }
+    run(&mut BufReader::with_capacity(1 << 20, std::io::stdin()), out)
+}
+
+/// What a remote-only command line did.
+enum Remote {
+    /// Not a remote command: run it as any other.
+    No,
+    /// `quit`: stop reading commands.
+    Quit,
+    /// `cd` succeeded: paths now resolve elsewhere.
+    ChangedDirectory,
+    /// Done (or failed), with this result.
+    Done(Result<()>),
+}
+
+/// rrdtool's remote commands: `quit`, `cd`, `pwd`, `mkdir`, `ls`.
+fn remote(args: &[String], out: &mut dyn Write) -> Remote {
+    let name = args[0].as_str();
+    if !matches!(name, "quit" | "cd" | "pwd" | "mkdir" | "ls") {
+        return Remote::No;
+    }
+    let want = if matches!(name, "cd" | "mkdir") { 2 } else { 1 };
+    if args.len() != want {
+        return Remote::Done(Err(anyhow!("invalid parameter count for {name}")));
+    }
+    let os = |e: std::io::Error| strerror(e.raw_os_error().unwrap_or(libc::EIO));
+    match name {
+        "quit" => Remote::Quit,
+        "cd" => match std::env::set_current_dir(&args[1]) {
+            Ok(()) => Remote::ChangedDirectory,
+            Err(e) => Remote::Done(Err(anyhow!("chdir {} {}", args[1], os(e)))),
+        },
+        "pwd" => Remote::Done(match std::env::current_dir() {
+            Ok(cwd) => {
+                let mut line = cwd.into_os_string().into_vec();
+                line.push(b'\n');
+                out.write_all(&line).map_err(anyhow::Error::from)
+            }
+            Err(e) => Err(anyhow!("getcwd {}", os(e))),
+        }),
+        "mkdir" => Remote::Done(
+            std::fs::DirBuilder::new()
+                .mode(0o777)
+                .create(&args[1])
+                .map_err(|e| anyhow!("mkdir {}: {}", args[1], os(e))),
+        ),
+        _ => Remote::Done(list_directory().and_then(|text| Ok(out.write_all(&text)?))),
+    }
+}
+
+/// `ls`: the current directory as rrdtool's remote `ls` prints it.
+fn list_directory() -> Result<Vec<u8>> {
+    // readdir itself, not std's read_dir: the order and `.`/`..` are part
+    // of the output.
+    // SAFETY: opendir gets a NUL-terminated path; the handle is used only
+    // here and closed once.
+    let dir = unsafe { libc::opendir(c".".as_ptr()) };
+    if dir.is_null() {
+        let code = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
+        bail!("opendir .: {}", strerror(code));
+    }
+    let mut text = Vec::new();
+    loop {
+        // SAFETY: dir is an open directory stream; the entry is read before
+        // the next readdir call.
+        let entry = unsafe { libc::readdir(dir) };
+        if entry.is_null() {
+            break;
+        }
+        // SAFETY: d_name is NUL-terminated within the entry.
+        let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) }.to_bytes().to_vec();
+        // stat, not lstat: links count as what they point to; an entry
+        // that cannot be stat'ed is left out.
+        let Ok(meta) = std::fs::metadata(std::ffi::OsStr::from_bytes(&name)) else { continue };
+        if meta.is_dir() {
+            text.extend_from_slice(b"d ");
+        } else if meta.is_file() && name.len() > 4 && (name.ends_with(b".rrd") || name.ends_with(b".RRD")) {
+            text.extend_from_slice(b"- ");
+        } else {
+            continue;
+        }
+        text.extend_from_slice(&name);
+        text.push(b'\n');
+    }
+    // SAFETY: closes the stream opened above, once.
+    unsafe { libc::closedir(dir) };
+    Ok(text)
+}
+
 pub fn run<R: Read>(input: &mut BufReader<R>, out: &mut dyn Write) -> Result<()> {
     let start = Instant::now();
     let mut access = Access::from_env()?;
@@ -137,18 +261,31 @@ pub fn run<R: Read>(input: &mut BufReader<R>, out: &mut dyn Write) -> Result<()>
             break;
         }
         let args = split_line(&line);
-        if args.is_empty() {
-            continue;
-        }
-        if args[0] == "quit" {
-            break;
-        }
-        let result = match (batchable(&args), &mut access) {
-            (Some((req, verbose)), Access::Mmap(files)) => {
+        // A blank line gets the usage text and an OK, as in rrdtool (a
+        // client waiting for the answer is not left hanging).
+        let remote_result = if args.is_empty() {
+            Some(super::dispatch(&[], out))
+        } else {
+            match remote(&args, out) {
+                Remote::No => None,
+                Remote::Quit => break,
+                Remote::ChangedDirectory => {
+                    // Open files and mappings are kept by path, and a
+                    // relative path now names another file.
+                    access = Access::from_env()?;
+                    prefetched_ahead = 0;
+                    Some(Ok(()))
+                }
+                Remote::Done(r) => Some(r),
+            }
+        };
+        let result = match (remote_result, batchable(&args), &mut access) {
+            (Some(r), _, _) => r,
+            (None, Some((req, verbose)), Access::Mmap(files)) => {
                 let outcome = files.update(&req.path, &req.args, &req.opts, verbose);
                 super::update::report(out, &req.path, outcome, verbose)
             }
-            (Some((req, verbose)), Access::Pread(updater)) => {
+            (None, Some((req, verbose)), Access::Pread(updater)) => {
                 if prefetched_ahead == 0 {
                     // This update and the update lines already buffered behind it.
                     let buffered = String::from_utf8_lossy(input.buffer()).into_owned();
@@ -169,8 +306,8 @@ pub fn run<R: Read>(input: &mut BufReader<R>, out: &mut dyn Write) -> Result<()>
                 super::update::report(out, &req.path, outcome, verbose)
             }
             // `restore -` reads the XML from the same stream as the commands.
-            (None, _) if args[0] == "restore" => super::restore::run_with_input(&args[1..], out, input),
-            (None, _) => super::dispatch(&args, out),
+            (None, None, _) if args[0] == "restore" => super::restore::run_with_input(&args[1..], out, input),
+            (None, None, _) => super::dispatch(&args, out),
         };
         match result {
             Ok(()) => {

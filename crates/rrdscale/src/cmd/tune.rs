@@ -9,14 +9,25 @@
 //! same command line picks the same file, applies the same options and
 //! fails with the same message at the same point.
 //!
+//! With a daemon (`--daemon|-D`, else `RRDCACHED_ADDRESS`), as rrdtool
+//! 1.7.2: the daemon is connected before anything else (an unreachable one
+//! fails the command with `Cannot connect to daemon` and the file is not
+//! touched); then the file's pending values are flushed (a failed flush is
+//! ignored), the file is tuned, and the daemon is told to FORGET the file
+//! (whether the tune succeeded or not; a failed forget is ignored), so that
+//! it reopens the changed file. With no daemon named, a connection an
+//! earlier command of the same pipe-mode session left open is used the same
+//! way (librrd's `rrdc_is_any_connected`).
+//!
 //! Deliberately absent: rrdtool 1.7.2 never prints the data source summary
 //! its source code has for a bare `tune file` (its own condition is never
-//! true), so neither do we; `--daemon` is accepted and ignored.
+//! true), so neither do we.
 
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::{anyhow, Result};
+use rrd_client::Daemon;
 use rrd_engine::tune::{self, TuneOption, Tuner};
 
 /// tune's options: long name and short letter (all take an argument).
@@ -195,14 +206,36 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
         return super::command_usage(out, SYNOPSIS);
     }
     let mut parser = OptParse::new(args);
-    // First pass: only to find the file name (errors wait for the second).
-    while parser.next() != Event::End {}
+    // First pass: the daemon and the file name (errors wait for the second).
+    let mut daemon_option = None;
+    loop {
+        match parser.next() {
+            Event::End => break,
+            Event::Option('D', v) => daemon_option = Some(v),
+            _ => {}
+        }
+    }
+    let session = match rrd_client::daemon(daemon_option.as_deref()) {
+        Daemon::Connected(s) => Some(s),
+        Daemon::Unreachable(_) => return Err(anyhow!("Cannot connect to daemon")),
+        Daemon::Absent => rrd_client::any_connected(),
+    };
     if parser.optind == 0 || parser.optind >= parser.argc {
         return Err(anyhow!("missing file name"));
     }
     let file_index = parser.optind;
     let file = parser.argv[file_index].clone().unwrap_or_default();
-    let path = Path::new(&file);
+    let Some(mut session) = session else { return tune_file(&mut parser, &file) };
+    // rrdtool ignores both failures (its comments wonder whether it should).
+    let _ = session.flush(&file);
+    let result = tune_file(&mut parser, &file);
+    let _ = session.forget(&file);
+    result
+}
+
+/// The second pass and the structural changes, on the file named `file`.
+fn tune_file(parser: &mut OptParse, file: &str) -> Result<()> {
+    let path = Path::new(file);
     let mut tuner = Tuner::open(path)?;
 
     // Second pass: apply the options in order. What was applied before a
