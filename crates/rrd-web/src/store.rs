@@ -263,6 +263,24 @@ impl Store {
         graph: &str,
         p: &Posted<'_>,
     ) -> rusqlite::Result<(Graph, Option<i64>)> {
+        let saved =
+            self.post_with(service, section, graph, p, u64::MAX, |_, _| Ok::<_, rusqlite::Error>(()))?;
+        saved.ok_or(rusqlite::Error::QueryReturnedNoRows)
+    }
+
+    /// [`Store::post`], keeping the change only if `write` (given the new
+    /// row and the previous number) succeeds: a value the RRD files
+    /// refused leaves the metadata as it was. A new name is refused
+    /// (`Ok(None)`, nothing changed) when `max_graphs` graphs exist.
+    pub fn post_with<E: From<rusqlite::Error>>(
+        &mut self,
+        service: &str,
+        section: &str,
+        graph: &str,
+        p: &Posted<'_>,
+        max_graphs: u64,
+        write: impl FnOnce(&Graph, Option<i64>) -> Result<(), E>,
+    ) -> Result<Option<(Graph, Option<i64>)>, E> {
         let tx = self.conn.transaction()?;
         let sql = format!(
             "SELECT {COLUMNS} FROM graphs WHERE service_name=?1 AND section_name=?2 AND graph_name=?3"
@@ -271,6 +289,10 @@ impl Store {
         let previous = old.as_ref().map(|g| g.number);
         match old {
             None => {
+                let count: i64 = tx.query_row("SELECT COUNT(*) FROM graphs", [], |r| r.get(0))?;
+                if u64::try_from(count).unwrap_or(0) >= max_graphs {
+                    return Ok(None);
+                }
                 let color =
                     p.color.map(str::to_string).unwrap_or_else(|| default_color(service, section, graph));
                 tx.execute(
@@ -314,8 +336,10 @@ impl Store {
             }
         }
         let row = tx.query_row(&sql, params![service, section, graph], row_to_graph)?;
+        // Dropping the transaction on an error rolls the change back.
+        write(&row, previous)?;
         tx.commit()?;
-        Ok((row, previous))
+        Ok(Some((row, previous)))
     }
 
     /// Writes every editable column of `g` (GF's `update_graph`): names,

@@ -72,8 +72,21 @@ async fn posts_go_through_the_daemon_and_draws_flush_first() {
     assert!(got.contains(&500.0) && got.contains(&300.0), "{got:?}");
     assert_eq!(last_update(&data, id), t0 + 1200, "the export flushed the file");
 
-    // An older second is dropped by the daemon as by the engine.
-    post_number(addr, "/api/s/s/g", &format!("number=1&timestamp={}", t0)).await;
+    // An older second is refused through the daemon as by the engine:
+    // an error answer, the metadata unchanged; the same second again is
+    // dropped with success, as GF does.
+    let (st, v) = json(addr, "POST", "/api/s/s/g", &format!("number=1&timestamp={t0}")).await;
+    assert_eq!((st, v["error"].as_i64()), (409, Some(1)), "{v}");
+    assert!(v["messages"]["timestamp"].as_str().unwrap().contains(&(t0 + 1200).to_string()), "{v}");
+    // One the daemon holds but has not written: its refusal's numbers
+    // decide (LAST may name the file's older second).
+    post_number(addr, "/api/s/s/g", &format!("number=600&timestamp={}", t0 + 1500)).await;
+    let (st, v) = json(addr, "POST", "/api/s/s/g", &format!("number=2&timestamp={}", t0 + 1400)).await;
+    assert_eq!((st, v["error"].as_i64()), (409, Some(1)), "{v}");
+    let d = post_number(addr, "/api/s/s/g", &format!("number=700&timestamp={}", t0 + 1500)).await;
+    assert_eq!(d["number"], 700);
+    let (_, g) = json(addr, "GET", "/api/s/s/g", "").await;
+    assert_eq!(g["number"], 700);
 
     let (st, png) = http(addr, "GET", "/graph/s/s/g?t=h&graphonly=1", "").await;
     assert_eq!(st, 200);
@@ -83,6 +96,7 @@ async fn posts_go_through_the_daemon_and_draws_flush_first() {
     let text = String::from_utf8(body).unwrap();
     assert!(text.contains(&format!("rrdscale_web_writer{{writer=\"{address}\"}} 1")), "{text}");
     assert!(text.contains("rrdscale_web_daemon_connected 1"), "{text}");
+    assert!(text.contains("rrdscale_web_write_errors_total 2"), "{text}");
 
     // Deleting flushes, then removes the files.
     let (st, _) = json(addr, "POST", &format!("/json/delete/graph/{id}"), "").await;

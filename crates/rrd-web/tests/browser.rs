@@ -342,7 +342,7 @@ fn http(addr: SocketAddr, method: &str, target: &str, body: &str) -> (u16, Vec<u
     s.set_read_timeout(Some(COMMAND_TIMEOUT)).unwrap();
     write!(
         s,
-        "{method} {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+        "{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
          Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
@@ -418,9 +418,17 @@ fn the_ui_lists_shows_and_switches_graphs_in_chromium() {
     let data = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let addr = rt.block_on(async {
-        let app = rrd_web::App::open(data.path()).expect("open the data dir");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
+        // As `rrdscale web` serves a loopback address: its own Host names
+        // only, and writes only from its own origin (the UI's edits and
+        // deletes below prove the UI passes both).
+        let config = rrd_web::Config {
+            hosts: rrd_web::guard::HostPolicy::for_listen(addr, None),
+            ..Default::default()
+        };
+        let app = rrd_web::App::open_configured(data.path(), rrd_web::Writer::Embedded, config)
+            .expect("open the data dir");
         tokio::spawn(rrd_web::serve(listener, app));
         addr
     });
