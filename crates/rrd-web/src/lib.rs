@@ -10,6 +10,7 @@
 //!   writes or a daemon; [`series`]: the DEF/CDEF lists GF draws;
 //! - [`range`], [`params`], [`edit`]: validation of untrusted input;
 //! - [`ticker`]: GF's worker, re-writing each graph's number every minute;
+//! - [`vrule`]: GF's vertical rules (stored, listed, drawn);
 //! - [`metrics`]: `/metrics`; [`reply`]: GF's answers;
 //! - [`guard`]: who may talk to the server (`Host` allow-list, no
 //!   cross-site writes, an optional write token);
@@ -32,7 +33,7 @@
 //! server's clock a posted time may be
 //! ([`routes::api::MAX_CLOCK_SKEW_SECS`], 400).
 //!
-//! Deliberately not here: GF's vrules, its MySQL backend, and its
+//! Deliberately not here: GF's MySQL backend, and its
 //! `float_number` and `disable_subtract` modes.
 
 pub mod edit;
@@ -47,6 +48,7 @@ pub mod series;
 pub mod store;
 pub mod ticker;
 pub mod ui;
+pub mod vrule;
 pub mod writes;
 
 use std::collections::HashMap;
@@ -83,6 +85,9 @@ pub enum WebError {
          a value at {time} would go back in time and was not written"
     )]
     TooEarly { time: i64, last: i64 },
+    /// A request parameter the drawing refused (answered 400 under `key`).
+    #[error("{message}")]
+    Param { key: &'static str, message: String },
 }
 
 /// The server's limits and access rules: what `rrdscale web`'s options
@@ -234,6 +239,7 @@ pub fn router(app: Arc<App>) -> Router {
         .merge(routes::api::routes())
         .merge(routes::json::routes())
         .merge(routes::graph::routes())
+        .merge(routes::vrule::routes())
         .route("/metrics", get(metrics::serve))
         .route_layer(axum::middleware::from_fn_with_state(app.clone(), metrics::track))
         .merge(ui::routes())

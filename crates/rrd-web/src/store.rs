@@ -197,7 +197,13 @@ impl Store {
                description TEXT NOT NULL DEFAULT '', sort INTEGER NOT NULL DEFAULT 0,
                sumup INTEGER NOT NULL DEFAULT 0, data TEXT NOT NULL DEFAULT '[]',
                created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
-               UNIQUE (service_name, section_name, graph_name));",
+               UNIQUE (service_name, section_name, graph_name));
+             CREATE TABLE IF NOT EXISTS vrules (
+               id INTEGER PRIMARY KEY AUTOINCREMENT,
+               graph_path TEXT NOT NULL, time INTEGER NOT NULL,
+               color TEXT NOT NULL DEFAULT '#FF0000', description TEXT NOT NULL DEFAULT '',
+               dashes TEXT NOT NULL DEFAULT '');
+             CREATE INDEX IF NOT EXISTS vrules_time_path ON vrules (time, graph_path);",
         )?;
         Ok(Store { conn })
     }
@@ -396,6 +402,22 @@ impl Store {
         self.conn.query_row(&sql, params![id], row_to_complex).optional()
     }
 
+    /// The graphs and complexes of one section.
+    pub fn section(&self, service: &str, section: &str) -> rusqlite::Result<(Vec<Graph>, Vec<Complex>)> {
+        let sql =
+            format!("SELECT {COLUMNS} FROM graphs WHERE service_name=?1 AND section_name=?2 ORDER BY id");
+        let mut st = self.conn.prepare(&sql)?;
+        let graphs =
+            st.query_map(params![service, section], row_to_graph)?.collect::<rusqlite::Result<_>>()?;
+        let sql = format!(
+            "SELECT {COMPLEX_COLUMNS} FROM complex_graphs WHERE service_name=?1 AND section_name=?2 ORDER BY id"
+        );
+        let mut st = self.conn.prepare(&sql)?;
+        let complexes =
+            st.query_map(params![service, section], row_to_complex)?.collect::<rusqlite::Result<_>>()?;
+        Ok((graphs, complexes))
+    }
+
     pub fn all_complexes(&self) -> rusqlite::Result<Vec<Complex>> {
         let sql = format!(
             "SELECT {COMPLEX_COLUMNS} FROM complex_graphs \
@@ -448,6 +470,60 @@ impl Store {
 
     pub fn delete_complex(&self, id: i64) -> rusqlite::Result<bool> {
         Ok(self.conn.execute("DELETE FROM complex_graphs WHERE id=?1", params![id])? == 1)
+    }
+}
+
+/// One vertical rule as GF's vrule API stores and lists it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Vrule {
+    pub id: i64,
+    /// `/`, `/service`, `/service/section` or `/service/section/graph`.
+    pub graph_path: String,
+    pub time: i64,
+    pub color: String,
+    pub description: String,
+    pub dashes: String,
+}
+
+fn row_to_vrule(r: &rusqlite::Row<'_>) -> rusqlite::Result<Vrule> {
+    Ok(Vrule {
+        id: r.get(0)?,
+        graph_path: r.get(1)?,
+        time: r.get(2)?,
+        color: r.get(3)?,
+        description: r.get(4)?,
+        dashes: r.get(5)?,
+    })
+}
+
+impl Store {
+    /// Stores a vrule; `Ok(None)` (nothing stored) when `max` exist.
+    pub fn add_vrule(&self, v: &Vrule, max: u64) -> rusqlite::Result<Option<Vrule>> {
+        let count: i64 = self.conn.query_row("SELECT COUNT(*) FROM vrules", [], |r| r.get(0))?;
+        if u64::try_from(count).unwrap_or(0) >= max {
+            return Ok(None);
+        }
+        self.conn.execute(
+            "INSERT INTO vrules (graph_path, time, color, description, dashes) VALUES (?1,?2,?3,?4,?5)",
+            params![v.graph_path, v.time, v.color, v.description, v.dashes],
+        )?;
+        Ok(Some(Vrule { id: self.conn.last_insert_rowid(), ..v.clone() }))
+    }
+
+    /// The vrules stored under any of `paths` with `from <= time <= to`,
+    /// oldest first, at most `limit` (the latest ones).
+    pub fn vrules(&self, paths: &[String], from: i64, to: i64, limit: usize) -> rusqlite::Result<Vec<Vrule>> {
+        let marks = vec!["?"; paths.len()].join(",");
+        let sql = format!(
+            "SELECT id, graph_path, time, color, description, dashes FROM vrules \
+             WHERE time BETWEEN ?1 AND ?2 AND graph_path IN ({marks}) ORDER BY time DESC, id DESC LIMIT {limit}"
+        );
+        let mut args: Vec<&dyn rusqlite::ToSql> = vec![&from, &to];
+        args.extend(paths.iter().map(|p| p as &dyn rusqlite::ToSql));
+        let mut st = self.conn.prepare(&sql)?;
+        let mut rows = st.query_map(args.as_slice(), row_to_vrule)?.collect::<rusqlite::Result<Vec<_>>>()?;
+        rows.reverse();
+        Ok(rows)
     }
 }
 

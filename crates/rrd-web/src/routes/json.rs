@@ -1,6 +1,8 @@
 //! GrowthForecast's JSON API over the metadata: read a graph or complex
 //! (by path or id), list them, create a complex, edit either, delete
-//! either (and `POST /delete/:s/:sec/:g`, GF's form delete).
+//! either (and `POST /delete/:s/:sec/:g`, GF's form delete, and
+//! `POST /delete/:s/:sec`, every graph, with its files, and every complex
+//! of a section, answered with GF's `location` of the service's list).
 //!
 //! Shapes: a graph is the store's [`crate::store::Graph`] (`complex:
 //! false`); a complex is [`crate::store::Complex`] (`complex: true`,
@@ -44,6 +46,7 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/json/delete/graph/{service}", post(delete_graph_by_id))
         .route("/json/delete/graph/{service}/{section}/{graph}", post(delete_graph_by_names))
         .route("/delete/{service}/{section}/{graph}", post(delete_graph_by_names))
+        .route("/delete/{service}/{section}", post(delete_section))
         .route("/json/delete/complex/{service}", post(delete_complex_by_id))
         .route("/json/delete/complex/{service}/{section}/{graph}", post(delete_complex_by_names))
 }
@@ -204,6 +207,37 @@ async fn edit_complex(State(app): State<Arc<App>>, Path(id): Path<String>, body:
 /// Removes the metadata and both RRD files (flushed first when a daemon
 /// holds values for them, so it does not write them back).
 fn delete_graph(app: &App, g: &Graph, headers: &HeaderMap) -> Result<Response, WebError> {
+    remove_graph(app, g)?;
+    let loc = list_location(headers, &g.service_name, &g.section_name);
+    Ok(Json(json!({"error": 0, "location": loc})).into_response())
+}
+
+/// GF's section delete: every graph (and its files) and every complex in
+/// it; a section with nothing in it is GF's success too.
+async fn delete_section(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Path((s, sec)): Path<(String, String)>,
+) -> Response {
+    if let Err(m) = check_names(&s, &sec, "-") {
+        return bad_request(m);
+    }
+    run(move || {
+        let (graphs, complexes) = app.store().section(&s, &sec)?;
+        for c in &complexes {
+            app.store().delete_complex(c.id)?;
+        }
+        for g in &graphs {
+            remove_graph(&app, g)?;
+        }
+        let loc = location(&headers, &format!("/list/{}", escape_segment(&s)));
+        Ok(Json(json!({"error": 0, "location": loc, "deleted": {"graphs": graphs.len(), "complexes": complexes.len()}}))
+            .into_response())
+    })
+    .await
+}
+
+fn remove_graph(app: &App, g: &Graph) -> Result<(), WebError> {
     for r in [rrdfile::Resolution::FiveMinute, rrdfile::Resolution::OneMinute] {
         let path = rrdfile::path(&app.rrd_dir, g.id, r);
         if path.exists() {
@@ -213,8 +247,7 @@ fn delete_graph(app: &App, g: &Graph, headers: &HeaderMap) -> Result<Response, W
     app.store().delete_graph(g.id)?;
     let _files = app.write_files();
     rrdfile::remove(&app.rrd_dir, g.id)?;
-    let loc = list_location(headers, &g.service_name, &g.section_name);
-    Ok(Json(json!({"error": 0, "location": loc})).into_response())
+    Ok(())
 }
 
 async fn delete_graph_by_id(
