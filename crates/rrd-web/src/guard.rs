@@ -236,23 +236,74 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
-/// Middleware: [`judge`], answering a refusal before any route runs; a
-/// body announced larger than [`crate::MAX_BODY_BYTES`] is refused (413)
-/// before it is read (the extractors' own limit applies to the rest).
+/// Middleware: [`judge`], answering a refusal before any route runs. A
+/// write's body is read here, whole: one announced larger than
+/// [`crate::MAX_BODY_BYTES`] is refused (413) before it is read, and one
+/// that does not arrive within [`crate::Config::header_read_timeout`] is
+/// refused with 408 (a client trickling its body holds a connection as
+/// long as one trickling its headers would).
 pub async fn check(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     let announced =
         req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
     if announced.is_some_and(|n| n > crate::MAX_BODY_BYTES as u64) {
-        return error_response(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            json!({ "body": format!("the body is larger than {} bytes", crate::MAX_BODY_BYTES) }),
-        );
+        return too_large(&app);
     }
-    match judge(&app.config, req.method(), req.headers()) {
-        Ok(()) => next.run(req).await,
-        Err(Refusal::Host(m)) => error_response(StatusCode::FORBIDDEN, json!({ "host": m })),
-        Err(Refusal::Origin(m)) => error_response(StatusCode::FORBIDDEN, json!({ "origin": m })),
-        Err(Refusal::Token(m)) => {
+    if let Err(refusal) = judge(&app.config, req.method(), req.headers()) {
+        return refuse(&app, refusal);
+    }
+    if !is_write(req.method()) {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let read = axum::body::to_bytes(body, crate::MAX_BODY_BYTES);
+    match tokio::time::timeout(app.config.header_read_timeout, read).await {
+        Ok(Ok(bytes)) => next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await,
+        Ok(Err(e)) if is_length_limit(&e) => too_large(&app),
+        Ok(Err(e)) => error_response(
+            StatusCode::BAD_REQUEST,
+            json!({ "body": format!("reading the body failed: {e}") }),
+        ),
+        Err(_) => {
+            app.metrics.refused("body_timeout");
+            error_response(
+                StatusCode::REQUEST_TIMEOUT,
+                json!({ "body": format!("the body did not arrive within {:?}", app.config.header_read_timeout) }),
+            )
+        }
+    }
+}
+
+fn is_length_limit(e: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if s.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
+fn too_large(app: &App) -> Response {
+    app.metrics.refused("body_size");
+    error_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        json!({ "body": format!("the body is larger than {} bytes", crate::MAX_BODY_BYTES) }),
+    )
+}
+
+fn refuse(app: &App, refusal: Refusal) -> Response {
+    match refusal {
+        Refusal::Host(m) => {
+            app.metrics.refused("host");
+            error_response(StatusCode::FORBIDDEN, json!({ "host": m }))
+        }
+        Refusal::Origin(m) => {
+            app.metrics.refused("origin");
+            error_response(StatusCode::FORBIDDEN, json!({ "origin": m }))
+        }
+        Refusal::Token(m) => {
+            app.metrics.refused("token");
             let mut r = error_response(StatusCode::UNAUTHORIZED, json!({ "authorization": m }));
             r.headers_mut().insert(
                 header::WWW_AUTHENTICATE,

@@ -109,7 +109,8 @@ pub struct Config {
     /// When set, every write (POST, PUT, DELETE, PATCH) must carry it as
     /// `Authorization: Bearer <token>` or as a basic-auth password.
     pub auth_token: Option<String>,
-    /// How long a client may take to send a request's headers.
+    /// How long a client may take to send a request's headers (the
+    /// connection is then closed), and again a write's body (408).
     pub header_read_timeout: Duration,
 }
 

@@ -136,6 +136,7 @@ async fn draws_beyond_the_cap_wait_then_get_503() {
         let v: Value = serde_json::from_slice(&body).unwrap();
         assert!(v["messages"]["server"].as_str().unwrap().contains("--max-renders"), "{v}");
     }
+    assert_eq!(metric(&metrics_text(addr).await, "rrdscale_web_refused_total{reason=\"busy\"}"), 4);
     // A slot freed while a request waits serves it.
     let waiting = tokio::spawn(async move { http(addr, "GET", "/graph/s/s/g", "").await.0 });
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -182,6 +183,7 @@ async fn cross_site_writes_are_refused_and_scripts_still_post() {
     }
     let (_, g) = json(addr, "GET", "/api/s/s/g", "").await;
     assert_eq!((g["number"].as_i64(), g["color"].as_str() == Some("#FF0000")), (Some(1), false), "{g}");
+    assert_eq!(metric(&metrics_text(addr).await, "rrdscale_web_refused_total{reason=\"origin\"}"), 3);
     // The same origin (the UI) and no origin at all (curl) pass.
     let (st, _, out) = request(
         addr,
@@ -264,6 +266,7 @@ async fn the_graph_cap_refuses_new_names_and_existing_graphs_keep_updating() {
     assert_eq!((st, v["error"].as_i64()), (403, Some(1)), "{v}");
     assert!(v["messages"]["graph_name"].as_str().unwrap().contains("--max-graphs"), "{v}");
     assert_eq!(json(addr, "GET", "/api/s/s/c", "").await.0, 404);
+    assert_eq!(metric(&metrics_text(addr).await, "rrdscale_web_refused_total{reason=\"graph_cap\"}"), 1);
     let files = std::fs::read_dir(dir.path().join("data")).unwrap().count();
     assert_eq!(files, 4, "the refused graph made files");
     let d = post_number(addr, "/api/s/s/a", "number=7&mode=count").await;
@@ -314,5 +317,31 @@ async fn slow_headers_are_cut_off_and_bodies_are_bounded() {
     let n = tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf)).await.unwrap().unwrap();
     let answer = String::from_utf8_lossy(&buf[..n]).to_string();
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    // A body trickled in: refused when the bound passes.
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(
+        b"POST /api/s/s/g HTTP/1.1\r\nHost: gf.test\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+          Content-Length: 100\r\n\r\nnumber=1",
+    )
+    .await
+    .unwrap();
+    let began = Instant::now();
+    let mut answer = Vec::new();
+    while began.elapsed() < Duration::from_secs(5) && !answer.ends_with(b"}") {
+        let _ = s.write_all(b"0").await;
+        let mut buf = [0u8; 1024];
+        if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(200), s.read(&mut buf)).await {
+            if n == 0 {
+                break;
+            }
+            answer.extend_from_slice(&buf[..n]);
+        }
+    }
+    let answer = String::from_utf8_lossy(&answer).to_string();
+    assert!(answer.starts_with("HTTP/1.1 408"), "after {:?}: {answer}", began.elapsed());
+    assert!(began.elapsed() < Duration::from_secs(3), "refused only after {:?}", began.elapsed());
+    let text = metrics_text(addr).await;
+    assert_eq!(metric(&text, "rrdscale_web_refused_total{reason=\"body_size\"}"), 1, "{text}");
+    assert_eq!(metric(&text, "rrdscale_web_refused_total{reason=\"body_timeout\"}"), 1, "{text}");
     assert_eq!(json(addr, "GET", "/api/s/s/g", "").await.0, 404);
 }

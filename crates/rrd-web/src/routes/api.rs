@@ -165,14 +165,17 @@ async fn post_graph(
             });
         match saved {
             Ok(Some((row, _))) => Ok(Json(json!({"error": 0, "data": row})).into_response()),
-            Ok(None) => Ok(error_response(
-                StatusCode::FORBIDDEN,
-                json!({"graph_name": format!(
-                    "this server holds its maximum of {} graphs (rrdscale web --max-graphs); \
-                     new graph names are refused, existing graphs keep updating",
-                    a.config.max_graphs
-                )}),
-            )),
+            Ok(None) => Ok({
+                a.metrics.refused("graph_cap");
+                error_response(
+                    StatusCode::FORBIDDEN,
+                    json!({"graph_name": format!(
+                        "this server holds its maximum of {} graphs (rrdscale web --max-graphs); \
+                         new graph names are refused, existing graphs keep updating",
+                        a.config.max_graphs
+                    )}),
+                )
+            }),
             Err(e @ WebError::TooEarly { .. }) => {
                 a.metrics.write_error();
                 Ok(error_response(StatusCode::CONFLICT, json!({"timestamp": e.to_string()})))

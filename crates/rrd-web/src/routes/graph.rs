@@ -126,6 +126,7 @@ async fn respond(app: Arc<App>, target: Target, query: Option<String>, output: O
     };
     let slot = tokio::time::timeout(app.config.render_wait, app.renders.clone().acquire_owned()).await;
     let Ok(Ok(permit)) = slot else {
+        app.metrics.refused("busy");
         let mut r = error_response(
             StatusCode::SERVICE_UNAVAILABLE,
             serde_json::json!({"server": format!(
