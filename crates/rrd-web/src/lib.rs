@@ -286,10 +286,19 @@ pub fn run_blocking(
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await?;
+        let c = &app.config;
+        let hosts = match &c.hosts {
+            guard::HostPolicy::Any => "any".to_string(),
+            guard::HostPolicy::Only(list) => list.join(","),
+        };
         eprintln!(
-            "rrdscale web: listening on http://{} (writes: {})",
+            "rrdscale web: listening on http://{} (writes: {}; hosts: {hosts}; write token: {}; \
+             max renders {}, max graphs {})",
             listener.local_addr()?,
-            app.writer.describe()
+            app.writer.describe(),
+            if c.auth_token.is_some() { "required" } else { "none" },
+            c.max_renders,
+            c.max_graphs
         );
         ticker::spawn(app.clone());
         serve(listener, app).await

@@ -41,27 +41,27 @@ Usage: rrdscale web [--listen ADDR] [--data-dir DIR] [--daemon ADDR]
                            or basic auth with it as password); default
                            $RRDSCALE_WEB_TOKEN, else none
       --header-timeout SECS  a client must send each request's headers within it
-                           (default 15)
+                           (default 15), and a write's body again within it
+  -h, --help               this text
 ";
 
 /// Environment variable for the write token (keeps it out of `ps`).
 const TOKEN_ENV: &str = "RRDSCALE_WEB_TOKEN";
 
+const SPECS: [opts::Spec; 9] = [
+    opts::value(Some('l'), "listen"),
+    opts::value(Some('d'), "data-dir"),
+    opts::value(Some('D'), "daemon"),
+    opts::value(None, "max-renders"),
+    opts::value(None, "max-graphs"),
+    opts::value(None, "allowed-hosts"),
+    opts::value(None, "auth-token"),
+    opts::value(None, "header-timeout"),
+    opts::flag(Some('h'), "help"),
+];
+
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
-    let parsed = opts::parse(
-        args,
-        &[
-            opts::value(Some('l'), "listen"),
-            opts::value(Some('d'), "data-dir"),
-            opts::value(Some('D'), "daemon"),
-            opts::value(None, "max-renders"),
-            opts::value(None, "max-graphs"),
-            opts::value(None, "allowed-hosts"),
-            opts::value(None, "auth-token"),
-            opts::value(None, "header-timeout"),
-            opts::flag(Some('h'), "help"),
-        ],
-    )?;
+    let parsed = opts::parse(args, &SPECS)?;
     if parsed.has("help") {
         out.write_all(USAGE.as_bytes())?;
         return Ok(());
@@ -119,4 +119,57 @@ fn config(parsed: &opts::Parsed, addr: SocketAddr, env_token: Option<String>) ->
     }
     c.auth_token = token;
     Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rrd_web::guard::HostPolicy;
+
+    fn cfg(args: &[&str], listen: &str, env: Option<&str>) -> Result<rrd_web::Config> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        config(&opts::parse(&args, &SPECS)?, listen.parse().unwrap(), env.map(String::from))
+    }
+
+    #[test]
+    fn options_set_the_limits_and_access_rules() {
+        let c = cfg(
+            &[
+                "--max-renders",
+                "3",
+                "--max-graphs=10",
+                "--allowed-hosts",
+                "gf.example, b:8080",
+                "--auth-token",
+                "t",
+            ],
+            "0.0.0.0:5125",
+            Some("ignored"),
+        )
+        .unwrap();
+        assert_eq!((c.max_renders, c.max_graphs, c.auth_token.as_deref()), (3, 10, Some("t")));
+        assert_eq!(c.hosts, HostPolicy::Only(vec!["gf.example".into(), "b:8080".into()]));
+        let c = cfg(&[], "127.0.0.1:5125", Some("from-env")).unwrap();
+        assert_eq!((c.max_graphs, c.auth_token.as_deref()), (rrd_web::DEFAULT_MAX_GRAPHS, Some("from-env")));
+        assert!(c.hosts.allows("localhost:5125") && !c.hosts.allows("evil.example:5125"));
+        assert_eq!(cfg(&[], "192.0.2.1:5125", None).unwrap().hosts, HostPolicy::Any);
+        for bad in [
+            &["--max-graphs", "0"][..],
+            &["--max-renders", "x"],
+            &["--allowed-hosts", ","],
+            &["--auth-token", "a b"],
+        ] {
+            assert!(cfg(bad, "127.0.0.1:5125", None).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn help_lists_every_option() {
+        let mut out = Vec::new();
+        run(&["--help".to_string()], &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for spec in &SPECS {
+            assert!(text.contains(&format!("--{}", spec.long)), "--help lacks --{}", spec.long);
+        }
+    }
 }
