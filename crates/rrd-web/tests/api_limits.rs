@@ -271,6 +271,18 @@ async fn the_graph_cap_refuses_new_names_and_existing_graphs_keep_updating() {
     assert_eq!(files, 4, "the refused graph made files");
     let d = post_number(addr, "/api/s/s/a", "number=7&mode=count").await;
     assert_eq!(d["number"], 8);
+    // Complexes are bounded by the same number.
+    let (a, b) = (1, 2);
+    for name in ["x", "y"] {
+        let body = serde_json::json!({"service_name": "s", "section_name": "s", "graph_name": name,
+                                      "data": [{"graph_id": a}, {"graph_id": b}]});
+        assert_eq!(post_json(addr, "/json/create/complex", &body).await.0, 200);
+    }
+    let body = serde_json::json!({"service_name": "s", "section_name": "s", "graph_name": "z",
+                                  "data": [{"graph_id": a}, {"graph_id": b}]});
+    let (st, v) = post_json(addr, "/json/create/complex", &body).await;
+    assert_eq!(st, 403, "{v}");
+    assert!(v["messages"]["complex"].as_str().unwrap().contains("--max-graphs"), "{v}");
     // Deleting one makes room again.
     assert_eq!(json(addr, "POST", "/delete/s/s/b", "").await.0, 200);
     post_number(addr, "/api/s/s/c", "number=1").await;
@@ -303,6 +315,13 @@ async fn slow_headers_are_cut_off_and_bodies_are_bounded() {
     }
     assert!(closed, "the connection was still open after {:?}", began.elapsed());
     assert!(began.elapsed() < Duration::from_secs(4), "cut off only after {:?}", began.elapsed());
+    // A connection that sends nothing at all is closed too.
+    let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let began = Instant::now();
+    let mut buf = [0u8; 64];
+    let r = tokio::time::timeout(Duration::from_secs(4), idle.read(&mut buf)).await;
+    assert!(matches!(r, Ok(Ok(0)) | Ok(Err(_))), "an idle connection stayed open: {r:?}");
+    assert!(began.elapsed() < Duration::from_secs(3), "closed only after {:?}", began.elapsed());
     // A normal request on a new connection is served.
     assert_eq!(json(addr, "GET", "/json/list/all", "").await.0, 200);
     // A body over the bound is refused before it is sent.

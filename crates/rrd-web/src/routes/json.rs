@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -27,7 +27,9 @@ use serde_json::{json, Value};
 use super::{parse_id, Names};
 use crate::edit::{self, escape_segment};
 use crate::params::check_names;
-use crate::reply::{bad_request, complex_not_found, graph_not_found, location, now_secs, path_conflict, run};
+use crate::reply::{
+    bad_request, complex_not_found, error_response, graph_not_found, location, now_secs, path_conflict, run,
+};
 use crate::store::{Graph, GraphName};
 use crate::{rrdfile, App, WebError};
 
@@ -149,6 +151,18 @@ async fn create_complex(State(app): State<Arc<App>>, headers: HeaderMap, body: B
         };
         if store.path_taken(&spec.service_name, &spec.section_name, &spec.graph_name, None)? {
             return Ok(path_conflict(&spec.service_name, &spec.section_name, &spec.graph_name));
+        }
+        // Complexes are rows only, but unbounded rows are unbounded work
+        // for every listing: the graph cap bounds them too.
+        if u64::try_from(store.count_graphs()?.1).unwrap_or(0) >= app.config.max_graphs {
+            app.metrics.refused("graph_cap");
+            return Ok(error_response(
+                StatusCode::FORBIDDEN,
+                json!({"complex": format!(
+                    "this server holds its maximum of {} complex graphs (rrdscale web --max-graphs)",
+                    app.config.max_graphs
+                )}),
+            ));
         }
         let c = store.create_complex(&spec, now_secs())?;
         let loc = list_location(&headers, &c.service_name, &c.section_name);
