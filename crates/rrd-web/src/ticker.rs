@@ -13,8 +13,9 @@
 //! that second or a later one (a POST landed in it, or one stamped a
 //! little ahead within the allowed clock skew) is left alone, quietly:
 //! the number it holds is newer than the tick's. A file that fails is
-//! counted as a write error and the tick goes on with the other graphs;
-//! one log line per tick sums the failures up. Only `rrdscale web`
+//! counted as a write error (every tick) and the tick goes on with the
+//! other graphs; the log says so when the failures change, not every
+//! minute. Only `rrdscale web`
 //! starts the ticker ([`spawn`]); the in-process test servers do not, so
 //! their files hold exactly what they posted.
 //! Deliberately not here: GF's separate tick offsets and its
@@ -78,25 +79,60 @@ pub fn tick(app: &App, now: i64) -> Result<TickReport, WebError> {
     Ok(report)
 }
 
+/// What the log says after a tick, given what it said last time: a line
+/// only when the failures change (a file that stays broken is reported
+/// once, not every minute, and its recovery once).
+fn log_line(previous: &mut Option<String>, now: Option<String>) -> Option<String> {
+    if *previous == now {
+        return None;
+    }
+    let line = match &now {
+        Some(m) => format!("rrdscale web: the minute tick {m}"),
+        None => "rrdscale web: the minute tick writes every file again".to_string(),
+    };
+    *previous = now;
+    Some(line)
+}
+
 /// Runs [`tick`] a second after every minute mark, forever.
 pub fn spawn(app: Arc<App>) {
     tokio::spawn(async move {
+        let mut reported = None;
         loop {
             let now = crate::reply::now_secs();
             let next = (now / 60 + 1) * 60 + 1;
             tokio::time::sleep(Duration::from_secs((next - now).max(1) as u64)).await;
             let a = app.clone();
             let at = next - 1;
-            match tokio::task::spawn_blocking(move || tick(&a, at)).await {
-                Ok(Ok(r)) if r.failed > 0 => eprintln!(
-                    "rrdscale web: the minute tick could not write {} file(s), first: {}",
+            let failure = match tokio::task::spawn_blocking(move || tick(&a, at)).await {
+                Ok(Ok(r)) if r.failed > 0 => Some(format!(
+                    "could not write {} file(s), first: {}",
                     r.failed,
                     r.first_error.unwrap_or_default()
-                ),
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => eprintln!("rrdscale web: the minute tick failed: {e}"),
-                Err(e) => eprintln!("rrdscale web: the minute tick panicked: {e}"),
+                )),
+                Ok(Ok(_)) => None,
+                Ok(Err(e)) => Some(format!("failed: {e}")),
+                Err(e) => Some(format!("panicked: {e}")),
+            };
+            if let Some(line) = log_line(&mut reported, failure) {
+                eprintln!("{line}");
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lasting_failure_is_logged_once_and_its_end_once() {
+        let mut seen = None;
+        let broken = || Some("could not write 1 file(s), first: graph 3: bad".to_string());
+        assert!(log_line(&mut seen, None).is_none());
+        assert!(log_line(&mut seen, broken()).unwrap().contains("graph 3"));
+        assert!(log_line(&mut seen, broken()).is_none());
+        assert!(log_line(&mut seen, None).unwrap().contains("every file again"));
+        assert!(log_line(&mut seen, None).is_none());
+    }
 }

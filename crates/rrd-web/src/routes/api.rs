@@ -181,7 +181,10 @@ async fn post_graph(
                 Ok(error_response(StatusCode::CONFLICT, json!({"timestamp": e.to_string()})))
             }
             Err(e) => {
-                a.metrics.write_error();
+                // The metadata store failing is not an RRD write error.
+                if !matches!(e, WebError::Store(_)) {
+                    a.metrics.write_error();
+                }
                 Err(e)
             }
         }
