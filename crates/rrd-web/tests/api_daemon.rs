@@ -113,3 +113,25 @@ async fn an_unreachable_daemon_is_a_500_not_a_silent_direct_write() {
     assert_eq!((st, v["error"].as_i64()), (500, Some(1)), "{v}");
     assert!(v["messages"]["server"].as_str().unwrap().contains("rrdcached"), "{v}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ticker_skips_what_the_daemon_holds_newer_without_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_daemon, address) = start_rrdcached(dir.path());
+    let data = dir.path().join("web");
+    let app = rrd_web::App::open_with(&data, rrd_web::Writer::choose(Some(&address))).unwrap();
+    let addr = start_app(app.clone()).await;
+    // Held by the daemon, a little ahead of the server's clock.
+    let ahead = now() + 200;
+    post_number(addr, "/api/s/s/g", &format!("number=5&timestamp={ahead}")).await;
+    let mark = (now() / 300) * 300;
+    let a = app.clone();
+    let r = tokio::task::spawn_blocking(move || rrd_web::ticker::tick(&a, mark)).await.unwrap().unwrap();
+    assert_eq!((r.written, r.skipped, r.failed), (0, 2, 0), "{r:?}");
+    let a = app.clone();
+    let r =
+        tokio::task::spawn_blocking(move || rrd_web::ticker::tick(&a, ahead + 60)).await.unwrap().unwrap();
+    assert_eq!((r.written, r.failed), (1, 0), "{r:?}");
+    let (_, _, body) = http_full(addr, "GET", "/metrics", "text/plain", "").await;
+    assert!(String::from_utf8(body).unwrap().contains("rrdscale_web_write_errors_total 0"));
+}

@@ -80,9 +80,13 @@ async fn an_earlier_second_is_an_error_and_the_same_second_succeeds() {
     let (_, g) = json(addr, "GET", "/api/s/s/g", "").await;
     assert_eq!(g["number"], 11);
     assert_eq!(last_up(dir.path(), id, ""), t);
+    // Named after the parameter that gave the time.
+    let (st, v) = json(addr, "POST", "/api/s/s/g", "number=12&datetime=2001-01-01%2000:00:00").await;
+    assert_eq!(st, 409, "{v}");
+    assert!(v["messages"]["datetime"].as_str().unwrap().contains("978307200"), "{v}");
     let text = metrics_text(addr).await;
-    assert_eq!(metric(&text, "rrdscale_web_write_errors_total"), 1, "{text}");
-    assert_eq!(metric(&text, "rrdscale_web_posts_total{result=\"refused\"}"), 1, "{text}");
+    assert_eq!(metric(&text, "rrdscale_web_write_errors_total"), 2, "{text}");
+    assert_eq!(metric(&text, "rrdscale_web_posts_total{result=\"refused\"}"), 2, "{text}");
     // A later second is written.
     post_number(addr, "/api/s/s/g", &format!("number=13&timestamp={}", t + 60)).await;
     assert_eq!(last_up(dir.path(), id, ""), t + 60);

@@ -52,6 +52,9 @@ struct PostRequest {
     color: Option<String>,
     description: Option<String>,
     time_secs: Option<i64>,
+    /// The parameter that gave the time (`timestamp`, `datetime`, or
+    /// `timestamp` for the server's clock), for naming it in a refusal.
+    time_field: &'static str,
 }
 
 /// GF refuses timestamps before this (rrdcreate's 1980 floor plus 10 s).
@@ -128,7 +131,14 @@ fn validate_post(p: &HashMap<String, String>, now: i64) -> Result<PostRequest, V
     if !bad.is_empty() {
         return Err(Value::Object(bad));
     }
-    Ok(PostRequest { number, mode, color, description: p.get("description").cloned(), time_secs })
+    let time_field = if p.get("datetime").is_some_and(|t| !t.is_empty())
+        && p.get("timestamp").is_none_or(|t| t.is_empty())
+    {
+        "datetime"
+    } else {
+        "timestamp"
+    };
+    Ok(PostRequest { number, mode, color, description: p.get("description").cloned(), time_secs, time_field })
 }
 
 async fn post_graph(
@@ -178,7 +188,7 @@ async fn post_graph(
             }),
             Err(e @ WebError::TooEarly { .. }) => {
                 a.metrics.write_error();
-                Ok(error_response(StatusCode::CONFLICT, json!({"timestamp": e.to_string()})))
+                Ok(error_response(StatusCode::CONFLICT, json!({ req.time_field: e.to_string() })))
             }
             Err(e) => {
                 // The metadata store failing is not an RRD write error.
