@@ -365,6 +365,18 @@ mod tests {
             let r = judge(&c, &post, &headers(&[("host", "gf.test"), (k, v)]));
             assert!(matches!(r, Err(Refusal::Origin(_))), "{k}: {v}: {r:?}");
         }
+        // Behind a proxy that rewrites Host, the public name in the
+        // allow-list admits the UI's origin; nothing else is admitted.
+        let proxied = crate::Config {
+            hosts: HostPolicy::for_listen(
+                "127.0.0.1:5125".parse().unwrap(),
+                Some(&["gf.example".into(), "127.0.0.1:5125".into()]),
+            ),
+            ..Default::default()
+        };
+        let from = |o: &str| headers(&[("host", "127.0.0.1:5125"), ("origin", o)]);
+        assert!(judge(&proxied, &post, &from("https://gf.example")).is_ok());
+        assert!(matches!(judge(&proxied, &post, &from("https://evil.example")), Err(Refusal::Origin(_))));
         // Reads are not writes.
         assert!(judge(&c, &Method::GET, &headers(&[("host", "gf.test"), ("origin", "http://x")])).is_ok());
     }
