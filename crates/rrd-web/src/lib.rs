@@ -10,7 +10,10 @@
 //!   writes or a daemon; [`series`]: the DEF/CDEF lists GF draws;
 //! - [`range`], [`params`], [`edit`]: validation of untrusted input;
 //! - [`ticker`]: GF's worker, re-writing each graph's number every minute;
+//! - [`vrule`]: GF's vertical rules (stored, listed, drawn);
 //! - [`metrics`]: `/metrics`; [`reply`]: GF's answers;
+//! - [`guard`]: who may talk to the server (`Host` allow-list, no
+//!   cross-site writes, an optional write token);
 //! - [`ui`]: the browser UI (embedded assets, one shell page at GF's page
 //!   paths, client-side routing over the JSON API).
 //!
@@ -18,12 +21,23 @@
 //! and `<id>_s.rrd`); names with `/`, `..`, NUL or control characters are
 //! refused with 400; untrusted input never panics.
 //! POSTs write their number at once; [`ticker`] then re-writes every
-//! graph's number each minute, as GF's worker does.
+//! graph's number each minute, as GF's worker does. A POST is answered
+//! `{"error":0}` only when its value is in the files (or the files hold
+//! that very second already, as GF drops); a time the files cannot take
+//! is refused with an error, never dropped in silence.
 //!
-//! Deliberately not here: GF's vrules, its MySQL backend, and its
+//! Resources a client can ask for are bounded ([`Config`]): graphs drawn
+//! at once (503 beyond, after a short wait), graphs stored (403 for a new
+//! name beyond), request bodies ([`MAX_BODY_BYTES`], 413), the time to
+//! send headers (the connection is closed), and how far ahead of the
+//! server's clock a posted time may be
+//! ([`routes::api::MAX_CLOCK_SKEW_SECS`], 400).
+//!
+//! Deliberately not here: GF's MySQL backend, and its
 //! `float_number` and `disable_subtract` modes.
 
 pub mod edit;
+pub mod guard;
 pub mod metrics;
 pub mod params;
 pub mod range;
@@ -34,12 +48,14 @@ pub mod series;
 pub mod store;
 pub mod ticker;
 pub mod ui;
+pub mod vrule;
 pub mod writes;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use axum::routing::get;
 use axum::Router;
@@ -62,11 +78,77 @@ pub enum WebError {
     Daemon(String),
     #[error("a worker task failed: {0}")]
     Join(String),
+    /// A file refused an update because it already holds a later second
+    /// (the value was not written; the caller answers with an error).
+    #[error(
+        "the graph's files already hold an update at {last} (epoch seconds); \
+         a value at {time} would go back in time and was not written"
+    )]
+    TooEarly { time: i64, last: i64 },
+    /// A request parameter the drawing refused (answered 400 under `key`).
+    #[error("{message}")]
+    Param { key: &'static str, message: String },
+}
+
+/// The server's limits and access rules: what `rrdscale web`'s options
+/// set. [`Config::default`] is what a library caller gets without them
+/// (any `Host`; `rrdscale web` derives its allow-list from the listen
+/// address with [`guard::HostPolicy::for_listen`]).
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Graph pictures and exports drawn at once (each can take much
+    /// memory and a core); default: the machine's cores.
+    pub max_renders: usize,
+    /// How long a draw waits for a free slot before a 503.
+    pub render_wait: Duration,
+    /// Graphs the store may hold; a POST naming a new graph beyond it is
+    /// refused with 403 (each graph is two files, about 350 KB).
+    pub max_graphs: u64,
+    /// Which `Host` values are served.
+    pub hosts: guard::HostPolicy,
+    /// When set, every write (POST, PUT, DELETE, PATCH) must carry it as
+    /// `Authorization: Bearer <token>` or as a basic-auth password.
+    pub auth_token: Option<String>,
+    /// How long a client may take to send a request's headers (the
+    /// connection is then closed), and again a write's body (408).
+    pub header_read_timeout: Duration,
+}
+
+/// [`Config::render_wait`]'s default: long enough to ride out a burst of
+/// thumbnails on a list page, short enough that a client is told.
+pub const DEFAULT_RENDER_WAIT: Duration = Duration::from_secs(5);
+
+/// [`Config::max_graphs`]'s default.
+pub const DEFAULT_MAX_GRAPHS: u64 = 100_000;
+
+/// [`Config::header_read_timeout`]'s default (hyper's own is 30 s when a
+/// timer is set; axum's `serve` sets none, so headers could trickle in
+/// for ever).
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The largest request body read (GF's bodies are small forms and JSON
+/// objects; a complex of a thousand graphs is about 80 KB).
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            max_renders: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            render_wait: DEFAULT_RENDER_WAIT,
+            max_graphs: DEFAULT_MAX_GRAPHS,
+            hosts: guard::HostPolicy::Any,
+            auth_token: None,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+        }
+    }
 }
 
 /// Shared server state: the metadata store, where the RRD files live,
 /// how they are written, and the counters of `/metrics`.
 pub struct App {
+    pub(crate) config: Config,
+    /// One permit per picture or export being drawn ([`Config::max_renders`]).
+    pub(crate) renders: Arc<tokio::sync::Semaphore>,
     store: Mutex<Store>,
     pub(crate) rrd_dir: PathBuf,
     pub(crate) writer: Writer,
@@ -88,12 +170,20 @@ impl App {
 
     /// [`App::open`] with writes made by `writer`.
     pub fn open_with(data_dir: &Path, writer: Writer) -> Result<Arc<App>, WebError> {
+        App::open_configured(data_dir, writer, Config::default())
+    }
+
+    /// [`App::open_with`] under `config`'s limits and access rules.
+    pub fn open_configured(data_dir: &Path, writer: Writer, config: Config) -> Result<Arc<App>, WebError> {
         let rrd_dir = data_dir.join("data");
         std::fs::create_dir_all(&rrd_dir)?;
         // An absolute directory, so a local daemon gets absolute names.
         let rrd_dir = std::fs::canonicalize(&rrd_dir)?;
         let store = Store::open(&data_dir.join("gforecast.db"))?;
+        let renders = Arc::new(tokio::sync::Semaphore::new(config.max_renders.max(1)));
         Ok(Arc::new(App {
+            config,
+            renders,
             store: Mutex::new(store),
             rrd_dir,
             writer,
@@ -101,6 +191,17 @@ impl App {
             files: RwLock::new(()),
             last_sub: Mutex::new(HashMap::new()),
         }))
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Takes `n` render slots until the permit is dropped, as `n` draws in
+    /// progress would (for tests of the cap; `None` if they are not free).
+    #[doc(hidden)]
+    pub fn hold_render_slots(&self, n: u32) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.renders.clone().try_acquire_many_owned(n).ok()
     }
 
     pub(crate) fn store(&self) -> std::sync::MutexGuard<'_, Store> {
@@ -131,33 +232,73 @@ impl App {
     }
 }
 
-/// The routes, over an opened [`App`].
+/// The routes, over an opened [`App`]: every request passes
+/// [`guard::check`] (Host, Origin, token) first, and bodies are bounded
+/// by [`MAX_BODY_BYTES`].
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .merge(routes::api::routes())
         .merge(routes::json::routes())
         .merge(routes::graph::routes())
+        .merge(routes::vrule::routes())
         .route("/metrics", get(metrics::serve))
         .route_layer(axum::middleware::from_fn_with_state(app.clone(), metrics::track))
         .merge(ui::routes())
+        .layer(axum::middleware::from_fn_with_state(app.clone(), guard::check))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(app)
 }
 
-/// Serves until the listener fails.
+/// Serves until the listener fails: HTTP/1.1 through hyper, each
+/// connection given [`Config::header_read_timeout`] to send each
+/// request's headers (a slow client is disconnected, not waited for).
 pub async fn serve(listener: tokio::net::TcpListener, app: Arc<App>) -> std::io::Result<()> {
-    axum::serve(listener, router(app)).await
+    let timeout = app.config.header_read_timeout;
+    let service = hyper_util::service::TowerToHyperService::new(router(app));
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of descriptors and the like: wait instead of spinning.
+                eprintln!("rrdscale web: accepting a connection failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let service = service.clone();
+        tokio::spawn(async move {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(timeout);
+            // A client that goes away or times out ends only its connection.
+            let _ = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service).await;
+        });
+    }
 }
 
 /// Binds `addr` and serves `data_dir` on a new multi-threaded runtime.
-pub fn run_blocking(addr: SocketAddr, data_dir: &Path, writer: Writer) -> Result<(), WebError> {
-    let app = App::open_with(data_dir, writer)?;
+pub fn run_blocking(
+    addr: SocketAddr,
+    data_dir: &Path,
+    writer: Writer,
+    config: Config,
+) -> Result<(), WebError> {
+    let app = App::open_configured(data_dir, writer, config)?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(addr).await?;
+        let c = &app.config;
+        let hosts = match &c.hosts {
+            guard::HostPolicy::Any => "any".to_string(),
+            guard::HostPolicy::Only(list) => list.join(","),
+        };
         eprintln!(
-            "rrdscale web: listening on http://{} (writes: {})",
+            "rrdscale web: listening on http://{} (writes: {}; hosts: {hosts}; write token: {}; \
+             max renders {}, max graphs {})",
             listener.local_addr()?,
-            app.writer.describe()
+            app.writer.describe(),
+            if c.auth_token.is_some() { "required" } else { "none" },
+            c.max_renders,
+            c.max_graphs
         );
         ticker::spawn(app.clone());
         serve(listener, app).await

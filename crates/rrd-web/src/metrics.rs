@@ -1,7 +1,8 @@
 //! `GET /metrics` in the Prometheus text format (version 0.0.4): requests
 //! by route pattern and status, POSTs accepted and refused, graph and
-//! complex counts, a histogram of graph render times, and how writes are
-//! made (embedded, or through a daemon and whether it is connected).
+//! complex counts, a histogram of graph render times, requests refused by
+//! a limit or an access rule (by reason), and how writes are made
+//! (embedded, or through a daemon and whether it is connected).
 //!
 //! Invariants: counters only grow; label values are route patterns (a
 //! fixed set), never raw request paths, so a client cannot blow up the
@@ -32,7 +33,12 @@ pub struct Metrics {
     render_buckets: [AtomicU64; BUCKETS.len()],
     render_count: AtomicU64,
     render_micros: AtomicU64,
+    refused: Mutex<BTreeMap<&'static str, u64>>,
 }
+
+/// Why a request was refused before its route did any work, for
+/// `rrdscale_web_refused_total` (a fixed set of labels).
+pub const REFUSALS: [&str; 7] = ["host", "origin", "token", "body_size", "body_timeout", "busy", "graph_cap"];
 
 impl Metrics {
     pub fn post(&self, accepted: bool) {
@@ -53,6 +59,11 @@ impl Metrics {
         }
         self.render_count.fetch_add(1, Ordering::Relaxed);
         self.render_micros.fetch_add(took.as_micros().min(u128::from(u64::MAX)) as u64, Ordering::Relaxed);
+    }
+
+    /// Counts a refusal; `reason` is one of [`REFUSALS`].
+    pub fn refused(&self, reason: &'static str) {
+        *self.refused.lock().unwrap_or_else(|p| p.into_inner()).entry(reason).or_default() += 1;
     }
 
     fn request(&self, method: &str, route: &str, status: u16) {
@@ -88,6 +99,18 @@ impl Metrics {
             writeln!(s, "# HELP rrdscale_web_write_errors_total RRD writes that failed after validation.");
         let _ = writeln!(s, "# TYPE rrdscale_web_write_errors_total counter");
         let _ = writeln!(s, "rrdscale_web_write_errors_total {}", self.write_errors.load(Ordering::Relaxed));
+        let _ = writeln!(
+            s,
+            "# HELP rrdscale_web_refused_total Requests refused by a limit or an access rule, by reason."
+        );
+        let _ = writeln!(s, "# TYPE rrdscale_web_refused_total counter");
+        {
+            let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+            for reason in REFUSALS {
+                let n = refused.get(reason).copied().unwrap_or(0);
+                let _ = writeln!(s, "rrdscale_web_refused_total{{reason=\"{reason}\"}} {n}");
+            }
+        }
         if let Some((graphs, complexes)) = counts {
             let _ = writeln!(s, "# HELP rrdscale_web_graphs Graphs in the metadata store.");
             let _ = writeln!(s, "# TYPE rrdscale_web_graphs gauge");
@@ -169,5 +192,9 @@ mod tests {
         assert!(t.contains("rrdscale_web_graphs 3") && t.contains("rrdscale_web_complexes 1"));
         assert!(t.contains("route=\"/graph/{service}/{section}/{graph}\",status=\"200\"} 1"), "{t}");
         assert!(!t.contains("daemon_connected"));
+        m.refused("origin");
+        let t = m.render_text(None, "embedded", None);
+        assert!(t.contains("rrdscale_web_refused_total{reason=\"origin\"} 1"), "{t}");
+        assert!(t.contains("rrdscale_web_refused_total{reason=\"host\"} 0"), "{t}");
     }
 }

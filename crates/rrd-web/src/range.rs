@@ -11,8 +11,10 @@
 //! Invariants: every value is validated here; a refused one yields GF's
 //! message under its parameter name (the caller answers 400 with it,
 //! where GF silently falls back to the default).
-//! Deliberately not here: GF's `xgrid`/`ygrid` (rrd-graph has no custom
-//! grids) and vrules.
+//! `xgrid`/`ygrid` are checked against rrdtool's `--x-grid`/`--y-grid`
+//! grammar here and passed through to the graph options (rrd-graph
+//! decides what it can draw; its refusal is a 400 under the same key).
+//! Deliberately not here: vrules themselves ([`crate::vrule`]).
 
 use std::collections::HashMap;
 
@@ -77,6 +79,48 @@ pub struct DrawRequest {
     pub border: i64,
     /// `--color` arguments, e.g. `BACK#F3F3F3`.
     pub colors: Vec<String>,
+    /// `--x-grid` and `--y-grid`, as given (checked by [`valid_x_grid`],
+    /// [`valid_y_grid`]).
+    pub xgrid: Option<String>,
+    pub ygrid: Option<String>,
+    /// Whether vrules show their description in the legend (GF's
+    /// `vrule_legend`, default 1).
+    pub vrule_legend: bool,
+}
+
+/// rrdtool's `--x-grid`: `none`, or
+/// `GTM:GST:MTM:MST:LTM:LST:LPR:LFM` (units SECOND…YEAR, positive
+/// steps, a label precision of at least 0, then a strftime format that
+/// may itself hold colons).
+pub fn valid_x_grid(v: &str) -> bool {
+    if v == "none" {
+        return true;
+    }
+    let parts: Vec<&str> = v.splitn(8, ':').collect();
+    let [gtm, gst, mtm, mst, ltm, lst, lpr, lfm] = parts.as_slice() else { return false };
+    let unit = |u: &str| matches!(u, "SECOND" | "MINUTE" | "HOUR" | "DAY" | "WEEK" | "MONTH" | "YEAR");
+    let step = |s: &str| parse_natural(s).is_some_and(|n| n <= 1_000_000);
+    unit(gtm)
+        && unit(mtm)
+        && unit(ltm)
+        && step(gst)
+        && step(mst)
+        && step(lst)
+        && parse_int(lpr).is_some_and(|p| (0..=100_000_000).contains(&p))
+        && !lfm.is_empty()
+        && lfm.len() <= 64
+        && !lfm.chars().any(char::is_control)
+}
+
+/// rrdtool's `--y-grid`: `none`, or `step:factor` (a positive step, a
+/// positive whole label factor).
+pub fn valid_y_grid(v: &str) -> bool {
+    if v == "none" {
+        return true;
+    }
+    let Some((step, factor)) = v.split_once(':') else { return false };
+    step.parse::<f64>().is_ok_and(|s| s.is_finite() && s > 0.0)
+        && parse_natural(factor).is_some_and(|f| f <= 1_000_000)
 }
 
 /// The widest and tallest picture a request may ask for.
@@ -170,6 +214,7 @@ pub fn parse(p: &HashMap<String, String>, now: i64) -> Result<DrawRequest, Value
     let legend = flag("legend", true);
     let notitle = flag("notitle", false);
     let rigid = flag("rigid", false);
+    let vrule_legend = flag("vrule_legend", true);
     let mut limit = |key: &str| {
         get(key).and_then(|v| match v.parse::<f64>() {
             Ok(x) if x.is_finite() => Some(x),
@@ -205,6 +250,14 @@ pub fn parse(p: &HashMap<String, String>, now: i64) -> Result<DrawRequest, Value
             refuse(key, &format!("invalid {} color", key.trim_end_matches("_color")));
         }
     }
+    let xgrid = get("xgrid").map(str::to_string);
+    if xgrid.as_deref().is_some_and(|v| !valid_x_grid(v)) {
+        refuse("xgrid", "invalid xgrid: none, or GTM:GST:MTM:MST:LTM:LST:LPR:LFM as rrdtool's --x-grid");
+    }
+    let ygrid = get("ygrid").map(str::to_string);
+    if ygrid.as_deref().is_some_and(|v| !valid_y_grid(v)) {
+        refuse("ygrid", "invalid ygrid: none, or grid step:label factor as rrdtool's --y-grid");
+    }
     if !bad.is_empty() {
         return Err(Value::Object(bad));
     }
@@ -225,6 +278,9 @@ pub fn parse(p: &HashMap<String, String>, now: i64) -> Result<DrawRequest, Value
         lower_limit,
         border,
         colors,
+        xgrid,
+        ygrid,
+        vrule_legend,
     })
 }
 
@@ -273,5 +329,28 @@ mod tests {
         assert_eq!((r.width, r.gmode.as_str(), r.cf.as_str(), r.sumup), (500, "subtract", "MAX", Some(true)));
         assert_eq!(r.upper_limit, Some(10.0));
         assert_eq!(r.colors[0], "BACK#F3F3F3");
+    }
+
+    #[test]
+    fn grids_follow_rrdtools_grammar() {
+        for ok in ["none", "MINUTE:10:MINUTE:20:MINUTE:10:0:%M", "HOUR:6:DAY:1:HOUR:6:0:%H:%M"] {
+            assert!(valid_x_grid(ok), "{ok}");
+        }
+        for bad in ["", "MINUTE:10", "FORTNIGHT:1:DAY:1:DAY:1:0:%d", "MINUTE:0:MINUTE:20:MINUTE:10:0:%M"] {
+            assert!(!valid_x_grid(bad), "{bad}");
+        }
+        for ok in ["none", "10:1", "0.5:2"] {
+            assert!(valid_y_grid(ok), "{ok}");
+        }
+        for bad in ["10", "0:1", "x:1", "10:0", "10:1.5", "nan:1"] {
+            assert!(!valid_y_grid(bad), "{bad}");
+        }
+        let e = req("xgrid=HOUR&ygrid=1").unwrap_err();
+        assert!(e["xgrid"].is_string() && e["ygrid"].is_string(), "{e}");
+        let r = req("xgrid=none&ygrid=10:1&vrule_legend=0").unwrap();
+        assert_eq!(
+            (r.xgrid.as_deref(), r.ygrid.as_deref(), r.vrule_legend),
+            (Some("none"), Some("10:1"), false)
+        );
     }
 }

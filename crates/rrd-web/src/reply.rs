@@ -4,7 +4,8 @@
 //! threads.
 //!
 //! Invariant: an internal failure is answered 500 with the same shape,
-//! its message under `server`; a panic in a worker becomes a 500 too.
+//! its message under `server`; a panic in a worker becomes a 500 too; a
+//! parameter refused deep in the drawing ([`WebError::Param`]) is a 400.
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -21,8 +22,13 @@ pub fn bad_request(messages: Value) -> Response {
     error_response(StatusCode::BAD_REQUEST, messages)
 }
 
+/// The answer for an error a route did not handle itself: a refused
+/// parameter is the client's (400 under its key), the rest are 500.
 pub fn internal(e: WebError) -> Response {
-    error_response(StatusCode::INTERNAL_SERVER_ERROR, json!({"server": e.to_string()}))
+    match e {
+        WebError::Param { key, message } => bad_request(json!({ key: message })),
+        e => error_response(StatusCode::INTERNAL_SERVER_ERROR, json!({"server": e.to_string()})),
+    }
 }
 
 pub fn graph_not_found() -> Response {

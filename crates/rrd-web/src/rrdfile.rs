@@ -65,29 +65,82 @@ pub fn ensure(path: &Path, r: Resolution, derive: bool, start: i64) -> Result<()
     }
 }
 
-/// The update argument GF's worker writes: `time:num:sub`, `U` for a
-/// `sub` without a previous number. DS order is `num`, `sub` in both
-/// files, so no template is needed (rrdcached takes none).
-pub fn update_arg(time_secs: i64, number: i64, sub: Option<i64>) -> String {
-    let sub = sub.map_or_else(|| "U".to_string(), |s| s.to_string());
-    format!("{time_secs}:{number}:{sub}")
+/// One value for both data sources at one second, as GF's worker writes
+/// it: `num`, and `sub` (`U` for a `sub` without a previous number). DS
+/// order is `num`, `sub` in both files, so no template is needed
+/// (rrdcached takes none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Update {
+    pub time: i64,
+    pub number: i64,
+    pub sub: Option<i64>,
 }
 
-/// Whether an update error only says the file already holds this second
-/// (GF logs and drops those: two POSTs in one second keep the first value
-/// in the file and the latest in the metadata).
-pub fn is_same_second(message: &str) -> bool {
-    message.contains("minimum one second step")
+impl Update {
+    /// The update argument, `time:num:sub`.
+    pub fn arg(&self) -> String {
+        let sub = self.sub.map_or_else(|| "U".to_string(), |s| s.to_string());
+        format!("{}:{}:{sub}", self.time, self.number)
+    }
 }
 
-/// Writes one update with the engine (the embedded path).
-pub fn update_direct(path: &Path, arg: &str) -> Result<(), WebError> {
+/// What a file did with one [`Update`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Written,
+    /// The file's last update is this very second: GF logs and drops
+    /// those (two POSTs in one second keep the first value in the file
+    /// and the latest in the metadata).
+    SameSecond,
+}
+
+/// Decides an update at `time` against a file whose last update is at
+/// `last`: `Ok(None)` to go ahead, `Ok(Some(SameSecond))` for the one
+/// refusal that is not an error, [`WebError::TooEarly`] for any earlier
+/// time (the file keeps its data and the caller must say so).
+pub fn judge(time: i64, last: i64) -> Result<Option<Outcome>, WebError> {
+    match time.cmp(&last) {
+        std::cmp::Ordering::Greater => Ok(None),
+        std::cmp::Ordering::Equal => Ok(Some(Outcome::SameSecond)),
+        std::cmp::Ordering::Less => Err(WebError::TooEarly { time, last }),
+    }
+}
+
+/// The two times of an "illegal attempt to update using time X when last
+/// update time is Y" refusal (rrdtool's, rrdcached's and rrdscale's
+/// wording; rrdcached prints them with decimals), as whole seconds.
+/// `None` for any other message.
+pub fn refused_times(message: &str) -> Option<(i64, i64)> {
+    fn number_after(s: &str, key: &str) -> Option<f64> {
+        let rest = &s[s.find(key)? + key.len()..];
+        let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-')).unwrap_or(rest.len());
+        rest[..end].parse::<f64>().ok().filter(|v| v.is_finite())
+    }
+    let time = number_after(message, "illegal attempt to update using time ")?;
+    let last = number_after(message, " when last update time is ")?;
+    Some((time.floor() as i64, last.floor() as i64))
+}
+
+/// The file's last update time (one header read).
+pub fn last_update(path: &Path) -> Result<i64, WebError> {
+    Ok(rrd_engine::Rrd::open(path, false)?.header.live.last_up)
+}
+
+/// Writes one update with the engine (the embedded path). The file's own
+/// last update time decides a refusal, before anything is written: the
+/// same second is [`Outcome::SameSecond`], an earlier one
+/// [`WebError::TooEarly`].
+pub fn update_direct(path: &Path, u: &Update) -> Result<Outcome, WebError> {
+    let mut rrd = rrd_engine::Rrd::open(path, true)?;
+    if let Some(outcome) = judge(u.time, rrd.header.live.last_up)? {
+        return Ok(outcome);
+    }
     let opts = rrd_engine::update::UpdateOptions { template: None, skip_past_updates: false };
-    let report = rrd_engine::update::update_file(path, &[arg.to_string()], &opts, false)?;
+    let now = rrd_engine::update::Now::system();
+    let report = rrd_engine::update::update_rrd(&mut rrd, &[u.arg()], &opts, false, now)?;
     match report.error {
-        Some(e) if is_same_second(&e.to_string()) => Ok(()),
         Some(e) => Err(e.into()),
-        None => Ok(()),
+        None => Ok(Outcome::Written),
     }
 }
 
@@ -121,12 +174,34 @@ mod tests {
         assert_eq!((l.header.rra.len(), s.header.rra.len()), (8, 2));
         // Readers hold a read lock until closed; the writer needs them gone.
         drop((l, s));
-        update_direct(&long, &update_arg(1_700_000_100, 5, None)).unwrap();
+        let at = |time, number, sub| Update { time, number, sub };
+        assert_eq!(update_direct(&long, &at(1_700_000_100, 5, None)).unwrap(), Outcome::Written);
         // The same second again is dropped, not an error.
-        update_direct(&long, &update_arg(1_700_000_100, 6, Some(1))).unwrap();
-        assert!(update_direct(&long, "1700000200:x:1").is_err());
+        assert_eq!(update_direct(&long, &at(1_700_000_100, 6, Some(1))).unwrap(), Outcome::SameSecond);
+        // An earlier second is an error that names both times.
+        match update_direct(&long, &at(1_700_000_099, 6, Some(1))) {
+            Err(WebError::TooEarly { time, last }) => {
+                assert_eq!((time, last), (1_700_000_099, 1_700_000_100))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(last_update(&long).unwrap(), 1_700_000_100);
         remove(dir.path(), 7).unwrap();
         assert!(!long.exists() && !short.exists());
         remove(dir.path(), 7).unwrap();
+    }
+
+    #[test]
+    fn refusals_are_read_by_their_numbers() {
+        let engine = "illegal attempt to update using time 1700000100 when last update time is 1700000100 \
+                      (minimum one second step)";
+        assert_eq!(refused_times(engine), Some((1_700_000_100, 1_700_000_100)));
+        let cached = "rrdcached@unix:/x: illegal attempt to update using time 1700000000.000000 when last \
+                      update time is 253402300799.000000 (minimum one second step)";
+        assert_eq!(refused_times(cached), Some((1_700_000_000, 253_402_300_799)));
+        assert_eq!(refused_times("No such file or directory"), None);
+        assert_eq!(judge(5, 5).unwrap(), Some(Outcome::SameSecond));
+        assert_eq!(judge(6, 5).unwrap(), None);
+        assert!(matches!(judge(4, 5), Err(WebError::TooEarly { time: 4, last: 5 })));
     }
 }

@@ -15,7 +15,9 @@
 //! element text escaped (`\:` for colons, `%%` in formats), so a name
 //! can neither add fields nor a printf directive (rrd-graph's whitelist
 //! checks formats again).
-//! Deliberately not here: routes, request parsing, vrules.
+//! Vrules ([`crate::vrule`]) of the first member's path go last, before
+//! the closing `COMMENT:\n`, as GF draws them.
+//! Deliberately not here: routes, request parsing.
 
 use std::path::PathBuf;
 
@@ -61,7 +63,7 @@ pub fn complex_members(store: &Store, c: &Complex) -> rusqlite::Result<Vec<Membe
 }
 
 /// Escapes `\` and `:` for an element field.
-fn field(s: &str) -> String {
+pub(crate) fn field(s: &str) -> String {
     s.replace('\\', "\\\\").replace(':', "\\:")
 }
 
@@ -161,6 +163,11 @@ pub fn draw(app: &App, members: &[Member], req: &DrawRequest, now: i64) -> Resul
         elements.push("LINE0:sumup#cccccc:total".into());
         gprints("sumup", members.first().map_or("", |m| m.graph.unit.as_str()), &mut elements);
     }
+    if let Some(first) = members.first() {
+        let paths = crate::vrule::applicable_paths(&first.graph);
+        let rules = app.store().vrules(&paths, req.range.start, req.range.end, crate::vrule::MAX_DRAWN)?;
+        elements.extend(crate::vrule::elements(&rules, req.vrule_legend));
+    }
     elements.push("COMMENT:\\n".into());
 
     let mut title = req.range.title.clone();
@@ -196,6 +203,11 @@ pub fn draw(app: &App, members: &[Member], req: &DrawRequest, now: i64) -> Resul
     }
     for c in &req.colors {
         o.apply("color", Some(c))?;
+    }
+    for (key, option, value) in [("xgrid", "x-grid", &req.xgrid), ("ygrid", "y-grid", &req.ygrid)] {
+        if let Some(v) = value {
+            o.apply(option, Some(v)).map_err(|e| WebError::Param { key, message: e.to_string() })?;
+        }
     }
     let out = {
         let _files = app.read_files();

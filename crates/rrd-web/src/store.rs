@@ -197,7 +197,13 @@ impl Store {
                description TEXT NOT NULL DEFAULT '', sort INTEGER NOT NULL DEFAULT 0,
                sumup INTEGER NOT NULL DEFAULT 0, data TEXT NOT NULL DEFAULT '[]',
                created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
-               UNIQUE (service_name, section_name, graph_name));",
+               UNIQUE (service_name, section_name, graph_name));
+             CREATE TABLE IF NOT EXISTS vrules (
+               id INTEGER PRIMARY KEY AUTOINCREMENT,
+               graph_path TEXT NOT NULL, time INTEGER NOT NULL,
+               color TEXT NOT NULL DEFAULT '#FF0000', description TEXT NOT NULL DEFAULT '',
+               dashes TEXT NOT NULL DEFAULT '');
+             CREATE INDEX IF NOT EXISTS vrules_time_path ON vrules (time, graph_path);",
         )?;
         Ok(Store { conn })
     }
@@ -263,6 +269,24 @@ impl Store {
         graph: &str,
         p: &Posted<'_>,
     ) -> rusqlite::Result<(Graph, Option<i64>)> {
+        let saved =
+            self.post_with(service, section, graph, p, u64::MAX, |_, _| Ok::<_, rusqlite::Error>(()))?;
+        saved.ok_or(rusqlite::Error::QueryReturnedNoRows)
+    }
+
+    /// [`Store::post`], keeping the change only if `write` (given the new
+    /// row and the previous number) succeeds: a value the RRD files
+    /// refused leaves the metadata as it was. A new name is refused
+    /// (`Ok(None)`, nothing changed) when `max_graphs` graphs exist.
+    pub fn post_with<E: From<rusqlite::Error>>(
+        &mut self,
+        service: &str,
+        section: &str,
+        graph: &str,
+        p: &Posted<'_>,
+        max_graphs: u64,
+        write: impl FnOnce(&Graph, Option<i64>) -> Result<(), E>,
+    ) -> Result<Option<(Graph, Option<i64>)>, E> {
         let tx = self.conn.transaction()?;
         let sql = format!(
             "SELECT {COLUMNS} FROM graphs WHERE service_name=?1 AND section_name=?2 AND graph_name=?3"
@@ -271,6 +295,10 @@ impl Store {
         let previous = old.as_ref().map(|g| g.number);
         match old {
             None => {
+                let count: i64 = tx.query_row("SELECT COUNT(*) FROM graphs", [], |r| r.get(0))?;
+                if u64::try_from(count).unwrap_or(0) >= max_graphs {
+                    return Ok(None);
+                }
                 let color =
                     p.color.map(str::to_string).unwrap_or_else(|| default_color(service, section, graph));
                 tx.execute(
@@ -314,8 +342,10 @@ impl Store {
             }
         }
         let row = tx.query_row(&sql, params![service, section, graph], row_to_graph)?;
+        // Dropping the transaction on an error rolls the change back.
+        write(&row, previous)?;
         tx.commit()?;
-        Ok((row, previous))
+        Ok(Some((row, previous)))
     }
 
     /// Writes every editable column of `g` (GF's `update_graph`): names,
@@ -372,6 +402,22 @@ impl Store {
         self.conn.query_row(&sql, params![id], row_to_complex).optional()
     }
 
+    /// The graphs and complexes of one section.
+    pub fn section(&self, service: &str, section: &str) -> rusqlite::Result<(Vec<Graph>, Vec<Complex>)> {
+        let sql =
+            format!("SELECT {COLUMNS} FROM graphs WHERE service_name=?1 AND section_name=?2 ORDER BY id");
+        let mut st = self.conn.prepare(&sql)?;
+        let graphs =
+            st.query_map(params![service, section], row_to_graph)?.collect::<rusqlite::Result<_>>()?;
+        let sql = format!(
+            "SELECT {COMPLEX_COLUMNS} FROM complex_graphs WHERE service_name=?1 AND section_name=?2 ORDER BY id"
+        );
+        let mut st = self.conn.prepare(&sql)?;
+        let complexes =
+            st.query_map(params![service, section], row_to_complex)?.collect::<rusqlite::Result<_>>()?;
+        Ok((graphs, complexes))
+    }
+
     pub fn all_complexes(&self) -> rusqlite::Result<Vec<Complex>> {
         let sql = format!(
             "SELECT {COMPLEX_COLUMNS} FROM complex_graphs \
@@ -424,6 +470,60 @@ impl Store {
 
     pub fn delete_complex(&self, id: i64) -> rusqlite::Result<bool> {
         Ok(self.conn.execute("DELETE FROM complex_graphs WHERE id=?1", params![id])? == 1)
+    }
+}
+
+/// One vertical rule as GF's vrule API stores and lists it.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Vrule {
+    pub id: i64,
+    /// `/`, `/service`, `/service/section` or `/service/section/graph`.
+    pub graph_path: String,
+    pub time: i64,
+    pub color: String,
+    pub description: String,
+    pub dashes: String,
+}
+
+fn row_to_vrule(r: &rusqlite::Row<'_>) -> rusqlite::Result<Vrule> {
+    Ok(Vrule {
+        id: r.get(0)?,
+        graph_path: r.get(1)?,
+        time: r.get(2)?,
+        color: r.get(3)?,
+        description: r.get(4)?,
+        dashes: r.get(5)?,
+    })
+}
+
+impl Store {
+    /// Stores a vrule; `Ok(None)` (nothing stored) when `max` exist.
+    pub fn add_vrule(&self, v: &Vrule, max: u64) -> rusqlite::Result<Option<Vrule>> {
+        let count: i64 = self.conn.query_row("SELECT COUNT(*) FROM vrules", [], |r| r.get(0))?;
+        if u64::try_from(count).unwrap_or(0) >= max {
+            return Ok(None);
+        }
+        self.conn.execute(
+            "INSERT INTO vrules (graph_path, time, color, description, dashes) VALUES (?1,?2,?3,?4,?5)",
+            params![v.graph_path, v.time, v.color, v.description, v.dashes],
+        )?;
+        Ok(Some(Vrule { id: self.conn.last_insert_rowid(), ..v.clone() }))
+    }
+
+    /// The vrules stored under any of `paths` with `from <= time <= to`,
+    /// oldest first, at most `limit` (the latest ones).
+    pub fn vrules(&self, paths: &[String], from: i64, to: i64, limit: usize) -> rusqlite::Result<Vec<Vrule>> {
+        let marks = vec!["?"; paths.len()].join(",");
+        let sql = format!(
+            "SELECT id, graph_path, time, color, description, dashes FROM vrules \
+             WHERE time BETWEEN ?1 AND ?2 AND graph_path IN ({marks}) ORDER BY time DESC, id DESC LIMIT {limit}"
+        );
+        let mut args: Vec<&dyn rusqlite::ToSql> = vec![&from, &to];
+        args.extend(paths.iter().map(|p| p as &dyn rusqlite::ToSql));
+        let mut st = self.conn.prepare(&sql)?;
+        let mut rows = st.query_map(args.as_slice(), row_to_vrule)?.collect::<rusqlite::Result<Vec<_>>>()?;
+        rows.reverse();
+        Ok(rows)
     }
 }
 

@@ -11,8 +11,10 @@
 //! directory (run it with `-b <data-dir>/data`).
 //!
 //! Invariants: one connection, used by one request at a time (a mutex);
-//! a broken connection is reopened on the next write. The daemon's "same
-//! second" refusal is dropped exactly as the engine's is.
+//! a broken connection is reopened on the next write. A refused update is
+//! judged by its two times (the daemon's `LAST` before the write, the
+//! numbers of its refusal after), exactly as the engine's: the same
+//! second is dropped, an earlier one is [`WebError::TooEarly`].
 //! Deliberately not here: batching several POSTs into one request
 //! (`BATCH`), and a fallback to direct writes when the daemon is down
 //! (a POST then fails with 500: silently writing behind a daemon's back
@@ -21,7 +23,7 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use crate::rrdfile;
+use crate::rrdfile::{self, Outcome, Update};
 use crate::WebError;
 
 /// How the web server writes RRD files.
@@ -54,13 +56,34 @@ impl Writer {
         }
     }
 
-    pub fn update(&self, path: &Path, arg: &str) -> Result<(), WebError> {
+    /// Writes `u` into `path`; see [`rrdfile::update_direct`] for what
+    /// each refusal becomes.
+    pub fn update(&self, path: &Path, u: &Update) -> Result<Outcome, WebError> {
         match self {
-            Writer::Embedded => rrdfile::update_direct(path, arg),
-            Writer::Daemon(d) => match d.with(|c, name| c.update(name, &[arg.to_string()]), path) {
-                Err(WebError::Daemon(m)) if rrdfile::is_same_second(&m) => Ok(()),
-                other => other,
+            Writer::Embedded => rrdfile::update_direct(path, u),
+            Writer::Daemon(d) => match d.with(|c, name| c.update(name, &[u.arg()]), path) {
+                Ok(()) => Ok(Outcome::Written),
+                Err(WebError::Daemon(m)) => match rrdfile::refused_times(&m) {
+                    // Judged by the daemon's own numbers, not by the
+                    // words every such refusal shares.
+                    Some((time, last)) => match rrdfile::judge(time, last)? {
+                        Some(outcome) => Ok(outcome),
+                        None => Err(WebError::Daemon(m)),
+                    },
+                    None => Err(WebError::Daemon(m)),
+                },
+                Err(e) => Err(e),
             },
+        }
+    }
+
+    /// The file's last update time as the writer sees it (the daemon's
+    /// `LAST` includes values it holds); `None` when the daemon cannot
+    /// say, and the update's own refusal then decides.
+    pub fn last_update(&self, path: &Path) -> Result<Option<i64>, WebError> {
+        match self {
+            Writer::Embedded => rrdfile::last_update(path).map(Some),
+            Writer::Daemon(d) => Ok(d.with(|c, name| c.last(name), path).ok()),
         }
     }
 
@@ -88,11 +111,11 @@ impl Writer {
 }
 
 impl DaemonLink {
-    fn with(
+    fn with<T>(
         &self,
-        f: impl FnOnce(&mut rrd_client::Client, &str) -> Result<(), rrd_client::ClientError>,
+        f: impl FnOnce(&mut rrd_client::Client, &str) -> Result<T, rrd_client::ClientError>,
         path: &Path,
-    ) -> Result<(), WebError> {
+    ) -> Result<T, WebError> {
         let name = if rrd_client::address::is_local(&self.address) {
             path.to_string_lossy().into_owned()
         } else {

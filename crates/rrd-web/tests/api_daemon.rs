@@ -72,8 +72,21 @@ async fn posts_go_through_the_daemon_and_draws_flush_first() {
     assert!(got.contains(&500.0) && got.contains(&300.0), "{got:?}");
     assert_eq!(last_update(&data, id), t0 + 1200, "the export flushed the file");
 
-    // An older second is dropped by the daemon as by the engine.
-    post_number(addr, "/api/s/s/g", &format!("number=1&timestamp={}", t0)).await;
+    // An older second is refused through the daemon as by the engine:
+    // an error answer, the metadata unchanged; the same second again is
+    // dropped with success, as GF does.
+    let (st, v) = json(addr, "POST", "/api/s/s/g", &format!("number=1&timestamp={t0}")).await;
+    assert_eq!((st, v["error"].as_i64()), (409, Some(1)), "{v}");
+    assert!(v["messages"]["timestamp"].as_str().unwrap().contains(&(t0 + 1200).to_string()), "{v}");
+    // One the daemon holds but has not written: its refusal's numbers
+    // decide (LAST may name the file's older second).
+    post_number(addr, "/api/s/s/g", &format!("number=600&timestamp={}", t0 + 1500)).await;
+    let (st, v) = json(addr, "POST", "/api/s/s/g", &format!("number=2&timestamp={}", t0 + 1400)).await;
+    assert_eq!((st, v["error"].as_i64()), (409, Some(1)), "{v}");
+    let d = post_number(addr, "/api/s/s/g", &format!("number=700&timestamp={}", t0 + 1500)).await;
+    assert_eq!(d["number"], 700);
+    let (_, g) = json(addr, "GET", "/api/s/s/g", "").await;
+    assert_eq!(g["number"], 700);
 
     let (st, png) = http(addr, "GET", "/graph/s/s/g?t=h&graphonly=1", "").await;
     assert_eq!(st, 200);
@@ -83,6 +96,7 @@ async fn posts_go_through_the_daemon_and_draws_flush_first() {
     let text = String::from_utf8(body).unwrap();
     assert!(text.contains(&format!("rrdscale_web_writer{{writer=\"{address}\"}} 1")), "{text}");
     assert!(text.contains("rrdscale_web_daemon_connected 1"), "{text}");
+    assert!(text.contains("rrdscale_web_write_errors_total 2"), "{text}");
 
     // Deleting flushes, then removes the files.
     let (st, _) = json(addr, "POST", &format!("/json/delete/graph/{id}"), "").await;
@@ -98,4 +112,26 @@ async fn an_unreachable_daemon_is_a_500_not_a_silent_direct_write() {
     let (st, v) = json(addr, "POST", "/api/s/s/g", "number=1").await;
     assert_eq!((st, v["error"].as_i64()), (500, Some(1)), "{v}");
     assert!(v["messages"]["server"].as_str().unwrap().contains("rrdcached"), "{v}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ticker_skips_what_the_daemon_holds_newer_without_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_daemon, address) = start_rrdcached(dir.path());
+    let data = dir.path().join("web");
+    let app = rrd_web::App::open_with(&data, rrd_web::Writer::choose(Some(&address))).unwrap();
+    let addr = start_app(app.clone()).await;
+    // Held by the daemon, a little ahead of the server's clock.
+    let ahead = now() + 200;
+    post_number(addr, "/api/s/s/g", &format!("number=5&timestamp={ahead}")).await;
+    let mark = (now() / 300) * 300;
+    let a = app.clone();
+    let r = tokio::task::spawn_blocking(move || rrd_web::ticker::tick(&a, mark)).await.unwrap().unwrap();
+    assert_eq!((r.written, r.skipped, r.failed), (0, 2, 0), "{r:?}");
+    let a = app.clone();
+    let r =
+        tokio::task::spawn_blocking(move || rrd_web::ticker::tick(&a, ahead + 60)).await.unwrap().unwrap();
+    assert_eq!((r.written, r.failed), (1, 0), "{r:?}");
+    let (_, _, body) = http_full(addr, "GET", "/metrics", "text/plain", "").await;
+    assert!(String::from_utf8(body).unwrap().contains("rrdscale_web_write_errors_total 0"));
 }

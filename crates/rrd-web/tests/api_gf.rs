@@ -451,14 +451,19 @@ async fn the_minute_tick_rewrites_every_number_like_gfs_worker() {
     })
     .await
     .unwrap()
-    .unwrap();
+    .unwrap()
+    .written;
     assert_eq!(written, 4);
     assert_eq!((last(&g, ""), last(&g, "_s"), last(&c, ""), last(&c, "_s")), (at, at, at, at));
     // Between marks: the 1-minute files only.
     let at2 = t0 + 360;
     let app2 = app.clone();
     assert_eq!(
-        tokio::task::spawn_blocking(move || rrd_web::ticker::tick(&app2, at2)).await.unwrap().unwrap(),
+        tokio::task::spawn_blocking(move || rrd_web::ticker::tick(&app2, at2))
+            .await
+            .unwrap()
+            .unwrap()
+            .written,
         2
     );
     assert_eq!((last(&g, ""), last(&g, "_s")), (at, at2));

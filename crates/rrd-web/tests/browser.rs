@@ -342,7 +342,7 @@ fn http(addr: SocketAddr, method: &str, target: &str, body: &str) -> (u16, Vec<u
     s.set_read_timeout(Some(COMMAND_TIMEOUT)).unwrap();
     write!(
         s,
-        "{method} {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+        "{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
          Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
@@ -418,9 +418,17 @@ fn the_ui_lists_shows_and_switches_graphs_in_chromium() {
     let data = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let addr = rt.block_on(async {
-        let app = rrd_web::App::open(data.path()).expect("open the data dir");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
+        // As `rrdscale web` serves a loopback address: its own Host names
+        // only, and writes only from its own origin (the UI's edits and
+        // deletes below prove the UI passes both).
+        let config = rrd_web::Config {
+            hosts: rrd_web::guard::HostPolicy::for_listen(addr, None),
+            ..Default::default()
+        };
+        let app = rrd_web::App::open_configured(data.path(), rrd_web::Writer::Embedded, config)
+            .expect("open the data dir");
         tokio::spawn(rrd_web::serve(listener, app));
         addr
     });
@@ -666,4 +674,42 @@ fn query_param(target: &str) -> impl Fn(&str) -> String + '_ {
         let q = target.split_once('?').map_or("", |(_, q)| q);
         q.split('&').find_map(|kv| kv.strip_prefix(&format!("{key}="))).unwrap_or("").to_string()
     }
+}
+
+/// With every render slot taken, the list's thumbnails are refused (503)
+/// and show as broken; once a slot frees, the page's retries load them
+/// without a reload.
+#[test]
+fn thumbnails_refused_by_the_render_cap_load_on_retry() {
+    let _ = chromium_path();
+    let data = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (addr, app) = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let config = rrd_web::Config {
+            hosts: rrd_web::guard::HostPolicy::for_listen(addr, None),
+            max_renders: 1,
+            render_wait: Duration::from_millis(100),
+            ..Default::default()
+        };
+        let app = rrd_web::App::open_configured(data.path(), rrd_web::Writer::Embedded, config)
+            .expect("open the data dir");
+        tokio::spawn(rrd_web::serve(listener, app.clone()));
+        (addr, app)
+    });
+    let graphs = seed(addr);
+    let held = app.hold_render_slots(1).expect("a free slot");
+    let profile = tempfile::tempdir().unwrap();
+    let mut b = Browser::launch(profile.path(), output_dir().join("chromium-retry.log"));
+    b.viewport(1366, 768, false);
+    b.navigate(&format!("http://{addr}/"));
+    b.wait_for("the graph cards", &format!("document.querySelectorAll('.card').length === {}", graphs.len()));
+    b.wait_for("a refused thumbnail", "document.querySelectorAll('.card img.broken').length > 0");
+    drop(held);
+    b.wait_for(
+        "every thumbnail to load after a retry",
+        "(() => { const i = [...document.querySelectorAll('.card img')]; \
+         return i.every(x => x.complete && x.naturalWidth > 0 && !x.classList.contains('broken')); })()",
+    );
 }

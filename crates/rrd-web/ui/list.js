@@ -30,8 +30,23 @@ function card(g, term) {
     src, width: THUMB_W, height: THUMB_H, loading: 'lazy', decoding: 'async',
     alt: `${g.graph_name}: ${term} graph`, dataset: { live: src },
   });
-  img.addEventListener('error', () => img.classList.add('broken'));
-  img.addEventListener('load', () => img.classList.remove('broken'));
+  // The server draws only a few graphs at once and answers 503 when a
+  // thumbnail waited too long for its turn (a long list asks for many at
+  // once): try again a little later, a few times, before showing it broken.
+  let retries = 0;
+  img.addEventListener('error', () => {
+    img.classList.add('broken');
+    if (retries >= 3) return;
+    retries += 1;
+    const failed = img.src;
+    setTimeout(() => {
+      if (img.src !== failed) return; // replaced meanwhile (live refresh, range change)
+      const u = new URL(failed, location.href);
+      u.searchParams.set('retry', String(retries));
+      img.src = u.pathname + u.search;
+    }, 1000 * retries + Math.random() * 500);
+  });
+  img.addEventListener('load', () => { retries = 0; img.classList.remove('broken'); });
   const value = g.complex ? null : h('span', { class: 'value', title: `mode ${g.mode}` }, formatNumber(g.number));
   const li = h('li', { class: 'card', dataset: { id: g.id, name: `${g.service_name}/${g.section_name}/${g.graph_name}`.toLowerCase() } },
     h('a', { href: pageURL(g), class: 'card-link' },

@@ -9,15 +9,26 @@
 //! previous number, unknown on the first POST), through the configured
 //! [`crate::Writer`].
 //!
-//! Invariant: the metadata update and the file writes of one POST happen
+//! A `timestamp`/`datetime` more than [`MAX_CLOCK_SKEW_SECS`] after the
+//! server's clock is refused with 400: a file that took one far-future
+//! second would refuse every real one until then.
+//!
+//! Invariants: the metadata update and the file writes of one POST happen
 //! under the store's lock, so two POSTs reach the files in the order
 //! they changed the metadata (a later second never loses to an earlier).
+//! Only success answers `{"error":0}`: a second the files already hold is
+//! dropped as GF does (the metadata still takes the number), an earlier
+//! second than a file's last update is refused before anything is
+//! written (409, the metadata unchanged, counted as a write error), and
+//! a failed write rolls the metadata back (500). A new graph name is
+//! refused with 403 once the server holds `max_graphs` graphs.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -25,10 +36,10 @@ use serde_json::{json, Value};
 
 use super::Names;
 use crate::params::{check_names, params, parse_datetime, parse_int, valid_color};
-use crate::reply::{bad_request, graph_not_found, now_secs, run};
-use crate::rrdfile::{self, Resolution};
-use crate::store::Posted;
-use crate::App;
+use crate::reply::{bad_request, error_response, graph_not_found, now_secs, run};
+use crate::rrdfile::{self, Resolution, Update};
+use crate::store::{Graph, Posted};
+use crate::{App, WebError};
 
 pub fn routes() -> Router<Arc<App>> {
     Router::new().route("/api/{service}/{section}/{graph}", get(get_graph).post(post_graph))
@@ -41,13 +52,26 @@ struct PostRequest {
     color: Option<String>,
     description: Option<String>,
     time_secs: Option<i64>,
+    /// The parameter that gave the time (`timestamp`, `datetime`, or
+    /// `timestamp` for the server's clock), for naming it in a refusal.
+    time_field: &'static str,
 }
 
 /// GF refuses timestamps before this (rrdcreate's 1980 floor plus 10 s).
 const MIN_TIMESTAMP: i64 = 315_360_010;
 
-/// `Err` holds the `messages` object of a 400 answer.
-fn validate_post(p: &HashMap<String, String>) -> Result<PostRequest, Value> {
+/// How far after the server's clock a posted `timestamp`/`datetime` may
+/// be: five minutes, one step of the 5-minute file, for clients whose
+/// clocks run a little ahead. RRD files refuse any second before their
+/// last update, so a later one is refused here instead: one far-future
+/// POST would otherwise stop the graph until that time. (A POST within
+/// the skew can still make the next few POSTs without a timestamp come
+/// earlier than the files' last update; those are answered with 409.)
+pub const MAX_CLOCK_SKEW_SECS: i64 = 300;
+
+/// `Err` holds the `messages` object of a 400 answer; `now` is the
+/// server's clock, for [`MAX_CLOCK_SKEW_SECS`].
+fn validate_post(p: &HashMap<String, String>, now: i64) -> Result<PostRequest, Value> {
     let mut bad = serde_json::Map::new();
     let number = match p.get("number").map(String::as_str) {
         None | Some("") => {
@@ -94,10 +118,27 @@ fn validate_post(p: &HashMap<String, String>) -> Result<PostRequest, Value> {
             bad.insert("description".into(), json!("description must be text of at most 1024 bytes"));
         }
     }
+    if let Some(t) = time_secs.filter(|t| *t > now.saturating_add(MAX_CLOCK_SKEW_SECS)) {
+        let key = if p.get("timestamp").is_some_and(|t| !t.is_empty()) { "timestamp" } else { "datetime" };
+        bad.insert(
+            key.into(),
+            json!(format!(
+                "\"{key}\" is {} seconds after the server's time {now}; at most {MAX_CLOCK_SKEW_SECS} are allowed",
+                t - now
+            )),
+        );
+    }
     if !bad.is_empty() {
         return Err(Value::Object(bad));
     }
-    Ok(PostRequest { number, mode, color, description: p.get("description").cloned(), time_secs })
+    let time_field = if p.get("datetime").is_some_and(|t| !t.is_empty())
+        && p.get("timestamp").is_none_or(|t| t.is_empty())
+    {
+        "datetime"
+    } else {
+        "timestamp"
+    };
+    Ok(PostRequest { number, mode, color, description: p.get("description").cloned(), time_secs, time_field })
 }
 
 async fn post_graph(
@@ -106,8 +147,9 @@ async fn post_graph(
     RawQuery(q): RawQuery,
     body: Bytes,
 ) -> Response {
-    let checked =
-        check_names(&service, &section, &graph).and_then(|()| validate_post(&params(q.as_deref(), &body)));
+    let now = now_secs();
+    let checked = check_names(&service, &section, &graph)
+        .and_then(|()| validate_post(&params(q.as_deref(), &body), now));
     let req = match checked {
         Ok(r) => r,
         Err(m) => {
@@ -117,7 +159,6 @@ async fn post_graph(
     };
     let a = app.clone();
     let res = run(move || {
-        let now = now_secs();
         let t = req.time_secs.unwrap_or(now);
         let posted = Posted {
             number: req.number,
@@ -128,20 +169,62 @@ async fn post_graph(
         };
         let mut store = a.store();
         let _files = a.write_files();
-        let (row, previous) = store.post(&service, &section, &graph, &posted)?;
-        let sub = previous.map(|p| row.number.saturating_sub(p));
-        a.set_last_sub(row.id, sub);
-        let arg = rrdfile::update_arg(t, row.number, sub);
-        for r in [Resolution::FiveMinute, Resolution::OneMinute] {
-            let path = rrdfile::path(&a.rrd_dir, row.id, r);
-            rrdfile::ensure(&path, r, req.mode == "derive", t)?;
-            a.writer.update(&path, &arg).inspect_err(|_| a.metrics.write_error())?;
+        let saved =
+            store.post_with(&service, &section, &graph, &posted, a.config.max_graphs, |row, previous| {
+                write_both(&a, row, previous, t, req.mode == "derive")
+            });
+        match saved {
+            Ok(Some((row, _))) => Ok(Json(json!({"error": 0, "data": row})).into_response()),
+            Ok(None) => Ok({
+                a.metrics.refused("graph_cap");
+                error_response(
+                    StatusCode::FORBIDDEN,
+                    json!({"graph_name": format!(
+                        "this server holds its maximum of {} graphs (rrdscale web --max-graphs); \
+                         new graph names are refused, existing graphs keep updating",
+                        a.config.max_graphs
+                    )}),
+                )
+            }),
+            Err(e @ WebError::TooEarly { .. }) => {
+                a.metrics.write_error();
+                Ok(error_response(StatusCode::CONFLICT, json!({ req.time_field: e.to_string() })))
+            }
+            Err(e) => {
+                // The metadata store failing is not an RRD write error.
+                if !matches!(e, WebError::Store(_)) {
+                    a.metrics.write_error();
+                }
+                Err(e)
+            }
         }
-        Ok(Json(json!({"error": 0, "data": row})).into_response())
     })
     .await;
     app.metrics.post(res.status().is_success());
     res
+}
+
+/// Writes one POST's value into both files: each file's last update is
+/// checked first, so a refused second writes neither file (the same
+/// second already held is dropped, as GF does).
+fn write_both(app: &App, row: &Graph, previous: Option<i64>, t: i64, derive: bool) -> Result<(), WebError> {
+    let sub = previous.map(|p| row.number.saturating_sub(p));
+    let u = Update { time: t, number: row.number, sub };
+    let files =
+        [Resolution::FiveMinute, Resolution::OneMinute].map(|r| (r, rrdfile::path(&app.rrd_dir, row.id, r)));
+    for (_, path) in &files {
+        if path.exists() {
+            if let Some(last) = app.writer.last_update(path)? {
+                rrdfile::judge(t, last)?;
+            }
+        }
+    }
+    for (r, path) in &files {
+        rrdfile::ensure(path, *r, derive, t)?;
+        app.writer.update(path, &u)?;
+    }
+    app.set_last_sub(row.id, sub);
+    Ok(())
 }
 
 async fn get_graph(

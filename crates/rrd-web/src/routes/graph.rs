@@ -13,12 +13,18 @@
 //!
 //! Every one takes the parameters of [`crate::range`]; a bad one is a 400
 //! with GF's message, an unknown graph or complex a 404.
+//!
+//! At most [`crate::Config::max_renders`] of them are drawn at once (each
+//! holds a core and the rows it reads): a request waits up to
+//! [`crate::Config::render_wait`] for a slot, then gets 503 with
+//! `Retry-After`. The slot is held by the drawing itself, so a client
+//! that hangs up does not free it before the work ends.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{Path, RawQuery, State};
-use axum::http::header;
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -27,7 +33,7 @@ use serde_json::Value;
 use super::{parse_id, Names};
 use crate::params::{check_names, params};
 use crate::range::{self, DrawRequest};
-use crate::reply::{bad_request, complex_not_found, graph_not_found, now_secs, run};
+use crate::reply::{bad_request, complex_not_found, error_response, graph_not_found, now_secs, run};
 use crate::series::{self, complex_members, Member};
 use crate::store::Store;
 use crate::{App, WebError};
@@ -118,7 +124,21 @@ async fn respond(app: Arc<App>, target: Target, query: Option<String>, output: O
         Ok(r) => r,
         Err(m) => return bad_request(m),
     };
+    let slot = tokio::time::timeout(app.config.render_wait, app.renders.clone().acquire_owned()).await;
+    let Ok(Ok(permit)) = slot else {
+        app.metrics.refused("busy");
+        let mut r = error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            serde_json::json!({"server": format!(
+                "the server is drawing {} graphs at once, its limit (rrdscale web --max-renders); try again shortly",
+                app.config.max_renders
+            )}),
+        );
+        r.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("2"));
+        return r;
+    };
     run(move || {
+        let _permit = permit;
         let found = members(&app.store(), &target)?;
         let (members, single, own_sumup) = match found {
             Ok(m) => m,

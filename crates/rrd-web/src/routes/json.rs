@@ -1,6 +1,8 @@
 //! GrowthForecast's JSON API over the metadata: read a graph or complex
 //! (by path or id), list them, create a complex, edit either, delete
-//! either (and `POST /delete/:s/:sec/:g`, GF's form delete).
+//! either (and `POST /delete/:s/:sec/:g`, GF's form delete, and
+//! `POST /delete/:s/:sec`, every graph, with its files, and every complex
+//! of a section, answered with GF's `location` of the service's list).
 //!
 //! Shapes: a graph is the store's [`crate::store::Graph`] (`complex:
 //! false`); a complex is [`crate::store::Complex`] (`complex: true`,
@@ -16,7 +18,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -25,7 +27,9 @@ use serde_json::{json, Value};
 use super::{parse_id, Names};
 use crate::edit::{self, escape_segment};
 use crate::params::check_names;
-use crate::reply::{bad_request, complex_not_found, graph_not_found, location, now_secs, path_conflict, run};
+use crate::reply::{
+    bad_request, complex_not_found, error_response, graph_not_found, location, now_secs, path_conflict, run,
+};
 use crate::store::{Graph, GraphName};
 use crate::{rrdfile, App, WebError};
 
@@ -44,6 +48,7 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/json/delete/graph/{service}", post(delete_graph_by_id))
         .route("/json/delete/graph/{service}/{section}/{graph}", post(delete_graph_by_names))
         .route("/delete/{service}/{section}/{graph}", post(delete_graph_by_names))
+        .route("/delete/{service}/{section}", post(delete_section))
         .route("/json/delete/complex/{service}", post(delete_complex_by_id))
         .route("/json/delete/complex/{service}/{section}/{graph}", post(delete_complex_by_names))
 }
@@ -147,6 +152,18 @@ async fn create_complex(State(app): State<Arc<App>>, headers: HeaderMap, body: B
         if store.path_taken(&spec.service_name, &spec.section_name, &spec.graph_name, None)? {
             return Ok(path_conflict(&spec.service_name, &spec.section_name, &spec.graph_name));
         }
+        // Complexes are rows only, but unbounded rows are unbounded work
+        // for every listing: the graph cap bounds them too.
+        if u64::try_from(store.count_graphs()?.1).unwrap_or(0) >= app.config.max_graphs {
+            app.metrics.refused("graph_cap");
+            return Ok(error_response(
+                StatusCode::FORBIDDEN,
+                json!({"complex": format!(
+                    "this server holds its maximum of {} complex graphs (rrdscale web --max-graphs)",
+                    app.config.max_graphs
+                )}),
+            ));
+        }
         let c = store.create_complex(&spec, now_secs())?;
         let loc = list_location(&headers, &c.service_name, &c.section_name);
         Ok(Json(json!({"error": 0, "location": loc, "data": c})).into_response())
@@ -204,6 +221,37 @@ async fn edit_complex(State(app): State<Arc<App>>, Path(id): Path<String>, body:
 /// Removes the metadata and both RRD files (flushed first when a daemon
 /// holds values for them, so it does not write them back).
 fn delete_graph(app: &App, g: &Graph, headers: &HeaderMap) -> Result<Response, WebError> {
+    remove_graph(app, g)?;
+    let loc = list_location(headers, &g.service_name, &g.section_name);
+    Ok(Json(json!({"error": 0, "location": loc})).into_response())
+}
+
+/// GF's section delete: every graph (and its files) and every complex in
+/// it; a section with nothing in it is GF's success too.
+async fn delete_section(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Path((s, sec)): Path<(String, String)>,
+) -> Response {
+    if let Err(m) = check_names(&s, &sec, "-") {
+        return bad_request(m);
+    }
+    run(move || {
+        let (graphs, complexes) = app.store().section(&s, &sec)?;
+        for c in &complexes {
+            app.store().delete_complex(c.id)?;
+        }
+        for g in &graphs {
+            remove_graph(&app, g)?;
+        }
+        let loc = location(&headers, &format!("/list/{}", escape_segment(&s)));
+        Ok(Json(json!({"error": 0, "location": loc, "deleted": {"graphs": graphs.len(), "complexes": complexes.len()}}))
+            .into_response())
+    })
+    .await
+}
+
+fn remove_graph(app: &App, g: &Graph) -> Result<(), WebError> {
     for r in [rrdfile::Resolution::FiveMinute, rrdfile::Resolution::OneMinute] {
         let path = rrdfile::path(&app.rrd_dir, g.id, r);
         if path.exists() {
@@ -213,8 +261,7 @@ fn delete_graph(app: &App, g: &Graph, headers: &HeaderMap) -> Result<Response, W
     app.store().delete_graph(g.id)?;
     let _files = app.write_files();
     rrdfile::remove(&app.rrd_dir, g.id)?;
-    let loc = list_location(headers, &g.service_name, &g.section_name);
-    Ok(Json(json!({"error": 0, "location": loc})).into_response())
+    Ok(())
 }
 
 async fn delete_graph_by_id(

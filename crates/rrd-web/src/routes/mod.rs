@@ -1,6 +1,7 @@
 //! The HTTP routes, one module per family of GrowthForecast's API:
 //! [`api`] (posting numbers), [`json`] (metadata: read, list, create,
-//! edit, delete) and [`graph`] (pictures and numbers over time).
+//! edit, delete), [`graph`] (pictures and numbers over time) and
+//! [`vrule`] (GF's vertical rules).
 //!
 //! Route patterns name the first variable segment `{service}` even where
 //! it holds an id (`/json/graph/{service}` is `/json/graph/:id`): the
@@ -9,6 +10,7 @@
 pub mod api;
 pub mod graph;
 pub mod json;
+pub mod vrule;
 
 /// `/:service/:section/:graph`, as extracted.
 pub type Names = axum::extract::Path<(String, String, String)>;

@@ -51,6 +51,41 @@ pub async fn http_full(
     (status, head, out)
 }
 
+/// One request with the given extra header lines (`Name: value`) and no
+/// Host unless one is among them; returns (status, headers, body).
+pub async fn request(
+    addr: SocketAddr,
+    method: &str,
+    target: &str,
+    headers: &[&str],
+    body: &str,
+) -> (u16, String, Vec<u8>) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut req = format!("{method} {target} HTTP/1.1\r\nConnection: close\r\n");
+    for h in headers {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).await.unwrap();
+    let split = buf.windows(4).position(|w| w == b"\r\n\r\n").expect("header end");
+    let head = String::from_utf8_lossy(&buf[..split]).to_string();
+    let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let mut out = buf[split + 4..].to_vec();
+    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        out = dechunk(&out);
+    }
+    (status, head, out)
+}
+
+/// `/metrics` as text.
+pub async fn metrics_text(addr: SocketAddr) -> String {
+    let (_, _, body) = http_full(addr, "GET", "/metrics", "text/plain", "").await;
+    String::from_utf8(body).unwrap()
+}
+
 pub async fn http(addr: SocketAddr, method: &str, target: &str, form: &str) -> (u16, Vec<u8>) {
     let (st, _, body) = http_full(addr, method, target, "application/x-www-form-urlencoded", form).await;
     (st, body)
