@@ -23,6 +23,7 @@
 //! `rrd-graph` parses those itself and hands only DEF/CDEF/VDEF here),
 //! SHIFT, and `--daemon`.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -117,13 +118,23 @@ pub struct Evaluation {
     /// range divided by `max_rows` (the graph width) when that is larger.
     pub global_step_secs: i64,
     variables: Vec<(String, Variable)>,
+    /// Where each name's first definition is in `variables`.
+    index: HashMap<String, usize>,
 }
 
 impl Evaluation {
+    fn new(global_step_secs: i64, variables: Vec<(String, Variable)>) -> Evaluation {
+        let mut index = HashMap::with_capacity(variables.len());
+        for (i, (name, _)) in variables.iter().enumerate() {
+            index.entry(name.clone()).or_insert(i);
+        }
+        Evaluation { global_step_secs, variables, index }
+    }
+
     /// The variable called `name` (the first definition wins, as in
-    /// RRDtool's `find_var`).
+    /// RRDtool's `find_var`), found in constant time.
     pub fn get(&self, name: &str) -> Option<&Variable> {
-        self.variables.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+        self.index.get(name).map(|&i| &self.variables[i].1)
     }
 
     /// Variables in definition order.
@@ -298,14 +309,47 @@ fn parse_cf(name: &str) -> Result<Cf> {
     Cf::parse(name).ok_or_else(|| Error::invalid(format!("bad CF: {name}")))
 }
 
+/// The names the elements parsed so far define, one per element ("" for
+/// an XPORT), with the element that defines each first: RRDtool's
+/// `find_var` finds the first definition. Looked up in constant time, so
+/// thousands of elements parse in linear time.
+#[derive(Default)]
+struct Names {
+    list: Vec<String>,
+    first: HashMap<String, usize>,
+}
+
+impl Names {
+    fn push(&mut self, name: &str) {
+        self.first.entry(name.to_string()).or_insert(self.list.len());
+        self.list.push(name.to_string());
+    }
+
+    /// The element that first defined `name`.
+    fn position(&self, name: &str) -> Option<usize> {
+        self.first.get(name).copied()
+    }
+}
+
+#[cfg(test)]
+impl<S: AsRef<str>> From<&[S]> for Names {
+    fn from(list: &[S]) -> Names {
+        let mut names = Names::default();
+        for n in list {
+            names.push(n.as_ref());
+        }
+        names
+    }
+}
+
 /// Parses a CDEF's RPN as RRDtool's `rpn_parse` does, resolving names
 /// against the variables defined so far (the first definition of a name
 /// wins, as in RRDtool's `find_var`).
-fn parse_rpn(expr: &str, vars: &[String]) -> Result<Program> {
+fn parse_rpn(expr: &str, vars: &Names) -> Result<Program> {
     if expr.is_empty() {
         return Err(Error::invalid("can not parse an empty rpn expression"));
     }
-    let lookup = |name: &str| vars.iter().position(|v| v == name);
+    let lookup = |name: &str| vars.position(name);
     let tokens: Vec<&str> = expr.split(',').collect();
     let mut nodes = Vec::with_capacity(tokens.len());
     for (k, &token) in tokens.iter().enumerate() {
@@ -585,7 +629,7 @@ fn reduce(
 }
 
 /// What makes two DEFs share one fetch (RRDtool's `gdes_fetch_key`).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct FetchKey {
     file: String,
     cf: Cf,
@@ -634,13 +678,12 @@ struct Parsed {
 
 /// Parses a VDEF's `source,FUNCTION` or `source,param,FUNCTION` as
 /// RRDtool's `parse_vdef` and `vdef_parse` do, with their messages.
-fn parse_vdef(vname: &str, body: &str, names: &[String], parsed: &[Element]) -> Result<Element> {
+fn parse_vdef(vname: &str, body: &str, names: &Names, parsed: &[Element]) -> Result<Element> {
     let Some((source, function)) = body.split_once(',') else {
         return Err(Error::invalid(format!("Comma expected in VDEF definition {body}")));
     };
     let var = names
-        .iter()
-        .position(|n| n == source)
+        .position(source)
         .ok_or_else(|| Error::invalid(format!("Not a valid vname: {source} in line {body}")))?;
     if !matches!(parsed[var], Element::Def(_) | Element::Cdef(_)) {
         return Err(Error::invalid(format!("variable '{source}' not DEF nor CDEF in VDEF '{body}'")));
@@ -692,7 +735,7 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
         range.end.checked_sub(range.start).ok_or_else(|| Error::invalid("the xport range is too long"))?;
     let global_step = range.step_secs.max(span / range.max_rows.max(1));
 
-    let mut names: Vec<String> = Vec::new();
+    let mut names = Names::default();
     let mut parsed: Vec<Element> = Vec::new();
     for text in elements {
         let (kind, rest) = text.split_once(':').unwrap_or((text.as_str(), ""));
@@ -742,7 +785,7 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
                         daemon,
                     })
                 };
-                names.push(vname.to_string());
+                names.push(vname);
                 parsed.push(element);
             }
             "XPORT" => {
@@ -755,8 +798,7 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
                 }
                 let vname = fields[0].as_str();
                 let var = names
-                    .iter()
-                    .position(|n| n == vname)
+                    .position(vname)
                     .ok_or_else(|| Error::invalid(format!("{vname} is not a vname nor a number")))?;
                 if matches!(parsed[var], Element::Vdef { .. }) {
                     return Err(Error::invalid(format!("Cannot shift a VDEF: '{vname}' in line '{text}'")));
@@ -769,7 +811,7 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
                     }
                     legend.truncate(cut);
                 }
-                names.push(String::new());
+                names.push("");
                 parsed.push(Element::Xport { var, legend });
             }
             other => {
@@ -779,7 +821,7 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
             }
         }
     }
-    Ok(Parsed { global_step, elements: parsed, names })
+    Ok(Parsed { global_step, elements: parsed, names: names.list })
 }
 
 /// RRDtool's `vdef_calc` over the rows of `src`.
@@ -875,7 +917,9 @@ fn vdef_calc(src: &Series, op: VdefOp, param: f64) -> VdefValue {
 /// in order: what each element defines.
 fn run(range: &XportRange, parsed: &Parsed, source: &mut dyn FetchSource) -> Result<Vec<Slot>> {
     let mut series: Vec<Slot> = Vec::with_capacity(parsed.elements.len());
-    let mut fetched: Vec<(FetchKey, Series, Vec<String>)> = Vec::new();
+    let mut fetched: HashMap<FetchKey, (Series, std::rc::Rc<Vec<String>>)> = HashMap::new();
+    // Scratch for CDEFs: each variable's current row.
+    let mut cursors: Vec<i64> = Vec::new();
     for element in &parsed.elements {
         match element {
             Element::Def(def) => {
@@ -887,11 +931,12 @@ fn run(range: &XportRange, parsed: &Parsed, source: &mut dyn FetchSource) -> Res
                     end: def.end,
                     step: def.step,
                 };
-                let (base, ds_names) = match fetched.iter().find(|f| f.0 == key) {
-                    Some((_, base, names)) => (base.clone(), names.clone()),
+                let (base, ds_names) = match fetched.get(&key) {
+                    Some((base, names)) => (base.clone(), names.clone()),
                     None => {
                         let (base, names) = fetch_def(def, parsed.global_step, source)?;
-                        fetched.push((key, base.clone(), names.clone()));
+                        let names = std::rc::Rc::new(names);
+                        fetched.insert(key, (base.clone(), names.clone()));
                         (base, names)
                     }
                 };
@@ -901,7 +946,7 @@ fn run(range: &XportRange, parsed: &Parsed, source: &mut dyn FetchSource) -> Res
                 series.push(Slot::Series(Series { ds, ..base }));
             }
             Element::Cdef(program) => {
-                let out = eval_cdef(program, &series, range.now)?;
+                let out = eval_cdef(program, &series, range.now, &mut cursors)?;
                 series.push(Slot::Series(out));
             }
             Element::Vdef { var, op, param } => {
@@ -914,8 +959,11 @@ fn run(range: &XportRange, parsed: &Parsed, source: &mut dyn FetchSource) -> Res
     Ok(series)
 }
 
-/// Runs one CDEF over the variables defined so far.
-fn eval_cdef(program: &Program, series: &[Slot], now_clock: i64) -> Result<Series> {
+/// Runs one CDEF over the variables defined so far. `cursors` is scratch
+/// space kept across CDEFs (only the entries of the variables read are
+/// set and read), so a CDEF costs time in its own inputs and rows, not in
+/// the number of elements before it.
+fn eval_cdef(program: &Program, series: &[Slot], now_clock: i64, cursors: &mut Vec<i64>) -> Result<Series> {
     // A VDEF read by a CDEF is a constant there (RRDtool turns the node
     // into a number, PREV(vdef) included).
     let nodes: Vec<Node> = program
@@ -955,7 +1003,7 @@ fn eval_cdef(program: &Program, series: &[Slot], now_clock: i64) -> Result<Serie
     }
     // Each variable starts at the row covering the CDEF's start and moves
     // on whenever the time is a multiple of its step.
-    let mut cursors = vec![0i64; series.len()];
+    cursors.resize(series.len(), 0);
     for &v in &vars {
         let s = series[v].series().expect("filtered above");
         cursors[v] = (start - s.start).max(0) / s.step;
@@ -967,8 +1015,7 @@ fn eval_cdef(program: &Program, series: &[Slot], now_clock: i64) -> Result<Serie
     let mut out = Vec::with_capacity(rows);
     let mut t = start + step;
     while t <= end {
-        let mut ctx =
-            SeriesContext { series, cursors: &cursors, output: &out, time: t, step, clock: now_clock };
+        let mut ctx = SeriesContext { series, cursors, output: &out, time: t, step, clock: now_clock };
         let v = program.eval_with(&mut ctx).map_err(rpn_error)?;
         out.push(v);
         for &v in &vars {
@@ -1005,7 +1052,7 @@ pub fn evaluate_with(
             Slot::None => None,
         })
         .collect();
-    Ok(Evaluation { global_step_secs: parsed.global_step, variables })
+    Ok(Evaluation::new(parsed.global_step, variables))
 }
 
 /// Runs an xport over `elements` (`DEF:...`, `CDEF:...`, `VDEF:...`,
@@ -1167,7 +1214,7 @@ mod tests {
 
     #[test]
     fn rpn_parses_numbers_only_before_a_comma() {
-        let vars = vec!["a".to_string(), "e".to_string()];
+        let vars = Names::from(&["a", "e"][..]);
         let nodes = |e: &str| parse_rpn(e, &vars).map(|p| p.nodes().to_vec());
         assert_eq!(
             nodes("a,1.5e1,+").unwrap(),
@@ -1184,7 +1231,7 @@ mod tests {
     fn series_context_serves_variables_and_time_operators() {
         let s = vec![Slot::Series(series(0, 10, &[1.0, f64::NAN, 4.0]))];
         let run = |expr: &str, row: i64, output: &[f64]| {
-            let program = parse_rpn(expr, &["a".to_string()]).unwrap();
+            let program = parse_rpn(expr, &Names::from(&["a"][..])).unwrap();
             let mut ctx =
                 SeriesContext { series: &s, cursors: &[row], output, time: 20, step: 10, clock: 99 };
             program.eval_with(&mut ctx).map_err(rpn_error)
@@ -1250,7 +1297,7 @@ mod tests {
 
     #[test]
     fn vdef_parse_messages_are_rrdtools() {
-        let names = vec!["a".to_string()];
+        let names = Names::from(&["a"][..]);
         let parsed = vec![Element::Cdef(Program::from_nodes(vec![Node::Number(1.0)]))];
         let err = |body: &str| parse_vdef("m", body, &names, &parsed).err().unwrap().to_string();
         assert_eq!(err("a"), "Comma expected in VDEF definition a");

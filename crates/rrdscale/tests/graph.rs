@@ -871,3 +871,63 @@ fn svg_parses_and_has_the_reported_size() {
     let t = String::from_utf8(run(RRDTOOL, &theirs, dir.path()).stdout).unwrap();
     assert_eq!((info_number(&t, "image_width"), info_number(&t, "image_height")), (w, h));
 }
+
+/// Issue 12: a graph of thousands of elements took time quadratic in their
+/// number (each pixel of each LINE looked its variable up by name in a
+/// list; CDEFs, VDEFs and drawing elements did the same at parse time).
+/// 4,000 DEFs, 4,000 CDEFs over them, 4,000 VDEFs PRINTed and 4,000 LINEs
+/// (without colour, so that the time measured is the data path's, not the
+/// rasteriser's) must take well under a second's worth of work: the bound
+/// is a generous 2 s in a release build (it took 13 s before the fix,
+/// rrdtool about 0.5 s on a loaded 2-core machine), and graphv must print
+/// what rrdtool prints, every PRINT included.
+#[test]
+fn thousands_of_elements_in_linear_time_and_as_rrdtool_draws_them() {
+    let dir = tempdir();
+    setup(dir.path());
+    let n = 4000;
+    let mut case = strings(&["--start", S, "--end", E]);
+    for i in 0..n {
+        let ds = ["a", "b", "c"][i % 3];
+        let cf = ["AVERAGE", "MAX", "MIN", "LAST"][i % 4];
+        case.push(format!("DEF:v{i}=t.rrd:{ds}:{cf}"));
+        case.push(format!("CDEF:c{i}=v{i},{i},+"));
+        case.push(format!("VDEF:m{i}=c{i},MAXIMUM"));
+        case.push(format!("LINE1:c{i}"));
+        case.push(format!("PRINT:m{i}:%lf"));
+    }
+    // A few drawn, stacked and reading the last definitions.
+    case.extend(strings(&["LINE1:v0#ff0000:first", "AREA:v3999#00ff0080:last:STACK", "GPRINT:m3999:%6.2lf"]));
+    let mut ours_args = vec!["graphv".to_string(), "ours.png".to_string()];
+    ours_args.extend(case.iter().cloned());
+    let mut theirs_args = vec!["graphv".to_string(), "theirs.png".to_string()];
+    theirs_args.extend(case.iter().cloned());
+    let started = std::time::Instant::now();
+    let ours = run(rrdscale_bin(), &ours_args, dir.path());
+    let took = started.elapsed();
+    let theirs = run(RRDTOOL, &theirs_args, dir.path());
+    assert!(theirs.status.success(), "rrdtool: {}", String::from_utf8_lossy(&theirs.stderr));
+    assert!(ours.status.success(), "rrdscale: {}", String::from_utf8_lossy(&ours.stderr));
+    let (ours_text, theirs_text) =
+        (String::from_utf8_lossy(&ours.stdout), String::from_utf8_lossy(&theirs.stdout));
+    assert_eq!(theirs_text.matches("print[").count(), n, "rrdtool printed every VDEF");
+    if ours_text != theirs_text {
+        let diff: Vec<String> = ours_text
+            .lines()
+            .zip(theirs_text.lines())
+            .filter(|(a, b)| a != b)
+            .take(10)
+            .map(|(a, b)| format!("rrdscale {a:?}\n rrdtool {b:?}"))
+            .collect();
+        panic!(
+            "graphv differs ({} vs {} lines):\n{}",
+            ours_text.lines().count(),
+            theirs_text.lines().count(),
+            diff.join("\n")
+        );
+    }
+    // Not a benchmark: only time quadratic in the element count fails this
+    // (debug builds get more room).
+    let bound = if cfg!(debug_assertions) { 20.0 } else { 2.0 };
+    assert!(took.as_secs_f64() < bound, "{} elements took {took:?} (bound {bound} s)", 5 * n);
+}
