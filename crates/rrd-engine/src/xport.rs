@@ -5,7 +5,11 @@
 //! The pipeline is RRDtool's graph data path:
 //! 1. every DEF fetches its archive at the wished step (the global step, or
 //!    its own `step=`), then is consolidated up to the global step when the
-//!    archive is finer (`reduce=` picks the function, default the DEF's CF);
+//!    archive is finer (`reduce=` picks the function, default the DEF's CF).
+//!    Files are consolidated while they are read ([`crate::reduce`]), so a
+//!    DEF holds about `(end - start) / step + 2` rows (the graph's width)
+//!    whatever the archive's step and the range: memory per DEF is that
+//!    plus a 512 KiB read buffer, not the archive rows the range spans;
 //! 2. every CDEF runs over the latest start and earliest end of its inputs,
 //!    at the greatest common divisor of their steps, each input advancing
 //!    one row whenever the evaluation time is a multiple of its step;
@@ -33,6 +37,7 @@ use crate::attime;
 use crate::error::{Error, Result};
 use crate::fetch::{fetch, rrd_snprintf_e, FetchResult, FILL_NAN, MAX_FETCH_VALUES};
 use crate::numparse::rrd_strtod;
+use crate::reduce::{fetch_reduced, reduce_result};
 use crate::rpn::{Context, Node, Op, Program, RpnError, Stack};
 use crate::rrd::Rrd;
 
@@ -237,6 +242,28 @@ pub trait FetchSource {
         resolution_secs: u64,
         daemon: Option<&str>,
     ) -> Result<FetchResult>;
+
+    /// [`FetchSource::fetch`], then consolidated with `reduce` to at least
+    /// `min_step` seconds a row when the archive is finer, as a DEF's rows
+    /// are (rrdtool's `rrd_reduce_data`). The default consolidates the
+    /// fetched rows; [`LocalFiles`] consolidates while reading, so a long
+    /// range over a fine archive costs memory in the output rows only
+    /// ([`crate::reduce`]).
+    #[allow(clippy::too_many_arguments)]
+    fn fetch_reduced(
+        &mut self,
+        file: &str,
+        cf: Cf,
+        start: i64,
+        end: i64,
+        resolution_secs: u64,
+        daemon: Option<&str>,
+        min_step: i64,
+        reduce: Cf,
+    ) -> Result<FetchResult> {
+        let got = self.fetch(file, cf, start, end, resolution_secs, daemon)?;
+        reduce_result(got, min_step, reduce)
+    }
 }
 
 /// DEFs read their files directly (a DEF's `:daemon=` is ignored).
@@ -254,6 +281,21 @@ impl FetchSource for LocalFiles {
     ) -> Result<FetchResult> {
         let rrd = Rrd::open(Path::new(file), false)?;
         fetch(&rrd, cf, start, end, resolution_secs)
+    }
+
+    fn fetch_reduced(
+        &mut self,
+        file: &str,
+        cf: Cf,
+        start: i64,
+        end: i64,
+        resolution_secs: u64,
+        _daemon: Option<&str>,
+        min_step: i64,
+        reduce: Cf,
+    ) -> Result<FetchResult> {
+        let rrd = Rrd::open(Path::new(file), false)?;
+        fetch_reduced(&rrd, cf, start, end, resolution_secs, min_step, reduce)
     }
 }
 
@@ -555,79 +597,6 @@ fn gcd_of(steps: impl IntoIterator<Item = i64>) -> i64 {
     })
 }
 
-/// RRDtool's `rrd_reduce_data`: consolidates rows of `cur_step` into rows of
-/// (about) `*step`, moving start back and end forward to the new step.
-fn reduce(
-    cf: Cf,
-    cur_step: i64,
-    start: &mut i64,
-    end: &mut i64,
-    step: &mut i64,
-    ds_count: usize,
-    data: &[f64],
-) -> Result<Vec<f64>> {
-    let factor = ((*step as f64) / (cur_step as f64)).ceil() as i64;
-    *step = cur_step * factor;
-    // RRDtool counts rows in an unsigned long; wrapping keeps its verdicts
-    // on short ranges (a sanity-check error rather than a panic).
-    let mut row_count = ((*end - *start) / cur_step) as u64;
-    let end_offset = *end % *step;
-    let start_offset = *start % *step;
-    let mut out = Vec::new();
-    let mut src = 0usize;
-    if start_offset != 0 {
-        *start -= start_offset;
-        let skip = (factor - start_offset / cur_step) as u64;
-        src += skip as usize * ds_count;
-        out.resize(out.len() + ds_count, FILL_NAN);
-        row_count = row_count.wrapping_sub(skip);
-    }
-    if end_offset != 0 {
-        *end = *end - end_offset + *step;
-        row_count = row_count.wrapping_sub((end_offset / cur_step) as u64);
-    }
-    let leftover = row_count % factor as u64;
-    if leftover != 0 {
-        return Err(Error::invalid(format!(
-            "SANITY CHECK: {row_count} rows cannot be reduced by {factor} \n"
-        )));
-    }
-    while (row_count as i64) >= factor {
-        for col in 0..ds_count {
-            let mut acc = f64::NAN;
-            let mut valid = 0u64;
-            for i in 0..factor as usize {
-                let v = data.get(src + i * ds_count + col).copied().unwrap_or(FILL_NAN);
-                if v.is_nan() {
-                    continue;
-                }
-                valid += 1;
-                acc = if acc.is_nan() {
-                    v
-                } else {
-                    match cf {
-                        Cf::Minimum => acc.min(v),
-                        Cf::Maximum | Cf::Failures => acc.max(v),
-                        Cf::Last => v,
-                        _ => acc + v,
-                    }
-                };
-            }
-            out.push(match (valid, cf) {
-                (0, _) => FILL_NAN,
-                (_, Cf::Minimum | Cf::Maximum | Cf::Failures | Cf::Last) => acc,
-                _ => acc / valid as f64,
-            });
-        }
-        src += ds_count * factor as usize;
-        row_count -= factor as u64;
-    }
-    if end_offset != 0 {
-        out.resize(out.len() + ds_count, FILL_NAN);
-    }
-    Ok(out)
-}
-
 /// What makes two DEFs share one fetch (RRDtool's `gdes_fetch_key`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct FetchKey {
@@ -642,20 +611,25 @@ struct FetchKey {
 /// Fetches a DEF's archive and consolidates it up to the global step:
 /// the rows (every DS of the file) and the file's DS names.
 fn fetch_def(def: &Def, global_step: i64, source: &mut dyn FetchSource) -> Result<(Series, Vec<String>)> {
-    let got =
-        source.fetch(&def.file, def.cf, def.start, def.end, def.step.max(0) as u64, def.daemon.as_deref())?;
-    let (mut start, mut end) = (got.start, got.end);
+    let got = source.fetch_reduced(
+        &def.file,
+        def.cf,
+        def.start,
+        def.end,
+        def.step.max(0) as u64,
+        def.daemon.as_deref(),
+        def.step.max(global_step),
+        def.reduce.unwrap_or(def.cf),
+    )?;
     let ds_count = got.ds_names.len();
-    let fetched_step = got.step_secs as i64;
-    let mut step = def.step.max(global_step);
-    let data = if fetched_step < step {
-        let cf = def.reduce.unwrap_or(def.cf);
-        reduce(cf, fetched_step, &mut start, &mut end, &mut step, ds_count, &got.data)?
-    } else {
-        step = fetched_step;
-        got.data
+    let series = Series {
+        start: got.start,
+        end: got.end,
+        step: got.step_secs as i64,
+        ds_count,
+        ds: 0,
+        data: std::rc::Rc::new(got.data),
     };
-    let series = Series { start, end, step, ds_count, ds: 0, data: std::rc::Rc::new(data) };
     Ok((series, got.ds_names))
 }
 
@@ -1254,26 +1228,6 @@ mod tests {
         assert_eq!(run("a,20,TRENDNAN", 2, &[0.0, 0.0]).unwrap(), 4.0);
         assert_eq!(run("a,30,TRENDNAN", 2, &[0.0, 0.0]).unwrap(), 2.5);
         assert_eq!(run("1,20,TREND", 2, &[0.0, 0.0]).unwrap_err().to_string(), "malformed trend arguments");
-    }
-
-    #[test]
-    fn reduce_consolidates_and_pads_like_rrdtool() {
-        // Six 300 s rows from 900 to 2700, reduced to 900 s: start and end
-        // are already aligned, so two full rows.
-        let (mut start, mut end, mut step) = (900, 2700, 900);
-        let data = [1.0, 2.0, 3.0, 4.0, f64::NAN, 6.0];
-        let out = reduce(Cf::Average, 300, &mut start, &mut end, &mut step, 1, &data).unwrap();
-        assert_eq!((start, end, step), (900, 2700, 900));
-        assert_eq!(out, vec![2.0, 5.0]);
-        let (mut start, mut end, mut step) = (900, 2700, 900);
-        let out = reduce(Cf::Maximum, 300, &mut start, &mut end, &mut step, 1, &data).unwrap();
-        assert_eq!(out, vec![3.0, 6.0]);
-        // A misaligned start drops the partial first row and pads with NaN.
-        let (mut start, mut end, mut step) = (1200, 2700, 900);
-        let out = reduce(Cf::Average, 300, &mut start, &mut end, &mut step, 1, &data[1..]).unwrap();
-        assert_eq!((start, end), (900, 2700));
-        assert!(out[0].is_nan());
-        assert_eq!(out[1], 5.0);
     }
 
     #[test]
