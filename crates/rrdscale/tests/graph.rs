@@ -249,6 +249,28 @@ fn definitions() -> Vec<Def> {
             ],
             plotted: &["a", "b", "over"],
         },
+        // Issue 12's 53-year range (GrowthForecast's t=sc with from=1979):
+        // every DEF is consolidated from rows far finer than a pixel, most
+        // of them outside the archive (rrdscale makes none of those).
+        Def {
+            options: &["--start", "315360011", "--end", "2000000000"],
+            data: &[
+                "DEF:x=m.rrd:x:AVERAGE",
+                "DEF:a=t.rrd:a:MAX",
+                "DEF:b=t.rrd:b:AVERAGE:reduce=MAX",
+                "DEF:l=t.rrd:a:LAST:reduce=LAST",
+                "VDEF:xa=x,AVERAGE",
+                "VDEF:am=a,MAXIMUM",
+            ],
+            draw: &[
+                "LINE1:x#ff0000:x",
+                "AREA:a#00ff0080:a",
+                "LINE1:b#0000ff:b",
+                "PRINT:xa:%lf",
+                "PRINT:am:%lf",
+            ],
+            plotted: &["x", "a", "b", "l"],
+        },
     ]
 }
 
