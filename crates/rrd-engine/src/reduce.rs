@@ -66,10 +66,12 @@ impl Reduction {
         if cur_step <= 0 || factor <= 0 {
             return Err(Error::invalid(format!("cannot reduce rows of {cur_step} s to {step} s")));
         }
-        let step = cur_step * factor;
+        // Ranges and steps that overflow (hostile DEF times) are errors.
+        let overflow = || Error::invalid("the reduced range is out of range");
+        let step = cur_step.checked_mul(factor).ok_or_else(overflow)?;
         // RRDtool counts rows in an unsigned long; wrapping keeps its
         // verdicts on short ranges (a sanity-check error rather than a panic).
-        let mut row_count = ((end - start) / cur_step) as u64;
+        let mut row_count = (end.checked_sub(start).ok_or_else(overflow)? / cur_step) as u64;
         let end_offset = end % step;
         let start_offset = start % step;
         let (mut start, mut end) = (start, end);
@@ -80,7 +82,7 @@ impl Reduction {
             row_count = row_count.wrapping_sub(skip);
         }
         if end_offset != 0 {
-            end = end - end_offset + step;
+            end = (end - end_offset).checked_add(step).ok_or_else(overflow)?;
             row_count = row_count.wrapping_sub((end_offset / cur_step) as u64);
         }
         if !row_count.is_multiple_of(factor as u64) {
@@ -437,6 +439,21 @@ mod tests {
             }
         }
         assert!(checked > 10_000, "only {checked} known values compared");
+    }
+
+    #[test]
+    fn hostile_ranges_and_steps_are_errors_not_panics() {
+        let rrd = file(60, 1_700_000_017, &[(Cf::Average, 1, 100, 5)], |_, row, _| row as f64);
+        for (start, end) in [(i64::MIN, i64::MAX), (0, i64::MAX), (i64::MIN, 0), (i64::MAX - 10, i64::MAX)] {
+            for min_step in [61, 1 << 40, i64::MAX] {
+                let _ = fetch_reduced(&rrd, Cf::Average, start, end, 60, min_step, Cf::Average);
+            }
+        }
+        assert!(reduce(Cf::Average, 0, 0, 600, 300, 1, &[1.0]).is_err());
+        assert!(reduce(Cf::Average, 60, i64::MIN, i64::MAX - 100, 300, 1, &[1.0]).is_err());
+        // A step of 292 billion years is silly but fits: one unknown row.
+        let (.., out) = reduce(Cf::Average, 60, 0, 600, i64::MAX, 1, &[1.0]).unwrap();
+        assert!(out.iter().all(|v| v.is_nan()));
     }
 
     /// A store that counts the bytes read.
