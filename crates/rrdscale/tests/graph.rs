@@ -953,3 +953,43 @@ fn thousands_of_elements_in_linear_time_and_as_rrdtool_draws_them() {
     let bound = if cfg!(debug_assertions) { 20.0 } else { 2.0 };
     assert!(took.as_secs_f64() < bound, "{} elements took {took:?} (bound {bound} s)", 5 * n);
 }
+
+/// Issue 12: `xport` over 53 years (DEFs consolidated while their files
+/// are read) prints what rrdtool prints, byte for byte, for several
+/// `--maxrows` and `--step`, reduce functions and a CDEF over two files.
+#[test]
+fn long_range_xport_equals_rrdtool() {
+    let dir = tempdir();
+    setup(dir.path());
+    let mut failures = Vec::new();
+    for extra in
+        [&["--maxrows", "400"][..], &["--maxrows", "13"], &["--maxrows", "1000", "--step", "86400"], &[]]
+    {
+        let mut args = strings(&["xport", "--start", "315360011", "--end", "2000000000"]);
+        args.extend(strings(extra));
+        args.extend(strings(&[
+            "DEF:x=m.rrd:x:AVERAGE",
+            "DEF:a=t.rrd:a:AVERAGE:reduce=MIN",
+            "DEF:b=t.rrd:b:MAX",
+            "CDEF:s=x,a,+",
+            "XPORT:x:x",
+            "XPORT:a:a",
+            "XPORT:b:b",
+            "XPORT:s:s",
+        ]));
+        let ours = run(rrdscale_bin(), &args, dir.path());
+        let theirs = run(RRDTOOL, &args, dir.path());
+        assert!(theirs.status.success(), "rrdtool {args:?}: {}", String::from_utf8_lossy(&theirs.stderr));
+        let text = String::from_utf8_lossy(&theirs.stdout);
+        assert!(text.contains("e+0"), "no known value: {text}");
+        if ours.stdout != theirs.stdout || !ours.status.success() {
+            failures.push(format!(
+                "{extra:?}:\n--- rrdtool\n{text}\n--- rrdscale ({})\n{}{}",
+                ours.status,
+                String::from_utf8_lossy(&ours.stdout),
+                String::from_utf8_lossy(&ours.stderr)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
