@@ -11,6 +11,11 @@
 //! plotted series. The drawing itself follows RRDtool's geometry but is
 //! not pixel-identical (other rasteriser, unhinted glyphs).
 //!
+//! Cost: linear in the number of elements (names are looked up in maps, a
+//! plot's variable once, not per pixel) and, per DEF, memory in the
+//! image's width whatever the time range: DEFs are consolidated to the
+//! pixel step while their files are read (`rrd_engine::reduce`).
+//!
 //! Deliberately not here: legend positions other than south, the right
 //! axis, `--alt-y-grid`, custom x/y grids, TICK, SHIFT, gradients,
 //! `--lazy`, `--imginfo`.
