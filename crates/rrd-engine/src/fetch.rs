@@ -124,6 +124,106 @@ pub fn choose_rra(
     Ok(best_full.map(|b| b.0).or(best_part.map(|b| b.0)))
 }
 
+/// Where a fetch reads: the archive, the rounded range and which of the
+/// archive's rows (0 = oldest) it covers.
+pub(crate) struct FetchPlan {
+    pub rra_index: usize,
+    /// Seconds per row of the archive.
+    pub step: i64,
+    /// The range, rounded to the step as rrdtool rounds it.
+    pub start: i64,
+    pub end: i64,
+    /// Rows in the range: `(end - start) / step`.
+    pub rows: u64,
+    /// Archive row of the range's first row (may be negative, or past
+    /// the archive: those rows are unknown).
+    pub first: i128,
+    /// The archive rows that are stored, as archive indices
+    /// `valid_from..valid_to` (empty when the range misses the archive).
+    pub valid_from: i128,
+    pub valid_to: i128,
+    /// Rows of the archive and its ring position.
+    pub row_count: i128,
+    pub cur_row: i128,
+}
+
+impl FetchPlan {
+    /// Chooses the archive and rounds the range, as `rrd_fetch_fn` does.
+    pub(crate) fn new(
+        header: &Header,
+        cf: Cf,
+        start: i64,
+        end: i64,
+        resolution_secs: u64,
+    ) -> Result<FetchPlan> {
+        let rra_index = choose_rra(header, cf, start, end, resolution_secs)?
+            .ok_or_else(|| Error::invalid("the RRD does not contain an RRA matching the chosen CF"))?;
+        let step = rra_step_secs(header, rra_index)?;
+        // Wide arithmetic: the times come from the caller and the step and
+        // row count from the file, and neither may make this panic. C's `%`
+        // truncates toward zero, as i128's does.
+        let wide_step = step as i128;
+        let start = start as i128 - start as i128 % wide_step;
+        let end = end as i128 + (wide_step - end as i128 % wide_step);
+        let (Ok(start_secs), Ok(end_secs)) = (i64::try_from(start), i64::try_from(end)) else {
+            return Err(Error::invalid("the fetch range is out of range"));
+        };
+        let row_count = header.rra[rra_index].row_count as i128;
+        let rows = u64::try_from((end - start) / wide_step)
+            .map_err(|_| Error::invalid("the fetch end precedes its start"))?;
+
+        let last_up = header.live.last_up as i128;
+        let rra_end = last_up - last_up % wide_step;
+        let rra_start = rra_end - wide_step * (row_count - 1);
+        // Row i of the archive (0 = oldest) is stamped rra_start + i × step; the
+        // requested rows are i = first .. last (exclusive).
+        let first = (start + wide_step - rra_start) / wide_step;
+        let last = row_count - (rra_end - end) / wide_step;
+        debug_assert_eq!(last - first, rows as i128);
+        let valid_from = first.max(0);
+        let valid_to = last.min(row_count).max(valid_from);
+        Ok(FetchPlan {
+            rra_index,
+            step,
+            start: start_secs,
+            end: end_secs,
+            rows,
+            first,
+            valid_from,
+            valid_to,
+            row_count,
+            cur_row: header.rra_ptr[rra_index] as i128,
+        })
+    }
+
+    /// Reads the stored archive rows `from..to` (archive indices within
+    /// `valid_from..valid_to`), oldest first, appending them to `out`: at
+    /// most two reads (the rows may wrap around the end of the ring).
+    pub(crate) fn read<S: Store>(
+        &self,
+        rrd: &Rrd<S>,
+        from: i128,
+        to: i128,
+        out: &mut Vec<f64>,
+    ) -> Result<()> {
+        debug_assert!(self.valid_from <= from && from <= to && to <= self.valid_to);
+        if from >= to {
+            return Ok(());
+        }
+        // The oldest row sits just after cur_row; archive row i is ring row
+        // (cur_row + 1 + i) mod row_count. Every value here is below
+        // row_count, so it fits a u64.
+        let ring_first = (self.cur_row + 1 + from) % self.row_count;
+        let count = to - from;
+        let before_wrap = count.min(self.row_count - ring_first);
+        out.extend(rrd.read_rows(self.rra_index, ring_first as u64, before_wrap as u64)?);
+        if before_wrap < count {
+            out.extend(rrd.read_rows(self.rra_index, 0, (count - before_wrap) as u64)?);
+        }
+        Ok(())
+    }
+}
+
 /// Fetches `cf` data for `start..end` at (about) `resolution_secs`, exactly
 /// as `rrdtool fetch` and the graph/xport DEFs do.
 pub fn fetch<S: Store>(
@@ -134,61 +234,32 @@ pub fn fetch<S: Store>(
     resolution_secs: u64,
 ) -> Result<FetchResult> {
     let header = &rrd.header;
-    let rra_index = choose_rra(header, cf, start, end, resolution_secs)?
-        .ok_or_else(|| Error::invalid("the RRD does not contain an RRA matching the chosen CF"))?;
-    let step = rra_step_secs(header, rra_index)?;
-    // Wide arithmetic: the times come from the caller and the step and row
-    // count from the file, and neither may make this panic. C's `%`
-    // truncates toward zero, as i128's does.
-    let wide_step = step as i128;
-    let start = start as i128 - start as i128 % wide_step;
-    let end = end as i128 + (wide_step - end as i128 % wide_step);
-    let (Ok(start_secs), Ok(end_secs)) = (i64::try_from(start), i64::try_from(end)) else {
-        return Err(Error::invalid("the fetch range is out of range"));
-    };
-    let row_count = header.rra[rra_index].row_count as i128;
+    let plan = FetchPlan::new(header, cf, start, end, resolution_secs)?;
     let ds_count = header.ds.len();
-    let wanted_rows = usize::try_from((end - start) / wide_step)
-        .map_err(|_| Error::invalid("the fetch end precedes its start"))?;
-    if !matches!(wanted_rows.checked_mul(ds_count), Some(n) if n <= MAX_FETCH_VALUES) {
+    let wanted_rows = plan.rows as usize;
+    if !matches!(usize::try_from(plan.rows).ok().and_then(|r| r.checked_mul(ds_count)), Some(n) if n <= MAX_FETCH_VALUES)
+    {
         return Err(Error::invalid("fetch data size overflow"));
     }
-
-    let last_up = header.live.last_up as i128;
-    let rra_end = last_up - last_up % wide_step;
-    let rra_start = rra_end - wide_step * (row_count - 1);
-    // Row i of the archive (0 = oldest) is stamped rra_start + i × step; the
-    // requested rows are i = first .. last (exclusive).
-    let first = (start + wide_step - rra_start) / wide_step;
-    let last = row_count - (rra_end - end) / wide_step;
-    debug_assert_eq!(last - first, wanted_rows as i128);
-
     let mut data = Vec::with_capacity(wanted_rows * ds_count);
-    let valid_from = first.max(0);
-    let valid_to = last.min(row_count);
     // Both pads are at most wanted_rows, which is bounded above.
     let fill = |data: &mut Vec<f64>, rows: i128| {
         data.resize(data.len() + rows.max(0) as usize * ds_count, FILL_NAN);
     };
-    fill(&mut data, valid_from.min(last) - first);
-    if valid_from < valid_to {
-        // The oldest row sits just after cur_row; archive row i is ring row
-        // (cur_row + 1 + i) mod row_count. Every value here is below
-        // row_count, so it fits a u64.
-        let cur_row = rrd.header.rra_ptr[rra_index] as i128;
-        let ring_first = (cur_row + 1 + valid_from) % row_count;
-        let count = valid_to - valid_from;
-        let before_wrap = count.min(row_count - ring_first);
-        data.extend(rrd.read_rows(rra_index, ring_first as u64, before_wrap as u64)?);
-        if before_wrap < count {
-            data.extend(rrd.read_rows(rra_index, 0, (count - before_wrap) as u64)?);
-        }
-    }
-    fill(&mut data, last - valid_to.max(first));
-    let (start, end) = (start_secs, end_secs);
+    let last = plan.first + plan.rows as i128;
+    fill(&mut data, plan.valid_from.min(last) - plan.first);
+    plan.read(rrd, plan.valid_from, plan.valid_to, &mut data)?;
+    fill(&mut data, last - plan.valid_to.max(plan.first));
 
     let ds_names = header.ds.iter().map(|d| d.name.as_str().to_string()).collect();
-    Ok(FetchResult { start, end, step_secs: step as u64, rra_index, ds_names, data })
+    Ok(FetchResult {
+        start: plan.start,
+        end: plan.end,
+        step_secs: plan.step as u64,
+        rra_index: plan.rra_index,
+        ds_names,
+        data,
+    })
 }
 
 /// Formats `value` as C's `printf("%.{precision}e")` does with glibc: a

@@ -23,6 +23,7 @@ pub mod pagecache;
 pub mod pagesim;
 pub mod plan;
 pub mod prefill;
+pub mod reduce;
 pub mod resize;
 pub mod restore;
 pub mod root;

@@ -5,7 +5,11 @@
 //! The pipeline is RRDtool's graph data path:
 //! 1. every DEF fetches its archive at the wished step (the global step, or
 //!    its own `step=`), then is consolidated up to the global step when the
-//!    archive is finer (`reduce=` picks the function, default the DEF's CF);
+//!    archive is finer (`reduce=` picks the function, default the DEF's CF).
+//!    Files are consolidated while they are read ([`crate::reduce`]), so a
+//!    DEF holds about `(end - start) / step + 2` rows (the graph's width)
+//!    whatever the archive's step and the range: memory per DEF is that
+//!    plus a 512 KiB read buffer, not the archive rows the range spans;
 //! 2. every CDEF runs over the latest start and earliest end of its inputs,
 //!    at the greatest common divisor of their steps, each input advancing
 //!    one row whenever the evaluation time is a multiple of its step;
@@ -23,6 +27,7 @@
 //! `rrd-graph` parses those itself and hands only DEF/CDEF/VDEF here),
 //! SHIFT, and `--daemon`.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -32,6 +37,7 @@ use crate::attime;
 use crate::error::{Error, Result};
 use crate::fetch::{fetch, rrd_snprintf_e, FetchResult, FILL_NAN, MAX_FETCH_VALUES};
 use crate::numparse::rrd_strtod;
+use crate::reduce::{fetch_reduced, reduce_result};
 use crate::rpn::{Context, Node, Op, Program, RpnError, Stack};
 use crate::rrd::Rrd;
 
@@ -117,13 +123,23 @@ pub struct Evaluation {
     /// range divided by `max_rows` (the graph width) when that is larger.
     pub global_step_secs: i64,
     variables: Vec<(String, Variable)>,
+    /// Where each name's first definition is in `variables`.
+    index: HashMap<String, usize>,
 }
 
 impl Evaluation {
+    fn new(global_step_secs: i64, variables: Vec<(String, Variable)>) -> Evaluation {
+        let mut index = HashMap::with_capacity(variables.len());
+        for (i, (name, _)) in variables.iter().enumerate() {
+            index.entry(name.clone()).or_insert(i);
+        }
+        Evaluation { global_step_secs, variables, index }
+    }
+
     /// The variable called `name` (the first definition wins, as in
-    /// RRDtool's `find_var`).
+    /// RRDtool's `find_var`), found in constant time.
     pub fn get(&self, name: &str) -> Option<&Variable> {
-        self.variables.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+        self.index.get(name).map(|&i| &self.variables[i].1)
     }
 
     /// Variables in definition order.
@@ -226,6 +242,28 @@ pub trait FetchSource {
         resolution_secs: u64,
         daemon: Option<&str>,
     ) -> Result<FetchResult>;
+
+    /// [`FetchSource::fetch`], then consolidated with `reduce` to at least
+    /// `min_step` seconds a row when the archive is finer, as a DEF's rows
+    /// are (rrdtool's `rrd_reduce_data`). The default consolidates the
+    /// fetched rows; [`LocalFiles`] consolidates while reading, so a long
+    /// range over a fine archive costs memory in the output rows only
+    /// ([`crate::reduce`]).
+    #[allow(clippy::too_many_arguments)]
+    fn fetch_reduced(
+        &mut self,
+        file: &str,
+        cf: Cf,
+        start: i64,
+        end: i64,
+        resolution_secs: u64,
+        daemon: Option<&str>,
+        min_step: i64,
+        reduce: Cf,
+    ) -> Result<FetchResult> {
+        let got = self.fetch(file, cf, start, end, resolution_secs, daemon)?;
+        reduce_result(got, min_step, reduce)
+    }
 }
 
 /// DEFs read their files directly (a DEF's `:daemon=` is ignored).
@@ -243,6 +281,21 @@ impl FetchSource for LocalFiles {
     ) -> Result<FetchResult> {
         let rrd = Rrd::open(Path::new(file), false)?;
         fetch(&rrd, cf, start, end, resolution_secs)
+    }
+
+    fn fetch_reduced(
+        &mut self,
+        file: &str,
+        cf: Cf,
+        start: i64,
+        end: i64,
+        resolution_secs: u64,
+        _daemon: Option<&str>,
+        min_step: i64,
+        reduce: Cf,
+    ) -> Result<FetchResult> {
+        let rrd = Rrd::open(Path::new(file), false)?;
+        fetch_reduced(&rrd, cf, start, end, resolution_secs, min_step, reduce)
     }
 }
 
@@ -298,14 +351,47 @@ fn parse_cf(name: &str) -> Result<Cf> {
     Cf::parse(name).ok_or_else(|| Error::invalid(format!("bad CF: {name}")))
 }
 
+/// The names the elements parsed so far define, one per element ("" for
+/// an XPORT), with the element that defines each first: RRDtool's
+/// `find_var` finds the first definition. Looked up in constant time, so
+/// thousands of elements parse in linear time.
+#[derive(Default)]
+struct Names {
+    list: Vec<String>,
+    first: HashMap<String, usize>,
+}
+
+impl Names {
+    fn push(&mut self, name: &str) {
+        self.first.entry(name.to_string()).or_insert(self.list.len());
+        self.list.push(name.to_string());
+    }
+
+    /// The element that first defined `name`.
+    fn position(&self, name: &str) -> Option<usize> {
+        self.first.get(name).copied()
+    }
+}
+
+#[cfg(test)]
+impl<S: AsRef<str>> From<&[S]> for Names {
+    fn from(list: &[S]) -> Names {
+        let mut names = Names::default();
+        for n in list {
+            names.push(n.as_ref());
+        }
+        names
+    }
+}
+
 /// Parses a CDEF's RPN as RRDtool's `rpn_parse` does, resolving names
 /// against the variables defined so far (the first definition of a name
 /// wins, as in RRDtool's `find_var`).
-fn parse_rpn(expr: &str, vars: &[String]) -> Result<Program> {
+fn parse_rpn(expr: &str, vars: &Names) -> Result<Program> {
     if expr.is_empty() {
         return Err(Error::invalid("can not parse an empty rpn expression"));
     }
-    let lookup = |name: &str| vars.iter().position(|v| v == name);
+    let lookup = |name: &str| vars.position(name);
     let tokens: Vec<&str> = expr.split(',').collect();
     let mut nodes = Vec::with_capacity(tokens.len());
     for (k, &token) in tokens.iter().enumerate() {
@@ -511,81 +597,8 @@ fn gcd_of(steps: impl IntoIterator<Item = i64>) -> i64 {
     })
 }
 
-/// RRDtool's `rrd_reduce_data`: consolidates rows of `cur_step` into rows of
-/// (about) `*step`, moving start back and end forward to the new step.
-fn reduce(
-    cf: Cf,
-    cur_step: i64,
-    start: &mut i64,
-    end: &mut i64,
-    step: &mut i64,
-    ds_count: usize,
-    data: &[f64],
-) -> Result<Vec<f64>> {
-    let factor = ((*step as f64) / (cur_step as f64)).ceil() as i64;
-    *step = cur_step * factor;
-    // RRDtool counts rows in an unsigned long; wrapping keeps its verdicts
-    // on short ranges (a sanity-check error rather than a panic).
-    let mut row_count = ((*end - *start) / cur_step) as u64;
-    let end_offset = *end % *step;
-    let start_offset = *start % *step;
-    let mut out = Vec::new();
-    let mut src = 0usize;
-    if start_offset != 0 {
-        *start -= start_offset;
-        let skip = (factor - start_offset / cur_step) as u64;
-        src += skip as usize * ds_count;
-        out.resize(out.len() + ds_count, FILL_NAN);
-        row_count = row_count.wrapping_sub(skip);
-    }
-    if end_offset != 0 {
-        *end = *end - end_offset + *step;
-        row_count = row_count.wrapping_sub((end_offset / cur_step) as u64);
-    }
-    let leftover = row_count % factor as u64;
-    if leftover != 0 {
-        return Err(Error::invalid(format!(
-            "SANITY CHECK: {row_count} rows cannot be reduced by {factor} \n"
-        )));
-    }
-    while (row_count as i64) >= factor {
-        for col in 0..ds_count {
-            let mut acc = f64::NAN;
-            let mut valid = 0u64;
-            for i in 0..factor as usize {
-                let v = data.get(src + i * ds_count + col).copied().unwrap_or(FILL_NAN);
-                if v.is_nan() {
-                    continue;
-                }
-                valid += 1;
-                acc = if acc.is_nan() {
-                    v
-                } else {
-                    match cf {
-                        Cf::Minimum => acc.min(v),
-                        Cf::Maximum | Cf::Failures => acc.max(v),
-                        Cf::Last => v,
-                        _ => acc + v,
-                    }
-                };
-            }
-            out.push(match (valid, cf) {
-                (0, _) => FILL_NAN,
-                (_, Cf::Minimum | Cf::Maximum | Cf::Failures | Cf::Last) => acc,
-                _ => acc / valid as f64,
-            });
-        }
-        src += ds_count * factor as usize;
-        row_count -= factor as u64;
-    }
-    if end_offset != 0 {
-        out.resize(out.len() + ds_count, FILL_NAN);
-    }
-    Ok(out)
-}
-
 /// What makes two DEFs share one fetch (RRDtool's `gdes_fetch_key`).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct FetchKey {
     file: String,
     cf: Cf,
@@ -598,20 +611,25 @@ struct FetchKey {
 /// Fetches a DEF's archive and consolidates it up to the global step:
 /// the rows (every DS of the file) and the file's DS names.
 fn fetch_def(def: &Def, global_step: i64, source: &mut dyn FetchSource) -> Result<(Series, Vec<String>)> {
-    let got =
-        source.fetch(&def.file, def.cf, def.start, def.end, def.step.max(0) as u64, def.daemon.as_deref())?;
-    let (mut start, mut end) = (got.start, got.end);
+    let got = source.fetch_reduced(
+        &def.file,
+        def.cf,
+        def.start,
+        def.end,
+        def.step.max(0) as u64,
+        def.daemon.as_deref(),
+        def.step.max(global_step),
+        def.reduce.unwrap_or(def.cf),
+    )?;
     let ds_count = got.ds_names.len();
-    let fetched_step = got.step_secs as i64;
-    let mut step = def.step.max(global_step);
-    let data = if fetched_step < step {
-        let cf = def.reduce.unwrap_or(def.cf);
-        reduce(cf, fetched_step, &mut start, &mut end, &mut step, ds_count, &got.data)?
-    } else {
-        step = fetched_step;
-        got.data
+    let series = Series {
+        start: got.start,
+        end: got.end,
+        step: got.step_secs as i64,
+        ds_count,
+        ds: 0,
+        data: std::rc::Rc::new(got.data),
     };
-    let series = Series { start, end, step, ds_count, ds: 0, data: std::rc::Rc::new(data) };
     Ok((series, got.ds_names))
 }
 
@@ -634,13 +652,12 @@ struct Parsed {
 
 /// Parses a VDEF's `source,FUNCTION` or `source,param,FUNCTION` as
 /// RRDtool's `parse_vdef` and `vdef_parse` do, with their messages.
-fn parse_vdef(vname: &str, body: &str, names: &[String], parsed: &[Element]) -> Result<Element> {
+fn parse_vdef(vname: &str, body: &str, names: &Names, parsed: &[Element]) -> Result<Element> {
     let Some((source, function)) = body.split_once(',') else {
         return Err(Error::invalid(format!("Comma expected in VDEF definition {body}")));
     };
     let var = names
-        .iter()
-        .position(|n| n == source)
+        .position(source)
         .ok_or_else(|| Error::invalid(format!("Not a valid vname: {source} in line {body}")))?;
     if !matches!(parsed[var], Element::Def(_) | Element::Cdef(_)) {
         return Err(Error::invalid(format!("variable '{source}' not DEF nor CDEF in VDEF '{body}'")));
@@ -692,7 +709,7 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
         range.end.checked_sub(range.start).ok_or_else(|| Error::invalid("the xport range is too long"))?;
     let global_step = range.step_secs.max(span / range.max_rows.max(1));
 
-    let mut names: Vec<String> = Vec::new();
+    let mut names = Names::default();
     let mut parsed: Vec<Element> = Vec::new();
     for text in elements {
         let (kind, rest) = text.split_once(':').unwrap_or((text.as_str(), ""));
@@ -742,7 +759,7 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
                         daemon,
                     })
                 };
-                names.push(vname.to_string());
+                names.push(vname);
                 parsed.push(element);
             }
             "XPORT" => {
@@ -755,8 +772,7 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
                 }
                 let vname = fields[0].as_str();
                 let var = names
-                    .iter()
-                    .position(|n| n == vname)
+                    .position(vname)
                     .ok_or_else(|| Error::invalid(format!("{vname} is not a vname nor a number")))?;
                 if matches!(parsed[var], Element::Vdef { .. }) {
                     return Err(Error::invalid(format!("Cannot shift a VDEF: '{vname}' in line '{text}'")));
@@ -769,7 +785,7 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
                     }
                     legend.truncate(cut);
                 }
-                names.push(String::new());
+                names.push("");
                 parsed.push(Element::Xport { var, legend });
             }
             other => {
@@ -779,7 +795,7 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
             }
         }
     }
-    Ok(Parsed { global_step, elements: parsed, names })
+    Ok(Parsed { global_step, elements: parsed, names: names.list })
 }
 
 /// RRDtool's `vdef_calc` over the rows of `src`.
@@ -875,7 +891,9 @@ fn vdef_calc(src: &Series, op: VdefOp, param: f64) -> VdefValue {
 /// in order: what each element defines.
 fn run(range: &XportRange, parsed: &Parsed, source: &mut dyn FetchSource) -> Result<Vec<Slot>> {
     let mut series: Vec<Slot> = Vec::with_capacity(parsed.elements.len());
-    let mut fetched: Vec<(FetchKey, Series, Vec<String>)> = Vec::new();
+    let mut fetched: HashMap<FetchKey, (Series, std::rc::Rc<Vec<String>>)> = HashMap::new();
+    // Scratch for CDEFs: each variable's current row.
+    let mut cursors: Vec<i64> = Vec::new();
     for element in &parsed.elements {
         match element {
             Element::Def(def) => {
@@ -887,11 +905,12 @@ fn run(range: &XportRange, parsed: &Parsed, source: &mut dyn FetchSource) -> Res
                     end: def.end,
                     step: def.step,
                 };
-                let (base, ds_names) = match fetched.iter().find(|f| f.0 == key) {
-                    Some((_, base, names)) => (base.clone(), names.clone()),
+                let (base, ds_names) = match fetched.get(&key) {
+                    Some((base, names)) => (base.clone(), names.clone()),
                     None => {
                         let (base, names) = fetch_def(def, parsed.global_step, source)?;
-                        fetched.push((key, base.clone(), names.clone()));
+                        let names = std::rc::Rc::new(names);
+                        fetched.insert(key, (base.clone(), names.clone()));
                         (base, names)
                     }
                 };
@@ -901,7 +920,7 @@ fn run(range: &XportRange, parsed: &Parsed, source: &mut dyn FetchSource) -> Res
                 series.push(Slot::Series(Series { ds, ..base }));
             }
             Element::Cdef(program) => {
-                let out = eval_cdef(program, &series, range.now)?;
+                let out = eval_cdef(program, &series, range.now, &mut cursors)?;
                 series.push(Slot::Series(out));
             }
             Element::Vdef { var, op, param } => {
@@ -914,8 +933,11 @@ fn run(range: &XportRange, parsed: &Parsed, source: &mut dyn FetchSource) -> Res
     Ok(series)
 }
 
-/// Runs one CDEF over the variables defined so far.
-fn eval_cdef(program: &Program, series: &[Slot], now_clock: i64) -> Result<Series> {
+/// Runs one CDEF over the variables defined so far. `cursors` is scratch
+/// space kept across CDEFs (only the entries of the variables read are
+/// set and read), so a CDEF costs time in its own inputs and rows, not in
+/// the number of elements before it.
+fn eval_cdef(program: &Program, series: &[Slot], now_clock: i64, cursors: &mut Vec<i64>) -> Result<Series> {
     // A VDEF read by a CDEF is a constant there (RRDtool turns the node
     // into a number, PREV(vdef) included).
     let nodes: Vec<Node> = program
@@ -955,7 +977,7 @@ fn eval_cdef(program: &Program, series: &[Slot], now_clock: i64) -> Result<Serie
     }
     // Each variable starts at the row covering the CDEF's start and moves
     // on whenever the time is a multiple of its step.
-    let mut cursors = vec![0i64; series.len()];
+    cursors.resize(series.len(), 0);
     for &v in &vars {
         let s = series[v].series().expect("filtered above");
         cursors[v] = (start - s.start).max(0) / s.step;
@@ -967,8 +989,7 @@ fn eval_cdef(program: &Program, series: &[Slot], now_clock: i64) -> Result<Serie
     let mut out = Vec::with_capacity(rows);
     let mut t = start + step;
     while t <= end {
-        let mut ctx =
-            SeriesContext { series, cursors: &cursors, output: &out, time: t, step, clock: now_clock };
+        let mut ctx = SeriesContext { series, cursors, output: &out, time: t, step, clock: now_clock };
         let v = program.eval_with(&mut ctx).map_err(rpn_error)?;
         out.push(v);
         for &v in &vars {
@@ -1005,7 +1026,7 @@ pub fn evaluate_with(
             Slot::None => None,
         })
         .collect();
-    Ok(Evaluation { global_step_secs: parsed.global_step, variables })
+    Ok(Evaluation::new(parsed.global_step, variables))
 }
 
 /// Runs an xport over `elements` (`DEF:...`, `CDEF:...`, `VDEF:...`,
@@ -1167,7 +1188,7 @@ mod tests {
 
     #[test]
     fn rpn_parses_numbers_only_before_a_comma() {
-        let vars = vec!["a".to_string(), "e".to_string()];
+        let vars = Names::from(&["a", "e"][..]);
         let nodes = |e: &str| parse_rpn(e, &vars).map(|p| p.nodes().to_vec());
         assert_eq!(
             nodes("a,1.5e1,+").unwrap(),
@@ -1184,7 +1205,7 @@ mod tests {
     fn series_context_serves_variables_and_time_operators() {
         let s = vec![Slot::Series(series(0, 10, &[1.0, f64::NAN, 4.0]))];
         let run = |expr: &str, row: i64, output: &[f64]| {
-            let program = parse_rpn(expr, &["a".to_string()]).unwrap();
+            let program = parse_rpn(expr, &Names::from(&["a"][..])).unwrap();
             let mut ctx =
                 SeriesContext { series: &s, cursors: &[row], output, time: 20, step: 10, clock: 99 };
             program.eval_with(&mut ctx).map_err(rpn_error)
@@ -1210,26 +1231,6 @@ mod tests {
     }
 
     #[test]
-    fn reduce_consolidates_and_pads_like_rrdtool() {
-        // Six 300 s rows from 900 to 2700, reduced to 900 s: start and end
-        // are already aligned, so two full rows.
-        let (mut start, mut end, mut step) = (900, 2700, 900);
-        let data = [1.0, 2.0, 3.0, 4.0, f64::NAN, 6.0];
-        let out = reduce(Cf::Average, 300, &mut start, &mut end, &mut step, 1, &data).unwrap();
-        assert_eq!((start, end, step), (900, 2700, 900));
-        assert_eq!(out, vec![2.0, 5.0]);
-        let (mut start, mut end, mut step) = (900, 2700, 900);
-        let out = reduce(Cf::Maximum, 300, &mut start, &mut end, &mut step, 1, &data).unwrap();
-        assert_eq!(out, vec![3.0, 6.0]);
-        // A misaligned start drops the partial first row and pads with NaN.
-        let (mut start, mut end, mut step) = (1200, 2700, 900);
-        let out = reduce(Cf::Average, 300, &mut start, &mut end, &mut step, 1, &data[1..]).unwrap();
-        assert_eq!((start, end), (900, 2700));
-        assert!(out[0].is_nan());
-        assert_eq!(out[1], 5.0);
-    }
-
-    #[test]
     fn vdef_functions_reduce_a_series() {
         let s = series(1000, 100, &[3.0, f64::NAN, 7.0, 1.0, f64::NAN]);
         let v = |op, param| vdef_calc(&s, op, param);
@@ -1250,7 +1251,7 @@ mod tests {
 
     #[test]
     fn vdef_parse_messages_are_rrdtools() {
-        let names = vec!["a".to_string()];
+        let names = Names::from(&["a"][..]);
         let parsed = vec![Element::Cdef(Program::from_nodes(vec![Node::Number(1.0)]))];
         let err = |body: &str| parse_vdef("m", body, &names, &parsed).err().unwrap().to_string();
         assert_eq!(err("a"), "Comma expected in VDEF definition a");

@@ -125,13 +125,19 @@ fn parse_color(hex: &str, text: &str) -> Result<Rgba> {
 /// What the parser knows about the names defined so far.
 #[derive(Default)]
 struct Names {
-    /// (name, is_vdef), in definition order.
-    defined: Vec<(String, bool)>,
+    /// Whether each name is a VDEF's, as its first definition says
+    /// (RRDtool's `find_var` finds the first). A map: graphs with
+    /// thousands of elements look names up thousands of times.
+    defined: std::collections::HashMap<String, bool>,
 }
 
 impl Names {
+    fn define(&mut self, name: &str, is_vdef: bool) {
+        self.defined.entry(name.to_string()).or_insert(is_vdef);
+    }
+
     fn find(&self, name: &str) -> Option<bool> {
-        self.defined.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+        self.defined.get(name).copied()
     }
 
     /// A variable or a number, as RRDtool reads the first field of drawing
@@ -194,7 +200,7 @@ pub(crate) fn parse(elements: &[String]) -> Result<Vec<Element>> {
             "DEF" | "CDEF" | "VDEF" => {
                 let vname = rest.split_once('=').map_or(rest, |(n, _)| n).to_string();
                 let is_vdef = head == "VDEF";
-                names.defined.push((vname.clone(), is_vdef));
+                names.define(&vname, is_vdef);
                 Element { text: text.clone(), kind: Kind::Data { vname, is_vdef }, legend: String::new() }
             }
             _ if head.starts_with("LINE") || head == "AREA" || head == "STACK" => {

@@ -11,6 +11,11 @@
 //! plotted series. The drawing itself follows RRDtool's geometry but is
 //! not pixel-identical (other rasteriser, unhinted glyphs).
 //!
+//! Cost: linear in the number of elements (names are looked up in maps, a
+//! plot's variable once, not per pixel) and, per DEF, memory in the
+//! image's width whatever the time range: DEFs are consolidated to the
+//! pixel step while their files are read (`rrd_engine::reduce`).
+//!
 //! Deliberately not here: legend positions other than south, the right
 //! axis, `--alt-y-grid`, custom x/y grids, TICK, SHIFT, gradients,
 //! `--lazy`, `--imginfo`.
@@ -97,6 +102,12 @@ struct Item {
     xrule: i64,
     /// Per-pixel values of a LINE/AREA (stacked).
     p_data: Vec<f64>,
+}
+
+/// Where a LINE/AREA's values come from.
+enum PlotSource<'d> {
+    Constant(f64),
+    Series(&'d SeriesData),
 }
 
 /// The image being made (RRDtool's `image_desc_t`, the parts we use).
@@ -567,15 +578,25 @@ impl Image<'_> {
         Ok(())
     }
 
-    /// The value of a LINE/AREA at graph time `t`.
-    fn plot_value(data: &Evaluation, value: &ValueRef, yrule: f64, t: i64) -> f64 {
+    /// What a LINE/AREA plots, its variable looked up once (not once per
+    /// pixel: a graph may have thousands of them).
+    fn plot_source<'d>(data: &'d Evaluation, value: &ValueRef, yrule: f64) -> PlotSource<'d> {
         if !yrule.is_nan() {
-            return yrule;
+            return PlotSource::Constant(yrule);
         }
-        let ValueRef::Var(name) = value else { return f64::NAN };
+        let ValueRef::Var(name) = value else { return PlotSource::Constant(f64::NAN) };
         match data.get(name) {
-            Some(Variable::Value(v)) => v.value,
-            Some(Variable::Series(s)) => {
+            Some(Variable::Value(v)) => PlotSource::Constant(v.value),
+            Some(Variable::Series(s)) => PlotSource::Series(s),
+            None => PlotSource::Constant(f64::NAN),
+        }
+    }
+
+    /// The value of a LINE/AREA at graph time `t`.
+    fn plot_value(source: &PlotSource, t: i64) -> f64 {
+        match *source {
+            PlotSource::Constant(v) => v,
+            PlotSource::Series(s) => {
                 if t >= s.start && t < s.end && s.step_secs > 0 {
                     let row = ((t - s.start) as f64 / s.step_secs as f64).floor() as usize;
                     s.values.get(row).copied().unwrap_or(f64::NAN)
@@ -583,7 +604,6 @@ impl Image<'_> {
                     f64::NAN
                 }
             }
-            None => f64::NAN,
         }
     }
 
@@ -594,20 +614,24 @@ impl Image<'_> {
         let pixstep = (self.end - self.start) as f64 / self.xsize as f64;
         let xsize = self.xsize.max(0) as usize;
         let (mut minval, mut maxval) = (f64::NAN, f64::NAN);
+        let mut sources = Vec::with_capacity(self.items.len());
         for item in &mut self.items {
-            if matches!(item.el.kind, Kind::Plot(_)) {
+            if let Kind::Plot(p) = &item.el.kind {
                 item.p_data = vec![f64::NAN; xsize + 1];
+                sources.push(Self::plot_source(data, &p.value, item.yrule));
+            } else {
+                sources.push(PlotSource::Constant(f64::NAN));
             }
         }
         for i in 0..xsize {
             let gr_time = (self.start as f64 + pixstep * i as f64) as u64 as i64;
             let mut paintval = 0.0;
-            for item in &mut self.items {
+            for (item, source) in self.items.iter_mut().zip(&sources) {
                 let Kind::Plot(p) = &item.el.kind else { continue };
                 if !p.stack {
                     paintval = 0.0;
                 }
-                let value = Self::plot_value(data, &p.value, item.yrule, gr_time);
+                let value = Self::plot_value(source, gr_time);
                 if !value.is_nan() {
                     paintval += value;
                     item.p_data[i] = paintval;

@@ -59,6 +59,13 @@ pub fn fetch_result(r: rrd_client::FetchReply) -> FetchResult {
     }
 }
 
+/// A failed FETCH as rrdtool reports it.
+fn fetch_error(file: &str, e: ClientError) -> rrd_engine::Error {
+    rrd_engine::Error::invalid(
+        e.message().unwrap_or_else(|| format!("rrdc_fetch ({file}) failed with status {}.", e.status())),
+    )
+}
+
 impl FetchSource for DaemonFetch {
     fn fetch(
         &mut self,
@@ -77,21 +84,39 @@ impl FetchSource for DaemonFetch {
             }
             // The resolution is not sent: rrdtool's client does not send it
             // either, and the caller consolidates to its own step.
-            Daemon::Connected(mut session) => {
-                match session.fetch(file, cf.name(), start, end) {
-                    Ok(r) => Ok(FetchResult {
-                        start: r.start,
-                        end: r.end,
-                        step_secs: r.step_secs,
-                        rra_index: 0,
-                        ds_names: r.ds_names,
-                        data: r.data,
-                    }),
-                    Err(e) => Err(rrd_engine::Error::invalid(e.message().unwrap_or_else(|| {
-                        format!("rrdc_fetch ({file}) failed with status {}.", e.status())
-                    }))),
-                }
+            Daemon::Connected(mut session) => match session.fetch(file, cf.name(), start, end) {
+                Ok(r) => Ok(fetch_result(r)),
+                Err(e) => Err(fetch_error(file, e)),
+            },
+        }
+    }
+
+    /// Without a daemon the file is read and consolidated at once (bounded
+    /// memory, see rrd_engine::reduce); a daemon's FETCH reply holds every
+    /// row of the range (the protocol has no step), consolidated after.
+    fn fetch_reduced(
+        &mut self,
+        file: &str,
+        cf: Cf,
+        start: i64,
+        end: i64,
+        resolution_secs: u64,
+        daemon: Option<&str>,
+        min_step: i64,
+        reduce: Cf,
+    ) -> rrd_engine::Result<FetchResult> {
+        match rrd_client::daemon(daemon.or(self.option.as_deref())) {
+            Daemon::Absent => {
+                LocalFiles.fetch_reduced(file, cf, start, end, resolution_secs, None, min_step, reduce)
             }
+            Daemon::Unreachable(e) => {
+                self.unreachable = Some(e);
+                LocalFiles.fetch_reduced(file, cf, start, end, resolution_secs, None, min_step, reduce)
+            }
+            Daemon::Connected(mut session) => match session.fetch(file, cf.name(), start, end) {
+                Ok(r) => rrd_engine::reduce::reduce_result(fetch_result(r), min_step, reduce),
+                Err(e) => Err(fetch_error(file, e)),
+            },
         }
     }
 }
