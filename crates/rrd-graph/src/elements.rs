@@ -7,8 +7,11 @@
 //! number; legends of drawn elements get RRDtool's two-space prefix (room
 //! for the colour box). Errors carry RRDtool's messages.
 //!
-//! Deliberately not here: `TICK`, `SHIFT`, `XPORT`, `gradheight=`, the
-//! `strftime`/`valstrftime` GPRINT variants; they are refused by name.
+//! PRINT/GPRINT take RRDtool's flags `strftime`, `valstrftime` and
+//! `valstrfduration` in any field after the vname (texts: `timefmt`).
+//!
+//! Deliberately not here: `TICK`, `SHIFT`, `XPORT`, `gradheight=`; they
+//! are refused by name.
 
 use rrd_format::Cf;
 
@@ -69,10 +72,23 @@ pub(crate) enum Kind {
     Print {
         vname: String,
         cf: Option<Cf>,
-        format: PrintFormat,
+        format: PrintStyle,
         graph: bool,
     },
     TextAlign(Align),
+}
+
+/// How a PRINT/GPRINT turns its value into text.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum PrintStyle {
+    /// A checked printf format (the default).
+    Number(PrintFormat),
+    /// `:strftime`: the VDEF's time, local.
+    Strftime(String),
+    /// `:valstrftime`: the value as a UTC time stamp.
+    ValueTime(String),
+    /// `:valstrfduration`: the value as a duration in milliseconds.
+    Duration(String),
 }
 
 /// One parsed element with its legend (before PRINT formatting).
@@ -225,6 +241,24 @@ pub(crate) fn parse(elements: &[String]) -> Result<Vec<Element>> {
                 Element { text: text.clone(), kind: Kind::Comment, legend: fields.join(":") }
             }
             "PRINT" | "GPRINT" => {
+                // `strftime`, `valstrftime` and `valstrfduration` are flags
+                // anywhere after the vname; the last formatter named wins.
+                let mut strftime = false;
+                let mut vformatter: Option<&str> = None;
+                let mut fields = fields.clone();
+                let mut k = 1;
+                while k < fields.len() {
+                    match fields[k].as_str() {
+                        "strftime" => strftime = true,
+                        "valstrftime" => vformatter = Some("timestamp"),
+                        "valstrfduration" => vformatter = Some("duration"),
+                        _ => {
+                            k += 1;
+                            continue;
+                        }
+                    }
+                    fields.remove(k);
+                }
                 let vname = fields[0].clone();
                 let is_vdef = names
                     .find(&vname)
@@ -242,7 +276,15 @@ pub(crate) fn parse(elements: &[String]) -> Result<Vec<Element>> {
                     }
                     _ => return Err(unused(&fields[3..].join(":"), text)),
                 };
-                let format = PrintFormat::parse(format)?;
+                let format = if strftime {
+                    PrintStyle::Strftime(format.clone())
+                } else {
+                    match vformatter {
+                        Some("timestamp") => PrintStyle::ValueTime(format.clone()),
+                        Some(_) => PrintStyle::Duration(format.clone()),
+                        None => PrintStyle::Number(PrintFormat::parse(format)?),
+                    }
+                };
                 Element {
                     text: text.clone(),
                     kind: Kind::Print { vname, cf, format, graph: head == "GPRINT" },

@@ -22,12 +22,13 @@ use rrd_engine::xport::{
 use rrd_format::Cf;
 
 use crate::canvas::{Canvas, HAlign, PngCanvas, SvgCanvas, TextSpec, VAlign};
-use crate::elements::{self, Align, Element, Kind, ValueRef};
+use crate::elements::{self, Align, Element, Kind, PrintStyle, ValueRef};
 use crate::error::{GraphError, Result};
 use crate::options::{ColorTag, ImageFormat, Options, Rgba};
 use crate::printf::{auto_scale, c_int};
 use crate::text::font;
 use crate::timeaxis;
+use crate::timefmt;
 
 /// Font sizes (points) of RRDtool's text properties.
 const TITLE_PT: f64 = 9.0;
@@ -206,7 +207,7 @@ pub fn render_with(
     };
     let mut info: Vec<(String, InfoValue)> = Vec::new();
     let mut prints = Vec::new();
-    let drawn = im.print_calc(&data, &mut prints)?;
+    let drawn = im.print_calc(&data, &mut prints, now)?;
     for (i, p) in prints.iter().enumerate() {
         info.push((format!("print[{i}]"), InfoValue::Text(p.clone())));
     }
@@ -261,18 +262,45 @@ impl Image<'_> {
 
     /// PRINT/GPRINT values and texts, rule positions. Returns whether
     /// anything is drawn.
-    fn print_calc(&mut self, data: &Evaluation, prints: &mut Vec<String>) -> Result<bool> {
+    fn print_calc(&mut self, data: &Evaluation, prints: &mut Vec<String>, now: i64) -> Result<bool> {
         let base = self.o.base as f64;
         let mut magfact = -1.0;
         let mut symbol: &'static str = "";
         let mut drawn = false;
+        let mut tm_time = now;
         for item in &mut self.items {
             match &item.el.kind {
-                Kind::Print { vname, cf, format, graph } => {
-                    let mut value = match (data.get(vname), cf) {
-                        (Some(Variable::Value(v)), _) => v.value,
-                        (Some(Variable::Series(s)), Some(cf)) => legacy_print_value(s, *cf),
+                Kind::Print { vname, cf, format: style, graph } => {
+                    // The time `:strftime` shows: the VDEF's (none: dashes);
+                    // over a DEF, the last VDEF's printed so far (0 when it
+                    // had none), or now, as RRDtool's `tmvdef` carries over.
+                    let (mut value, when) = match (data.get(vname), cf) {
+                        (Some(Variable::Value(v)), _) => {
+                            tm_time = v.when.unwrap_or(0);
+                            (v.value, v.when)
+                        }
+                        (Some(Variable::Series(s)), Some(cf)) => (legacy_print_value(s, *cf), Some(tm_time)),
                         _ => return Err(GraphError::invalid(format!("{vname} is not a vname nor a number"))),
+                    };
+                    let format = match style {
+                        PrintStyle::Number(f) => f,
+                        other => {
+                            let text = match other {
+                                PrintStyle::Strftime(f) => timefmt::strftime_local(f, when),
+                                PrintStyle::ValueTime(f) => {
+                                    timefmt::val_strftime(f, value).ok_or_else(|| GraphError::invalid(""))?
+                                }
+                                PrintStyle::Duration(f) => timefmt::val_strfduration(f, value)?,
+                                PrintStyle::Number(_) => unreachable!("matched above"),
+                            };
+                            if *graph {
+                                item.legend = text;
+                                drawn = true;
+                            } else {
+                                prints.push(text);
+                            }
+                            continue;
+                        }
                     };
                     if format.shared_scale {
                         // One prefix for every %S of the graph, set by the

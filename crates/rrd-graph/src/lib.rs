@@ -23,6 +23,7 @@ pub mod options;
 pub mod printf;
 mod text;
 mod timeaxis;
+mod timefmt;
 
 pub use error::GraphError;
 pub use graph::{render, render_with, GraphOutput, InfoValue};
