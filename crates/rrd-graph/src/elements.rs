@@ -2,8 +2,8 @@
 //! (handed on to the engine as text), `LINE[width]`, `AREA`, `STACK`,
 //! `HRULE`, `VRULE`, `COMMENT`, `GPRINT`, `PRINT` and `TEXTALIGN`.
 //!
-//! Fields are separated by unescaped colons (`\:` is a colon, `\\` a
-//! backslash). A drawing element names an earlier DEF/CDEF/VDEF or gives a
+//! Fields are separated by unescaped colons (`\:` is a colon; any other
+//! backslash stays). A drawing element names an earlier DEF/CDEF/VDEF or gives a
 //! number; legends of drawn elements get RRDtool's two-space prefix (room
 //! for the colour box). Errors carry RRDtool's messages.
 //!
@@ -99,12 +99,13 @@ pub(crate) struct Element {
     pub legend: String,
 }
 
-/// Splits at unescaped colons as RRDtool's `scan_for_col` does.
+/// Splits at unescaped colons as RRDtool 1.7.2's `parseArguments` does:
+/// only `\:` is an escape (a backslash before anything else stays).
 fn split_fields(s: &str) -> Vec<String> {
     let mut fields = vec![String::new()];
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == '\\' && matches!(chars.peek(), Some(':') | Some('\\')) {
+        if c == '\\' && matches!(chars.peek(), Some(':')) {
             let next = chars.next().expect("peeked");
             fields.last_mut().expect("never empty").push(next);
         } else if c == ':' {
@@ -191,10 +192,25 @@ fn unused(opt: &str, text: &str) -> GraphError {
     GraphError::invalid(format!("Unused Arguments \"{opt}\" in command : {text}"))
 }
 
+/// RRDtool's `FMT_LEG_LEN`: legends and formats keep this many bytes.
+const FMT_LEG_LEN: usize = 200;
+
+/// The first `FMT_LEG_LEN` bytes of `s` (RRDtool's `strncpy`).
+fn leg_len(s: &str) -> &str {
+    if s.len() <= FMT_LEG_LEN {
+        return s;
+    }
+    let mut cut = FMT_LEG_LEN;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &s[..cut]
+}
+
 /// Legend of a drawn element: RRDtool's two-space prefix when not empty.
 fn box_legend(s: Option<&String>) -> String {
     match s {
-        Some(l) if !l.is_empty() => format!("  {l}"),
+        Some(l) if !l.is_empty() => format!("  {}", leg_len(l)),
         _ => String::new(),
     }
 }
@@ -238,7 +254,11 @@ pub(crate) fn parse(elements: &[String]) -> Result<Vec<Element>> {
                 if rest.is_empty() && !text.contains(':') {
                     return Err(GraphError::invalid("No positional CF/FORMAT"));
                 }
-                Element { text: text.clone(), kind: Kind::Comment, legend: fields.join(":") }
+                Element {
+                    text: text.clone(),
+                    kind: Kind::Comment,
+                    legend: leg_len(&fields.join(":")).to_string(),
+                }
             }
             "PRINT" | "GPRINT" => {
                 // `strftime`, `valstrftime` and `valstrfduration` are flags
@@ -276,6 +296,7 @@ pub(crate) fn parse(elements: &[String]) -> Result<Vec<Element>> {
                     }
                     _ => return Err(unused(&fields[3..].join(":"), text)),
                 };
+                let format = &leg_len(format).to_string();
                 let format = if strftime {
                     PrintStyle::Strftime(format.clone())
                 } else {
@@ -407,7 +428,7 @@ mod tests {
         assert!(
             matches!(&e[7].kind, Kind::Plot(Plot { value: ValueRef::Number(n), color: None, .. }) if *n == 42.0)
         );
-        assert_eq!(e[8].legend, "a:b\\c\\l");
+        assert_eq!(e[8].legend, "a:b\\\\c\\l");
         assert!(matches!(&e[10].kind, Kind::Print { cf: Some(Cf::Maximum), graph: false, .. }));
         assert!(matches!(e[11].kind, Kind::TextAlign(Align::Center)));
     }

@@ -22,10 +22,11 @@ use rrd_engine::xport::{
 use rrd_format::Cf;
 
 use crate::canvas::{Canvas, HAlign, PngCanvas, SvgCanvas, TextSpec, VAlign};
+use crate::dataformat::{self, DataFormat, MetaEntry, Table};
 use crate::elements::{self, Align, Element, Kind, PrintStyle, ValueRef};
 use crate::error::{GraphError, Result};
 use crate::options::{ColorTag, ImageFormat, Options, Rgba};
-use crate::printf::{auto_scale, c_int};
+use crate::printf::{auto_scale, c_int, PrintFormat};
 use crate::text::font;
 use crate::timeaxis;
 use crate::timefmt;
@@ -205,9 +206,12 @@ pub fn render_with(
             })
             .collect(),
     };
+    if let Some(format) = data_format(options.image_format) {
+        return render_data(im, data, format, now);
+    }
     let mut info: Vec<(String, InfoValue)> = Vec::new();
     let mut prints = Vec::new();
-    let drawn = im.print_calc(&data, &mut prints, now)?;
+    let drawn = im.print_calc(&data, &mut prints, now, PrintPass::Graph)?;
     for (i, p) in prints.iter().enumerate() {
         info.push((format!("print[{i}]"), InfoValue::Text(p.clone())));
     }
@@ -248,11 +252,146 @@ pub fn render_with(
 
     let mut canvas: Box<dyn Canvas> = match options.image_format {
         ImageFormat::Png => Box::new(PngCanvas::new(im.ximg as u32, im.yimg as u32)?),
-        ImageFormat::Svg => Box::new(SvgCanvas::new(im.ximg as u32, im.yimg as u32)),
+        _ => Box::new(SvgCanvas::new(im.ximg as u32, im.yimg as u32)),
     };
     im.paint(canvas.as_mut(), has_grid, &mut info);
     let image = canvas.finish()?;
     Ok(GraphOutput { info, prints, image: Some(image), image_width: im.ximg, image_height: im.yimg, data })
+}
+
+/// Which of RRDtool's PRINT passes `print_calc` is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PrintPass {
+    /// `print_calc` of a picture.
+    Graph,
+    /// `rrd_xport_format_addprints`: the XML/JSON meta lists.
+    XportMeta,
+    /// `print_calc` after the meta lists, whose `%S` became `%s`.
+    AfterXport,
+}
+
+fn data_format(f: ImageFormat) -> Option<DataFormat> {
+    Some(match f {
+        ImageFormat::Png | ImageFormat::Svg => return None,
+        ImageFormat::Xml => DataFormat::Xml,
+        ImageFormat::XmlEnum => DataFormat::XmlEnum,
+        ImageFormat::Json => DataFormat::Json,
+        ImageFormat::JsonTime => DataFormat::JsonTime,
+        ImageFormat::Csv => DataFormat::Csv,
+        ImageFormat::Tsv => DataFormat::Tsv,
+        ImageFormat::Ssv => DataFormat::Ssv,
+    })
+}
+
+/// RRDtool's `rrd_graph_xport`: the series of every LINE, AREA and STACK
+/// exported at the greatest common divisor of their steps over the graph's
+/// range (aligned to it), with graphv's `graph_start`, `graph_end`,
+/// `graph_step` and `print[i]`.
+fn render_data(mut im: Image<'_>, data: Evaluation, format: DataFormat, now: i64) -> Result<GraphOutput> {
+    struct Column<'s> {
+        start: i64,
+        step: i64,
+        values: std::borrow::Cow<'s, [f64]>,
+    }
+    let mut columns: Vec<Column<'_>> = Vec::new();
+    let mut legends = Vec::new();
+    for item in &im.items {
+        let Kind::Plot(p) = &item.el.kind else { continue };
+        let column = match &p.value {
+            ValueRef::Var(name) => match data.get(name) {
+                Some(Variable::Series(s)) => Column {
+                    start: s.start,
+                    step: s.step_secs,
+                    values: std::borrow::Cow::Borrowed(&s.values),
+                },
+                _ => return Err(GraphError::invalid(format!("{name} is not a DEF or CDEF"))),
+            },
+            // RRDtool reads outside its element list here; rrdscale
+            // exports the constant at the graph's step.
+            ValueRef::Number(n) => {
+                let step = data.global_step_secs.max(1);
+                let start = im.start - im.start.rem_euclid(step);
+                let rows = ((im.end - start) / step + 1).max(0) as usize;
+                Column { start, step, values: std::borrow::Cow::Owned(vec![*n; rows]) }
+            }
+        };
+        columns.push(column);
+        legends.push(item.el.legend.clone());
+    }
+    if columns.is_empty() {
+        return Err(GraphError::invalid("no XPORT found, nothing to do"));
+    }
+    let step = columns.iter().fold(0i64, |g, c| gcd(g, c.step));
+    if step <= 0 {
+        return Err(GraphError::invalid("xport step is zero"));
+    }
+    let start = im.start - im.start % step;
+    let mut end = im.end - im.end % step;
+    if im.end > end {
+        end += step;
+    }
+    let rows = ((end - start) / step).max(0);
+    if rows as u128 * columns.len() as u128 > rrd_engine::fetch::MAX_FETCH_VALUES as u128 {
+        return Err(GraphError::invalid(format!("xport needs {rows} rows, more than rrdscale exports")));
+    }
+    let mut table_data = Vec::with_capacity(rows as usize * columns.len());
+    for row in 0..rows {
+        let t = start + row * step;
+        for c in &columns {
+            let index = ((t - c.start) as f64 / c.step as f64).floor();
+            let v = if index >= 0.0 { c.values.get(index as usize).copied() } else { None };
+            table_data.push(v.unwrap_or(f64::NAN));
+        }
+    }
+    drop(columns);
+    let table = Table { start, end, step, legends, data: table_data };
+
+    let mut meta = Vec::new();
+    let with_meta = !matches!(format, DataFormat::Csv | DataFormat::Tsv | DataFormat::Ssv);
+    if with_meta {
+        let mut prints = Vec::new();
+        im.print_calc(&data, &mut prints, now, PrintPass::XportMeta)?;
+        let mut prints = prints.into_iter();
+        for item in &im.items {
+            meta.push(match &item.el.kind {
+                Kind::Print { graph: false, .. } => MetaEntry::Print(prints.next().unwrap_or_default()),
+                Kind::Print { graph: true, .. } => MetaEntry::Gprint(item.legend.clone()),
+                Kind::Comment => MetaEntry::Comment(item.el.legend.clone()),
+                Kind::Plot(p) if p.is_area => MetaEntry::Area(item.el.legend.clone()),
+                Kind::Plot(_) => MetaEntry::Line(item.el.legend.clone()),
+                Kind::TextAlign(a) => MetaEntry::Align(match a {
+                    Align::Left => "left",
+                    Align::Right => "right",
+                    Align::Center => "center",
+                    Align::Justified => "justified",
+                }),
+                Kind::HRule { .. } => MetaEntry::Hrule,
+                Kind::VRule { .. } => MetaEntry::Vrule,
+                Kind::Data { .. } => continue,
+            });
+        }
+    }
+    let image = dataformat::write(format, &table, &meta);
+    let mut info: Vec<(String, InfoValue)> = vec![
+        ("graph_start".into(), InfoValue::Count(start)),
+        ("graph_end".into(), InfoValue::Count(end)),
+        ("graph_step".into(), InfoValue::Count(step)),
+    ];
+    let mut prints = Vec::new();
+    let pass = if with_meta { PrintPass::AfterXport } else { PrintPass::Graph };
+    im.print_calc(&data, &mut prints, now, pass)?;
+    for (i, p) in prints.iter().enumerate() {
+        info.push((format!("print[{i}]"), InfoValue::Text(p.clone())));
+    }
+    Ok(GraphOutput { info, prints, image: Some(image), image_width: 0, image_height: 0, data })
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 impl Image<'_> {
@@ -262,7 +401,13 @@ impl Image<'_> {
 
     /// PRINT/GPRINT values and texts, rule positions. Returns whether
     /// anything is drawn.
-    fn print_calc(&mut self, data: &Evaluation, prints: &mut Vec<String>, now: i64) -> Result<bool> {
+    fn print_calc(
+        &mut self,
+        data: &Evaluation,
+        prints: &mut Vec<String>,
+        now: i64,
+        pass: PrintPass,
+    ) -> Result<bool> {
         let base = self.o.base as f64;
         let mut magfact = -1.0;
         let mut symbol: &'static str = "";
@@ -282,8 +427,19 @@ impl Image<'_> {
                         (Some(Variable::Series(s)), Some(cf)) => (legacy_print_value(s, *cf), Some(tm_time)),
                         _ => return Err(GraphError::invalid(format!("{vname} is not a vname nor a number"))),
                     };
+                    let numeric;
                     let format = match style {
                         PrintStyle::Number(f) => f,
+                        // The xport meta lists know only strftime: other
+                        // formatters print their format as a number.
+                        PrintStyle::ValueTime(f) | PrintStyle::Duration(f)
+                            if pass == PrintPass::XportMeta =>
+                        {
+                            numeric = PrintFormat::parse(f).map_err(|_| {
+                                GraphError::invalid(format!("bad format for PRINT in \"{f}'"))
+                            })?;
+                            &numeric
+                        }
                         other => {
                             let text = match other {
                                 PrintStyle::Strftime(f) => timefmt::strftime_local(f, when),
@@ -302,7 +458,8 @@ impl Image<'_> {
                             continue;
                         }
                     };
-                    if format.shared_scale {
+                    // After an export, RRDtool has turned each %S into %s.
+                    if format.shared_scale && pass != PrintPass::AfterXport {
                         // One prefix for every %S of the graph, set by the
                         // first non-zero value (and reset by any %s).
                         if magfact < 0.0 {

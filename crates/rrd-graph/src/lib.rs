@@ -16,6 +16,7 @@
 //! gradients, PDF/EPS output, pixel-identical drawing.
 
 mod canvas;
+mod dataformat;
 mod elements;
 pub mod error;
 mod graph;

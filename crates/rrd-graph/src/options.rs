@@ -99,6 +99,31 @@ pub enum ImageFormat {
     #[default]
     Png,
     Svg,
+    /// The data formats: the graph's series exported, no picture.
+    Xml,
+    XmlEnum,
+    Json,
+    JsonTime,
+    Csv,
+    Tsv,
+    Ssv,
+}
+
+impl ImageFormat {
+    /// The lower-case name RRDtool's messages use.
+    pub fn name(self) -> &'static str {
+        match self {
+            ImageFormat::Png => "png",
+            ImageFormat::Svg => "svg",
+            ImageFormat::Xml => "xml",
+            ImageFormat::XmlEnum => "xmlenum",
+            ImageFormat::Json => "json",
+            ImageFormat::JsonTime => "jsontime",
+            ImageFormat::Csv => "csv",
+            ImageFormat::Tsv => "tsv",
+            ImageFormat::Ssv => "ssv",
+        }
+    }
 }
 
 /// Every option that changes the graph.
@@ -351,6 +376,13 @@ impl Options {
                 self.image_format = match v {
                     "PNG" => ImageFormat::Png,
                     "SVG" => ImageFormat::Svg,
+                    "XML" => ImageFormat::Xml,
+                    "XMLENUM" => ImageFormat::XmlEnum,
+                    "JSON" => ImageFormat::Json,
+                    "JSONTIME" => ImageFormat::JsonTime,
+                    "CSV" => ImageFormat::Csv,
+                    "TSV" => ImageFormat::Tsv,
+                    "SSV" => ImageFormat::Ssv,
                     _ => return Err(GraphError::invalid(format!("unsupported graphics format '{v}'"))),
                 }
             }

@@ -906,3 +906,130 @@ fn svg_parses_and_has_the_reported_size() {
     let t = String::from_utf8(run(RRDTOOL, &theirs, dir.path()).stdout).unwrap();
     assert_eq!((info_number(&t, "image_width"), info_number(&t, "image_height")), (w, h));
 }
+
+/// `-a XML|XMLENUM|JSON|JSONTIME|CSV|TSV|SSV`: the graph's LINE/AREA/STACK
+/// series exported instead of a picture, equal to rrdtool's byte for byte
+/// (standard output of `graph`/`graphv` with `-` and with a file, and the
+/// file written), errors included.
+#[test]
+fn data_formats_equal_rrdtool_byte_for_byte() {
+    let dir = tempdir();
+    setup(dir.path());
+    // Legends and formats keep 200 bytes; JSON-escaped texts can exceed
+    // the 256-byte line buffer.
+    let long_area = format!("AREA:a#00ff00:{}", "L".repeat(300));
+    let long_gprint = format!("GPRINT:m:{} %lf", "\"".repeat(150));
+    let long_comment = format!("COMMENT:{}", "\\".repeat(250));
+    let cases: Vec<Vec<&str>> = vec![
+        vec![
+            "--start",
+            S,
+            "--end",
+            E,
+            "-w",
+            "60",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "VDEF:m=a,MAXIMUM",
+            "CDEF:c=a,2,*",
+            "VDEF:cm=c,MAXIMUM",
+            "AREA:a#ff0000:in traffic",
+            "STACK:c#00ff00: stacked",
+            "LINE2:c",
+            "LINE1:a#0000ff:quote\" and back\\\\slash",
+            "PRINT:m:%lf",
+            "PRINT:m:%lf %S",
+            "PRINT:cm:%lf %S",
+            "GPRINT:m:max %lf\"\\\\",
+            "GPRINT:m:%c:strftime",
+            "GPRINT:cm:%6.2lf %s",
+            "HRULE:50#ff0000:hr",
+            "VRULE:1700200000#000000:vr",
+            "COMMENT:a \"comment\" <b>\\l",
+            "TEXTALIGN:left",
+            "TEXTALIGN:center",
+            "PRINT:a:MAX:%lf",
+            "PRINT:cm:%lf:valstrftime",
+        ],
+        // Mixed steps (60 s and 300 s) at a step finer than the width asks.
+        vec![
+            "--start",
+            S,
+            "--end",
+            "1700150000",
+            "--step",
+            "60",
+            "DEF:x=m.rrd:x:AVERAGE",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "CDEF:s=x,a,+",
+            "LINE1:x#ff0000:x",
+            "LINE1:s#00ff00:sum",
+        ],
+        vec![
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE",
+            "VDEF:m=a,AVERAGE",
+            &long_area,
+            &long_gprint,
+            &long_comment,
+        ],
+        // Nothing plotted: an error.
+        vec!["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "VDEF:m=a,MAXIMUM", "PRINT:m:%lf"],
+        // The XML/JSON meta lists print valstrftime numerically: a bad
+        // number format fails them (and not CSV).
+        vec![
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE",
+            "VDEF:m=a,MAXIMUM",
+            "LINE1:a",
+            "PRINT:m:%H:valstrftime",
+        ],
+    ];
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for (n, case) in cases.iter().enumerate() {
+        for format in ["XML", "XMLENUM", "JSON", "JSONTIME", "CSV", "TSV", "SSV"] {
+            for verb in ["graph", "graphv"] {
+                for to_file in [false, true] {
+                    let outcome = |program: &str, who: &str| {
+                        let file = if to_file { format!("{who}.out") } else { "-".to_string() };
+                        let mut args = strings(&[verb, &file, "-a", format]);
+                        args.extend(strings(case));
+                        let o = run(program, &args, dir.path());
+                        let written = std::fs::read(dir.path().join(&file)).ok();
+                        if to_file {
+                            let _ = std::fs::remove_file(dir.path().join(&file));
+                        }
+                        (
+                            o.status.success(),
+                            o.stdout,
+                            o.stderr,
+                            if o.status.success() { written } else { None },
+                        )
+                    };
+                    let theirs = outcome(RRDTOOL, "theirs");
+                    let ours = outcome(rrdscale_bin(), "ours");
+                    compared += 1;
+                    if theirs != ours {
+                        failures.push(format!(
+                            "case {n} {verb} -a {format} (file: {to_file}):\n--- rrdtool\n{}{}{}\n--- rrdscale\n{}{}{}",
+                            String::from_utf8_lossy(&theirs.1),
+                            String::from_utf8_lossy(&theirs.2),
+                            String::from_utf8_lossy(theirs.3.as_deref().unwrap_or_default()),
+                            String::from_utf8_lossy(&ours.1),
+                            String::from_utf8_lossy(&ours.2),
+                            String::from_utf8_lossy(ours.3.as_deref().unwrap_or_default()),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(compared, 5 * 7 * 2 * 2);
+    assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+}

@@ -57,10 +57,7 @@ fn print_graph(
     if let Some(image) = &graph.image {
         if !to_stdout {
             if let Err(e) = std::fs::write(file, image) {
-                let kind = match options.image_format {
-                    rrd_graph::ImageFormat::Png => "png",
-                    rrd_graph::ImageFormat::Svg => "svg",
-                };
+                let kind = options.image_format.name();
                 bail!("Could not save {kind} to '{file}' ({e})");
             }
         } else if !verbose {
