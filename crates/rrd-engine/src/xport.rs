@@ -18,10 +18,13 @@
 //! CDEFs are evaluated by the shared RPN calculator ([`crate::rpn`]); this
 //! module supplies the time series: variables, PREV, PREV(vname), COUNT,
 //! TIME, STEPWIDTH, LTIME, NEWDAY/NEWMONTH/NEWYEAR and TREND/TRENDNAN.
+//! SHIFT moves a DEF's or CDEF's rows in time (by seconds or a VDEF's
+//! value, truncated to whole steps), in element order as RRDtool's
+//! `data_calc` does.
 //! Deliberately absent for now (an error names them): PREDICT, PREDICTSIGMA,
 //! PREDICTPERC and NEWWEEK, every drawing element (LINE, AREA, PRINT, ...;
-//! `rrd-graph` parses those itself and hands only DEF/CDEF/VDEF here),
-//! SHIFT, and `--daemon`.
+//! `rrd-graph` parses those itself and hands only DEF/CDEF/VDEF/SHIFT
+//! here).
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -249,8 +252,27 @@ impl FetchSource for LocalFiles {
 enum Element {
     Def(Def),
     Cdef(Program),
-    Vdef { var: usize, op: VdefOp, param: f64 },
-    Xport { var: usize, legend: String },
+    Vdef {
+        var: usize,
+        op: VdefOp,
+        param: f64,
+    },
+    Xport {
+        var: usize,
+        legend: String,
+    },
+    /// SHIFT: moves a DEF's or CDEF's rows in time.
+    Shift {
+        var: usize,
+        by: ShiftBy,
+    },
+}
+
+/// A SHIFT's offset: seconds, or a VDEF's value.
+#[derive(Clone, Copy, Debug)]
+enum ShiftBy {
+    Secs(i64),
+    Vdef(usize),
 }
 
 /// What an element left behind for later ones to read.
@@ -772,6 +794,37 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
                 names.push(String::new());
                 parsed.push(Element::Xport { var, legend });
             }
+            "SHIFT" => {
+                let fields = split_fields(rest);
+                let vname = fields[0].as_str();
+                let var = names
+                    .iter()
+                    .position(|n| n == vname)
+                    .ok_or_else(|| Error::invalid(format!("{vname} is not a vname nor a number")))?;
+                if matches!(parsed[var], Element::Vdef { .. }) {
+                    return Err(Error::invalid(format!("Cannot shift a VDEF: '{vname}' in line '{text}'\n")));
+                }
+                let Some(offset) = fields.get(1) else {
+                    return Err(Error::invalid("No shift given"));
+                };
+                if let Some(extra) = fields.get(2) {
+                    return Err(Error::invalid(format!("Unused Arguments \"{extra}\" in command : {text}")));
+                }
+                let by = match names.iter().position(|n| n == offset) {
+                    Some(v) if matches!(parsed[v], Element::Vdef { .. }) => ShiftBy::Vdef(v),
+                    Some(_) => {
+                        return Err(Error::invalid(format!(
+                            "Offset cannot be a (C)DEF: '{offset}' in line '{text}'\n"
+                        )))
+                    }
+                    None => ShiftBy::Secs(
+                        parse_long(offset)
+                            .ok_or_else(|| Error::invalid(format!("error parsing number {offset}")))?,
+                    ),
+                };
+                names.push(String::new());
+                parsed.push(Element::Shift { var, by });
+            }
             other => {
                 return Err(Error::invalid(format!(
                     "the graph element {other} is not supported by rrdscale xport yet"
@@ -780,6 +833,17 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
         }
     }
     Ok(Parsed { global_step, elements: parsed, names })
+}
+
+/// RRDtool's `getLong` (base 10): `strtol` that must read the whole text.
+fn parse_long(s: &str) -> Option<i64> {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    // strtol saturates.
+    Some(t.parse::<i64>().unwrap_or(if t.starts_with('-') { i64::MIN } else { i64::MAX }))
 }
 
 /// RRDtool's `vdef_calc` over the rows of `src`.
@@ -876,6 +940,8 @@ fn vdef_calc(src: &Series, op: VdefOp, param: f64) -> VdefValue {
 fn run(range: &XportRange, parsed: &Parsed, source: &mut dyn FetchSource) -> Result<Vec<Slot>> {
     let mut series: Vec<Slot> = Vec::with_capacity(parsed.elements.len());
     let mut fetched: Vec<(FetchKey, Series, Vec<String>)> = Vec::new();
+    // (variable, shift in seconds) of every SHIFT run so far.
+    let mut shifts: Vec<(usize, i64)> = Vec::new();
     for element in &parsed.elements {
         match element {
             Element::Def(def) => {
@@ -909,6 +975,26 @@ fn run(range: &XportRange, parsed: &Parsed, source: &mut dyn FetchSource) -> Res
                 series.push(Slot::Value(vdef_calc(src, *op, *param)));
             }
             Element::Xport { .. } => series.push(Slot::None),
+            Element::Shift { var, by } => {
+                // As RRDtool's data_calc: undo the variable's current shift,
+                // then move it by the offset truncated to whole steps.
+                let wanted = match *by {
+                    ShiftBy::Secs(s) => s,
+                    ShiftBy::Vdef(v) => match &series[v] {
+                        // C's double-to-time_t conversion (unknown: 0 here).
+                        Slot::Value(val) if val.value.is_finite() => val.value as i64,
+                        _ => 0,
+                    },
+                };
+                if let Slot::Series(s) = &mut series[*var] {
+                    let previous = shifts.iter().rev().find(|(v, _)| v == var).map_or(0, |(_, d)| *d);
+                    let shift = if s.step > 0 { wanted / s.step * s.step } else { 0 };
+                    s.start = s.start.saturating_sub(previous).saturating_add(shift);
+                    s.end = s.end.saturating_sub(previous).saturating_add(shift);
+                    shifts.push((*var, shift));
+                }
+                series.push(Slot::None);
+            }
         }
     }
     Ok(series)

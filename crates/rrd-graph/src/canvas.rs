@@ -73,6 +73,9 @@ impl TextSpec<'_> {
 pub(crate) trait Canvas {
     /// Fills a closed polygon.
     fn fill(&mut self, points: &[(f64, f64)], color: Rgba);
+    /// Fills a closed polygon with a vertical linear gradient: `from`'s
+    /// colour at its y, `to`'s at its y, padded beyond.
+    fn fill_gradient(&mut self, points: &[(f64, f64)], from: (f64, Rgba), to: (f64, Rgba));
     /// Strokes a polyline; `dash` is on/off lengths; `round` gives round
     /// caps and joins (RRDtool's LINE), else butt caps.
     fn stroke(&mut self, points: &[(f64, f64)], width: f64, color: Rgba, dash: Option<&[f64]>, round: bool);
@@ -118,6 +121,31 @@ impl PngCanvas {
 }
 
 impl Canvas for PngCanvas {
+    fn fill_gradient(&mut self, points: &[(f64, f64)], from: (f64, Rgba), to: (f64, Rgba)) {
+        let Some(path) = polygon(points, true) else { return };
+        let stop = |pos: f32, c: Rgba| {
+            tiny_skia::GradientStop::new(pos, tiny_skia::Color::from_rgba8(c.r, c.g, c.b, c.a))
+        };
+        let x = points[0].0 as f32;
+        let shader = if (to.0 - from.0).abs() < 1e-9 {
+            Some(tiny_skia::Shader::SolidColor(tiny_skia::Color::from_rgba8(
+                from.1.r, from.1.g, from.1.b, from.1.a,
+            )))
+        } else {
+            tiny_skia::LinearGradient::new(
+                tiny_skia::Point::from_xy(x, from.0 as f32),
+                tiny_skia::Point::from_xy(x, to.0 as f32),
+                vec![stop(0.0, from.1), stop(1.0, to.1)],
+                tiny_skia::SpreadMode::Pad,
+                Transform::identity(),
+            )
+        };
+        let Some(shader) = shader else { return };
+        let mut p = Paint { shader, ..Paint::default() };
+        p.anti_alias = true;
+        self.pixmap.fill_path(&path, &p, FillRule::Winding, Transform::identity(), self.mask.as_ref());
+    }
+
     fn fill(&mut self, points: &[(f64, f64)], color: Rgba) {
         if let Some(path) = polygon(points, true) {
             self.pixmap.fill_path(
@@ -210,11 +238,13 @@ pub(crate) struct SvgCanvas {
     height: u32,
     clips: usize,
     in_clip: bool,
+    /// Gradients defined so far (their ids).
+    gradients: usize,
 }
 
 impl SvgCanvas {
     pub(crate) fn new(width: u32, height: u32) -> SvgCanvas {
-        SvgCanvas { body: String::new(), width, height, clips: 0, in_clip: false }
+        SvgCanvas { body: String::new(), width, height, clips: 0, in_clip: false, gradients: 0 }
     }
 }
 
@@ -257,6 +287,33 @@ fn xml_escape(s: &str) -> String {
 }
 
 impl Canvas for SvgCanvas {
+    fn fill_gradient(&mut self, points: &[(f64, f64)], from: (f64, Rgba), to: (f64, Rgba)) {
+        if points.len() < 2 {
+            return;
+        }
+        self.gradients += 1;
+        let id = self.gradients;
+        let stop = |offset: u8, c: Rgba| {
+            format!(
+                "<stop offset=\"{offset}\" stop-color=\"#{:02x}{:02x}{:02x}\" stop-opacity=\"{:.3}\"/>",
+                c.r,
+                c.g,
+                c.b,
+                f64::from(c.a) / 255.0
+            )
+        };
+        let _ = writeln!(
+            self.body,
+            "<linearGradient id=\"g{id}\" gradientUnits=\"userSpaceOnUse\" x1=\"0\" y1=\"{:.2}\" x2=\"0\" \
+             y2=\"{:.2}\">{}{}</linearGradient>\n<path d=\"{}\" fill=\"url(#g{id})\"/>",
+            from.0,
+            to.0,
+            stop(0, from.1),
+            stop(1, to.1),
+            svg_points(points, true)
+        );
+    }
+
     fn fill(&mut self, points: &[(f64, f64)], color: Rgba) {
         if points.len() < 2 {
             return;

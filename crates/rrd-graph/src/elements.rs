@@ -10,8 +10,11 @@
 //! PRINT/GPRINT take RRDtool's flags `strftime`, `valstrftime` and
 //! `valstrfduration` in any field after the vname (texts: `timefmt`).
 //!
-//! Deliberately not here: `TICK`, `SHIFT`, `XPORT`, `gradheight=`; they
-//! are refused by name.
+//! `TICK` is a plot that marks where its value is non-zero; an AREA with
+//! a second colour (`AREA:v#c1#c2[:legend][:gradheight=n]`) is filled
+//! with a gradient; `SHIFT` is handed to the engine with the DEFs.
+//!
+//! Deliberately not here: `XPORT` (refused by name).
 
 use rrd_format::Cf;
 
@@ -46,6 +49,13 @@ pub(crate) struct Plot {
     pub stack: bool,
     pub skip_scale: bool,
     pub dashes: Option<Vec<f64>>,
+    /// An AREA's second colour and `gradheight=` (RRDtool's default 50):
+    /// filled with a vertical gradient.
+    pub gradient: Option<(Rgba, f64)>,
+    /// A TICK (`TICK:vname#color:fraction`): a vertical mark of this
+    /// fraction of the graph height (negative: from the top) where the
+    /// value is known and not zero. Never scales the y axis.
+    pub tick: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -76,6 +86,8 @@ pub(crate) enum Kind {
         graph: bool,
     },
     TextAlign(Align),
+    /// SHIFT, evaluated by the engine with the DEFs and CDEFs.
+    Shift,
 }
 
 /// How a PRINT/GPRINT turns its value into text.
@@ -167,10 +179,21 @@ impl Names {
 
 /// `name[#color[#color2]]`.
 fn value_and_color(names: &Names, field: &str, text: &str) -> Result<(ValueRef, Option<Rgba>)> {
-    let mut parts = field.split('#');
+    let (value, color, _) = value_and_colors(names, field, text)?;
+    Ok((value, color))
+}
+
+/// `name[#color[#color2]]`, with the second colour.
+fn value_and_colors(
+    names: &Names,
+    field: &str,
+    text: &str,
+) -> Result<(ValueRef, Option<Rgba>, Option<Rgba>)> {
+    let mut parts = field.splitn(3, '#');
     let value = names.value(parts.next().unwrap_or(""))?;
     let color = parts.next().map(|c| parse_color(c, text)).transpose()?;
-    Ok((value, color))
+    let color2 = parts.next().map(|c| parse_color(c, text)).transpose()?;
+    Ok((value, color, color2))
 }
 
 /// `dashes[=on[,off...]]`: RRDtool's default is 5,5.
@@ -322,7 +345,9 @@ pub(crate) fn parse(elements: &[String]) -> Result<Vec<Element>> {
                 };
                 Element { text: text.clone(), kind: Kind::TextAlign(align), legend: String::new() }
             }
-            "TICK" | "SHIFT" | "XPORT" => {
+            "TICK" => parse_tick(&fields, text, &names)?,
+            "SHIFT" => Element { text: text.clone(), kind: Kind::Shift, legend: String::new() },
+            "XPORT" => {
                 return Err(GraphError::invalid(format!(
                     "the graph element {head} is not supported by rrdscale yet"
                 )))
@@ -346,7 +371,7 @@ fn parse_plot(
     let (is_area, width, implicit_stack) = if head == "STACK" {
         // The deprecated STACK repeats the kind of the previous LINE/AREA.
         let prev = before.iter().rev().find_map(|e| match &e.kind {
-            Kind::Plot(p) => Some((p.is_area, p.width)),
+            Kind::Plot(p) if p.tick.is_none() => Some((p.is_area, p.width)),
             _ => None,
         });
         let (a, w) =
@@ -367,9 +392,19 @@ fn parse_plot(
         };
         (false, width, false)
     };
-    let (value, color) = value_and_color(names, &fields[0], text)?;
-    let mut plot =
-        Plot { is_area, value, width, color, stack: implicit_stack, skip_scale: false, dashes: None };
+    let (value, color, color2) = value_and_colors(names, &fields[0], text)?;
+    let mut plot = Plot {
+        is_area,
+        value,
+        width,
+        color,
+        stack: implicit_stack,
+        skip_scale: false,
+        dashes: None,
+        gradient: None,
+        tick: None,
+    };
+    let mut gradheight = 50.0;
     for opt in fields.iter().skip(2) {
         match opt.as_str() {
             "STACK" => plot.stack = true,
@@ -378,11 +413,57 @@ fn parse_plot(
             _ => match opt.split_once('=') {
                 Some(("dashes", v)) if !is_area => plot.dashes = Some(parse_dashes(Some(v), text)?),
                 Some(("dash-offset", _)) if !is_area => {}
+                Some(("gradheight", v)) if is_area && !v.is_empty() => {
+                    let (h, used) = rrd_engine::numparse::rrd_strtod(v);
+                    if used == 0 || used != v.len() {
+                        return Err(GraphError::invalid(format!("Bad gradheight: {v}")));
+                    }
+                    gradheight = h;
+                }
+                Some(("gradheight", _)) if is_area => {}
                 _ => return Err(unused(opt, text)),
             },
         }
     }
+    if is_area {
+        plot.gradient = color2.map(|c| (c, gradheight));
+    }
     Ok(Element { text: text.to_string(), kind: Kind::Plot(plot), legend: box_legend(fields.get(1)) })
+}
+
+/// `TICK:vname#color[#color2]:fraction[:legend]` (the legend without the
+/// two-space prefix of LINE and AREA).
+fn parse_tick(fields: &[String], text: &str, names: &Names) -> Result<Element> {
+    let (value, color, _) = value_and_colors(names, &fields[0], text)?;
+    let Some(fraction) = fields.get(1) else {
+        return Err(GraphError::invalid("No positional FRACTION"));
+    };
+    let fraction = if fraction == "vname" {
+        0.5
+    } else {
+        let (v, used) = rrd_engine::numparse::rrd_strtod(fraction);
+        if used == 0 || used != fraction.len() {
+            let vname = fields[0].split('#').next().unwrap_or("");
+            return Err(GraphError::invalid(format!("error parsing number {vname}")));
+        }
+        v
+    };
+    if let Some(extra) = fields.get(3) {
+        return Err(unused(extra, text));
+    }
+    let plot = Plot {
+        is_area: false,
+        value,
+        width: 1.0,
+        color,
+        stack: false,
+        skip_scale: true,
+        dashes: None,
+        gradient: None,
+        tick: Some(fraction),
+    };
+    let legend = fields.get(2).map(|l| leg_len(l).to_string()).unwrap_or_default();
+    Ok(Element { text: text.to_string(), kind: Kind::Plot(plot), legend })
 }
 
 #[cfg(test)]

@@ -11,9 +11,16 @@
 //! plotted series. The drawing itself follows RRDtool's geometry but is
 //! not pixel-identical (other rasteriser, unhinted glyphs).
 //!
+//! With a data format (`-a XML|XMLENUM|JSON|JSONTIME|CSV|TSV|SSV`) the
+//! graph is not drawn: its LINE/AREA/STACK series are exported as
+//! RRDtool's `rrd_graph_xport` does (`render_data`, writers in
+//! `dataformat`). TICKs are drawn as marks, gradient AREAs per pixel
+//! column; SHIFT is evaluated by the engine with the DEFs.
+//!
 //! Deliberately not here: legend positions other than south, the right
-//! axis, `--alt-y-grid`, custom x/y grids, TICK, SHIFT, gradients,
-//! `--lazy`, `--imginfo`.
+//! axis, `--alt-y-grid`, custom x/y grids (so the data formats never use an
+//! `--x-grid` label format for their times), `--lazy`, `--imginfo`, EPS
+//! and PDF.
 
 use rrd_engine::attime;
 use rrd_engine::xport::{
@@ -164,8 +171,11 @@ pub fn render_with(
         return Err(GraphError::invalid(format!("start ({start}) should be less than end ({end})")));
     }
     let parsed = elements::parse(elements)?;
-    let data_texts: Vec<String> =
-        parsed.iter().filter(|e| matches!(e.kind, Kind::Data { .. })).map(|e| e.text.clone()).collect();
+    let data_texts: Vec<String> = parsed
+        .iter()
+        .filter(|e| matches!(e.kind, Kind::Data { .. } | Kind::Shift))
+        .map(|e| e.text.clone())
+        .collect();
     let range = XportRange { start, end, step_secs: options.step_secs, max_rows: options.width, now };
     let data = evaluate_with(&range, &data_texts, source)?;
 
@@ -297,6 +307,9 @@ fn render_data(mut im: Image<'_>, data: Evaluation, format: DataFormat, now: i64
     let mut legends = Vec::new();
     for item in &im.items {
         let Kind::Plot(p) = &item.el.kind else { continue };
+        if p.tick.is_some() {
+            continue;
+        }
         let column = match &p.value {
             ValueRef::Var(name) => match data.get(name) {
                 Some(Variable::Series(s)) => Column {
@@ -357,6 +370,7 @@ fn render_data(mut im: Image<'_>, data: Evaluation, format: DataFormat, now: i64
                 Kind::Print { graph: false, .. } => MetaEntry::Print(prints.next().unwrap_or_default()),
                 Kind::Print { graph: true, .. } => MetaEntry::Gprint(item.legend.clone()),
                 Kind::Comment => MetaEntry::Comment(item.el.legend.clone()),
+                Kind::Plot(p) if p.tick.is_some() => continue,
                 Kind::Plot(p) if p.is_area => MetaEntry::Area(item.el.legend.clone()),
                 Kind::Plot(_) => MetaEntry::Line(item.el.legend.clone()),
                 Kind::TextAlign(a) => MetaEntry::Align(match a {
@@ -367,7 +381,7 @@ fn render_data(mut im: Image<'_>, data: Evaluation, format: DataFormat, now: i64
                 }),
                 Kind::HRule { .. } => MetaEntry::Hrule,
                 Kind::VRule { .. } => MetaEntry::Vrule,
-                Kind::Data { .. } => continue,
+                Kind::Data { .. } | Kind::Shift => continue,
             });
         }
     }
@@ -1084,6 +1098,26 @@ impl Image<'_> {
                     *v = minlimit;
                 }
             }
+            if let Some(fraction) = p.tick {
+                // A mark per pixel where the value is known and not zero,
+                // up from the bottom (or down from the top when negative).
+                if let Some(color) = p.color.filter(|c| c.a != 0) {
+                    let (yo, ys) = (self.yorigin as f64, self.ysize as f64);
+                    for (ii, v) in data.iter().enumerate().take(xsize) {
+                        if v.is_nan() || *v == 0.0 {
+                            continue;
+                        }
+                        let x = xo + ii as f64;
+                        if fraction > 0.0 {
+                            self.line(c, (x, yo + 1.0), (x, yo - fraction * ys), 1.0, color, None);
+                        } else if fraction < 0.0 {
+                            self.line(c, (x, yo - ys - 1.0), (x, yo - ys - fraction * ys), 1.0, color, None);
+                        }
+                    }
+                }
+                self.items[idx].p_data = data;
+                continue;
+            }
             if let Some(color) = p.color.filter(|c| c.a != 0) {
                 if !p.is_area {
                     self.paint_line(c, &data, p.width, color, p.dashes.as_deref());
@@ -1092,6 +1126,26 @@ impl Image<'_> {
                     let mut run: Vec<(f64, f64, f64)> = Vec::new(); // (x, ytop, ybase)
                     let flush = |run: &mut Vec<(f64, f64, f64)>, c: &mut dyn Canvas| {
                         if run.is_empty() {
+                            return;
+                        }
+                        if let Some((color2, height)) = p.gradient {
+                            // RRDtool's gradient: per pixel column, the
+                            // first colour at the top fading to the second
+                            // `gradheight` pixels below it (negative: from
+                            // the base up; 0: over the whole column).
+                            for (x, top, base) in run.iter() {
+                                let (top, base) = (self.area_fit(0.0, *top).1, self.area_fit(0.0, *base).1);
+                                let rect = [(x - 1.0, top), (*x, top), (*x, base), (x - 1.0, base)];
+                                let (from, to) = if height > 0.0 {
+                                    ((top, color), (top + height, color2))
+                                } else if height < 0.0 {
+                                    ((base + height, color), (base, color2))
+                                } else {
+                                    ((top, color), (base, color2))
+                                };
+                                c.fill_gradient(&rect, from, to);
+                            }
+                            run.clear();
                             return;
                         }
                         let mut poly: Vec<(f64, f64)> = Vec::with_capacity(run.len() * 4);

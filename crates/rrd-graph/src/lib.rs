@@ -11,9 +11,13 @@
 //! reach a C `printf`; image size, graphv numbers and PRINT text follow
 //! RRDtool's arithmetic so scripts that read them keep working.
 //!
+//! Also the data formats of `-a` (XML, XMLENUM, JSON, JSONTIME, CSV, TSV,
+//! SSV: the graph's series exported, as RRDtool does), TICK, SHIFT and
+//! gradient AREAs, and PRINT/GPRINT's strftime/valstrftime/valstrfduration.
+//!
 //! Deliberately not here: legend positions other than south, the right
-//! axis, `--alt-y-grid`, custom `--x-grid`/`--y-grid`, TICK, SHIFT,
-//! gradients, PDF/EPS output, pixel-identical drawing.
+//! axis, `--alt-y-grid`, custom `--x-grid`/`--y-grid`, PDF/EPS output,
+//! pixel-identical drawing.
 
 mod canvas;
 mod dataformat;

@@ -569,6 +569,45 @@ fn cli_cases() -> Vec<Vec<String>> {
             "COMMENT:Last update\\: ",
             "GPRINT:m:%a %b %d %H\\:%M\\:%S %Y\\c:strftime",
         ],
+        // TICK (its legend has no two-space prefix; ticks never scale the
+        // axis), a gradient AREA, a STACK on it.
+        &[
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE",
+            "CDEF:t=a,50,GT",
+            "TICK:t#ff000080:0.5:above fifty",
+            "TICK:t#0000ff:-0.2",
+            "AREA:a#00ff00#0000ff:gradient:gradheight=20",
+            "STACK:a#ff000080:stacked",
+            "AREA:a#ffff00#000000:default height",
+            "LINE1:a#000000:line",
+        ],
+        // SHIFT by seconds and by a VDEF (truncated to whole steps), the
+        // DEFs reaching far enough that the shifted rows stay in range.
+        &[
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE:start=1700000000:end=1700500000",
+            "DEF:b=t.rrd:a:AVERAGE:start=1700000000:end=1700500000",
+            "CDEF:c=a,2,/",
+            "VDEF:f=a,FIRST",
+            "SHIFT:b:86400",
+            "CDEF:d=a,b,-",
+            "VDEF:bm=b,MAXIMUM",
+            "VDEF:dm=d,MAXIMUM",
+            "LINE1:a#ff0000:now",
+            "LINE1:b#0000ff:a day ago",
+            "LINE1:d#00ff00:difference",
+            "LINE1:c#000000:half",
+            "GPRINT:bm:%lf",
+            "GPRINT:bm:%c:strftime",
+            "PRINT:dm:%lf",
+        ],
     ];
     cases.extend(more.iter().map(|c| strings(c)));
     cases
@@ -975,6 +1014,22 @@ fn data_formats_equal_rrdtool_byte_for_byte() {
             &long_gprint,
             &long_comment,
         ],
+        // TICKs are not exported; SHIFTed series are.
+        vec![
+            "--start",
+            S,
+            "--end",
+            E,
+            "-w",
+            "50",
+            "DEF:a=t.rrd:a:AVERAGE:start=1700000000:end=1700500000",
+            "DEF:b=t.rrd:a:AVERAGE:start=1700000000:end=1700500000",
+            "SHIFT:b:-7200",
+            "CDEF:t=a,50,GT",
+            "TICK:t#ff0000:0.5:tick",
+            "AREA:a#00ff00#0000ff:grad:gradheight=5",
+            "LINE1:b#0000ff:earlier",
+        ],
         // Nothing plotted: an error.
         vec!["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "VDEF:m=a,MAXIMUM", "PRINT:m:%lf"],
         // The XML/JSON meta lists print valstrftime numerically: a bad
@@ -1030,6 +1085,6 @@ fn data_formats_equal_rrdtool_byte_for_byte() {
             }
         }
     }
-    assert_eq!(compared, 5 * 7 * 2 * 2);
+    assert_eq!(compared, cases.len() * 7 * 2 * 2);
     assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
 }
