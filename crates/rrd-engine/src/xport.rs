@@ -17,12 +17,15 @@
 //!
 //! CDEFs are evaluated by the shared RPN calculator ([`crate::rpn`]); this
 //! module supplies the time series: variables, PREV, PREV(vname), COUNT,
-//! TIME, STEPWIDTH, LTIME, NEWDAY/NEWMONTH/NEWYEAR and TREND/TRENDNAN.
+//! TIME, STEPWIDTH, LTIME, NEWDAY/NEWWEEK/NEWMONTH/NEWYEAR, TREND/TRENDNAN
+//! and PREDICT/PREDICTSIGMA/PREDICTPERC.
 //! SHIFT moves a DEF's or CDEF's rows in time (by seconds or a VDEF's
 //! value, truncated to whole steps), in element order as RRDtool's
 //! `data_calc` does.
-//! Deliberately absent for now (an error names them): PREDICT, PREDICTSIGMA,
-//! PREDICTPERC and NEWWEEK, every drawing element (LINE, AREA, PRINT, ...;
+//! PREDICT, PREDICTSIGMA, PREDICTPERC and NEWWEEK (the C locale's week,
+//! from Sunday) too.
+//! Deliberately absent (an error names them): every drawing element
+//! (LINE, AREA, PRINT, ...;
 //! `rrd-graph` parses those itself and hands only DEF/CDEF/VDEF/SHIFT
 //! here).
 
@@ -35,6 +38,7 @@ use crate::attime;
 use crate::error::{Error, Result};
 use crate::fetch::{fetch, rrd_snprintf_e, FetchResult, FILL_NAN, MAX_FETCH_VALUES};
 use crate::numparse::rrd_strtod;
+use crate::rpn::eval::c_int;
 use crate::rpn::{Context, Node, Op, Program, RpnError, Stack};
 use crate::rrd::Rrd;
 
@@ -437,6 +441,9 @@ impl Context for SeriesContext<'_> {
         if matches!(op, Op::Trend | Op::TrendNan) {
             return self.trend(op, position, nodes, stack);
         }
+        if matches!(op, Op::Predict | Op::PredictSigma | Op::PredictPerc) {
+            return self.predict(op, position, nodes, stack);
+        }
         let day_changed = |pick: fn(&libc::tm) -> i32| -> f64 {
             match (local_tm(self.time), local_tm(self.time - self.step)) {
                 (Some(a), Some(b)) if pick(&a) != pick(&b) => 1.0,
@@ -450,6 +457,12 @@ impl Context for SeriesContext<'_> {
             Op::Prev => self.output.last().copied().unwrap_or(FILL_NAN),
             Op::Ltime => tz_offset(self.time) as f64 + self.time as f64,
             Op::NewDay => day_changed(|tm| tm.tm_mday),
+            // The first day of the week is the locale's; rrdscale runs in
+            // the C locale, whose week starts on Sunday.
+            Op::NewWeek => match (local_tm(self.time), local_tm(self.time - self.step)) {
+                (Some(a), Some(b)) if a.tm_wday == FIRST_WEEKDAY && a.tm_wday != b.tm_wday => 1.0,
+                _ => 0.0,
+            },
             Op::NewMonth => day_changed(|tm| tm.tm_mon),
             Op::NewYear => day_changed(|tm| tm.tm_year),
             _ => return Err(RpnError::NeedsTimeSeries { op: op.name() }),
@@ -458,7 +471,126 @@ impl Context for SeriesContext<'_> {
     }
 }
 
+/// `tm_wday` of the first day of the week in the C locale (Sunday), as
+/// RRDtool's `find_first_weekday` finds it there.
+const FIRST_WEEKDAY: i32 = 0;
+
 impl SeriesContext<'_> {
+    /// RRDtool's data pointer of variable `var` while its expression runs:
+    /// one row past the current one when the time is a multiple of its
+    /// step (the variable's node has already moved it on).
+    fn data_row(&self, var: usize, step: i64) -> i64 {
+        let cursor = self.cursors[var];
+        if self.time % step == 0 {
+            cursor + 1
+        } else {
+            cursor
+        }
+    }
+
+    /// PREDICT, PREDICTSIGMA and PREDICTPERC, as RRDtool's `rpn_calc`:
+    /// `shift1,...,shiftN,N,window,[percentile,]x,OP` (or `step,-N,...`
+    /// for N shifts of `0, step, 2 step, ...`): the values of `x` around
+    /// each shift back in time (`window` seconds from it), averaged, their
+    /// standard deviation, or a percentile (negative: the nearest value,
+    /// else interpolated). Only rows the CDEF has already passed count.
+    fn predict(
+        &mut self,
+        op: Op,
+        position: usize,
+        nodes: &[Node],
+        stack: &mut Stack,
+    ) -> Result<(), RpnError> {
+        // Not after a variable: RRDtool reads a step of 0 and finds no rows.
+        let var = match position.checked_sub(1).and_then(|p| nodes.get(p)) {
+            Some(Node::Variable(v)) => Some(*v),
+            _ => None,
+        };
+        let underflow = || RpnError::StackUnderflow { op: op.name() };
+        // RRDtool's stack pointer: the variable's value stays on top and
+        // is replaced by the result at the end.
+        let mut top = stack.depth() as i64 - 1;
+        let mut percentile = f64::NAN;
+        if op == Op::PredictPerc {
+            if top < 1 {
+                return Err(underflow());
+            }
+            top -= 1;
+            percentile = stack.get(top);
+            if percentile.abs() > 100.0 {
+                return Err(RpnError::PredictPercentile { value: percentile });
+            }
+            percentile /= 100.0;
+        }
+        if top < 2 {
+            return Err(underflow());
+        }
+        top -= 1;
+        let window = c_int(stack.get(top));
+        top -= 1;
+        let shifts = c_int(stack.get(top));
+        if top < i64::from(shifts) {
+            return Err(underflow());
+        }
+        top -= if shifts < 0 { 1 } else { i64::from(shifts) };
+        let series = var.map(|v| self.series(v)).transpose()?;
+        let step = series.map_or(1, |s| s.step.max(1));
+        let locstep = if series.is_some() { ((window as f32) / (step as f32)).ceil() as i32 } else { -1 };
+        let row = var.map_or(0, |v| self.data_row(v, step));
+        let produced = self.output.len() as i64;
+        let (mut sum, mut sum2, mut count) = (0.0, 0.0, 0usize);
+        let mut values = Vec::new();
+        for shift in 0..shifts.unsigned_abs() as i64 {
+            let shift_secs =
+                if shifts < 0 { c_int(shift as f64 * stack.get(top)) } else { c_int(stack.get(top + shift)) };
+            if shift_secs < 0 {
+                return Err(RpnError::NegativeShiftStep { step: shift_secs });
+            }
+            let shift_rows = ((shift_secs as f32) / (step as f32)).ceil() as i64;
+            for i in 0..=i64::from(locstep.max(-1)) {
+                let offset = shift_rows + i;
+                if let (true, Some(series)) = (offset >= 0 && offset < produced, series) {
+                    let v = series.value(row - offset);
+                    if !v.is_nan() {
+                        sum += v;
+                        sum2 += v * v;
+                        values.push(v);
+                        count += 1;
+                    }
+                }
+            }
+        }
+        let mut value = FILL_NAN;
+        match op {
+            Op::Predict if count > 0 => value = sum / count as f64,
+            Op::PredictSigma if count > 1 => {
+                let v = count as f64 * sum2 - sum * sum;
+                if v >= 0.0 {
+                    value = (v / ((count as f32) as f64 * ((count as f32) as f64 - 1.0))).sqrt();
+                }
+            }
+            Op::PredictPerc if count > 0 => {
+                crate::rpn::eval::glibc_msort(&mut values);
+                let idxf = percentile * ((count as f32) as f64 - 1.0);
+                if percentile < 0.0 {
+                    value = values[(idxf.abs().round() as usize).min(count - 1)];
+                } else {
+                    let idx = idxf.floor() as usize;
+                    let delta = idxf - idx as f64;
+                    value = values[idx.min(count - 1)];
+                    if delta != 0.0 {
+                        value += (values[(idx + 1).min(count - 1)] - values[idx.min(count - 1)]) * delta;
+                    }
+                }
+            }
+            _ => {}
+        }
+        while stack.depth() as i64 - 1 > top {
+            stack.pop();
+        }
+        stack.set(top, value)
+    }
+
     /// TREND and TRENDNAN: the variable named just before the window
     /// length, averaged over the last `ceil(window / step)` of its rows up
     /// to the current one (TREND lets one unknown row make the average

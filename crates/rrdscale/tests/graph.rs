@@ -1088,3 +1088,76 @@ fn data_formats_equal_rrdtool_byte_for_byte() {
     assert_eq!(compared, cases.len() * 7 * 2 * 2);
     assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// CDEF's time-series operators PREDICT, PREDICTSIGMA, PREDICTPERC (with
+/// listed shifts and with `step,-n`) and NEWWEEK, through `xport`, equal
+/// rrdtool's byte for byte (in UTC and in Europe/Zurich).
+#[test]
+fn predict_and_newweek_equal_rrdtool() {
+    let dir = tempdir();
+    setup(dir.path());
+    // The last row is masked where the `step,-n` form reads its shift 0:
+    // rrdtool reads one row past its data there (beyond the array at the
+    // very end).
+    let last = "1701200000";
+    let mask = format!("TIME,{last},LT,EXC,UNKN,IF");
+    let cdefs = [
+        "CDEF:w=a,POP,NEWWEEK".to_string(),
+        "CDEF:d=a,POP,NEWDAY,NEWWEEK,2,*,+,NEWMONTH,4,*,+".to_string(),
+        "CDEF:p=86400,172800,2,3600,a,PREDICT".to_string(),
+        "CDEF:p=86400,172800,2,3600,a,PREDICTSIGMA".to_string(),
+        "CDEF:p=86400,172800,2,7200,50,a,PREDICTPERC".to_string(),
+        "CDEF:p=86400,172800,2,7200,95.5,a,PREDICTPERC".to_string(),
+        "CDEF:p=86400,172800,2,7200,-90,a,PREDICTPERC".to_string(),
+        "CDEF:p=3600,1,0,a,PREDICT".to_string(),
+        "CDEF:p=1,1,1,a,2,+,PREDICT".to_string(),
+        format!("CDEF:p=86400,-3,1800,a,PREDICT,{mask}"),
+        format!("CDEF:p=86400,-3,1800,a,PREDICTSIGMA,{mask}"),
+        format!("CDEF:p=43200,-4,0,25,a,PREDICTPERC,{mask}"),
+        // Errors: underflow, percentile range, negative shift.
+        "CDEF:p=1,2,a,PREDICT".to_string(),
+        "CDEF:p=86400,1,1800,101,a,PREDICTPERC".to_string(),
+        "CDEF:p=-5,1,1800,a,PREDICT".to_string(),
+    ];
+    let mut failures = Vec::new();
+    for tz in ["UTC", "Europe/Zurich"] {
+        for cdef in &cdefs {
+            let var = &cdef[5..6];
+            let args = strings(&[
+                "xport",
+                "-t",
+                "--start",
+                "1700300000",
+                "--end",
+                last,
+                "--step",
+                "1800",
+                "-m",
+                "2000",
+                "DEF:a=t.rrd:a:AVERAGE",
+                cdef,
+                &format!("XPORT:{var}:x"),
+            ]);
+            let out = |program: &str| {
+                Command::new(program)
+                    .args(&args)
+                    .current_dir(dir.path())
+                    .env("TZ", tz)
+                    .env("LC_ALL", "C")
+                    .output()
+                    .expect("running xport")
+            };
+            let (theirs, ours) = (out(RRDTOOL), out(rrdscale_bin()));
+            if theirs.stdout != ours.stdout || theirs.stderr != ours.stderr {
+                failures.push(format!(
+                    "TZ={tz} {cdef}:\n--- rrdtool\n{}{}\n--- rrdscale\n{}{}",
+                    String::from_utf8_lossy(&theirs.stdout),
+                    String::from_utf8_lossy(&theirs.stderr),
+                    String::from_utf8_lossy(&ours.stdout),
+                    String::from_utf8_lossy(&ours.stderr)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+}
