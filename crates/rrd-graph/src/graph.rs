@@ -19,8 +19,9 @@
 //!
 //! Deliberately not here: legend positions other than south, the right
 //! axis, `--alt-y-grid`, custom x/y grids (so the data formats never use an
-//! `--x-grid` label format for their times), `--lazy`, `--imginfo`, EPS
-//! and PDF.
+//! `--x-grid` label format for their times), `--lazy`, `--imginfo`, vector
+//! PDF/EPS (`-a PDF|EPS` embed the raster picture as one page-sized image,
+//! drawn without grid fitting as RRDtool draws those).
 
 use rrd_engine::attime;
 use rrd_engine::xport::{
@@ -28,7 +29,7 @@ use rrd_engine::xport::{
 };
 use rrd_format::Cf;
 
-use crate::canvas::{Canvas, HAlign, PngCanvas, SvgCanvas, TextSpec, VAlign};
+use crate::canvas::{Canvas, Document, DocumentCanvas, HAlign, PngCanvas, SvgCanvas, TextSpec, VAlign};
 use crate::dataformat::{self, DataFormat, MetaEntry, Table};
 use crate::elements::{self, Align, Element, Kind, PrintStyle, ValueRef};
 use crate::error::{GraphError, Result};
@@ -262,6 +263,8 @@ pub fn render_with(
 
     let mut canvas: Box<dyn Canvas> = match options.image_format {
         ImageFormat::Png => Box::new(PngCanvas::new(im.ximg as u32, im.yimg as u32)?),
+        ImageFormat::Pdf => Box::new(DocumentCanvas::new(im.ximg as u32, im.yimg as u32, Document::Pdf)?),
+        ImageFormat::Eps => Box::new(DocumentCanvas::new(im.ximg as u32, im.yimg as u32, Document::Eps)?),
         _ => Box::new(SvgCanvas::new(im.ximg as u32, im.yimg as u32)),
     };
     im.paint(canvas.as_mut(), has_grid, &mut info);
@@ -282,7 +285,7 @@ enum PrintPass {
 
 fn data_format(f: ImageFormat) -> Option<DataFormat> {
     Some(match f {
-        ImageFormat::Png | ImageFormat::Svg => return None,
+        ImageFormat::Png | ImageFormat::Svg | ImageFormat::Pdf | ImageFormat::Eps => return None,
         ImageFormat::Xml => DataFormat::Xml,
         ImageFormat::XmlEnum => DataFormat::XmlEnum,
         ImageFormat::Json => DataFormat::Json,

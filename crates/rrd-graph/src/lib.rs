@@ -1,5 +1,5 @@
 //! rrd-graph: the common subset of `rrdtool graph`/`graphv` 1.7.2, drawn
-//! as PNG or SVG over the engine's DEF/CDEF/VDEF evaluation.
+//! as PNG, SVG, PDF or EPS over the engine's DEF/CDEF/VDEF evaluation.
 //!
 //! Owns: the graph elements (LINE, AREA, STACK, HRULE, VRULE, COMMENT,
 //! GPRINT, PRINT, TEXTALIGN), the PRINT format whitelist and formatter,
@@ -16,7 +16,8 @@
 //! gradient AREAs, and PRINT/GPRINT's strftime/valstrftime/valstrfduration.
 //!
 //! Deliberately not here: legend positions other than south, the right
-//! axis, `--alt-y-grid`, custom `--x-grid`/`--y-grid`, PDF/EPS output,
+//! axis, `--alt-y-grid`, custom `--x-grid`/`--y-grid`, vector PDF/EPS
+//! (`-a PDF|EPS` embed the raster picture as a page-sized image),
 //! pixel-identical drawing.
 
 mod canvas;

@@ -99,6 +99,9 @@ pub enum ImageFormat {
     #[default]
     Png,
     Svg,
+    /// The picture embedded as an image in a one-page PDF or an EPS.
+    Pdf,
+    Eps,
     /// The data formats: the graph's series exported, no picture.
     Xml,
     XmlEnum,
@@ -115,6 +118,8 @@ impl ImageFormat {
         match self {
             ImageFormat::Png => "png",
             ImageFormat::Svg => "svg",
+            ImageFormat::Pdf => "pdf",
+            ImageFormat::Eps => "eps",
             ImageFormat::Xml => "xml",
             ImageFormat::XmlEnum => "xmlenum",
             ImageFormat::Json => "json",
@@ -376,6 +381,8 @@ impl Options {
                 self.image_format = match v {
                     "PNG" => ImageFormat::Png,
                     "SVG" => ImageFormat::Svg,
+                    "PDF" => ImageFormat::Pdf,
+                    "EPS" => ImageFormat::Eps,
                     "XML" => ImageFormat::Xml,
                     "XMLENUM" => ImageFormat::XmlEnum,
                     "JSON" => ImageFormat::Json,

@@ -1161,3 +1161,100 @@ fn predict_and_newweek_equal_rrdtool() {
     }
     assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// `-a PDF` and `-a EPS`: graph/graphv print what rrdtool prints, and the
+/// file is a well-formed document of the image's size (rrdscale embeds its
+/// raster as one page-sized image; rrdtool's Cairo writes vectors, so the
+/// bytes are not compared): PDF objects where the cross-reference table
+/// says, stream lengths that hold, a MediaBox of the graphv size; an EPS
+/// whose BoundingBox is that size with one hex RGB triple per pixel, not
+/// all the same colour.
+#[test]
+fn pdf_and_eps_are_documents_of_the_graph_size() {
+    let dir = tempdir();
+    setup(dir.path());
+    let case = strings(&[
+        "--start",
+        S,
+        "--end",
+        E,
+        "--title",
+        "documents",
+        "DEF:a=t.rrd:a:AVERAGE",
+        "VDEF:m=a,MAXIMUM",
+        "AREA:a#00ff0080:area",
+        "LINE2:a#ff0000:line",
+        "GPRINT:m:max %6.2lf",
+        "HRULE:m#0000ff:max",
+    ]);
+    for format in ["PDF", "EPS"] {
+        let mut theirs_args = strings(&["graphv", "theirs.doc", "-a", format]);
+        theirs_args.extend(case.iter().cloned());
+        let mut ours_args = strings(&["graphv", "ours.doc", "-a", format]);
+        ours_args.extend(case.iter().cloned());
+        let theirs = run(RRDTOOL, &theirs_args, dir.path());
+        let ours = run(rrdscale_bin(), &ours_args, dir.path());
+        assert!(
+            theirs.status.success() && ours.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ours.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stdout),
+            String::from_utf8_lossy(&theirs.stdout),
+            "graphv -a {format}"
+        );
+        let text = String::from_utf8_lossy(&ours.stdout).into_owned();
+        let (w, h) = (info_number(&text, "image_width"), info_number(&text, "image_height"));
+        let doc = std::fs::read(dir.path().join("ours.doc")).expect("document written");
+        let doc_text = String::from_utf8_lossy(&doc).into_owned();
+        if format == "PDF" {
+            assert!(doc.starts_with(b"%PDF-1.") && doc.ends_with(b"%%EOF\n"));
+            assert!(doc_text.contains(&format!("/MediaBox [0 0 {w} {h}]")), "MediaBox");
+            let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+            let tail_at = find(&doc, b"startxref\n").expect("startxref") + 10;
+            let xref_at: usize = String::from_utf8_lossy(&doc[tail_at..])
+                .lines()
+                .next()
+                .and_then(|n| n.parse().ok())
+                .expect("startxref offset");
+            assert!(doc[xref_at..].starts_with(b"xref\n"));
+            let entries: Vec<usize> = String::from_utf8_lossy(&doc[xref_at..])
+                .lines()
+                .filter(|l| l.ends_with(" 00000 n "))
+                .map(|l| l[..10].parse().expect("offset"))
+                .collect();
+            assert_eq!(entries.len(), 5);
+            for (i, at) in entries.iter().enumerate() {
+                assert!(doc[*at..].starts_with(format!("{} 0 obj", i + 1).as_bytes()), "object {}", i + 1);
+            }
+            // Every stream is exactly as long as its /Length says.
+            let mut at = 0;
+            let mut streams = 0;
+            while let Some(found) = find(&doc[at..], b"/Length ") {
+                let after = at + found + 8;
+                let end = after + find(&doc[after..], b" ").expect("length end");
+                let len: usize =
+                    std::str::from_utf8(&doc[after..end]).expect("digits").parse().expect("length");
+                let start = end + find(&doc[end..], b">>\nstream\n").expect("stream") + 10;
+                assert!(doc[start + len..].starts_with(b"\nendstream"), "stream length");
+                streams += 1;
+                at = start + len;
+            }
+            assert_eq!(streams, 2);
+        } else {
+            assert!(doc_text.starts_with("%!PS-Adobe-3.0 EPSF-3.0\n"));
+            assert!(doc_text.contains(&format!("%%BoundingBox: 0 0 {w} {h}\n")), "BoundingBox");
+            let hex: String = doc_text
+                .split_once("colorimage\n")
+                .and_then(|(_, t)| t.split_once('>'))
+                .map(|(data, _)| data.chars().filter(|c| !c.is_whitespace()).collect())
+                .expect("image data");
+            assert_eq!(hex.len() as i64, w * h * 6);
+            let first = &hex[..6];
+            assert!(hex.as_bytes().chunks(6).any(|px| px != first.as_bytes()), "a blank EPS");
+        }
+        let _ = std::fs::remove_file(dir.path().join("ours.doc"));
+        let _ = std::fs::remove_file(dir.path().join("theirs.doc"));
+    }
+}
