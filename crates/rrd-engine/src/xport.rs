@@ -908,12 +908,15 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
                     )));
                 }
                 let vname = fields[0].as_str();
+                if vname.is_empty() {
+                    return Err(Error::invalid("No positional VNAME"));
+                }
                 let var = names
                     .iter()
                     .position(|n| n == vname)
                     .ok_or_else(|| Error::invalid(format!("{vname} is not a vname nor a number")))?;
                 if matches!(parsed[var], Element::Vdef { .. }) {
-                    return Err(Error::invalid(format!("Cannot shift a VDEF: '{vname}' in line '{text}'")));
+                    return Err(Error::invalid(format!("Cannot shift a VDEF: '{vname}' in line '{text}'\n")));
                 }
                 let mut legend = fields.get(1).cloned().unwrap_or_default();
                 if legend.len() > LEGEND_MAX {

@@ -92,8 +92,28 @@ fn value_e(v: f64) -> String {
     rrd_snprintf_e(v, 10)
 }
 
-/// Writes `table` (and, for XML/JSON, `meta`) as RRDtool does.
-pub(crate) fn write(format: DataFormat, table: &Table, meta: &[MetaEntry]) -> Vec<u8> {
+/// Writes `table` (and, for XML/JSON, `meta`) as RRDtool does: the
+/// in-memory output (a file named `-`) and, when it differs, what goes to
+/// a named file. RRDtool drops a comma just before the end of the meta
+/// lists only in memory (JSON with PRINTs and no GPRINT-like entries nor
+/// rules: only XPORT columns).
+pub(crate) fn write(format: DataFormat, table: &Table, meta: &[MetaEntry]) -> (Vec<u8>, Option<Vec<u8>>) {
+    let file = write_file(format, table, meta);
+    if !matches!(format, DataFormat::Json | DataFormat::JsonTime) {
+        return (file.into_bytes(), None);
+    }
+    let marker = "     },\n  \"data\": [\n";
+    let Some(at) = file.find(marker) else { return (file.into_bytes(), None) };
+    if !file[..at].ends_with(",\n") {
+        return (file.into_bytes(), None);
+    }
+    let mut memory = file[..at - 2].to_string();
+    memory.push('\n');
+    memory.push_str(&file[at..]);
+    (memory.into_bytes(), Some(file.into_bytes()))
+}
+
+fn write_file(format: DataFormat, table: &Table, meta: &[MetaEntry]) -> String {
     match format {
         DataFormat::Csv => write_sv(',', table),
         DataFormat::Tsv => write_sv('\t', table),
@@ -103,7 +123,6 @@ pub(crate) fn write(format: DataFormat, table: &Table, meta: &[MetaEntry]) -> Ve
         DataFormat::Json => write_json(table, meta, false),
         DataFormat::JsonTime => write_json(table, meta, true),
     }
-    .into_bytes()
 }
 
 fn write_sv(sep: char, t: &Table) -> String {
@@ -217,8 +236,6 @@ fn write_json(t: &Table, meta: &[MetaEntry], show_time: bool) -> String {
     if !rules.is_empty() {
         s.push_str(&format!("    ,\"rules\": [\n{}\n        ]\n", &rules[2..]));
     }
-    // RRDtool then drops a trailing comma (prints without gprints or
-    // rules); a graph always has a LINE or AREA in gprints, so never here.
     s.push_str("     },\n  \"data\": [\n");
     let rows = t.rows();
     for row in 0..rows {
@@ -258,13 +275,13 @@ mod tests {
 
     #[test]
     fn separated_values_quote_everything_and_end_lines_with_crlf() {
-        let csv = String::from_utf8(write(DataFormat::Csv, &table(), &[])).unwrap();
+        let csv = String::from_utf8(write(DataFormat::Csv, &table(), &[]).0).unwrap();
         assert_eq!(
             csv,
             "\"time\",\"in\",\"out\"\r\n1200,\"1.5000000000e+00\",\"NaN\"\r\n\
              1500,\"-2.0000000000e+00\",\"inf\"\r\n1800,\"0.0000000000e+00\",\"3.0000000000e+00\"\r\n"
         );
-        let ssv = String::from_utf8(write(DataFormat::Ssv, &table(), &[])).unwrap();
+        let ssv = String::from_utf8(write(DataFormat::Ssv, &table(), &[]).0).unwrap();
         assert!(ssv.starts_with("\"time\";\"in\";\"out\"\r\n1200;"));
     }
 
@@ -276,7 +293,7 @@ mod tests {
             MetaEntry::Area("  a\"".into()),
             MetaEntry::Hrule,
         ];
-        let json = String::from_utf8(write(DataFormat::JsonTime, &table(), &meta)).unwrap();
+        let json = String::from_utf8(write(DataFormat::JsonTime, &table(), &meta).0).unwrap();
         assert!(json.contains(
             "          ]\n    \"prints\": [\n        { \"print\": \"a\\\"b\\\\\" }\n        ],\n    ,\"gprints\": [\n        { \"line\": \"l\" },\n        { \"area\": \"  a\"\" }\n        ]\n    ,\"rules\": [\n        { \"hrule\": \"0.0000000000e+00\" }\n        ]\n     },\n"
         ));
@@ -286,7 +303,7 @@ mod tests {
 
     #[test]
     fn xml_enum_numbers_the_value_tags() {
-        let xml = String::from_utf8(write(DataFormat::XmlEnum, &table(), &[MetaEntry::Vrule])).unwrap();
+        let xml = String::from_utf8(write(DataFormat::XmlEnum, &table(), &[MetaEntry::Vrule]).0).unwrap();
         assert!(xml.contains("    <rules>\n        <vrule>0</vrule>\n    </rules>\n  </meta>\n"));
         assert!(xml.contains("    <row><t>1200</t><v0>1.5000000000e+00</v0><v1>NaN</v1></row>\n"));
     }

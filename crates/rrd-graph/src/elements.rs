@@ -14,7 +14,7 @@
 //! a second colour (`AREA:v#c1#c2[:legend][:gradheight=n]`) is filled
 //! with a gradient; `SHIFT` is handed to the engine with the DEFs.
 //!
-//! Deliberately not here: `XPORT` (refused by name).
+//! `XPORT:vname[:legend]` names a column of the data formats.
 
 use rrd_format::Cf;
 
@@ -88,6 +88,10 @@ pub(crate) enum Kind {
     TextAlign(Align),
     /// SHIFT, evaluated by the engine with the DEFs and CDEFs.
     Shift,
+    /// XPORT: a column of the data formats (a legend in a picture).
+    Xport {
+        vname: String,
+    },
 }
 
 /// How a PRINT/GPRINT turns its value into text.
@@ -348,9 +352,24 @@ pub(crate) fn parse(elements: &[String]) -> Result<Vec<Element>> {
             "TICK" => parse_tick(&fields, text, &names)?,
             "SHIFT" => Element { text: text.clone(), kind: Kind::Shift, legend: String::new() },
             "XPORT" => {
-                return Err(GraphError::invalid(format!(
-                    "the graph element {head} is not supported by rrdscale yet"
-                )))
+                let vname = fields[0].clone();
+                if vname.is_empty() {
+                    return Err(GraphError::invalid("No positional VNAME"));
+                }
+                match names.find(&vname) {
+                    None => return Err(GraphError::invalid(format!("{vname} is not a vname nor a number"))),
+                    Some(true) => {
+                        return Err(GraphError::invalid(format!(
+                            "Cannot shift a VDEF: '{vname}' in line '{text}'\n"
+                        )))
+                    }
+                    Some(false) => {}
+                }
+                if let Some(extra) = fields.get(2) {
+                    return Err(unused(extra, text));
+                }
+                let legend = fields.get(1).map(|l| leg_len(l).to_string()).unwrap_or_default();
+                Element { text: text.clone(), kind: Kind::Xport { vname }, legend }
             }
             other => {
                 return Err(GraphError::invalid(format!("'{other}' is not a valid function name in {text}")))

@@ -78,6 +78,10 @@ pub struct GraphOutput {
     /// The encoded image; `None` when there is nothing to draw (no LINE,
     /// AREA, rule or GPRINT), in which case RRDtool writes no file.
     pub image: Option<Vec<u8>>,
+    /// What RRDtool writes to a named file when that differs from `image`
+    /// (the in-memory output): JSON whose only meta list is the PRINTs
+    /// keeps a trailing comma there, which the in-memory output drops.
+    pub file_image: Option<Vec<u8>>,
     pub image_width: i64,
     pub image_height: i64,
     /// The evaluated DEF/CDEF/VDEF data, for callers that want the numbers
@@ -227,7 +231,15 @@ pub fn render_with(
         info.push((format!("print[{i}]"), InfoValue::Text(p.clone())));
     }
     if !drawn {
-        return Ok(GraphOutput { info, prints, image: None, image_width: 0, image_height: 0, data });
+        return Ok(GraphOutput {
+            info,
+            prints,
+            image: None,
+            file_image: None,
+            image_width: 0,
+            image_height: 0,
+            data,
+        });
     }
     im.size_location()?;
     // Cairo, which RRDtool draws with, refuses images over 32767 pixels a
@@ -269,7 +281,15 @@ pub fn render_with(
     };
     im.paint(canvas.as_mut(), has_grid, &mut info);
     let image = canvas.finish()?;
-    Ok(GraphOutput { info, prints, image: Some(image), image_width: im.ximg, image_height: im.yimg, data })
+    Ok(GraphOutput {
+        info,
+        prints,
+        image: Some(image),
+        file_image: None,
+        image_width: im.ximg,
+        image_height: im.yimg,
+        data,
+    })
 }
 
 /// Which of RRDtool's PRINT passes `print_calc` is.
@@ -309,11 +329,12 @@ fn render_data(mut im: Image<'_>, data: Evaluation, format: DataFormat, now: i64
     let mut columns: Vec<Column<'_>> = Vec::new();
     let mut legends = Vec::new();
     for item in &im.items {
-        let Kind::Plot(p) = &item.el.kind else { continue };
-        if p.tick.is_some() {
-            continue;
-        }
-        let column = match &p.value {
+        let value = match &item.el.kind {
+            Kind::Plot(p) if p.tick.is_none() => &p.value,
+            Kind::Xport { vname } => &ValueRef::Var(vname.clone()),
+            _ => continue,
+        };
+        let column = match value {
             ValueRef::Var(name) => match data.get(name) {
                 Some(Variable::Series(s)) => Column {
                     start: s.start,
@@ -384,11 +405,11 @@ fn render_data(mut im: Image<'_>, data: Evaluation, format: DataFormat, now: i64
                 }),
                 Kind::HRule { .. } => MetaEntry::Hrule,
                 Kind::VRule { .. } => MetaEntry::Vrule,
-                Kind::Data { .. } | Kind::Shift => continue,
+                Kind::Data { .. } | Kind::Shift | Kind::Xport { .. } => continue,
             });
         }
     }
-    let image = dataformat::write(format, &table, &meta);
+    let (image, file_image) = dataformat::write(format, &table, &meta);
     let mut info: Vec<(String, InfoValue)> = vec![
         ("graph_start".into(), InfoValue::Count(start)),
         ("graph_end".into(), InfoValue::Count(end)),
@@ -400,7 +421,7 @@ fn render_data(mut im: Image<'_>, data: Evaluation, format: DataFormat, now: i64
     for (i, p) in prints.iter().enumerate() {
         info.push((format!("print[{i}]"), InfoValue::Text(p.clone())));
     }
-    Ok(GraphOutput { info, prints, image: Some(image), image_width: 0, image_height: 0, data })
+    Ok(GraphOutput { info, prints, image: Some(image), file_image, image_width: 0, image_height: 0, data })
 }
 
 fn gcd(a: i64, b: i64) -> i64 {

@@ -569,6 +569,8 @@ fn cli_cases() -> Vec<Vec<String>> {
             "COMMENT:Last update\\: ",
             "GPRINT:m:%a %b %d %H\\:%M\\:%S %Y\\c:strftime",
         ],
+        // An XPORT's legend is laid out like a comment's.
+        &["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "XPORT:a:exported", "LINE1:a#ff0000:line"],
         // TICK (its legend has no two-space prefix; ticks never scale the
         // axis), a gradient AREA, a STACK on it.
         &[
@@ -1030,6 +1032,35 @@ fn data_formats_equal_rrdtool_byte_for_byte() {
             "AREA:a#00ff00#0000ff:grad:gradheight=5",
             "LINE1:b#0000ff:earlier",
         ],
+        // XPORT columns between the plotted ones; XPORT alone with a PRINT
+        // (JSON keeps a trailing comma in a file, not on standard output).
+        vec![
+            "--start",
+            S,
+            "--end",
+            E,
+            "-w",
+            "30",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "CDEF:b=a,3,*",
+            "XPORT:b:tripled",
+            "LINE1:a#ff0000:line",
+            "XPORT:a",
+        ],
+        vec![
+            "--start",
+            S,
+            "--end",
+            E,
+            "-w",
+            "30",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "VDEF:m=a,MAXIMUM",
+            "XPORT:a:only",
+            "PRINT:m:%lf",
+        ],
+        vec!["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "VDEF:m=a,MAXIMUM", "XPORT:m"],
+        vec!["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "XPORT:a:x:y"],
         // Nothing plotted: an error.
         vec!["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "VDEF:m=a,MAXIMUM", "PRINT:m:%lf"],
         // The XML/JSON meta lists print valstrftime numerically: a bad

@@ -56,7 +56,7 @@ fn print_graph(
     let to_stdout = file == "-";
     if let Some(image) = &graph.image {
         if !to_stdout {
-            if let Err(e) = std::fs::write(file, image) {
+            if let Err(e) = std::fs::write(file, graph.file_image.as_ref().unwrap_or(image)) {
                 let kind = options.image_format.name();
                 bail!("Could not save {kind} to '{file}' ({e})");
             }
