@@ -8,7 +8,10 @@
 //!   legends lose their leading blanks and AREA legends keep them, an
 //!   HRULE is always `0.0000000000e+00` and a VRULE `0` (RRDtool prints
 //!   fields it never fills), only PRINT/GPRINT/COMMENT texts are
-//!   JSON-escaped, and every line is cut at 255 bytes (RRDtool's buffer);
+//!   JSON-escaped (by `graph`, which also replays RRDtool's one reused
+//!   text buffer: a strftime PRINT of a VDEF without a time repeats the
+//!   previous text; NaN and -0 print unsigned, as RRDtool's own printf
+//!   does), and every line is cut at 255 bytes (RRDtool's buffer);
 //! - CSV, TSV and SSV: a header of quoted legends, then one row per step,
 //!   values quoted, CRLF line ends.
 //!
@@ -44,7 +47,8 @@ impl Table {
     }
 }
 
-/// One entry of the XML/JSON meta lists, in element order.
+/// One entry of the XML/JSON meta lists, in element order. PRINT, GPRINT
+/// and COMMENT texts come as written (escaped for JSON by the caller).
 pub(crate) enum MetaEntry {
     Print(String),
     Gprint(String),
@@ -76,7 +80,7 @@ fn cut(mut s: String, max: usize) -> String {
 }
 
 /// RRDtool's `escapeJSON`: a backslash before `"` and `\`.
-fn escape_json(s: &str) -> String {
+pub(crate) fn escape_json(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if c == '"' || c == '\\' {
@@ -153,9 +157,9 @@ fn meta_lists(meta: &[MetaEntry], json: bool) -> (String, String, String) {
     let (mut prints, mut gprints, mut rules) = (String::new(), String::new(), String::new());
     for entry in meta {
         let (list, tag, text) = match entry {
-            MetaEntry::Print(t) => (&mut prints, "print", if json { escape_json(t) } else { t.clone() }),
-            MetaEntry::Gprint(t) => (&mut gprints, "gprint", if json { escape_json(t) } else { t.clone() }),
-            MetaEntry::Comment(t) => (&mut gprints, "comment", if json { escape_json(t) } else { t.clone() }),
+            MetaEntry::Print(t) => (&mut prints, "print", t.clone()),
+            MetaEntry::Gprint(t) => (&mut gprints, "gprint", t.clone()),
+            MetaEntry::Comment(t) => (&mut gprints, "comment", t.clone()),
             MetaEntry::Line(t) => (&mut gprints, "line", strip_space(t).to_string()),
             MetaEntry::Area(t) => (&mut gprints, "area", t.clone()),
             MetaEntry::Align(a) => (&mut gprints, "align", a.to_string()),
@@ -286,9 +290,9 @@ mod tests {
     }
 
     #[test]
-    fn json_meta_lists_and_escapes() {
+    fn json_meta_lists_and_escaping() {
         let meta = vec![
-            MetaEntry::Print("a\"b\\".into()),
+            MetaEntry::Print(escape_json("a\"b\\")),
             MetaEntry::Line("  l".into()),
             MetaEntry::Area("  a\"".into()),
             MetaEntry::Hrule,

@@ -389,10 +389,36 @@ fn render_data(mut im: Image<'_>, data: Evaluation, format: DataFormat, now: i64
         let mut prints = Vec::new();
         im.print_calc(&data, &mut prints, now, PrintPass::XportMeta)?;
         let mut prints = prints.into_iter();
+        let json = matches!(format, DataFormat::Json | DataFormat::JsonTime);
+        // RRDtool formats PRINT/GPRINT/COMMENT texts (and rule values) in
+        // one buffer that keeps its last text: a strftime of a VDEF without
+        // a time writes its dashes elsewhere and prints that last text, and
+        // in JSON the buffer is escaped in place.
+        let mut last = String::new();
+        fn keep(last: &mut String, text: String, escape: bool) -> String {
+            *last = if escape { dataformat::escape_json(&text) } else { text };
+            last.clone()
+        }
         for item in &im.items {
             meta.push(match &item.el.kind {
-                Kind::Print { graph: false, .. } => MetaEntry::Print(prints.next().unwrap_or_default()),
-                Kind::Print { graph: true, .. } => MetaEntry::Gprint(item.legend.clone()),
+                Kind::Print { vname, format: style, graph, .. } => {
+                    let computed =
+                        if *graph { item.legend.clone() } else { prints.next().unwrap_or_default() };
+                    let never = matches!(style, PrintStyle::Strftime(_))
+                        && matches!(data.get(vname), Some(Variable::Value(v)) if v.when.is_none());
+                    let text = if never {
+                        let stale = last.clone();
+                        keep(&mut last, stale, json)
+                    } else {
+                        keep(&mut last, computed, json)
+                    };
+                    if *graph {
+                        MetaEntry::Gprint(text)
+                    } else {
+                        MetaEntry::Print(text)
+                    }
+                }
+                Kind::Comment if json => MetaEntry::Comment(keep(&mut last, item.el.legend.clone(), true)),
                 Kind::Comment => MetaEntry::Comment(item.el.legend.clone()),
                 Kind::Plot(p) if p.tick.is_some() => continue,
                 Kind::Plot(p) if p.is_area => MetaEntry::Area(item.el.legend.clone()),
@@ -403,8 +429,14 @@ fn render_data(mut im: Image<'_>, data: Evaluation, format: DataFormat, now: i64
                     Align::Center => "center",
                     Align::Justified => "justified",
                 }),
-                Kind::HRule { .. } => MetaEntry::Hrule,
-                Kind::VRule { .. } => MetaEntry::Vrule,
+                Kind::HRule { .. } => {
+                    keep(&mut last, rrd_engine::fetch::rrd_snprintf_e(0.0, 10), false);
+                    MetaEntry::Hrule
+                }
+                Kind::VRule { .. } => {
+                    keep(&mut last, "0".to_string(), false);
+                    MetaEntry::Vrule
+                }
                 Kind::Data { .. } | Kind::Shift | Kind::Xport { .. } => continue,
             });
         }
@@ -516,6 +548,11 @@ impl Image<'_> {
                         value = v;
                         symbol = s;
                         magfact = m;
+                    }
+                    // The meta lists are written with RRDtool's own printf,
+                    // which prints no sign for NaN or negative zero.
+                    if pass == PrintPass::XportMeta && (value.is_nan() || value == 0.0) {
+                        value = value.abs();
                     }
                     let text = format.format(value, symbol);
                     if *graph {
