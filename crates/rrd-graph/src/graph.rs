@@ -549,12 +549,12 @@ impl Image<'_> {
                         symbol = s;
                         magfact = m;
                     }
-                    // The meta lists are written with RRDtool's own printf,
-                    // which prints no sign for NaN or negative zero.
-                    if pass == PrintPass::XportMeta && (value.is_nan() || value == 0.0) {
-                        value = value.abs();
-                    }
-                    let text = format.format(value, symbol);
+                    // The meta lists are written with RRDtool's own printf.
+                    let text = if pass == PrintPass::XportMeta {
+                        format.format_rrd(value, symbol)
+                    } else {
+                        format.format(value, symbol)
+                    };
                     if *graph {
                         let mut t = text;
                         if t.len() > GPRINT_MAX {

@@ -1390,3 +1390,66 @@ fn generated_data_format_graphs_equal_rrdtool() {
         failures.join("\n")
     );
 }
+
+/// PRINT numbers: graphv's `print[i]` (glibc's printf in rrdtool) and the
+/// XML/JSON meta lists (rrdtool's own printf, which rounds ties up and
+/// prints NaN unsigned) equal rrdtool's for values at rounding ties, large,
+/// tiny, zero and unknown, in every conversion and flag.
+#[test]
+fn print_numbers_equal_rrdtool_in_pictures_and_meta_lists() {
+    let dir = tempdir();
+    setup(dir.path());
+    let formats = [
+        "%.1lf", "%.0lf", "%lf", "%8.2lf", "%08.2lf", "%-8.1lfx", "%le", "%.2lE", "%lg", "%#.3lg", "%+.2lf",
+        "% .3le", "%.2lf", "v=%lf!", "%.3lG", "%#.1lg", "%#lg", "%#.0lf", "%#.0le", "%.0lg", "%.20lf",
+    ];
+    let values = [
+        "12.25",
+        "2.5",
+        "-3.14159",
+        "12345.678",
+        "0.000123",
+        "100",
+        "1e20",
+        "0.125",
+        "-0.5",
+        "99.995",
+        "0",
+        "UNKN",
+    ];
+    let mut failures = Vec::new();
+    for value in values {
+        for format in ["XML", "JSON"] {
+            let mut args = strings(&[
+                "graphv",
+                "-",
+                "-a",
+                format,
+                "--start",
+                S,
+                "--end",
+                E,
+                "-w",
+                "10",
+                "DEF:a=t.rrd:a:AVERAGE",
+                &format!("CDEF:c=a,0,*,{value},+"),
+                "VDEF:v=c,MAXIMUM",
+                "LINE1:c",
+            ]);
+            args.extend(formats.iter().map(|f| format!("PRINT:v:{f}")));
+            args.extend(formats.iter().map(|f| format!("GPRINT:v:{f}")));
+            let theirs = run(RRDTOOL, &args, dir.path());
+            let ours = run(rrdscale_bin(), &args, dir.path());
+            if theirs.stdout != ours.stdout || theirs.stderr != ours.stderr {
+                failures.push(format!(
+                    "{value} -a {format}:\n--- rrdtool\n{}{}\n--- rrdscale\n{}{}",
+                    String::from_utf8_lossy(&theirs.stdout),
+                    String::from_utf8_lossy(&theirs.stderr),
+                    String::from_utf8_lossy(&ours.stdout),
+                    String::from_utf8_lossy(&ours.stderr)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+}
