@@ -521,8 +521,8 @@ mod tests {
         assert_eq!(rrd("%lf", -f64::NAN), "nan");
         assert_eq!(rrd("%+lf", f64::NAN), "+nan");
         assert_eq!(rrd("%lf", -0.0), "0.000000");
-        assert_eq!(rrd("%8.2lf", -3.14159), "   -3.14");
-        assert_eq!(rrd("%08.2lf", -3.14159), "-0003.14");
+        assert_eq!(rrd("%8.2lf", -3.25159), "   -3.25");
+        assert_eq!(rrd("%08.2lf", -3.25159), "-0003.25");
         assert_eq!(rrd("%-8.1lfx", 2.0), "2.0     x");
         assert_eq!(rrd("%le", 12345.678), "1.234568e+04");
         assert_eq!(rrd("%.2lE", 0.000123), "1.23E-04");
