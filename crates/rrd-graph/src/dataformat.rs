@@ -39,11 +39,23 @@ pub(crate) struct Table {
     pub step: i64,
     pub legends: Vec<String>,
     pub data: Vec<f64>,
+    /// The `--x-grid` label format: times are printed through it (local
+    /// time) instead of as seconds.
+    pub timefmt: Option<String>,
 }
 
 impl Table {
     fn rows(&self) -> usize {
         ((self.end - self.start) / self.step).max(0) as usize
+    }
+
+    /// A time as the formats print it: seconds, or the label format in a
+    /// buffer of `size` bytes.
+    fn time(&self, t: i64, size: usize) -> String {
+        match &self.timefmt {
+            Some(f) => crate::timefmt::strftime_local_in(f, t, size),
+            None => t.to_string(),
+        }
     }
 }
 
@@ -59,7 +71,8 @@ pub(crate) enum MetaEntry {
     Area(String),
     Align(&'static str),
     Hrule,
-    Vrule,
+    /// A VRULE's text: `0`, or its time under the label format.
+    Vrule(String),
 }
 
 /// C's `isspace` in the C locale.
@@ -138,7 +151,7 @@ fn write_sv(sep: char, t: &Table) -> String {
     }
     s.push_str("\r\n");
     for row in 0..t.rows() {
-        s.push_str(&(t.start + (row as i64 + 1) * t.step).to_string());
+        s.push_str(&t.time(t.start + (row as i64 + 1) * t.step, 254));
         for &v in &t.data[row * cols..(row + 1) * cols] {
             if v.is_nan() {
                 s.push(sep);
@@ -164,7 +177,7 @@ fn meta_lists(meta: &[MetaEntry], json: bool) -> (String, String, String) {
             MetaEntry::Area(t) => (&mut gprints, "area", t.clone()),
             MetaEntry::Align(a) => (&mut gprints, "align", a.to_string()),
             MetaEntry::Hrule => (&mut rules, "hrule", value_e(0.0)),
-            MetaEntry::Vrule => (&mut rules, "vrule", "0".to_string()),
+            MetaEntry::Vrule(t) => (&mut rules, "vrule", t.clone()),
         };
         let line = if json {
             format!(",\n        {{ \"{tag}\": \"{text}\" }}")
@@ -180,8 +193,8 @@ fn write_xml(t: &Table, meta: &[MetaEntry], enum_ds: bool) -> String {
     let cols = t.legends.len();
     let mut s = String::with_capacity(1024 + (12 + 19 * cols) * (1 + t.rows()));
     s.push_str("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n\n<xport>\n  <meta>\n");
-    s.push_str(&format!("    <start>{}</start>\n", t.start + t.step));
-    s.push_str(&format!("    <end>{}</end>\n", t.end));
+    s.push_str(&format!("    <start>{}</start>\n", t.time(t.start + t.step, 1024)));
+    s.push_str(&format!("    <end>{}</end>\n", t.time(t.end, 1024)));
     s.push_str(&format!("    <step>{}</step>\n", t.step));
     s.push_str(&format!("    <rows>{}</rows>\n", t.rows()));
     s.push_str(&format!("    <columns>{cols}</columns>\n"));
@@ -198,7 +211,7 @@ fn write_xml(t: &Table, meta: &[MetaEntry], enum_ds: bool) -> String {
     }
     s.push_str("  </meta>\n  <data>\n");
     for row in 0..t.rows() {
-        s.push_str(&format!("    <row><t>{}</t>", t.start + (row as i64 + 1) * t.step));
+        s.push_str(&format!("    <row><t>{}</t>", t.time(t.start + (row as i64 + 1) * t.step, 1024)));
         for (j, &v) in t.data[row * cols..(row + 1) * cols].iter().enumerate() {
             let text = if v.is_nan() { "NaN".to_string() } else { value_e(v) };
             if enum_ds {
@@ -217,8 +230,10 @@ fn write_json(t: &Table, meta: &[MetaEntry], show_time: bool) -> String {
     let cols = t.legends.len();
     let mut s = String::with_capacity(1024 + (12 + 19 * cols) * (1 + t.rows()));
     s.push_str("{ \"about\": \"RRDtool graph JSON output\",\n  \"meta\": {\n");
-    s.push_str(&format!("    \"start\": {},\n", t.start + t.step));
-    s.push_str(&format!("    \"end\": {},\n", t.end));
+    // Under a label format the times are strings.
+    let quoted = |v: String| if t.timefmt.is_some() { format!("\"{v}\"") } else { v };
+    s.push_str(&format!("    \"start\": {},\n", quoted(t.time(t.start + t.step, 1024))));
+    s.push_str(&format!("    \"end\": {},\n", quoted(t.time(t.end, 1024))));
     s.push_str(&format!("    \"step\": {},\n", t.step));
     s.push_str("    \"legend\": [\n");
     for (j, legend) in t.legends.iter().enumerate() {
@@ -245,7 +260,7 @@ fn write_json(t: &Table, meta: &[MetaEntry], show_time: bool) -> String {
     for row in 0..rows {
         s.push_str("    [ ");
         if show_time {
-            s.push_str(&format!("\"{}\",", t.start + (row as i64 + 1) * t.step));
+            s.push_str(&format!("\"{}\",", t.time(t.start + (row as i64 + 1) * t.step, 1024)));
         }
         for (j, &v) in t.data[row * cols..(row + 1) * cols].iter().enumerate() {
             if v.is_nan() || v.is_infinite() {
@@ -274,6 +289,7 @@ mod tests {
             step: 300,
             legends: vec!["  in".into(), "out".into()],
             data: vec![1.5, f64::NAN, -2.0, f64::INFINITY, 0.0, 3.0],
+            timefmt: None,
         }
     }
 
@@ -306,8 +322,22 @@ mod tests {
     }
 
     #[test]
+    fn a_label_format_prints_times_through_strftime() {
+        // `%s` is the epoch seconds in any time zone.
+        let t = Table { timefmt: Some("%s!".into()), ..table() };
+        let csv = String::from_utf8(write(DataFormat::Csv, &t, &[]).0).unwrap();
+        assert!(csv.contains("\r\n1200!,\"1.5000000000e+00\""), "{csv}");
+        let json = String::from_utf8(write(DataFormat::JsonTime, &t, &[]).0).unwrap();
+        assert!(json.contains("    \"start\": \"1200!\",\n    \"end\": \"1800!\",\n"), "{json}");
+        assert!(json.contains("    [ \"1500!\",-2.0000000000e+00, null ],\n"), "{json}");
+        let xml = String::from_utf8(write(DataFormat::Xml, &t, &[]).0).unwrap();
+        assert!(xml.contains("<start>1200!</start>") && xml.contains("<row><t>1800!</t>"), "{xml}");
+    }
+
+    #[test]
     fn xml_enum_numbers_the_value_tags() {
-        let xml = String::from_utf8(write(DataFormat::XmlEnum, &table(), &[MetaEntry::Vrule]).0).unwrap();
+        let xml = String::from_utf8(write(DataFormat::XmlEnum, &table(), &[MetaEntry::Vrule("0".into())]).0)
+            .unwrap();
         assert!(xml.contains("    <rules>\n        <vrule>0</vrule>\n    </rules>\n  </meta>\n"));
         assert!(xml.contains("    <row><t>1200</t><v0>1.5000000000e+00</v0><v1>NaN</v1></row>\n"));
     }

@@ -381,7 +381,10 @@ fn render_data(mut im: Image<'_>, data: Evaluation, format: DataFormat, now: i64
         }
     }
     drop(columns);
-    let table = Table { start, end, step, legends, data: table_data };
+    // RRDtool prints times through the `--x-grid` label format when one is
+    // given; rrdscale's options have no custom x grid yet.
+    let timefmt: Option<String> = None;
+    let table = Table { start, end, step, legends, data: table_data, timefmt: timefmt.clone() };
 
     let mut meta = Vec::new();
     let with_meta = !matches!(format, DataFormat::Csv | DataFormat::Tsv | DataFormat::Ssv);
@@ -433,9 +436,17 @@ fn render_data(mut im: Image<'_>, data: Evaluation, format: DataFormat, now: i64
                     keep(&mut last, rrd_engine::fetch::rrd_snprintf_e(0.0, 10), false);
                     MetaEntry::Hrule
                 }
-                Kind::VRule { .. } => {
-                    keep(&mut last, "0".to_string(), false);
-                    MetaEntry::Vrule
+                Kind::VRule { value, .. } => {
+                    // The time as parsed (a VDEF's is not known yet here).
+                    let xrule = match value {
+                        ValueRef::Number(n) => *n as i64,
+                        ValueRef::Var(_) => 0,
+                    };
+                    let text = match &timefmt {
+                        Some(f) => timefmt::strftime_local_in(f, xrule, 254),
+                        None => "0".to_string(),
+                    };
+                    MetaEntry::Vrule(keep(&mut last, text, false))
                 }
                 Kind::Data { .. } | Kind::Shift | Kind::Xport { .. } => continue,
             });

@@ -45,12 +45,24 @@ fn tm_of(t: i64, local: bool) -> Option<libc::tm> {
 /// C's `strftime` into RRDtool's buffer: `None` when the result does not
 /// fit (or is empty, which C cannot tell apart).
 fn c_strftime(fmt: &str, tm: &libc::tm) -> Option<String> {
+    c_strftime_in(fmt, tm, FMT_LEG_LEN)
+}
+
+/// C's `strftime` into a buffer of `size` bytes.
+fn c_strftime_in(fmt: &str, tm: &libc::tm, size: usize) -> Option<String> {
     let fmt = std::ffi::CString::new(fmt.split('\0').next().unwrap_or("")).ok()?;
-    let mut buf = [0u8; FMT_LEG_LEN];
+    let mut buf = vec![0u8; size.max(1)];
     // SAFETY: the buffer's length is passed; the format is NUL-terminated;
     // `tm` comes from localtime_r/gmtime_r.
     let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), tm) };
     (n > 0).then(|| String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
+/// The local time `t` through `strftime` in a buffer of `size` bytes
+/// (empty when it does not fit), as the data formats print times under an
+/// `--x-grid` label format.
+pub(crate) fn strftime_local_in(fmt: &str, t: i64, size: usize) -> String {
+    tm_of(t, true).and_then(|tm| c_strftime_in(fmt, &tm, size)).unwrap_or_default()
 }
 
 /// `:strftime`: the time `when` (a VDEF's; `None` when it has none) in
