@@ -289,40 +289,76 @@ pub(crate) fn parse(elements: &[String]) -> Result<Vec<Element>> {
             }
             "PRINT" | "GPRINT" => {
                 // `strftime`, `valstrftime` and `valstrfduration` are flags
-                // anywhere after the vname; the last formatter named wins.
+                // anywhere after the vname (the last formatter named wins);
+                // `format=`, `cf=`, `strftime=` and `vformatter=` are keys.
+                // Other fields, `=` or not, are positional.
                 let mut strftime = false;
                 let mut vformatter: Option<&str> = None;
+                let (mut format_kv, mut cf_kv): (Option<String>, Option<String>) = (None, None);
                 let mut fields = fields.clone();
+                // A key given twice: the last one counts, the others stay
+                // (and are unused arguments).
+                let last_key =
+                    |key: &str| fields.iter().skip(1).rposition(|f| f.starts_with(key)).map(|p| p + 1);
+                let (last_format, last_cf) = (last_key("format="), last_key("cf="));
                 let mut k = 1;
+                let mut original = 0;
                 while k < fields.len() {
+                    original += 1;
                     match fields[k].as_str() {
                         "strftime" => strftime = true,
                         "valstrftime" => vformatter = Some("timestamp"),
                         "valstrfduration" => vformatter = Some("duration"),
-                        _ => {
-                            k += 1;
-                            continue;
-                        }
+                        other => match other.split_once('=') {
+                            Some(("format", v)) if Some(original) == last_format => {
+                                format_kv = Some(v.to_string())
+                            }
+                            Some(("cf", v)) if Some(original) == last_cf => cf_kv = Some(v.to_string()),
+                            Some(("strftime", _)) => strftime = true,
+                            Some(("vformatter", "timestamp")) => vformatter = Some("timestamp"),
+                            Some(("vformatter", "duration")) => vformatter = Some("duration"),
+                            Some(("vformatter", v)) => {
+                                return Err(GraphError::invalid(format!("Unsupported vformatter: {v}")))
+                            }
+                            _ => {
+                                k += 1;
+                                continue;
+                            }
+                        },
                     }
                     fields.remove(k);
                 }
                 let vname = fields[0].clone();
                 let is_vdef = names
                     .find(&vname)
-                    .ok_or_else(|| GraphError::invalid(format!("{vname} is not a vname nor a number")))?;
-                let (cf, format) = match fields.len() {
-                    1 => return Err(GraphError::invalid("No positional CF/FORMAT")),
-                    2 if is_vdef => (None, &fields[1]),
-                    _ if is_vdef => return Err(unused(&fields[2..].join(":"), text)),
-                    2 => return Err(GraphError::invalid(format!("bad CF for DEF/CDEF: {}", fields[1]))),
-                    3 => {
-                        let cf = Cf::parse(&fields[1]).ok_or_else(|| {
-                            GraphError::invalid(format!("bad CF for DEF/CDEF: {}", fields[1]))
-                        })?;
-                        (Some(cf), &fields[2])
-                    }
-                    _ => return Err(unused(&fields[3..].join(":"), text)),
+                    .ok_or_else(|| GraphError::invalid(format!("undefined vname {vname}")))?;
+                let mut positional = fields[1..].iter();
+                let cf = if is_vdef {
+                    None
+                } else {
+                    let name = match &cf_kv {
+                        Some(c) => c.clone(),
+                        None => positional
+                            .next()
+                            .cloned()
+                            .ok_or_else(|| GraphError::invalid("No positional CDEF"))?,
+                    };
+                    Some(
+                        Cf::parse(&name)
+                            .ok_or_else(|| GraphError::invalid(format!("bad CF for DEF/CDEF: {name}")))?,
+                    )
                 };
+                let format = match &format_kv {
+                    Some(f) => f,
+                    None => {
+                        positional.next().ok_or_else(|| GraphError::invalid("No positional CF/FORMAT"))?
+                    }
+                };
+                let rest: Vec<&String> = positional.collect();
+                if !rest.is_empty() {
+                    let rest: Vec<&str> = rest.iter().map(|s| s.as_str()).collect();
+                    return Err(unused(&rest.join(":"), text));
+                }
                 let format = &leg_len(format).to_string();
                 let format = if strftime {
                     PrintStyle::Strftime(format.clone())
