@@ -534,6 +534,9 @@ fn cli_cases() -> Vec<Vec<String>> {
             "PRINT:m:%6.2lf %S",
         ],
         &["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "LINE1:60#ff0000:const", "LINE2:a"],
+        // Nothing drawn and nothing printed: rrdtool prints nothing at all.
+        &["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE"],
+        &["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "COMMENT:only a comment"],
         // PRINT/GPRINT keys (format=, cf=, strftime=, vformatter=) and
         // `=` in a positional format.
         &[

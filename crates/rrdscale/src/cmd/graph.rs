@@ -6,8 +6,10 @@
 //! rrdtool does); `graphv` prints graphv's `key = value` lines, with the
 //! image as `image = BLOB_SIZE:n` followed by its bytes when the file is
 //! `-`. With no LINE, AREA, rule or GPRINT nothing is drawn and no file is
-//! written (`0x0`). Options are parsed here getopt-style; their meaning,
-//! the elements and the drawing belong to `rrd_graph`.
+//! written (`0x0` when there are PRINT lines, nothing at all otherwise).
+//! The data formats (`-a CSV`, ...) write text instead of an image and
+//! print `0x0`. Options are parsed here getopt-style; their meaning, the
+//! elements and the drawing belong to `rrd_graph`.
 
 use std::io::Write;
 
@@ -76,8 +78,10 @@ fn print_graph(
             writeln!(out, "image = BLOB_SIZE:{}", image.len())?;
             out.write_all(image)?;
         }
-    } else if args[0] != "-" {
+    } else if args[0] != "-" && !graph.info.is_empty() {
         // rrdtool compares its first argument, not the file name, with "-".
+        // A graph that drew nothing and printed nothing has no graphv
+        // entries, and then rrdtool prints nothing at all.
         writeln!(out, "{}x{}", graph.image_width, graph.image_height)?;
         for line in &graph.prints {
             writeln!(out, "{line}")?;
