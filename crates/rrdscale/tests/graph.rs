@@ -1006,6 +1006,9 @@ fn svg_parses_and_has_the_reported_size() {
         "VDEF:m=a,MAXIMUM",
         "GPRINT:m:max %6.2lf%s",
         "HRULE:m#ff0000:peak",
+        "CDEF:t=a,50,GT",
+        "TICK:t#0000ff80:0.2:ticks",
+        "AREA:a#ffff00#ff000040:gradient:gradheight=15",
     ]);
     let o = run(rrdscale_bin(), &args, dir.path());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -1027,6 +1030,17 @@ fn svg_parses_and_has_the_reported_size() {
     assert!(texts.iter().any(|t| t == "SVG <&> test"), "title missing: {texts:?}");
     assert!(texts.iter().any(|t| t.contains("in \"quoted\"")), "legend missing: {texts:?}");
     assert!(doc.descendants().filter(|n| n.has_tag_name("path")).count() > 20);
+    // The gradient AREA's columns fill with gradients the SVG defines.
+    let gradients: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("linearGradient"))
+        .filter_map(|n| n.attribute("id").map(str::to_string))
+        .collect();
+    assert!(gradients.len() > 10, "{} gradients", gradients.len());
+    assert!(doc
+        .descendants()
+        .filter_map(|n| n.attribute("fill"))
+        .any(|f| f == format!("url(#{})", gradients[0])));
     // rrdtool agrees on the size.
     let mut theirs = args.clone();
     theirs[1] = "theirs.svg".into();
@@ -1538,4 +1552,58 @@ fn print_numbers_equal_rrdtool_in_pictures_and_meta_lists() {
         }
     }
     assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// What TICK and a gradient AREA put on the picture (rrdscale's pixels;
+/// rrdtool's are not compared): a full-height tick in every column where
+/// the value is non-zero, none where it is zero; a gradient AREA over the
+/// whole height (`gradheight=0`) is its first colour at the top and its
+/// second at the bottom.
+#[test]
+fn tick_and_gradient_pixels() {
+    let dir = tempdir();
+    setup(dir.path());
+    let draw = |elements: &[&str]| {
+        let mut args = strings(&[
+            "graph",
+            "p.png",
+            "--start",
+            S,
+            "--end",
+            E,
+            "--only-graph",
+            "-w",
+            "100",
+            "-h",
+            "60",
+            "-l",
+            "0",
+            "-u",
+            "1",
+            "--rigid",
+        ]);
+        args.extend(strings(elements));
+        let o = run(rrdscale_bin(), &args, dir.path());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let (w, h, data, color) = decode_png(&std::fs::read(dir.path().join("p.png")).expect("png"));
+        let channels = if color == png::ColorType::Rgba { 4 } else { 3 };
+        move |x: u32, y: u32| -> [u8; 3] {
+            assert!(x < w && y < h);
+            let i = ((y * w + x) as usize) * channels;
+            [data[i], data[i + 1], data[i + 2]]
+        }
+    };
+    // Non-zero in the first half of the range only.
+    let half = (S.parse::<i64>().unwrap() + E.parse::<i64>().unwrap()) / 2;
+    let ticks =
+        draw(&["DEF:a=t.rrd:a:AVERAGE", &format!("CDEF:t=a,0,*,TIME,{half},LT,+"), "TICK:t#0000ff:1.0"]);
+    assert_eq!(ticks(20, 30), [0, 0, 255], "a tick where the value is 1");
+    assert_ne!(ticks(80, 30), [0, 0, 255], "no tick where the value is 0");
+    let gradient =
+        draw(&["DEF:a=t.rrd:a:AVERAGE", "CDEF:one=a,0,*,1,+", "AREA:one#ff0000#0000ff::gradheight=0"]);
+    let (top, bottom) = (gradient(50, 1), gradient(50, 58));
+    assert!(top[0] > 200 && top[2] < 60, "top {top:?}");
+    assert!(bottom[2] > 200 && bottom[0] < 60, "bottom {bottom:?}");
+    let middle = gradient(50, 30);
+    assert!(middle[0] > 60 && middle[2] > 60, "middle {middle:?}");
 }
