@@ -1607,3 +1607,49 @@ fn tick_and_gradient_pixels() {
     let middle = gradient(50, 30);
     assert!(middle[0] > 60 && middle[2] > 60, "middle {middle:?}");
 }
+
+/// A file that cannot be written: rrdtool prints what it would print,
+/// then fails for PNG, complains on standard error but succeeds for the
+/// Cairo streams (SVG, PDF, EPS), and prints a data format to standard
+/// output (it stays in memory).
+#[test]
+fn unwritable_files_as_rrdtool() {
+    let dir = tempdir();
+    setup(dir.path());
+    let mut failures = Vec::new();
+    for verb in ["graph", "graphv"] {
+        for format in ["PNG", "SVG", "PDF", "EPS", "CSV", "JSON", "XML"] {
+            let args = strings(&[
+                verb,
+                "/nonexistent-dir/x.img",
+                "-a",
+                format,
+                "--start",
+                S,
+                "--end",
+                E,
+                "-w",
+                "20",
+                "DEF:a=t.rrd:a:AVERAGE",
+                "VDEF:m=a,MAXIMUM",
+                "LINE1:a#ff0000:x",
+                "PRINT:m:%lf",
+            ]);
+            let theirs = run(RRDTOOL, &args, dir.path());
+            let ours = run(rrdscale_bin(), &args, dir.path());
+            if theirs.stdout != ours.stdout
+                || theirs.stderr != ours.stderr
+                || theirs.status.success() != ours.status.success()
+            {
+                failures.push(format!(
+                    "{verb} -a {format}: rrdtool {} {:?} / rrdscale {} {:?}",
+                    theirs.status,
+                    String::from_utf8_lossy(&theirs.stderr),
+                    ours.status,
+                    String::from_utf8_lossy(&ours.stderr)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -55,12 +55,28 @@ fn print_graph(
     out: &mut dyn Write,
     verbose: bool,
 ) -> Result<()> {
-    let to_stdout = file == "-";
+    use rrd_graph::ImageFormat as F;
+    let mut to_stdout = file == "-";
+    // A picture that could not be saved: rrdtool still prints what it
+    // prints, then fails (PNG) or complains and succeeds (Cairo's streams).
+    let mut save_failed = false;
     if let Some(image) = &graph.image {
         if !to_stdout {
-            if let Err(e) = std::fs::write(file, graph.file_image.as_ref().unwrap_or(image)) {
-                let kind = options.image_format.name();
-                bail!("Could not save {kind} to '{file}' ({e})");
+            if std::fs::write(file, graph.file_image.as_ref().unwrap_or(image)).is_err() {
+                let data_format = matches!(
+                    options.image_format,
+                    F::Xml | F::XmlEnum | F::Json | F::JsonTime | F::Csv | F::Tsv | F::Ssv
+                );
+                if data_format {
+                    // A data format whose file cannot be opened stays in
+                    // memory, and rrdtool then prints it as for `-`.
+                    to_stdout = true;
+                    if !verbose {
+                        out.write_all(image)?;
+                    }
+                } else {
+                    save_failed = true;
+                }
             }
         } else if !verbose {
             out.write_all(image)?;
@@ -86,6 +102,13 @@ fn print_graph(
         for line in &graph.prints {
             writeln!(out, "{line}")?;
         }
+    }
+    if save_failed {
+        if options.image_format == F::Png {
+            bail!("Could not save png to '{file}'");
+        }
+        out.flush()?;
+        eprintln!("OOPS: Cairo has issues it can't even die: error while writing to output stream");
     }
     Ok(())
 }
