@@ -568,7 +568,8 @@ impl Image<'_> {
                     };
                     if *graph {
                         let mut t = text;
-                        if t.len() > GPRINT_MAX {
+                        // The meta lists format in a larger buffer.
+                        if t.len() > GPRINT_MAX && pass != PrintPass::XportMeta {
                             let mut cut = GPRINT_MAX;
                             while !t.is_char_boundary(cut) {
                                 cut -= 1;

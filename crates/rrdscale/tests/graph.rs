@@ -1502,6 +1502,7 @@ fn print_numbers_equal_rrdtool_in_pictures_and_meta_lists() {
     let formats = [
         "%.1lf", "%.0lf", "%lf", "%8.2lf", "%08.2lf", "%-8.1lfx", "%le", "%.2lE", "%lg", "%#.3lg", "%+.2lf",
         "% .3le", "%.2lf", "v=%lf!", "%.3lG", "%#.1lg", "%#lg", "%#.0lf", "%#.0le", "%.0lg", "%.20lf",
+        "%230lf", "%-300lf|",
     ];
     let values = [
         "12.25",
