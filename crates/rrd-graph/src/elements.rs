@@ -3,7 +3,12 @@
 //! `HRULE`, `VRULE`, `COMMENT`, `GPRINT`, `PRINT` and `TEXTALIGN`.
 //!
 //! Fields are separated by unescaped colons (`\:` is a colon; any other
-//! backslash stays). A drawing element names an earlier DEF/CDEF/VDEF or gives a
+//! backslash stays). LINE, AREA, STACK and the rules read their fields as
+//! RRDtool's argument parser does (`Args`): `key=value` fields (`vname=`,
+//! `color=`, `legend=`, `stack=`, `dashes=`, ...), the keywords `STACK`,
+//! `skipscale` and `dashes` anywhere after the first field, the rest
+//! positional; a colour that is not hex keeps its element without colour
+//! and legend and silently ends the element list, as in RRDtool. A drawing element names an earlier DEF/CDEF/VDEF or gives a
 //! number; legends of drawn elements get RRDtool's two-space prefix (room
 //! for the colour box). Errors carry RRDtool's messages.
 //!
@@ -181,25 +186,6 @@ impl Names {
     }
 }
 
-/// `name[#color[#color2]]`.
-fn value_and_color(names: &Names, field: &str, text: &str) -> Result<(ValueRef, Option<Rgba>)> {
-    let (value, color, _) = value_and_colors(names, field, text)?;
-    Ok((value, color))
-}
-
-/// `name[#color[#color2]]`, with the second colour.
-fn value_and_colors(
-    names: &Names,
-    field: &str,
-    text: &str,
-) -> Result<(ValueRef, Option<Rgba>, Option<Rgba>)> {
-    let mut parts = field.splitn(3, '#');
-    let value = names.value(parts.next().unwrap_or(""))?;
-    let color = parts.next().map(|c| parse_color(c, text)).transpose()?;
-    let color2 = parts.next().map(|c| parse_color(c, text)).transpose()?;
-    Ok((value, color, color2))
-}
-
 /// `dashes[=on[,off...]]`: RRDtool's default is 5,5.
 fn parse_dashes(spec: Option<&str>, text: &str) -> Result<Vec<f64>> {
     let Some(list) = spec else { return Ok(vec![5.0, 5.0]) };
@@ -249,6 +235,9 @@ pub(crate) fn parse(elements: &[String]) -> Result<Vec<Element>> {
     for text in elements {
         let (head, rest) = text.split_once(':').unwrap_or((text.as_str(), ""));
         let fields = split_fields(rest);
+        // A colour that is not hex makes RRDtool keep the element without
+        // colour and legend and stop reading elements, without an error.
+        let mut stop = false;
         let element = match head {
             "DEF" | "CDEF" | "VDEF" => {
                 let vname = rest.split_once('=').map_or(rest, |(n, _)| n).to_string();
@@ -257,25 +246,26 @@ pub(crate) fn parse(elements: &[String]) -> Result<Vec<Element>> {
                 Element { text: text.clone(), kind: Kind::Data { vname, is_vdef }, legend: String::new() }
             }
             _ if head.starts_with("LINE") || head == "AREA" || head == "STACK" => {
-                parse_plot(head, &fields, text, &names, &out)?
+                let (element, bad_color) = parse_plot(head, &fields, text, &names, &out)?;
+                stop = bad_color;
+                element
             }
             "HRULE" | "VRULE" => {
-                let (value, color) = value_and_color(&names, &fields[0], text)?;
-                let mut dashes = None;
-                for opt in fields.iter().skip(2) {
-                    match opt.split_once('=') {
-                        _ if opt == "dashes" => dashes = Some(parse_dashes(None, text)?),
-                        Some(("dashes", v)) => dashes = Some(parse_dashes(Some(v), text)?),
-                        Some(("dash-offset", _)) => {}
-                        _ => return Err(unused(opt, text)),
-                    }
+                let mut args = Args::new(&fields);
+                let dashes = args.take("dashes").map(|v| parse_dashes(Some(&v), text)).transpose()?;
+                args.take("dash-offset");
+                let Head { value, color, legend, bad_color, .. } =
+                    vname_colors_legend(&mut args, &names, text)?;
+                if !bad_color {
+                    args.finish(text)?;
                 }
+                stop = bad_color;
                 let kind = if head == "HRULE" {
                     Kind::HRule { value, color, dashes }
                 } else {
                     Kind::VRule { value, color, dashes }
                 };
-                Element { text: text.clone(), kind, legend: box_legend(fields.get(1)) }
+                Element { text: text.clone(), kind, legend: box_legend(legend.as_ref()) }
             }
             "COMMENT" => {
                 if rest.is_empty() && !text.contains(':') {
@@ -385,7 +375,11 @@ pub(crate) fn parse(elements: &[String]) -> Result<Vec<Element>> {
                 };
                 Element { text: text.clone(), kind: Kind::TextAlign(align), legend: String::new() }
             }
-            "TICK" => parse_tick(&fields, text, &names)?,
+            "TICK" => {
+                let (element, bad_color) = parse_tick(&fields, text, &names)?;
+                stop = bad_color;
+                element
+            }
             "SHIFT" => Element { text: text.clone(), kind: Kind::Shift, legend: String::new() },
             "XPORT" => {
                 let vname = fields[0].clone();
@@ -412,8 +406,123 @@ pub(crate) fn parse(elements: &[String]) -> Result<Vec<Element>> {
             }
         };
         out.push(element);
+        if stop {
+            break;
+        }
     }
     Ok(out)
+}
+
+/// One field of an element as RRDtool 1.7.2's `parseArguments` sees it:
+/// `key=value`, a keyword (`STACK`, `skipscale`, `dashes` after a
+/// positional field), or positional.
+struct Arg {
+    key: Option<&'static str>,
+    own_key: Option<String>,
+    value: String,
+    keyvalue: String,
+    used: bool,
+}
+
+/// The fields of a drawing element, consumed as RRDtool does: keys first
+/// (the last of a repeated key counts), then positional fields in order
+/// (an unknown `key=value` is positional too), then whatever is left is an
+/// "Unused Arguments" error.
+struct Args(Vec<Arg>);
+
+impl Args {
+    fn new(fields: &[String]) -> Args {
+        let mut positional = 0;
+        let args = fields
+            .iter()
+            .map(|f| {
+                let (key, own_key, value) = match f.split_once('=') {
+                    Some((k, v)) => (None, Some(k.to_string()), v.to_string()),
+                    None => match f.as_str() {
+                        "STACK" if positional > 0 => (Some("stack"), None, "1".to_string()),
+                        "skipscale" if positional > 0 => (Some("skipscale"), None, "1".to_string()),
+                        "dashes" if positional > 0 => (Some("dashes"), None, "5,5".to_string()),
+                        _ => {
+                            positional += 1;
+                            (None, None, f.clone())
+                        }
+                    },
+                };
+                Arg { key, own_key, value, keyvalue: f.clone(), used: false }
+            })
+            .collect();
+        Args(args)
+    }
+
+    /// The value of the last `key` (marked used).
+    fn take(&mut self, key: &str) -> Option<String> {
+        let arg = self
+            .0
+            .iter_mut()
+            .rev()
+            .find(|a| !a.used && (a.key == Some(key) || a.own_key.as_deref() == Some(key)))?;
+        arg.used = true;
+        Some(arg.value.clone())
+    }
+
+    /// The first field not used yet (marked used).
+    fn next_unused(&mut self) -> Option<&Arg> {
+        let arg = self.0.iter_mut().find(|a| !a.used)?;
+        arg.used = true;
+        Some(arg)
+    }
+
+    /// "Unused Arguments" for whatever is left.
+    fn finish(&self, text: &str) -> Result<()> {
+        let left: Vec<&str> = self.0.iter().filter(|a| !a.used).map(|a| a.keyvalue.as_str()).collect();
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(unused(&left.join(":"), text))
+        }
+    }
+}
+
+/// `vname[#color[#color2]]` from the `vname`/`color`/`color2` keys or the
+/// first positional field; the legend from the `legend` key or the next
+/// positional field.
+/// What [`vname_colors_legend`] read.
+struct Head {
+    value: ValueRef,
+    color: Option<Rgba>,
+    color2: Option<Rgba>,
+    legend: Option<String>,
+    /// A colour was not hex (see the caller).
+    bad_color: bool,
+}
+
+fn vname_colors_legend(args: &mut Args, names: &Names, text: &str) -> Result<Head> {
+    let (vname_kv, color_kv, color2_kv, legend_kv) =
+        (args.take("vname"), args.take("color"), args.take("color2"), args.take("legend"));
+    let field = match vname_kv {
+        Some(v) => v,
+        None => args
+            .next_unused()
+            .map(|a| a.value.clone())
+            .ok_or_else(|| GraphError::invalid("No positional VNAME"))?,
+    };
+    let mut parts = field.splitn(3, '#');
+    let value = names.value(parts.next().unwrap_or(""))?;
+    let color_text = color_kv.or(parts.next().map(str::to_string));
+    let color2_text = color2_kv.or(parts.next().map(str::to_string));
+    let legend = match legend_kv {
+        Some(l) => Some(l),
+        None => args.next_unused().map(|a| a.keyvalue.clone()),
+    };
+    // A bad colour: the element keeps no colour (or only the first) and
+    // no legend, and the caller stops reading elements.
+    let Ok(color) = color_text.map(|c| parse_color(&c, text)).transpose() else {
+        return Ok(Head { value, color: None, color2: None, legend: None, bad_color: true });
+    };
+    let Ok(color2) = color2_text.map(|c| parse_color(&c, text)).transpose() else {
+        return Ok(Head { value, color, color2: None, legend: None, bad_color: true });
+    };
+    Ok(Head { value, color, color2, legend, bad_color: false })
 }
 
 fn parse_plot(
@@ -422,7 +531,7 @@ fn parse_plot(
     text: &str,
     names: &Names,
     before: &[Element],
-) -> Result<Element> {
+) -> Result<(Element, bool)> {
     let (is_area, width, implicit_stack) = if head == "STACK" {
         // The deprecated STACK repeats the kind of the previous LINE/AREA.
         let prev = before.iter().rev().find_map(|e| match &e.kind {
@@ -447,49 +556,52 @@ fn parse_plot(
         };
         (false, width, false)
     };
-    let (value, color, color2) = value_and_colors(names, &fields[0], text)?;
-    let mut plot = Plot {
+    let mut args = Args::new(fields);
+    let stack = args.take("stack").is_some();
+    let skip_scale = args.take("skipscale").is_some();
+    let mut dashes = None;
+    let mut gradheight = 50.0;
+    if is_area {
+        if let Some(v) = args.take("gradheight").filter(|v| !v.is_empty()) {
+            let (h, used) = rrd_engine::numparse::rrd_strtod(&v);
+            if used == 0 || used != v.len() {
+                return Err(GraphError::invalid(format!("Bad gradheight: {v}")));
+            }
+            gradheight = h;
+        }
+    } else {
+        if let Some(v) = args.take("dashes") {
+            dashes = Some(parse_dashes(Some(&v), text)?);
+        }
+        args.take("dash-offset");
+    }
+    let Head { value, color, color2, legend, bad_color } = vname_colors_legend(&mut args, names, text)?;
+    if !bad_color {
+        args.finish(text)?;
+    }
+    let plot = Plot {
         is_area,
         value,
         width,
         color,
-        stack: implicit_stack,
-        skip_scale: false,
-        dashes: None,
-        gradient: None,
+        stack: implicit_stack || stack,
+        skip_scale,
+        dashes,
+        gradient: if is_area { color2.map(|c| (c, gradheight)) } else { None },
         tick: None,
     };
-    let mut gradheight = 50.0;
-    for opt in fields.iter().skip(2) {
-        match opt.as_str() {
-            "STACK" => plot.stack = true,
-            "skipscale" => plot.skip_scale = true,
-            "dashes" if !is_area => plot.dashes = Some(parse_dashes(None, text)?),
-            _ => match opt.split_once('=') {
-                Some(("dashes", v)) if !is_area => plot.dashes = Some(parse_dashes(Some(v), text)?),
-                Some(("dash-offset", _)) if !is_area => {}
-                Some(("gradheight", v)) if is_area && !v.is_empty() => {
-                    let (h, used) = rrd_engine::numparse::rrd_strtod(v);
-                    if used == 0 || used != v.len() {
-                        return Err(GraphError::invalid(format!("Bad gradheight: {v}")));
-                    }
-                    gradheight = h;
-                }
-                Some(("gradheight", _)) if is_area => {}
-                _ => return Err(unused(opt, text)),
-            },
-        }
-    }
-    if is_area {
-        plot.gradient = color2.map(|c| (c, gradheight));
-    }
-    Ok(Element { text: text.to_string(), kind: Kind::Plot(plot), legend: box_legend(fields.get(1)) })
+    Ok((
+        Element { text: text.to_string(), kind: Kind::Plot(plot), legend: box_legend(legend.as_ref()) },
+        bad_color,
+    ))
 }
 
 /// `TICK:vname#color[#color2]:fraction[:legend]` (the legend without the
 /// two-space prefix of LINE and AREA).
-fn parse_tick(fields: &[String], text: &str, names: &Names) -> Result<Element> {
-    let (value, color, _) = value_and_colors(names, &fields[0], text)?;
+fn parse_tick(fields: &[String], text: &str, names: &Names) -> Result<(Element, bool)> {
+    let mut parts = fields[0].splitn(3, '#');
+    let value = names.value(parts.next().unwrap_or(""))?;
+    let color_text = parts.next();
     let Some(fraction) = fields.get(1) else {
         return Err(GraphError::invalid("No positional FRACTION"));
     };
@@ -503,22 +615,30 @@ fn parse_tick(fields: &[String], text: &str, names: &Names) -> Result<Element> {
         }
         v
     };
-    if let Some(extra) = fields.get(3) {
+    // A bad colour keeps the element without colour and legend (and stops
+    // the parsing), as for LINE.
+    let color = color_text.map(|c| parse_color(c, text)).transpose();
+    let bad_color = color.is_err();
+    if let (Some(extra), false) = (fields.get(3), bad_color) {
         return Err(unused(extra, text));
     }
     let plot = Plot {
         is_area: false,
         value,
         width: 1.0,
-        color,
+        color: color.unwrap_or(None),
         stack: false,
         skip_scale: true,
         dashes: None,
         gradient: None,
         tick: Some(fraction),
     };
-    let legend = fields.get(2).map(|l| leg_len(l).to_string()).unwrap_or_default();
-    Ok(Element { text: text.to_string(), kind: Kind::Plot(plot), legend })
+    let legend = if bad_color {
+        String::new()
+    } else {
+        fields.get(2).map(|l| leg_len(l).to_string()).unwrap_or_default()
+    };
+    Ok((Element { text: text.to_string(), kind: Kind::Plot(plot), legend }, bad_color))
 }
 
 #[cfg(test)]
@@ -585,7 +705,11 @@ mod tests {
         assert_eq!(err(&["TEXTALIGN:foo"]), "Unknown alignment type 'foo'");
         assert_eq!(err(&[d, "STACK:a#ff0000:x"]), "No previous LINE or AREA found for STACK:a#ff0000:x");
         assert_eq!(err(&["FOO:bar"]), "'FOO' is not a valid function name in FOO:bar");
-        assert_eq!(err(&[d, "LINE1:a#ff00zz"]), "Color problem in LINE1:a#ff00zz");
+        // A bad colour keeps the element (no colour, no legend) and ends
+        // the element list, without an error.
+        let kept = els(&[d, "LINE1:a#ff00zz:legend", "LINE2:a#ff0000"]).unwrap();
+        assert_eq!(kept.len(), 2);
+        assert!(matches!(&kept[1].kind, Kind::Plot(Plot { color: None, .. })) && kept[1].legend.is_empty());
         assert!(err(&[d, "VDEF:m=a,MAXIMUM", "GPRINT:m:%d"]).starts_with("invalid format string '%d'"));
     }
 }
