@@ -8,8 +8,9 @@
 //! `color=`, `legend=`, `stack=`, `dashes=`, ...), the keywords `STACK`,
 //! `skipscale` and `dashes` anywhere after the first field, the rest
 //! positional; a colour that is not hex keeps its element without colour
-//! and legend and silently ends the element list, as in RRDtool. A drawing element names an earlier DEF/CDEF/VDEF or gives a
-//! number; legends of drawn elements get RRDtool's two-space prefix (room
+//! and legend and silently ends the element list, as in RRDtool. A
+//! drawing element names an earlier DEF/CDEF/VDEF or gives a number;
+//! legends of drawn elements get RRDtool's two-space prefix (room
 //! for the colour box). Errors carry RRDtool's messages.
 //!
 //! PRINT/GPRINT take RRDtool's flags `strftime`, `valstrftime` and
