@@ -105,6 +105,10 @@ pub enum RpnError {
     /// TREND/TRENDNAN whose variable is not the node two before it.
     #[error("malformed trend arguments")]
     MalformedTrend,
+    #[error("unsupported percentile: {value:.6}")]
+    PredictPercentile { value: f64 },
+    #[error("negative shift step not allowed: {step}")]
+    NegativeShiftStep { step: i32 },
 }
 
 impl RpnError {

@@ -21,11 +21,17 @@
 //!
 //! CDEFs are evaluated by the shared RPN calculator ([`crate::rpn`]); this
 //! module supplies the time series: variables, PREV, PREV(vname), COUNT,
-//! TIME, STEPWIDTH, LTIME, NEWDAY/NEWMONTH/NEWYEAR and TREND/TRENDNAN.
-//! Deliberately absent for now (an error names them): PREDICT, PREDICTSIGMA,
-//! PREDICTPERC and NEWWEEK, every drawing element (LINE, AREA, PRINT, ...;
-//! `rrd-graph` parses those itself and hands only DEF/CDEF/VDEF here),
-//! SHIFT, and `--daemon`.
+//! TIME, STEPWIDTH, LTIME, NEWDAY/NEWWEEK/NEWMONTH/NEWYEAR, TREND/TRENDNAN
+//! and PREDICT/PREDICTSIGMA/PREDICTPERC.
+//! SHIFT moves a DEF's or CDEF's rows in time (by seconds or a VDEF's
+//! value, truncated to whole steps), in element order as RRDtool's
+//! `data_calc` does.
+//! PREDICT, PREDICTSIGMA, PREDICTPERC and NEWWEEK (the C locale's week,
+//! from Sunday) too.
+//! Deliberately absent (an error names them): every drawing element
+//! (LINE, AREA, PRINT, ...;
+//! `rrd-graph` parses those itself and hands only DEF/CDEF/VDEF/SHIFT
+//! here).
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -38,6 +44,7 @@ use crate::error::{Error, Result};
 use crate::fetch::{fetch, rrd_snprintf_e, FetchResult, FILL_NAN, MAX_FETCH_VALUES};
 use crate::numparse::rrd_strtod;
 use crate::reduce::{fetch_reduced, reduce_result};
+use crate::rpn::eval::c_int;
 use crate::rpn::{Context, Node, Op, Program, RpnError, Stack};
 use crate::rrd::Rrd;
 
@@ -302,8 +309,27 @@ impl FetchSource for LocalFiles {
 enum Element {
     Def(Def),
     Cdef(Program),
-    Vdef { var: usize, op: VdefOp, param: f64 },
-    Xport { var: usize, legend: String },
+    Vdef {
+        var: usize,
+        op: VdefOp,
+        param: f64,
+    },
+    Xport {
+        var: usize,
+        legend: String,
+    },
+    /// SHIFT: moves a DEF's or CDEF's rows in time.
+    Shift {
+        var: usize,
+        by: ShiftBy,
+    },
+}
+
+/// A SHIFT's offset: seconds, or a VDEF's value.
+#[derive(Clone, Copy, Debug)]
+enum ShiftBy {
+    Secs(i64),
+    Vdef(usize),
 }
 
 /// What an element left behind for later ones to read.
@@ -501,6 +527,9 @@ impl Context for SeriesContext<'_> {
         if matches!(op, Op::Trend | Op::TrendNan) {
             return self.trend(op, position, nodes, stack);
         }
+        if matches!(op, Op::Predict | Op::PredictSigma | Op::PredictPerc) {
+            return self.predict(op, position, nodes, stack);
+        }
         let day_changed = |pick: fn(&libc::tm) -> i32| -> f64 {
             match (local_tm(self.time), local_tm(self.time - self.step)) {
                 (Some(a), Some(b)) if pick(&a) != pick(&b) => 1.0,
@@ -514,6 +543,12 @@ impl Context for SeriesContext<'_> {
             Op::Prev => self.output.last().copied().unwrap_or(FILL_NAN),
             Op::Ltime => tz_offset(self.time) as f64 + self.time as f64,
             Op::NewDay => day_changed(|tm| tm.tm_mday),
+            // The first day of the week is the locale's; rrdscale runs in
+            // the C locale, whose week starts on Sunday.
+            Op::NewWeek => match (local_tm(self.time), local_tm(self.time - self.step)) {
+                (Some(a), Some(b)) if a.tm_wday == FIRST_WEEKDAY && a.tm_wday != b.tm_wday => 1.0,
+                _ => 0.0,
+            },
             Op::NewMonth => day_changed(|tm| tm.tm_mon),
             Op::NewYear => day_changed(|tm| tm.tm_year),
             _ => return Err(RpnError::NeedsTimeSeries { op: op.name() }),
@@ -522,7 +557,126 @@ impl Context for SeriesContext<'_> {
     }
 }
 
+/// `tm_wday` of the first day of the week in the C locale (Sunday), as
+/// RRDtool's `find_first_weekday` finds it there.
+const FIRST_WEEKDAY: i32 = 0;
+
 impl SeriesContext<'_> {
+    /// RRDtool's data pointer of variable `var` while its expression runs:
+    /// one row past the current one when the time is a multiple of its
+    /// step (the variable's node has already moved it on).
+    fn data_row(&self, var: usize, step: i64) -> i64 {
+        let cursor = self.cursors[var];
+        if self.time % step == 0 {
+            cursor + 1
+        } else {
+            cursor
+        }
+    }
+
+    /// PREDICT, PREDICTSIGMA and PREDICTPERC, as RRDtool's `rpn_calc`:
+    /// `shift1,...,shiftN,N,window,[percentile,]x,OP` (or `step,-N,...`
+    /// for N shifts of `0, step, 2 step, ...`): the values of `x` around
+    /// each shift back in time (`window` seconds from it), averaged, their
+    /// standard deviation, or a percentile (negative: the nearest value,
+    /// else interpolated). Only rows the CDEF has already passed count.
+    fn predict(
+        &mut self,
+        op: Op,
+        position: usize,
+        nodes: &[Node],
+        stack: &mut Stack,
+    ) -> Result<(), RpnError> {
+        // Not after a variable: RRDtool reads a step of 0 and finds no rows.
+        let var = match position.checked_sub(1).and_then(|p| nodes.get(p)) {
+            Some(Node::Variable(v)) => Some(*v),
+            _ => None,
+        };
+        let underflow = || RpnError::StackUnderflow { op: op.name() };
+        // RRDtool's stack pointer: the variable's value stays on top and
+        // is replaced by the result at the end.
+        let mut top = stack.depth() as i64 - 1;
+        let mut percentile = f64::NAN;
+        if op == Op::PredictPerc {
+            if top < 1 {
+                return Err(underflow());
+            }
+            top -= 1;
+            percentile = stack.get(top);
+            if percentile.abs() > 100.0 {
+                return Err(RpnError::PredictPercentile { value: percentile });
+            }
+            percentile /= 100.0;
+        }
+        if top < 2 {
+            return Err(underflow());
+        }
+        top -= 1;
+        let window = c_int(stack.get(top));
+        top -= 1;
+        let shifts = c_int(stack.get(top));
+        if top < i64::from(shifts) {
+            return Err(underflow());
+        }
+        top -= if shifts < 0 { 1 } else { i64::from(shifts) };
+        let series = var.map(|v| self.series(v)).transpose()?;
+        let step = series.map_or(1, |s| s.step.max(1));
+        let locstep = if series.is_some() { ((window as f32) / (step as f32)).ceil() as i32 } else { -1 };
+        let row = var.map_or(0, |v| self.data_row(v, step));
+        let produced = self.output.len() as i64;
+        let (mut sum, mut sum2, mut count) = (0.0, 0.0, 0usize);
+        let mut values = Vec::new();
+        for shift in 0..shifts.unsigned_abs() as i64 {
+            let shift_secs =
+                if shifts < 0 { c_int(shift as f64 * stack.get(top)) } else { c_int(stack.get(top + shift)) };
+            if shift_secs < 0 {
+                return Err(RpnError::NegativeShiftStep { step: shift_secs });
+            }
+            let shift_rows = ((shift_secs as f32) / (step as f32)).ceil() as i64;
+            for i in 0..=i64::from(locstep.max(-1)) {
+                let offset = shift_rows + i;
+                if let (true, Some(series)) = (offset >= 0 && offset < produced, series) {
+                    let v = series.value(row - offset);
+                    if !v.is_nan() {
+                        sum += v;
+                        sum2 += v * v;
+                        values.push(v);
+                        count += 1;
+                    }
+                }
+            }
+        }
+        let mut value = FILL_NAN;
+        match op {
+            Op::Predict if count > 0 => value = sum / count as f64,
+            Op::PredictSigma if count > 1 => {
+                let v = count as f64 * sum2 - sum * sum;
+                if v >= 0.0 {
+                    value = (v / ((count as f32) as f64 * ((count as f32) as f64 - 1.0))).sqrt();
+                }
+            }
+            Op::PredictPerc if count > 0 => {
+                crate::rpn::eval::glibc_msort(&mut values);
+                let idxf = percentile * ((count as f32) as f64 - 1.0);
+                if percentile < 0.0 {
+                    value = values[(idxf.abs().round() as usize).min(count - 1)];
+                } else {
+                    let idx = idxf.floor() as usize;
+                    let delta = idxf - idx as f64;
+                    value = values[idx.min(count - 1)];
+                    if delta != 0.0 {
+                        value += (values[(idx + 1).min(count - 1)] - values[idx.min(count - 1)]) * delta;
+                    }
+                }
+            }
+            _ => {}
+        }
+        while stack.depth() as i64 - 1 > top {
+            stack.pop();
+        }
+        stack.set(top, value)
+    }
+
     /// TREND and TRENDNAN: the variable named just before the window
     /// length, averaged over the last `ceil(window / step)` of its rows up
     /// to the current one (TREND lets one unknown row make the average
@@ -771,11 +925,14 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
                     )));
                 }
                 let vname = fields[0].as_str();
+                if vname.is_empty() {
+                    return Err(Error::invalid("No positional VNAME"));
+                }
                 let var = names
                     .position(vname)
                     .ok_or_else(|| Error::invalid(format!("{vname} is not a vname nor a number")))?;
                 if matches!(parsed[var], Element::Vdef { .. }) {
-                    return Err(Error::invalid(format!("Cannot shift a VDEF: '{vname}' in line '{text}'")));
+                    return Err(Error::invalid(format!("Cannot shift a VDEF: '{vname}' in line '{text}'\n")));
                 }
                 let mut legend = fields.get(1).cloned().unwrap_or_default();
                 if legend.len() > LEGEND_MAX {
@@ -788,6 +945,36 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
                 names.push("");
                 parsed.push(Element::Xport { var, legend });
             }
+            "SHIFT" => {
+                let fields = split_fields(rest);
+                let vname = fields[0].as_str();
+                let var = names
+                    .position(vname)
+                    .ok_or_else(|| Error::invalid(format!("{vname} is not a vname nor a number")))?;
+                if matches!(parsed[var], Element::Vdef { .. }) {
+                    return Err(Error::invalid(format!("Cannot shift a VDEF: '{vname}' in line '{text}'\n")));
+                }
+                let Some(offset) = fields.get(1) else {
+                    return Err(Error::invalid("No shift given"));
+                };
+                if let Some(extra) = fields.get(2) {
+                    return Err(Error::invalid(format!("Unused Arguments \"{extra}\" in command : {text}")));
+                }
+                let by = match names.position(offset) {
+                    Some(v) if matches!(parsed[v], Element::Vdef { .. }) => ShiftBy::Vdef(v),
+                    Some(_) => {
+                        return Err(Error::invalid(format!(
+                            "Offset cannot be a (C)DEF: '{offset}' in line '{text}'\n"
+                        )))
+                    }
+                    None => ShiftBy::Secs(
+                        parse_long(offset)
+                            .ok_or_else(|| Error::invalid(format!("error parsing number {offset}")))?,
+                    ),
+                };
+                names.push("");
+                parsed.push(Element::Shift { var, by });
+            }
             other => {
                 return Err(Error::invalid(format!(
                     "the graph element {other} is not supported by rrdscale xport yet"
@@ -796,6 +983,17 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
         }
     }
     Ok(Parsed { global_step, elements: parsed, names: names.list })
+}
+
+/// RRDtool's `getLong` (base 10): `strtol` that must read the whole text.
+fn parse_long(s: &str) -> Option<i64> {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    // strtol saturates.
+    Some(t.parse::<i64>().unwrap_or(if t.starts_with('-') { i64::MIN } else { i64::MAX }))
 }
 
 /// RRDtool's `vdef_calc` over the rows of `src`.
@@ -894,6 +1092,8 @@ fn run(range: &XportRange, parsed: &Parsed, source: &mut dyn FetchSource) -> Res
     let mut fetched: HashMap<FetchKey, (Series, std::rc::Rc<Vec<String>>)> = HashMap::new();
     // Scratch for CDEFs: each variable's current row.
     let mut cursors: Vec<i64> = Vec::new();
+    // (variable, shift in seconds) of every SHIFT run so far.
+    let mut shifts: Vec<(usize, i64)> = Vec::new();
     for element in &parsed.elements {
         match element {
             Element::Def(def) => {
@@ -928,6 +1128,26 @@ fn run(range: &XportRange, parsed: &Parsed, source: &mut dyn FetchSource) -> Res
                 series.push(Slot::Value(vdef_calc(src, *op, *param)));
             }
             Element::Xport { .. } => series.push(Slot::None),
+            Element::Shift { var, by } => {
+                // As RRDtool's data_calc: undo the variable's current shift,
+                // then move it by the offset truncated to whole steps.
+                let wanted = match *by {
+                    ShiftBy::Secs(s) => s,
+                    ShiftBy::Vdef(v) => match &series[v] {
+                        // C's double-to-time_t conversion (unknown: 0 here).
+                        Slot::Value(val) if val.value.is_finite() => val.value as i64,
+                        _ => 0,
+                    },
+                };
+                if let Slot::Series(s) = &mut series[*var] {
+                    let previous = shifts.iter().rev().find(|(v, _)| v == var).map_or(0, |(_, d)| *d);
+                    let shift = if s.step > 0 { wanted / s.step * s.step } else { 0 };
+                    s.start = s.start.saturating_sub(previous).saturating_add(shift);
+                    s.end = s.end.saturating_sub(previous).saturating_add(shift);
+                    shifts.push((*var, shift));
+                }
+                series.push(Slot::None);
+            }
         }
     }
     Ok(series)

@@ -73,6 +73,9 @@ impl TextSpec<'_> {
 pub(crate) trait Canvas {
     /// Fills a closed polygon.
     fn fill(&mut self, points: &[(f64, f64)], color: Rgba);
+    /// Fills a closed polygon with a vertical linear gradient: `from`'s
+    /// colour at its y, `to`'s at its y, padded beyond.
+    fn fill_gradient(&mut self, points: &[(f64, f64)], from: (f64, Rgba), to: (f64, Rgba));
     /// Strokes a polyline; `dash` is on/off lengths; `round` gives round
     /// caps and joins (RRDtool's LINE), else butt caps.
     fn stroke(&mut self, points: &[(f64, f64)], width: f64, color: Rgba, dash: Option<&[f64]>, round: bool);
@@ -118,6 +121,31 @@ impl PngCanvas {
 }
 
 impl Canvas for PngCanvas {
+    fn fill_gradient(&mut self, points: &[(f64, f64)], from: (f64, Rgba), to: (f64, Rgba)) {
+        let Some(path) = polygon(points, true) else { return };
+        let stop = |pos: f32, c: Rgba| {
+            tiny_skia::GradientStop::new(pos, tiny_skia::Color::from_rgba8(c.r, c.g, c.b, c.a))
+        };
+        let x = points[0].0 as f32;
+        let shader = if (to.0 - from.0).abs() < 1e-9 {
+            Some(tiny_skia::Shader::SolidColor(tiny_skia::Color::from_rgba8(
+                from.1.r, from.1.g, from.1.b, from.1.a,
+            )))
+        } else {
+            tiny_skia::LinearGradient::new(
+                tiny_skia::Point::from_xy(x, from.0 as f32),
+                tiny_skia::Point::from_xy(x, to.0 as f32),
+                vec![stop(0.0, from.1), stop(1.0, to.1)],
+                tiny_skia::SpreadMode::Pad,
+                Transform::identity(),
+            )
+        };
+        let Some(shader) = shader else { return };
+        let mut p = Paint { shader, ..Paint::default() };
+        p.anti_alias = true;
+        self.pixmap.fill_path(&path, &p, FillRule::Winding, Transform::identity(), self.mask.as_ref());
+    }
+
     fn fill(&mut self, points: &[(f64, f64)], color: Rgba) {
         if let Some(path) = polygon(points, true) {
             self.pixmap.fill_path(
@@ -210,11 +238,13 @@ pub(crate) struct SvgCanvas {
     height: u32,
     clips: usize,
     in_clip: bool,
+    /// Gradients defined so far (their ids).
+    gradients: usize,
 }
 
 impl SvgCanvas {
     pub(crate) fn new(width: u32, height: u32) -> SvgCanvas {
-        SvgCanvas { body: String::new(), width, height, clips: 0, in_clip: false }
+        SvgCanvas { body: String::new(), width, height, clips: 0, in_clip: false, gradients: 0 }
     }
 }
 
@@ -257,6 +287,33 @@ fn xml_escape(s: &str) -> String {
 }
 
 impl Canvas for SvgCanvas {
+    fn fill_gradient(&mut self, points: &[(f64, f64)], from: (f64, Rgba), to: (f64, Rgba)) {
+        if points.len() < 2 {
+            return;
+        }
+        self.gradients += 1;
+        let id = self.gradients;
+        let stop = |offset: u8, c: Rgba| {
+            format!(
+                "<stop offset=\"{offset}\" stop-color=\"#{:02x}{:02x}{:02x}\" stop-opacity=\"{:.3}\"/>",
+                c.r,
+                c.g,
+                c.b,
+                f64::from(c.a) / 255.0
+            )
+        };
+        let _ = writeln!(
+            self.body,
+            "<linearGradient id=\"g{id}\" gradientUnits=\"userSpaceOnUse\" x1=\"0\" y1=\"{:.2}\" x2=\"0\" \
+             y2=\"{:.2}\">{}{}</linearGradient>\n<path d=\"{}\" fill=\"url(#g{id})\"/>",
+            from.0,
+            to.0,
+            stop(0, from.1),
+            stop(1, to.1),
+            svg_points(points, true)
+        );
+    }
+
     fn fill(&mut self, points: &[(f64, f64)], color: Rgba) {
         if points.len() < 2 {
             return;
@@ -370,5 +427,166 @@ mod tests {
         c.stroke(&[(0.0, 10.5), (20.0, 10.5)], 1.0, Rgba::new(255, 0, 0, 255), None, false);
         let png = c.finish().unwrap();
         assert_eq!(&png[1..4], b"PNG");
+    }
+}
+
+/// PDF or EPS: the raster drawn as for PNG (without grid fitting, as
+/// RRDtool draws these), embedded as one full-page RGB image of the
+/// image's size in points (1 pixel = 1 point, as Cairo's surfaces are).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Document {
+    Pdf,
+    Eps,
+}
+
+pub(crate) struct DocumentCanvas {
+    raster: PngCanvas,
+    kind: Document,
+}
+
+impl DocumentCanvas {
+    pub(crate) fn new(width: u32, height: u32, kind: Document) -> Result<DocumentCanvas> {
+        Ok(DocumentCanvas { raster: PngCanvas::new(width, height)?, kind })
+    }
+
+    /// The pixels as RGB, composited over white.
+    fn rgb(&self) -> Vec<u8> {
+        let over_white = |c: u8, a: u8| (u16::from(c) + (255 - u16::from(a))).min(255) as u8;
+        // Premultiplied: colour + (1 - alpha) * white.
+        self.raster
+            .pixmap
+            .pixels()
+            .iter()
+            .flat_map(|p| {
+                [
+                    over_white(p.red(), p.alpha()),
+                    over_white(p.green(), p.alpha()),
+                    over_white(p.blue(), p.alpha()),
+                ]
+            })
+            .collect()
+    }
+}
+
+/// The zlib stream of an RGB PNG of the pixels (its IDAT data): what a PDF
+/// image with `/FlateDecode` and PNG predictors (`/Predictor 15`) reads.
+fn png_idat(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>> {
+    let mut png_bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut png_bytes, width, height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_compression(png::Compression::Best);
+    let encode = |e: png::EncodingError| GraphError::Encode(e.to_string());
+    let mut writer = encoder.write_header().map_err(encode)?;
+    writer.write_image_data(rgb).map_err(encode)?;
+    writer.finish().map_err(encode)?;
+    let mut idat = Vec::new();
+    let mut at = 8; // the signature
+    while at + 8 <= png_bytes.len() {
+        let len = u32::from_be_bytes(png_bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
+        let kind = &png_bytes[at + 4..at + 8];
+        let data = png_bytes
+            .get(at + 8..at + 8 + len)
+            .ok_or_else(|| GraphError::Encode("short PNG chunk".into()))?;
+        if kind == b"IDAT" {
+            idat.extend_from_slice(data);
+        }
+        at += 12 + len;
+    }
+    Ok(idat)
+}
+
+fn pdf(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>> {
+    let image = png_idat(rgb, width, height)?;
+    let mut out: Vec<u8> = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n".to_vec();
+    let mut offsets = Vec::new();
+    let mut object = |out: &mut Vec<u8>, body: &[u8]| {
+        offsets.push(out.len());
+        out.extend_from_slice(format!("{} 0 obj\n", offsets.len()).as_bytes());
+        out.extend_from_slice(body);
+        out.extend_from_slice(b"\nendobj\n");
+    };
+    object(&mut out, b"<< /Type /Catalog /Pages 2 0 R >>");
+    object(&mut out, b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>");
+    object(
+        &mut out,
+        format!(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {width} {height}] \
+             /Resources << /XObject << /Im0 4 0 R >> >> /Contents 5 0 R >>"
+        )
+        .as_bytes(),
+    );
+    let mut img = format!(
+        "<< /Type /XObject /Subtype /Image /Width {width} /Height {height} /ColorSpace /DeviceRGB \
+         /BitsPerComponent 8 /Filter /FlateDecode \
+         /DecodeParms << /Predictor 15 /Colors 3 /BitsPerComponent 8 /Columns {width} >> \
+         /Length {} >>\nstream\n",
+        image.len()
+    )
+    .into_bytes();
+    img.extend_from_slice(&image);
+    img.extend_from_slice(b"\nendstream");
+    object(&mut out, &img);
+    let content = format!("q {width} 0 0 {height} 0 0 cm /Im0 Do Q");
+    object(&mut out, format!("<< /Length {} >>\nstream\n{content}\nendstream", content.len()).as_bytes());
+    let xref = out.len();
+    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", offsets.len() + 1).as_bytes());
+    for o in &offsets {
+        out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
+    }
+    out.extend_from_slice(
+        format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", offsets.len() + 1)
+            .as_bytes(),
+    );
+    Ok(out)
+}
+
+fn eps(rgb: &[u8], width: u32, height: u32) -> Vec<u8> {
+    let mut s = String::with_capacity(rgb.len() * 2 + rgb.len() / 32 + 512);
+    let _ = write!(
+        s,
+        "%!PS-Adobe-3.0 EPSF-3.0\n%%Creator: rrdscale\n%%BoundingBox: 0 0 {width} {height}\n\
+         %%HiResBoundingBox: 0 0 {width} {height}\n%%LanguageLevel: 2\n%%Pages: 1\n%%EndComments\n\
+         %%Page: 1 1\ngsave\n{width} {height} scale\n\
+         {width} {height} 8 [{width} 0 0 -{height} 0 {height}] currentfile /ASCIIHexDecode filter false 3 colorimage\n"
+    );
+    for line in rgb.chunks(36) {
+        for b in line {
+            let _ = write!(s, "{b:02x}");
+        }
+        s.push('\n');
+    }
+    s.push_str(">\ngrestore\nshowpage\n%%EOF\n");
+    s.into_bytes()
+}
+
+impl Canvas for DocumentCanvas {
+    fn fill(&mut self, points: &[(f64, f64)], color: Rgba) {
+        self.raster.fill(points, color);
+    }
+
+    fn fill_gradient(&mut self, points: &[(f64, f64)], from: (f64, Rgba), to: (f64, Rgba)) {
+        self.raster.fill_gradient(points, from, to);
+    }
+
+    fn stroke(&mut self, points: &[(f64, f64)], width: f64, color: Rgba, dash: Option<&[f64]>, round: bool) {
+        self.raster.stroke(points, width, color, dash, round);
+    }
+
+    fn text(&mut self, spec: &TextSpec) {
+        self.raster.text(spec);
+    }
+
+    fn clip(&mut self, rect: Option<(f64, f64, f64, f64)>) {
+        self.raster.clip(rect);
+    }
+
+    fn finish(self: Box<Self>) -> Result<Vec<u8>> {
+        let rgb = self.rgb();
+        let (w, h) = (self.raster.pixmap.width(), self.raster.pixmap.height());
+        match self.kind {
+            Document::Pdf => pdf(&rgb, w, h),
+            Document::Eps => Ok(eps(&rgb, w, h)),
+        }
     }
 }

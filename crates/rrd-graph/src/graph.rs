@@ -16,9 +16,17 @@
 //! image's width whatever the time range: DEFs are consolidated to the
 //! pixel step while their files are read (`rrd_engine::reduce`).
 //!
+//! With a data format (`-a XML|XMLENUM|JSON|JSONTIME|CSV|TSV|SSV`) the
+//! graph is not drawn: its LINE/AREA/STACK series are exported as
+//! RRDtool's `rrd_graph_xport` does (`render_data`, writers in
+//! `dataformat`). TICKs are drawn as marks, gradient AREAs per pixel
+//! column; SHIFT is evaluated by the engine with the DEFs.
+//!
 //! Deliberately not here: legend positions other than south, the right
-//! axis, `--alt-y-grid`, custom x/y grids, TICK, SHIFT, gradients,
-//! `--lazy`, `--imginfo`.
+//! axis, `--alt-y-grid`, custom x/y grids (so the data formats never use an
+//! `--x-grid` label format for their times), `--lazy`, `--imginfo`, vector
+//! PDF/EPS (`-a PDF|EPS` embed the raster picture as one page-sized image,
+//! drawn without grid fitting as RRDtool draws those).
 
 use rrd_engine::attime;
 use rrd_engine::xport::{
@@ -26,13 +34,15 @@ use rrd_engine::xport::{
 };
 use rrd_format::Cf;
 
-use crate::canvas::{Canvas, HAlign, PngCanvas, SvgCanvas, TextSpec, VAlign};
-use crate::elements::{self, Align, Element, Kind, ValueRef};
+use crate::canvas::{Canvas, Document, DocumentCanvas, HAlign, PngCanvas, SvgCanvas, TextSpec, VAlign};
+use crate::dataformat::{self, DataFormat, MetaEntry, Table};
+use crate::elements::{self, Align, Element, Kind, PrintStyle, ValueRef};
 use crate::error::{GraphError, Result};
 use crate::options::{ColorTag, ImageFormat, Options, Rgba};
-use crate::printf::{auto_scale, c_int};
+use crate::printf::{auto_scale, c_int, PrintFormat};
 use crate::text::font;
 use crate::timeaxis;
+use crate::timefmt;
 
 /// Font sizes (points) of RRDtool's text properties.
 const TITLE_PT: f64 = 9.0;
@@ -73,6 +83,10 @@ pub struct GraphOutput {
     /// The encoded image; `None` when there is nothing to draw (no LINE,
     /// AREA, rule or GPRINT), in which case RRDtool writes no file.
     pub image: Option<Vec<u8>>,
+    /// What RRDtool writes to a named file when that differs from `image`
+    /// (the in-memory output): JSON whose only meta list is the PRINTs
+    /// keeps a trailing comma there, which the in-memory output drops.
+    pub file_image: Option<Vec<u8>>,
     pub image_width: i64,
     pub image_height: i64,
     /// The evaluated DEF/CDEF/VDEF data, for callers that want the numbers
@@ -173,8 +187,11 @@ pub fn render_with(
         return Err(GraphError::invalid(format!("start ({start}) should be less than end ({end})")));
     }
     let parsed = elements::parse(elements)?;
-    let data_texts: Vec<String> =
-        parsed.iter().filter(|e| matches!(e.kind, Kind::Data { .. })).map(|e| e.text.clone()).collect();
+    let data_texts: Vec<String> = parsed
+        .iter()
+        .filter(|e| matches!(e.kind, Kind::Data { .. } | Kind::Shift))
+        .map(|e| e.text.clone())
+        .collect();
     let range = XportRange { start, end, step_secs: options.step_secs, max_rows: options.width, now };
     let data = evaluate_with(&range, &data_texts, source)?;
 
@@ -215,14 +232,25 @@ pub fn render_with(
             })
             .collect(),
     };
+    if let Some(format) = data_format(options.image_format) {
+        return render_data(im, data, format, now);
+    }
     let mut info: Vec<(String, InfoValue)> = Vec::new();
     let mut prints = Vec::new();
-    let drawn = im.print_calc(&data, &mut prints)?;
+    let drawn = im.print_calc(&data, &mut prints, now, PrintPass::Graph)?;
     for (i, p) in prints.iter().enumerate() {
         info.push((format!("print[{i}]"), InfoValue::Text(p.clone())));
     }
     if !drawn {
-        return Ok(GraphOutput { info, prints, image: None, image_width: 0, image_height: 0, data });
+        return Ok(GraphOutput {
+            info,
+            prints,
+            image: None,
+            file_image: None,
+            image_width: 0,
+            image_height: 0,
+            data,
+        });
     }
     im.size_location()?;
     // Cairo, which RRDtool draws with, refuses images over 32767 pixels a
@@ -258,11 +286,204 @@ pub fn render_with(
 
     let mut canvas: Box<dyn Canvas> = match options.image_format {
         ImageFormat::Png => Box::new(PngCanvas::new(im.ximg as u32, im.yimg as u32)?),
-        ImageFormat::Svg => Box::new(SvgCanvas::new(im.ximg as u32, im.yimg as u32)),
+        ImageFormat::Pdf => Box::new(DocumentCanvas::new(im.ximg as u32, im.yimg as u32, Document::Pdf)?),
+        ImageFormat::Eps => Box::new(DocumentCanvas::new(im.ximg as u32, im.yimg as u32, Document::Eps)?),
+        _ => Box::new(SvgCanvas::new(im.ximg as u32, im.yimg as u32)),
     };
     im.paint(canvas.as_mut(), has_grid, &mut info);
     let image = canvas.finish()?;
-    Ok(GraphOutput { info, prints, image: Some(image), image_width: im.ximg, image_height: im.yimg, data })
+    Ok(GraphOutput {
+        info,
+        prints,
+        image: Some(image),
+        file_image: None,
+        image_width: im.ximg,
+        image_height: im.yimg,
+        data,
+    })
+}
+
+/// Which of RRDtool's PRINT passes `print_calc` is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PrintPass {
+    /// `print_calc` of a picture.
+    Graph,
+    /// `rrd_xport_format_addprints`: the XML/JSON meta lists.
+    XportMeta,
+    /// `print_calc` after the meta lists, whose `%S` became `%s`.
+    AfterXport,
+}
+
+fn data_format(f: ImageFormat) -> Option<DataFormat> {
+    Some(match f {
+        ImageFormat::Png | ImageFormat::Svg | ImageFormat::Pdf | ImageFormat::Eps => return None,
+        ImageFormat::Xml => DataFormat::Xml,
+        ImageFormat::XmlEnum => DataFormat::XmlEnum,
+        ImageFormat::Json => DataFormat::Json,
+        ImageFormat::JsonTime => DataFormat::JsonTime,
+        ImageFormat::Csv => DataFormat::Csv,
+        ImageFormat::Tsv => DataFormat::Tsv,
+        ImageFormat::Ssv => DataFormat::Ssv,
+    })
+}
+
+/// RRDtool's `rrd_graph_xport`: the series of every LINE, AREA and STACK
+/// exported at the greatest common divisor of their steps over the graph's
+/// range (aligned to it), with graphv's `graph_start`, `graph_end`,
+/// `graph_step` and `print[i]`.
+fn render_data(mut im: Image<'_>, data: Evaluation, format: DataFormat, now: i64) -> Result<GraphOutput> {
+    struct Column<'s> {
+        start: i64,
+        step: i64,
+        values: std::borrow::Cow<'s, [f64]>,
+    }
+    let mut columns: Vec<Column<'_>> = Vec::new();
+    let mut legends = Vec::new();
+    for item in &im.items {
+        let value = match &item.el.kind {
+            Kind::Plot(p) if p.tick.is_none() => &p.value,
+            Kind::Xport { vname } => &ValueRef::Var(vname.clone()),
+            _ => continue,
+        };
+        let column = match value {
+            ValueRef::Var(name) => match data.get(name) {
+                Some(Variable::Series(s)) => Column {
+                    start: s.start,
+                    step: s.step_secs,
+                    values: std::borrow::Cow::Borrowed(&s.values),
+                },
+                _ => return Err(GraphError::invalid(format!("{name} is not a DEF or CDEF"))),
+            },
+            // RRDtool reads outside its element list here; rrdscale
+            // exports the constant at the graph's step.
+            ValueRef::Number(n) => {
+                let step = data.global_step_secs.max(1);
+                let start = im.start - im.start.rem_euclid(step);
+                let rows = ((im.end - start) / step + 1).max(0) as usize;
+                Column { start, step, values: std::borrow::Cow::Owned(vec![*n; rows]) }
+            }
+        };
+        columns.push(column);
+        legends.push(item.el.legend.clone());
+    }
+    if columns.is_empty() {
+        return Err(GraphError::invalid("no XPORT found, nothing to do"));
+    }
+    let step = columns.iter().fold(0i64, |g, c| gcd(g, c.step));
+    if step <= 0 {
+        return Err(GraphError::invalid("xport step is zero"));
+    }
+    let start = im.start - im.start % step;
+    let mut end = im.end - im.end % step;
+    if im.end > end {
+        end += step;
+    }
+    let rows = ((end - start) / step).max(0);
+    if rows as u128 * columns.len() as u128 > rrd_engine::fetch::MAX_FETCH_VALUES as u128 {
+        return Err(GraphError::invalid(format!("xport needs {rows} rows, more than rrdscale exports")));
+    }
+    let mut table_data = Vec::with_capacity(rows as usize * columns.len());
+    for row in 0..rows {
+        let t = start + row * step;
+        for c in &columns {
+            let index = ((t - c.start) as f64 / c.step as f64).floor();
+            let v = if index >= 0.0 { c.values.get(index as usize).copied() } else { None };
+            table_data.push(v.unwrap_or(f64::NAN));
+        }
+    }
+    drop(columns);
+    // RRDtool prints times through the `--x-grid` label format when one is
+    // given; rrdscale's options have no custom x grid yet.
+    let timefmt: Option<String> = None;
+    let table = Table { start, end, step, legends, data: table_data, timefmt: timefmt.clone() };
+
+    let mut meta = Vec::new();
+    let with_meta = !matches!(format, DataFormat::Csv | DataFormat::Tsv | DataFormat::Ssv);
+    if with_meta {
+        let mut prints = Vec::new();
+        im.print_calc(&data, &mut prints, now, PrintPass::XportMeta)?;
+        let mut prints = prints.into_iter();
+        let json = matches!(format, DataFormat::Json | DataFormat::JsonTime);
+        // RRDtool formats PRINT/GPRINT/COMMENT texts (and rule values) in
+        // one buffer that keeps its last text: a strftime of a VDEF without
+        // a time writes its dashes elsewhere and prints that last text, and
+        // in JSON the buffer is escaped in place.
+        let mut last = String::new();
+        fn keep(last: &mut String, text: String, escape: bool) -> String {
+            *last = if escape { dataformat::escape_json(&text) } else { text };
+            last.clone()
+        }
+        for item in &im.items {
+            meta.push(match &item.el.kind {
+                Kind::Print { vname, format: style, graph, .. } => {
+                    let computed =
+                        if *graph { item.legend.clone() } else { prints.next().unwrap_or_default() };
+                    let never = matches!(style, PrintStyle::Strftime(_))
+                        && matches!(data.get(vname), Some(Variable::Value(v)) if v.when.is_none());
+                    let text = if never {
+                        let stale = last.clone();
+                        keep(&mut last, stale, json)
+                    } else {
+                        keep(&mut last, computed, json)
+                    };
+                    if *graph {
+                        MetaEntry::Gprint(text)
+                    } else {
+                        MetaEntry::Print(text)
+                    }
+                }
+                Kind::Comment if json => MetaEntry::Comment(keep(&mut last, item.el.legend.clone(), true)),
+                Kind::Comment => MetaEntry::Comment(item.el.legend.clone()),
+                Kind::Plot(p) if p.tick.is_some() => continue,
+                Kind::Plot(p) if p.is_area => MetaEntry::Area(item.el.legend.clone()),
+                Kind::Plot(_) => MetaEntry::Line(item.el.legend.clone()),
+                Kind::TextAlign(a) => MetaEntry::Align(match a {
+                    Align::Left => "left",
+                    Align::Right => "right",
+                    Align::Center => "center",
+                    Align::Justified => "justified",
+                }),
+                Kind::HRule { .. } => {
+                    keep(&mut last, rrd_engine::fetch::rrd_snprintf_e(0.0, 10), false);
+                    MetaEntry::Hrule
+                }
+                Kind::VRule { value, .. } => {
+                    // The time as parsed (a VDEF's is not known yet here).
+                    let xrule = match value {
+                        ValueRef::Number(n) => *n as i64,
+                        ValueRef::Var(_) => 0,
+                    };
+                    let text = match &timefmt {
+                        Some(f) => timefmt::strftime_local_in(f, xrule, 254),
+                        None => "0".to_string(),
+                    };
+                    MetaEntry::Vrule(keep(&mut last, text, false))
+                }
+                Kind::Data { .. } | Kind::Shift | Kind::Xport { .. } => continue,
+            });
+        }
+    }
+    let (image, file_image) = dataformat::write(format, &table, &meta);
+    let mut info: Vec<(String, InfoValue)> = vec![
+        ("graph_start".into(), InfoValue::Count(start)),
+        ("graph_end".into(), InfoValue::Count(end)),
+        ("graph_step".into(), InfoValue::Count(step)),
+    ];
+    let mut prints = Vec::new();
+    let pass = if with_meta { PrintPass::AfterXport } else { PrintPass::Graph };
+    im.print_calc(&data, &mut prints, now, pass)?;
+    for (i, p) in prints.iter().enumerate() {
+        info.push((format!("print[{i}]"), InfoValue::Text(p.clone())));
+    }
+    Ok(GraphOutput { info, prints, image: Some(image), file_image, image_width: 0, image_height: 0, data })
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 impl Image<'_> {
@@ -272,20 +493,65 @@ impl Image<'_> {
 
     /// PRINT/GPRINT values and texts, rule positions. Returns whether
     /// anything is drawn.
-    fn print_calc(&mut self, data: &Evaluation, prints: &mut Vec<String>) -> Result<bool> {
+    fn print_calc(
+        &mut self,
+        data: &Evaluation,
+        prints: &mut Vec<String>,
+        now: i64,
+        pass: PrintPass,
+    ) -> Result<bool> {
         let base = self.o.base as f64;
         let mut magfact = -1.0;
         let mut symbol: &'static str = "";
         let mut drawn = false;
+        let mut tm_time = now;
         for item in &mut self.items {
             match &item.el.kind {
-                Kind::Print { vname, cf, format, graph } => {
-                    let mut value = match (data.get(vname), cf) {
-                        (Some(Variable::Value(v)), _) => v.value,
-                        (Some(Variable::Series(s)), Some(cf)) => legacy_print_value(s, *cf),
+                Kind::Print { vname, cf, format: style, graph } => {
+                    // The time `:strftime` shows: the VDEF's (none: dashes);
+                    // over a DEF, the last VDEF's printed so far (0 when it
+                    // had none), or now, as RRDtool's `tmvdef` carries over.
+                    let (mut value, when) = match (data.get(vname), cf) {
+                        (Some(Variable::Value(v)), _) => {
+                            tm_time = v.when.unwrap_or(0);
+                            (v.value, v.when)
+                        }
+                        (Some(Variable::Series(s)), Some(cf)) => (legacy_print_value(s, *cf), Some(tm_time)),
                         _ => return Err(GraphError::invalid(format!("{vname} is not a vname nor a number"))),
                     };
-                    if format.shared_scale {
+                    let numeric;
+                    let format = match style {
+                        PrintStyle::Number(f) => f,
+                        // The xport meta lists know only strftime: other
+                        // formatters print their format as a number.
+                        PrintStyle::ValueTime(f) | PrintStyle::Duration(f)
+                            if pass == PrintPass::XportMeta =>
+                        {
+                            numeric = PrintFormat::parse(f).map_err(|_| {
+                                GraphError::invalid(format!("bad format for PRINT in \"{f}'"))
+                            })?;
+                            &numeric
+                        }
+                        other => {
+                            let text = match other {
+                                PrintStyle::Strftime(f) => timefmt::strftime_local(f, when),
+                                PrintStyle::ValueTime(f) => {
+                                    timefmt::val_strftime(f, value).ok_or_else(|| GraphError::invalid(""))?
+                                }
+                                PrintStyle::Duration(f) => timefmt::val_strfduration(f, value)?,
+                                PrintStyle::Number(_) => unreachable!("matched above"),
+                            };
+                            if *graph {
+                                item.legend = text;
+                                drawn = true;
+                            } else {
+                                prints.push(text);
+                            }
+                            continue;
+                        }
+                    };
+                    // After an export, RRDtool has turned each %S into %s.
+                    if format.shared_scale && pass != PrintPass::AfterXport {
                         // One prefix for every %S of the graph, set by the
                         // first non-zero value (and reset by any %s).
                         if magfact < 0.0 {
@@ -305,10 +571,16 @@ impl Image<'_> {
                         symbol = s;
                         magfact = m;
                     }
-                    let text = format.format(value, symbol);
+                    // The meta lists are written with RRDtool's own printf.
+                    let text = if pass == PrintPass::XportMeta {
+                        format.format_rrd(value, symbol)
+                    } else {
+                        format.format(value, symbol)
+                    };
                     if *graph {
                         let mut t = text;
-                        if t.len() > GPRINT_MAX {
+                        // The meta lists format in a larger buffer.
+                        if t.len() > GPRINT_MAX && pass != PrintPass::XportMeta {
                             let mut cut = GPRINT_MAX;
                             while !t.is_char_boundary(cut) {
                                 cut -= 1;
@@ -926,6 +1198,26 @@ impl Image<'_> {
                     *v = minlimit;
                 }
             }
+            if let Some(fraction) = p.tick {
+                // A mark per pixel where the value is known and not zero,
+                // up from the bottom (or down from the top when negative).
+                if let Some(color) = p.color.filter(|c| c.a != 0) {
+                    let (yo, ys) = (self.yorigin as f64, self.ysize as f64);
+                    for (ii, v) in data.iter().enumerate().take(xsize) {
+                        if v.is_nan() || *v == 0.0 {
+                            continue;
+                        }
+                        let x = xo + ii as f64;
+                        if fraction > 0.0 {
+                            self.line(c, (x, yo + 1.0), (x, yo - fraction * ys), 1.0, color, None);
+                        } else if fraction < 0.0 {
+                            self.line(c, (x, yo - ys - 1.0), (x, yo - ys - fraction * ys), 1.0, color, None);
+                        }
+                    }
+                }
+                self.items[idx].p_data = data;
+                continue;
+            }
             if let Some(color) = p.color.filter(|c| c.a != 0) {
                 if !p.is_area {
                     self.paint_line(c, &data, p.width, color, p.dashes.as_deref());
@@ -934,6 +1226,26 @@ impl Image<'_> {
                     let mut run: Vec<(f64, f64, f64)> = Vec::new(); // (x, ytop, ybase)
                     let flush = |run: &mut Vec<(f64, f64, f64)>, c: &mut dyn Canvas| {
                         if run.is_empty() {
+                            return;
+                        }
+                        if let Some((color2, height)) = p.gradient {
+                            // RRDtool's gradient: per pixel column, the
+                            // first colour at the top fading to the second
+                            // `gradheight` pixels below it (negative: from
+                            // the base up; 0: over the whole column).
+                            for (x, top, base) in run.iter() {
+                                let (top, base) = (self.area_fit(0.0, *top).1, self.area_fit(0.0, *base).1);
+                                let rect = [(x - 1.0, top), (*x, top), (*x, base), (x - 1.0, base)];
+                                let (from, to) = if height > 0.0 {
+                                    ((top, color), (top + height, color2))
+                                } else if height < 0.0 {
+                                    ((base + height, color), (base, color2))
+                                } else {
+                                    ((top, color), (base, color2))
+                                };
+                                c.fill_gradient(&rect, from, to);
+                            }
+                            run.clear();
                             return;
                         }
                         let mut poly: Vec<(f64, f64)> = Vec::with_capacity(run.len() * 4);

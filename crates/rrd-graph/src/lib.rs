@@ -1,5 +1,5 @@
 //! rrd-graph: the common subset of `rrdtool graph`/`graphv` 1.7.2, drawn
-//! as PNG or SVG over the engine's DEF/CDEF/VDEF evaluation.
+//! as PNG, SVG, PDF or EPS over the engine's DEF/CDEF/VDEF evaluation.
 //!
 //! Owns: the graph elements (LINE, AREA, STACK, HRULE, VRULE, COMMENT,
 //! GPRINT, PRINT, TEXTALIGN), the PRINT format whitelist and formatter,
@@ -11,11 +11,17 @@
 //! reach a C `printf`; image size, graphv numbers and PRINT text follow
 //! RRDtool's arithmetic so scripts that read them keep working.
 //!
+//! Also the data formats of `-a` (XML, XMLENUM, JSON, JSONTIME, CSV, TSV,
+//! SSV: the graph's series exported, as RRDtool does), TICK, SHIFT and
+//! gradient AREAs, and PRINT/GPRINT's strftime/valstrftime/valstrfduration.
+//!
 //! Deliberately not here: legend positions other than south, the right
-//! axis, `--alt-y-grid`, custom `--x-grid`/`--y-grid`, TICK, SHIFT,
-//! gradients, PDF/EPS output, pixel-identical drawing.
+//! axis, `--alt-y-grid`, custom `--x-grid`/`--y-grid`, vector PDF/EPS
+//! (`-a PDF|EPS` embed the raster picture as a page-sized image),
+//! pixel-identical drawing.
 
 mod canvas;
+mod dataformat;
 mod elements;
 pub mod error;
 mod graph;
@@ -23,6 +29,7 @@ pub mod options;
 pub mod printf;
 mod text;
 mod timeaxis;
+mod timefmt;
 
 pub use error::GraphError;
 pub use graph::{render, render_with, GraphOutput, InfoValue};

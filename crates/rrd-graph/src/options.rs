@@ -99,6 +99,36 @@ pub enum ImageFormat {
     #[default]
     Png,
     Svg,
+    /// The picture embedded as an image in a one-page PDF or an EPS.
+    Pdf,
+    Eps,
+    /// The data formats: the graph's series exported, no picture.
+    Xml,
+    XmlEnum,
+    Json,
+    JsonTime,
+    Csv,
+    Tsv,
+    Ssv,
+}
+
+impl ImageFormat {
+    /// The lower-case name RRDtool's messages use.
+    pub fn name(self) -> &'static str {
+        match self {
+            ImageFormat::Png => "png",
+            ImageFormat::Svg => "svg",
+            ImageFormat::Pdf => "pdf",
+            ImageFormat::Eps => "eps",
+            ImageFormat::Xml => "xml",
+            ImageFormat::XmlEnum => "xmlenum",
+            ImageFormat::Json => "json",
+            ImageFormat::JsonTime => "jsontime",
+            ImageFormat::Csv => "csv",
+            ImageFormat::Tsv => "tsv",
+            ImageFormat::Ssv => "ssv",
+        }
+    }
 }
 
 /// Every option that changes the graph.
@@ -351,6 +381,15 @@ impl Options {
                 self.image_format = match v {
                     "PNG" => ImageFormat::Png,
                     "SVG" => ImageFormat::Svg,
+                    "PDF" => ImageFormat::Pdf,
+                    "EPS" => ImageFormat::Eps,
+                    "XML" => ImageFormat::Xml,
+                    "XMLENUM" => ImageFormat::XmlEnum,
+                    "JSON" => ImageFormat::Json,
+                    "JSONTIME" => ImageFormat::JsonTime,
+                    "CSV" => ImageFormat::Csv,
+                    "TSV" => ImageFormat::Tsv,
+                    "SSV" => ImageFormat::Ssv,
                     _ => return Err(GraphError::invalid(format!("unsupported graphics format '{v}'"))),
                 }
             }

@@ -149,6 +149,161 @@ impl PrintFormat {
         }
         out
     }
+
+    /// The text RRDtool's own portable printf (`rrd_snprintf`, which its
+    /// xport meta lists use) makes of it: the number through
+    /// [`format_double_rrd`]. A value too large for its integer conversion
+    /// ends the text there, as that printf gives up.
+    pub fn format_rrd(&self, value: f64, symbol: &str) -> String {
+        let mut out = String::new();
+        for p in &self.pieces {
+            match p {
+                Piece::Text(t) => out.push_str(t),
+                Piece::Number(c) => match format_double_rrd(value, *c) {
+                    Some(t) => out.push_str(&t),
+                    None => return out,
+                },
+                Piece::Symbol => out.push_str(symbol),
+            }
+        }
+        out
+    }
+}
+
+/// One double as RRDtool 1.7.2's own `rrd_snprintf` (C99-snprintf, with
+/// `long double` as `double`) prints it: powers of ten by repeated
+/// multiplication, the fraction scaled to an integer and rounded half up
+/// (so ties round away from zero, where glibc rounds the exact binary
+/// value), at most 19 fractional digits, NaN without a sign. `None` when
+/// the integer part does not fit 64 bits (it gives up there).
+pub(crate) fn format_double_rrd(v: f64, c: Conversion) -> Option<String> {
+    let upper = c.conv.is_ascii_uppercase();
+    let kind = c.conv.to_ascii_lowercase();
+    let sign = if v < 0.0 {
+        "-"
+    } else {
+        match c.flag {
+            Some('+') => "+",
+            Some(' ') => " ",
+            _ => "",
+        }
+    };
+    let pad = |body: String, zero_ok: bool| -> String {
+        let len = body.len();
+        if len >= c.width {
+            return body;
+        }
+        let n = c.width - len;
+        match c.flag {
+            Some('-') => format!("{body}{}", " ".repeat(n)),
+            Some('0') if zero_ok => {
+                let (s, digits) = body.split_at(sign.len());
+                format!("{s}{}{digits}", "0".repeat(n))
+            }
+            _ => format!("{}{body}", " ".repeat(n)),
+        }
+    };
+    if v.is_nan() || v.is_infinite() {
+        let word = match (v.is_nan(), upper) {
+            (true, false) => "nan",
+            (true, true) => "NAN",
+            (false, false) => "inf",
+            (false, true) => "INF",
+        };
+        return Some(pad(format!("{sign}{word}"), false));
+    }
+    let pow10 = |mut e: i32| {
+        let mut r = 1.0f64;
+        while e > 0 {
+            r *= 10.0;
+            e -= 1;
+        }
+        while e < 0 {
+            r /= 10.0;
+            e += 1;
+        }
+        r
+    };
+    let cast = |x: f64| if x >= u64::MAX as f64 { None } else { Some(x as u64) };
+    let myround = |x: f64| cast(x).map(|i| if x - i as f64 >= 0.5 { i + 1 } else { i });
+    let mut precision = c.precision.unwrap_or(6) as i32;
+    let alt = c.flag == Some('#');
+    let mut omit_zeros = false;
+    let mut estyle = kind == 'e';
+    let mut exponent = 0i32;
+    if kind == 'e' || kind == 'g' {
+        if kind == 'g' {
+            if precision == 0 {
+                precision = 1;
+            }
+            precision -= 1;
+            omit_zeros = !alt;
+        }
+        let mut tmp = v.abs();
+        while tmp < 1.0 && tmp > 0.0 {
+            exponent -= 1;
+            if exponent < -307 {
+                break;
+            }
+            tmp *= 10.0;
+        }
+        while tmp >= 10.0 {
+            exponent += 1;
+            if exponent > 308 {
+                break;
+            }
+            tmp /= 10.0;
+        }
+        estyle = true;
+    }
+    let (int_part, frac_part) = loop {
+        precision = precision.min(19);
+        let mut u = v.abs();
+        if estyle {
+            u /= pow10(exponent);
+        }
+        let mut int_part = cast(u)?;
+        let mask = pow10(precision);
+        let mut frac = myround(mask * (u - int_part as f64))?;
+        if frac as f64 >= mask {
+            int_part += 1;
+            frac = 0;
+            if estyle && int_part == 10 {
+                int_part = 1;
+                exponent += 1;
+            }
+        }
+        if kind == 'g' && estyle && precision + 1 > exponent && exponent >= -4 {
+            precision -= exponent;
+            estyle = false;
+            continue;
+        }
+        break (int_part, frac);
+    };
+    let mut frac_digits = if frac_part != 0 { frac_part.to_string() } else { String::new() };
+    let mut lead_zeros = (precision - frac_digits.len() as i32).max(0) as usize;
+    if omit_zeros {
+        if !frac_digits.is_empty() {
+            let trimmed = frac_digits.trim_end_matches('0').len();
+            precision -= (frac_digits.len() - trimmed) as i32;
+            frac_digits.truncate(trimmed);
+        } else {
+            precision = 0;
+            lead_zeros = 0;
+        }
+    }
+    let mut body = format!("{sign}{int_part}");
+    if precision > 0 || alt {
+        body.push('.');
+    }
+    body.push_str(&"0".repeat(lead_zeros));
+    body.push_str(&frac_digits);
+    if estyle {
+        let e = if upper { 'E' } else { 'e' };
+        let es = if exponent < 0 { '-' } else { '+' };
+        body.push_str(&format!("{e}{es}{:02}", exponent.unsigned_abs()));
+    }
+    Some(pad(body, true))
 }
 
 /// `%e`-style mantissa and exponent as C prints them (at least two
@@ -169,14 +324,23 @@ fn c_exp(v: f64, precision: usize, upper: bool, alt: bool) -> String {
 fn c_general(v: f64, precision: usize, upper: bool, alt: bool) -> String {
     let p = if precision == 0 { 1 } else { precision };
     if v == 0.0 {
-        let s = if alt { format!("{:.*}", p - 1, 0.0) } else { "0".to_string() };
+        let s = match (alt, p) {
+            (true, 1) => "0.".to_string(),
+            (true, _) => format!("{:.*}", p - 1, 0.0),
+            _ => "0".to_string(),
+        };
         return s;
     }
     // The exponent X of the %e form with p - 1 digits after the point.
     let e_form = format!("{:.*e}", p - 1, v.abs());
     let x: i32 = e_form.split_once('e').expect("exponent").1.parse().expect("digits");
     let mut s = if (p as i32) > x && x >= -4 {
-        format!("{:.*}", (p as i32 - 1 - x) as usize, v.abs())
+        let mut f = format!("{:.*}", (p as i32 - 1 - x) as usize, v.abs());
+        // `#` always shows the point, even with no digit after it.
+        if alt && !f.contains('.') {
+            f.push('.');
+        }
+        f
     } else {
         c_exp(v, p - 1, upper, alt)
     };
@@ -345,6 +509,32 @@ mod tests {
         assert_eq!(f("%lE", -f64::NAN), "-NAN");
         assert_eq!(f("%05lf", f64::INFINITY), "  inf");
         assert_eq!(f("%lf", f64::NEG_INFINITY), "-inf");
+    }
+
+    #[test]
+    fn rrd_snprintf_rounds_ties_up_and_drops_nan_signs() {
+        let rrd = |fmt: &str, v: f64| PrintFormat::parse(fmt).unwrap().format_rrd(v, "");
+        // 12.25 is exact: glibc rounds the tie to even, rrd_snprintf up.
+        assert_eq!(f("%.1lf", 12.25), "12.2");
+        assert_eq!(rrd("%.1lf", 12.25), "12.3");
+        assert_eq!(rrd("%.0lf", 2.5), "3");
+        assert_eq!(rrd("%lf", -f64::NAN), "nan");
+        assert_eq!(rrd("%+lf", f64::NAN), "+nan");
+        assert_eq!(rrd("%lf", -0.0), "0.000000");
+        assert_eq!(rrd("%8.2lf", -3.25159), "   -3.25");
+        assert_eq!(rrd("%08.2lf", -3.25159), "-0003.25");
+        assert_eq!(rrd("%-8.1lfx", 2.0), "2.0     x");
+        assert_eq!(rrd("%le", 12345.678), "1.234568e+04");
+        assert_eq!(rrd("%.2lE", 0.000123), "1.23E-04");
+        assert_eq!(rrd("%lg", 0.0001), "0.0001");
+        assert_eq!(rrd("%lg", 123456789.0), "1.23457e+08");
+        assert_eq!(rrd("%#.3lg", 1.0), "1.00");
+        assert_eq!(rrd("%lg", 100.0), "100");
+        assert_eq!(f("%#.3lg", 100.0), "100.");
+        assert_eq!(f("%#.1lg", 0.0), "0.");
+        assert_eq!(rrd("%5.1lf", f64::INFINITY), "  inf");
+        // Too large for its 64-bit integer part: the text stops there.
+        assert_eq!(rrd("v=%lf!", 1e20), "v=");
     }
 
     #[test]

@@ -62,9 +62,10 @@ pub fn complex_members(store: &Store, c: &Complex) -> rusqlite::Result<Vec<Membe
     Ok(out)
 }
 
-/// Escapes `\` and `:` for an element field.
+/// Escapes `:` for an element field (rrdtool's parser unescapes only `\:`;
+/// any other backslash is kept as it is).
 pub(crate) fn field(s: &str) -> String {
-    s.replace('\\', "\\\\").replace(':', "\\:")
+    s.replace(':', "\\:")
 }
 
 /// Escapes text that goes inside a GPRINT format.

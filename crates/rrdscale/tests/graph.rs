@@ -556,6 +556,148 @@ fn cli_cases() -> Vec<Vec<String>> {
             "PRINT:m:%6.2lf %S",
         ],
         &["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "LINE1:60#ff0000:const", "LINE2:a"],
+        // Drawing elements as rrdtool's argument parser reads them: keys
+        // (legend=, color=, vname=, stack=), keywords in the legend's place,
+        // an unknown key as a positional legend.
+        &[
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE",
+            "LINE1:a#0000ff:base",
+            "AREA:a#00ff00:STACK",
+            "LINE1:a#ff0000:skipscale",
+            "LINE1:a#ff0000:dashes",
+            "LINE1:a#ff0000:dashes=2,2:leg",
+            "LINE1:a#ff0000:legend=Foo",
+            "LINE1:a:color=ff0000:x",
+            "AREA:a#ff0000:x:stack=1",
+            "HRULE:50#ff0000:legend=h",
+            "LINE1:vname=a:color=00ff00:legend=k",
+            "LINE1:a#ff0000:l=x",
+            "AREA:a#ff0000:color2=00ff00:gradheight=5",
+        ],
+        // A colour that is not hex keeps its element (no colour, no legend)
+        // and ends the element list without an error.
+        &[
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE",
+            "LINE1:a#0000ff:base",
+            "LINE1:a#ff00zz:leg",
+            "COMMENT:after",
+        ],
+        &[
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE",
+            "LINE1:a:color=#ff0000:x",
+            "LINE2:a#00ff00:more",
+        ],
+        &["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "AREA:a#ff0000#zz:grad", "TICK:a#zz:0.5:t"],
+        // Nothing drawn and nothing printed: rrdtool prints nothing at all.
+        &["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE"],
+        &["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "COMMENT:only a comment"],
+        // PRINT/GPRINT keys (format=, cf=, strftime=, vformatter=) and
+        // `=` in a positional format.
+        &[
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE",
+            "VDEF:m=a,MAXIMUM",
+            "LINE1:a#ff0000",
+            "GPRINT:m:Max=%6.2lf",
+            "GPRINT:m:format=%6.2lf",
+            "GPRINT:m:strftime=1:%c",
+            "PRINT:a:MAX:avg=%lf",
+            "GPRINT:m:vformatter=duration:%H",
+            "GPRINT:m:%H:vformatter=timestamp",
+            "GPRINT:a:cf=MAX:%lf",
+            "GPRINT:a:format=%lf:MIN",
+        ],
+        // Times and durations: strftime (a VDEF's time, local; dashes when
+        // it has none; over a DEF the last VDEF's time carries over),
+        // valstrftime (the value as UTC seconds), valstrfduration (ms).
+        &[
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE",
+            "CDEF:u=a,UN,UNKN,UNKN,IF",
+            "VDEF:m=a,MAXIMUM",
+            "VDEF:um=u,MAXIMUM",
+            "VDEF:av=a,AVERAGE",
+            "CDEF:ms=a,1000000,*",
+            "VDEF:msm=ms,MAXIMUM",
+            "LINE1:a#ff0000",
+            "GPRINT:m:Max at %c:strftime",
+            "PRINT:m:%Y-%m-%d %H\\:%M:strftime",
+            "PRINT:um:%Y-%m-%d %T %j %Ex %F %R %D %y%%:strftime",
+            "PRINT:av:%c:strftime",
+            "PRINT:m:%H:valstrftime",
+            "PRINT:msm:valstrfduration:%H",
+            "PRINT:msm:%D days %02h\\:%02m:valstrfduration",
+            "PRINT:msm:%W %d %.2M %S %04.1s %f %%:valstrfduration",
+            "PRINT:um:%s:valstrfduration",
+            "PRINT:um:%c:valstrftime",
+            "PRINT:a:MAX:%.3H:valstrfduration",
+            "GPRINT:msm:valstrfduration:%W %.3d",
+            "GPRINT:av:%lf:valstrftime",
+            "GPRINT:a:MAX:%c:strftime",
+            "GPRINT:m:strftime:%F",
+            "GPRINT:m:%lf:strftime:valstrftime",
+            "COMMENT:Last update\\: ",
+            "GPRINT:m:%a %b %d %H\\:%M\\:%S %Y\\c:strftime",
+        ],
+        // An XPORT's legend is laid out like a comment's.
+        &["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "XPORT:a:exported", "LINE1:a#ff0000:line"],
+        // TICK (its legend has no two-space prefix; ticks never scale the
+        // axis), a gradient AREA, a STACK on it.
+        &[
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE",
+            "CDEF:t=a,50,GT",
+            "TICK:t#ff000080:0.5:above fifty",
+            "TICK:t#0000ff:-0.2",
+            "AREA:a#00ff00#0000ff:gradient:gradheight=20",
+            "STACK:a#ff000080:stacked",
+            "AREA:a#ffff00#000000:default height",
+            "LINE1:a#000000:line",
+        ],
+        // SHIFT by seconds and by a VDEF (truncated to whole steps), the
+        // DEFs reaching far enough that the shifted rows stay in range.
+        &[
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE:start=1700000000:end=1700500000",
+            "DEF:b=t.rrd:a:AVERAGE:start=1700000000:end=1700500000",
+            "CDEF:c=a,2,/",
+            "VDEF:f=a,FIRST",
+            "SHIFT:b:86400",
+            "CDEF:d=a,b,-",
+            "VDEF:bm=b,MAXIMUM",
+            "VDEF:dm=d,MAXIMUM",
+            "LINE1:a#ff0000:now",
+            "LINE1:b#0000ff:a day ago",
+            "LINE1:d#00ff00:difference",
+            "LINE1:c#000000:half",
+            "GPRINT:bm:%lf",
+            "GPRINT:bm:%c:strftime",
+            "PRINT:dm:%lf",
+        ],
     ];
     cases.extend(more.iter().map(|c| strings(c)));
     cases
@@ -635,6 +777,70 @@ fn errors_match_rrdtool() {
         &["x.png", "--start", S, "--end", E, "-a", "GIF", "DEF:a=t.rrd:a:AVERAGE", "LINE1:a#ff0000"],
         &["x.png", "--start", S, "--end", E, "--base", "10", "DEF:a=t.rrd:a:AVERAGE", "LINE1:a#ff0000"],
         &["--start", S],
+        &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "LINE1:a", "GPRINT:zz:%lf"],
+        &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "LINE1:a", "GPRINT:a"],
+        &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "VDEF:m=a,MAXIMUM", "GPRINT:m:%lf:x"],
+        &[
+            "x.png",
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE",
+            "VDEF:m=a,MAXIMUM",
+            "GPRINT:m:%H:vformatter=x",
+        ],
+        &[
+            "x.png",
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE",
+            "VDEF:m=a,MAXIMUM",
+            "PRINT:m:%q:valstrfduration",
+        ],
+        &[
+            "x.png",
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE",
+            "VDEF:m=a,MAXIMUM",
+            "GPRINT:m:format=%lf:format=%le",
+        ],
+        &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "TICK:a#ff0000"],
+        &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "TICK:a#ff0000:x"],
+        &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "TICK:a#ff0000:1:l:extra"],
+        &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "AREA:a#ff0000#00ff00:x:gradheight=x"],
+        &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "LINE1:a#ff0000::gradheight=3"],
+        &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "SHIFT:a:a", "LINE1:a"],
+        &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "SHIFT:a:1x", "LINE1:a"],
+        &[
+            "x.png",
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE",
+            "VDEF:m=a,LAST",
+            "SHIFT:m:60",
+            "LINE1:a",
+        ],
+        &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "XPORT:zz", "LINE1:a"],
+        &[
+            "x.png",
+            "--start",
+            S,
+            "--end",
+            E,
+            "-a",
+            "JSON",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "VDEF:m=a,LAST",
+            "PRINT:m:%lf",
+        ],
     ];
     let mut failures = Vec::new();
     for case in cases {
@@ -866,6 +1072,9 @@ fn svg_parses_and_has_the_reported_size() {
         "VDEF:m=a,MAXIMUM",
         "GPRINT:m:max %6.2lf%s",
         "HRULE:m#ff0000:peak",
+        "CDEF:t=a,50,GT",
+        "TICK:t#0000ff80:0.2:ticks",
+        "AREA:a#ffff00#ff000040:gradient:gradheight=15",
     ]);
     let o = run(rrdscale_bin(), &args, dir.path());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -887,11 +1096,629 @@ fn svg_parses_and_has_the_reported_size() {
     assert!(texts.iter().any(|t| t == "SVG <&> test"), "title missing: {texts:?}");
     assert!(texts.iter().any(|t| t.contains("in \"quoted\"")), "legend missing: {texts:?}");
     assert!(doc.descendants().filter(|n| n.has_tag_name("path")).count() > 20);
+    // The gradient AREA's columns fill with gradients the SVG defines.
+    let gradients: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("linearGradient"))
+        .filter_map(|n| n.attribute("id").map(str::to_string))
+        .collect();
+    assert!(gradients.len() > 10, "{} gradients", gradients.len());
+    assert!(doc
+        .descendants()
+        .filter_map(|n| n.attribute("fill"))
+        .any(|f| f == format!("url(#{})", gradients[0])));
     // rrdtool agrees on the size.
     let mut theirs = args.clone();
     theirs[1] = "theirs.svg".into();
     let t = String::from_utf8(run(RRDTOOL, &theirs, dir.path()).stdout).unwrap();
     assert_eq!((info_number(&t, "image_width"), info_number(&t, "image_height")), (w, h));
+}
+
+/// `-a XML|XMLENUM|JSON|JSONTIME|CSV|TSV|SSV`: the graph's LINE/AREA/STACK
+/// series exported instead of a picture, equal to rrdtool's byte for byte
+/// (standard output of `graph`/`graphv` with `-` and with a file, and the
+/// file written), errors included.
+#[test]
+fn data_formats_equal_rrdtool_byte_for_byte() {
+    let dir = tempdir();
+    setup(dir.path());
+    // Legends and formats keep 200 bytes; JSON-escaped texts can exceed
+    // the 256-byte line buffer.
+    let long_area = format!("AREA:a#00ff00:{}", "L".repeat(300));
+    let long_gprint = format!("GPRINT:m:{} %lf", "\"".repeat(150));
+    let long_comment = format!("COMMENT:{}", "\\".repeat(250));
+    let cases: Vec<Vec<&str>> = vec![
+        vec![
+            "--start",
+            S,
+            "--end",
+            E,
+            "-w",
+            "60",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "VDEF:m=a,MAXIMUM",
+            "CDEF:c=a,2,*",
+            "VDEF:cm=c,MAXIMUM",
+            "AREA:a#ff0000:in traffic",
+            "STACK:c#00ff00: stacked",
+            "LINE2:c",
+            "LINE1:a#0000ff:quote\" and back\\\\slash",
+            "PRINT:m:%lf",
+            "PRINT:m:%lf %S",
+            "PRINT:cm:%lf %S",
+            "GPRINT:m:max %lf\"\\\\",
+            "GPRINT:m:%c:strftime",
+            "GPRINT:cm:%6.2lf %s",
+            "HRULE:50#ff0000:hr",
+            "VRULE:1700200000#000000:vr",
+            "COMMENT:a \"comment\" <b>\\l",
+            "TEXTALIGN:left",
+            "TEXTALIGN:center",
+            "PRINT:a:MAX:%lf",
+            "PRINT:cm:%lf:valstrftime",
+        ],
+        // Mixed steps (60 s and 300 s) at a step finer than the width asks.
+        vec![
+            "--start",
+            S,
+            "--end",
+            "1700150000",
+            "--step",
+            "60",
+            "DEF:x=m.rrd:x:AVERAGE",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "CDEF:s=x,a,+",
+            "LINE1:x#ff0000:x",
+            "LINE1:s#00ff00:sum",
+        ],
+        vec![
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE",
+            "VDEF:m=a,AVERAGE",
+            &long_area,
+            &long_gprint,
+            &long_comment,
+        ],
+        // TICKs are not exported; SHIFTed series are.
+        vec![
+            "--start",
+            S,
+            "--end",
+            E,
+            "-w",
+            "50",
+            "DEF:a=t.rrd:a:AVERAGE:start=1700000000:end=1700500000",
+            "DEF:b=t.rrd:a:AVERAGE:start=1700000000:end=1700500000",
+            "SHIFT:b:-7200",
+            "CDEF:t=a,50,GT",
+            "TICK:t#ff0000:0.5:tick",
+            "AREA:a#00ff00#0000ff:grad:gradheight=5",
+            "LINE1:b#0000ff:earlier",
+        ],
+        // XPORT columns between the plotted ones; XPORT alone with a PRINT
+        // (JSON keeps a trailing comma in a file, not on standard output).
+        vec![
+            "--start",
+            S,
+            "--end",
+            E,
+            "-w",
+            "30",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "CDEF:b=a,3,*",
+            "XPORT:b:tripled",
+            "LINE1:a#ff0000:line",
+            "XPORT:a",
+        ],
+        vec![
+            "--start",
+            S,
+            "--end",
+            E,
+            "-w",
+            "30",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "VDEF:m=a,MAXIMUM",
+            "XPORT:a:only",
+            "PRINT:m:%lf",
+        ],
+        vec!["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "VDEF:m=a,MAXIMUM", "XPORT:m"],
+        vec!["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "XPORT:a:x:y"],
+        // Nothing plotted: an error.
+        vec!["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "VDEF:m=a,MAXIMUM", "PRINT:m:%lf"],
+        // The XML/JSON meta lists print valstrftime numerically: a bad
+        // number format fails them (and not CSV).
+        vec![
+            "--start",
+            S,
+            "--end",
+            E,
+            "DEF:a=t.rrd:a:AVERAGE",
+            "VDEF:m=a,MAXIMUM",
+            "LINE1:a",
+            "PRINT:m:%H:valstrftime",
+        ],
+    ];
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for (n, case) in cases.iter().enumerate() {
+        for format in ["XML", "XMLENUM", "JSON", "JSONTIME", "CSV", "TSV", "SSV"] {
+            for verb in ["graph", "graphv"] {
+                for to_file in [false, true] {
+                    let outcome = |program: &str, who: &str| {
+                        let file = if to_file { format!("{who}.out") } else { "-".to_string() };
+                        let mut args = strings(&[verb, &file, "-a", format]);
+                        args.extend(strings(case));
+                        let o = run(program, &args, dir.path());
+                        let written = std::fs::read(dir.path().join(&file)).ok();
+                        if to_file {
+                            let _ = std::fs::remove_file(dir.path().join(&file));
+                        }
+                        (
+                            o.status.success(),
+                            o.stdout,
+                            o.stderr,
+                            if o.status.success() { written } else { None },
+                        )
+                    };
+                    let theirs = outcome(RRDTOOL, "theirs");
+                    let ours = outcome(rrdscale_bin(), "ours");
+                    compared += 1;
+                    if theirs != ours {
+                        failures.push(format!(
+                            "case {n} {verb} -a {format} (file: {to_file}):\n--- rrdtool\n{}{}{}\n--- rrdscale\n{}{}{}",
+                            String::from_utf8_lossy(&theirs.1),
+                            String::from_utf8_lossy(&theirs.2),
+                            String::from_utf8_lossy(theirs.3.as_deref().unwrap_or_default()),
+                            String::from_utf8_lossy(&ours.1),
+                            String::from_utf8_lossy(&ours.2),
+                            String::from_utf8_lossy(ours.3.as_deref().unwrap_or_default()),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(compared, cases.len() * 7 * 2 * 2);
+    assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// CDEF's time-series operators PREDICT, PREDICTSIGMA, PREDICTPERC (with
+/// listed shifts and with `step,-n`) and NEWWEEK, through `xport`, equal
+/// rrdtool's byte for byte (in UTC and in Europe/Zurich).
+#[test]
+fn predict_and_newweek_equal_rrdtool() {
+    let dir = tempdir();
+    setup(dir.path());
+    // The last row is masked where the `step,-n` form reads its shift 0:
+    // rrdtool reads one row past its data there (beyond the array at the
+    // very end).
+    let last = "1701200000";
+    let mask = format!("TIME,{last},LT,EXC,UNKN,IF");
+    let cdefs = [
+        "CDEF:w=a,POP,NEWWEEK".to_string(),
+        "CDEF:d=a,POP,NEWDAY,NEWWEEK,2,*,+,NEWMONTH,4,*,+".to_string(),
+        "CDEF:p=86400,172800,2,3600,a,PREDICT".to_string(),
+        "CDEF:p=86400,172800,2,3600,a,PREDICTSIGMA".to_string(),
+        "CDEF:p=86400,172800,2,7200,50,a,PREDICTPERC".to_string(),
+        "CDEF:p=86400,172800,2,7200,95.5,a,PREDICTPERC".to_string(),
+        "CDEF:p=86400,172800,2,7200,-90,a,PREDICTPERC".to_string(),
+        "CDEF:p=3600,1,0,a,PREDICT".to_string(),
+        "CDEF:p=1,1,1,a,2,+,PREDICT".to_string(),
+        format!("CDEF:p=86400,-3,1800,a,PREDICT,{mask}"),
+        format!("CDEF:p=86400,-3,1800,a,PREDICTSIGMA,{mask}"),
+        format!("CDEF:p=43200,-4,0,25,a,PREDICTPERC,{mask}"),
+        // Errors: underflow, percentile range, negative shift.
+        "CDEF:p=1,2,a,PREDICT".to_string(),
+        "CDEF:p=86400,1,1800,101,a,PREDICTPERC".to_string(),
+        "CDEF:p=-5,1,1800,a,PREDICT".to_string(),
+    ];
+    let mut failures = Vec::new();
+    for tz in ["UTC", "Europe/Zurich"] {
+        for cdef in &cdefs {
+            let var = &cdef[5..6];
+            let args = strings(&[
+                "xport",
+                "-t",
+                "--start",
+                "1700300000",
+                "--end",
+                last,
+                "--step",
+                "1800",
+                "-m",
+                "2000",
+                "DEF:a=t.rrd:a:AVERAGE",
+                cdef,
+                &format!("XPORT:{var}:x"),
+            ]);
+            let out = |program: &str| {
+                Command::new(program)
+                    .args(&args)
+                    .current_dir(dir.path())
+                    .env("TZ", tz)
+                    .env("LC_ALL", "C")
+                    .output()
+                    .expect("running xport")
+            };
+            let (theirs, ours) = (out(RRDTOOL), out(rrdscale_bin()));
+            if theirs.stdout != ours.stdout || theirs.stderr != ours.stderr {
+                failures.push(format!(
+                    "TZ={tz} {cdef}:\n--- rrdtool\n{}{}\n--- rrdscale\n{}{}",
+                    String::from_utf8_lossy(&theirs.stdout),
+                    String::from_utf8_lossy(&theirs.stderr),
+                    String::from_utf8_lossy(&ours.stdout),
+                    String::from_utf8_lossy(&ours.stderr)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// `-a PDF` and `-a EPS`: graph/graphv print what rrdtool prints, and the
+/// file is a well-formed document of the image's size (rrdscale embeds its
+/// raster as one page-sized image; rrdtool's Cairo writes vectors, so the
+/// bytes are not compared): PDF objects where the cross-reference table
+/// says, stream lengths that hold, a MediaBox of the graphv size; an EPS
+/// whose BoundingBox is that size with one hex RGB triple per pixel, not
+/// all the same colour.
+#[test]
+fn pdf_and_eps_are_documents_of_the_graph_size() {
+    let dir = tempdir();
+    setup(dir.path());
+    let case = strings(&[
+        "--start",
+        S,
+        "--end",
+        E,
+        "--title",
+        "documents",
+        "DEF:a=t.rrd:a:AVERAGE",
+        "VDEF:m=a,MAXIMUM",
+        "AREA:a#00ff0080:area",
+        "LINE2:a#ff0000:line",
+        "GPRINT:m:max %6.2lf",
+        "HRULE:m#0000ff:max",
+    ]);
+    for format in ["PDF", "EPS"] {
+        let mut theirs_args = strings(&["graphv", "theirs.doc", "-a", format]);
+        theirs_args.extend(case.iter().cloned());
+        let mut ours_args = strings(&["graphv", "ours.doc", "-a", format]);
+        ours_args.extend(case.iter().cloned());
+        let theirs = run(RRDTOOL, &theirs_args, dir.path());
+        let ours = run(rrdscale_bin(), &ours_args, dir.path());
+        assert!(
+            theirs.status.success() && ours.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ours.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stdout),
+            String::from_utf8_lossy(&theirs.stdout),
+            "graphv -a {format}"
+        );
+        let text = String::from_utf8_lossy(&ours.stdout).into_owned();
+        let (w, h) = (info_number(&text, "image_width"), info_number(&text, "image_height"));
+        let doc = std::fs::read(dir.path().join("ours.doc")).expect("document written");
+        let doc_text = String::from_utf8_lossy(&doc).into_owned();
+        if format == "PDF" {
+            assert!(doc.starts_with(b"%PDF-1.") && doc.ends_with(b"%%EOF\n"));
+            assert!(doc_text.contains(&format!("/MediaBox [0 0 {w} {h}]")), "MediaBox");
+            let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+            let tail_at = find(&doc, b"startxref\n").expect("startxref") + 10;
+            let xref_at: usize = String::from_utf8_lossy(&doc[tail_at..])
+                .lines()
+                .next()
+                .and_then(|n| n.parse().ok())
+                .expect("startxref offset");
+            assert!(doc[xref_at..].starts_with(b"xref\n"));
+            let entries: Vec<usize> = String::from_utf8_lossy(&doc[xref_at..])
+                .lines()
+                .filter(|l| l.ends_with(" 00000 n "))
+                .map(|l| l[..10].parse().expect("offset"))
+                .collect();
+            assert_eq!(entries.len(), 5);
+            for (i, at) in entries.iter().enumerate() {
+                assert!(doc[*at..].starts_with(format!("{} 0 obj", i + 1).as_bytes()), "object {}", i + 1);
+            }
+            // Every stream is exactly as long as its /Length says.
+            let mut at = 0;
+            let mut streams = 0;
+            while let Some(found) = find(&doc[at..], b"/Length ") {
+                let after = at + found + 8;
+                let end = after + find(&doc[after..], b" ").expect("length end");
+                let len: usize =
+                    std::str::from_utf8(&doc[after..end]).expect("digits").parse().expect("length");
+                let start = end + find(&doc[end..], b">>\nstream\n").expect("stream") + 10;
+                assert!(doc[start + len..].starts_with(b"\nendstream"), "stream length");
+                streams += 1;
+                at = start + len;
+            }
+            assert_eq!(streams, 2);
+        } else {
+            assert!(doc_text.starts_with("%!PS-Adobe-3.0 EPSF-3.0\n"));
+            assert!(doc_text.contains(&format!("%%BoundingBox: 0 0 {w} {h}\n")), "BoundingBox");
+            let hex: String = doc_text
+                .split_once("colorimage\n")
+                .and_then(|(_, t)| t.split_once('>'))
+                .map(|(data, _)| data.chars().filter(|c| !c.is_whitespace()).collect())
+                .expect("image data");
+            assert_eq!(hex.len() as i64, w * h * 6);
+            let first = &hex[..6];
+            assert!(hex.as_bytes().chunks(6).any(|px| px != first.as_bytes()), "a blank EPS");
+        }
+        let _ = std::fs::remove_file(dir.path().join("ours.doc"));
+        let _ = std::fs::remove_file(dir.path().join("theirs.doc"));
+    }
+}
+
+/// Generated graphs in every data format (and as PNG, every other case):
+/// random element lists over the
+/// two files (DEFs with several CFs, CDEFs, VDEFs, SHIFT, LINE/AREA/STACK
+/// with legends, TICK, XPORT, PRINT/GPRINT with number, strftime and
+/// valstrftime formats, COMMENT, TEXTALIGN, rules), random ranges and
+/// widths; `graphv` output equal to rrdtool's byte for byte.
+/// `RRDSCALE_DIFF_SEED` picks another seed (printed); 60 cases by default
+/// (`RRDSCALE_DIFF_CASES`).
+#[test]
+fn generated_data_format_graphs_equal_rrdtool() {
+    let seed: u64 = match std::env::var("RRDSCALE_DIFF_SEED").ok().as_deref() {
+        Some("clock") => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(1),
+        Some(s) => s.parse().unwrap_or(1),
+        None => 20_261_125,
+    };
+    let cases: usize =
+        std::env::var("RRDSCALE_DIFF_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(60).min(400);
+    println!("generated data-format graphs: seed {seed}, {cases} cases");
+    let dir = tempdir();
+    setup(dir.path());
+    let mut rng = Lcg(seed);
+    let mut pick = |n: usize| ((rng.unit() * n as f64) as usize).min(n - 1);
+    let formats = ["XML", "XMLENUM", "JSON", "JSONTIME", "CSV", "TSV", "SSV"];
+    let legends = ["", "in", "  spaced", "quote\"d", "back\\\\slash", "x\\l", "tab\\tbed"];
+    let mut failures = Vec::new();
+    for n in 0..cases {
+        let start = T0 + 86_400 + 3_600 * pick(200) as i64;
+        let end = start + 3_600 * (1 + pick(150)) as i64;
+        let mut args = strings(&["graphv", "-", "-a", formats[pick(formats.len())]]);
+        args.extend(strings(&["--start", &start.to_string(), "--end", &end.to_string()]));
+        args.extend(strings(&["-w", &(10 + pick(300)).to_string()]));
+        if pick(4) == 0 {
+            args.extend(strings(&["--step", &(300 * (1 + pick(12))).to_string()]));
+        }
+        // Data: DEFs reaching a day further each way (for SHIFT).
+        args.push(format!("DEF:a=t.rrd:a:AVERAGE:start={}:end={}", start - 86_400, end + 86_400));
+        args.push(format!("DEF:b=t.rrd:b:{}", ["AVERAGE", "MAX", "MIN", "LAST"][pick(4)]));
+        args.push("DEF:x=m.rrd:x:AVERAGE".to_string());
+        let mut series = vec!["a", "b", "x"];
+        if pick(2) == 0 {
+            args.push(format!("CDEF:c=a,{},*,b,1000,/,+", 1 + pick(5)));
+            series.push("c");
+        }
+        if pick(3) == 0 {
+            args.push(format!("SHIFT:a:{}", 300 * pick(40) as i64 - 6000));
+        }
+        args.push(format!(
+            "VDEF:v={},{}",
+            series[pick(series.len())],
+            ["MAXIMUM", "AVERAGE", "LAST", "FIRST", "95,PERCENT"][pick(5)]
+        ));
+        for _ in 0..1 + pick(6) {
+            let s = series[pick(series.len())];
+            let legend = legends[pick(legends.len())];
+            let el = match pick(12) {
+                0 | 1 => format!("LINE{}:{s}#ff0000:{legend}", 1 + pick(3)),
+                2 | 3 => format!("AREA:{s}#00ff00:{legend}"),
+                4 => format!("AREA:{s}#00ff00#0000ff:{legend}:gradheight={}", pick(60)),
+                5 => format!("LINE1:{s}#0000ff:{legend}:STACK"),
+                6 => format!("TICK:{s}#ff000080:0.{}:{legend}", 1 + pick(9)),
+                7 => format!("XPORT:{s}:{legend}"),
+                8 => format!(
+                    "GPRINT:v:{}",
+                    ["%6.2lf %S", "%lf%s", "%c:strftime", "%H:%M:valstrftime", "%le"][pick(5)]
+                ),
+                9 => format!("PRINT:v:{}", ["%6.2lf %S", "%.1lf", "%Y-%m-%d:strftime"][pick(3)]),
+                10 => format!("COMMENT:{legend}"),
+                _ => ["HRULE:v#123456:rule", "VRULE:v#654321:when", "TEXTALIGN:right"][pick(3)].to_string(),
+            };
+            args.push(el);
+        }
+        // Every other case draws a PNG instead (graphv's numbers compared).
+        if n % 2 == 1 {
+            args.splice(1..4, strings(&["gen.png"]));
+        }
+        let theirs = run(RRDTOOL, &args, dir.path());
+        let ours = run(rrdscale_bin(), &args, dir.path());
+        if theirs.stdout != ours.stdout
+            || theirs.stderr != ours.stderr
+            || theirs.status.success() != ours.status.success()
+        {
+            failures.push(format!(
+                "case {n} {args:?}:\n--- rrdtool\n{}{}\n--- rrdscale\n{}{}",
+                String::from_utf8_lossy(&theirs.stdout).chars().take(3000).collect::<String>(),
+                String::from_utf8_lossy(&theirs.stderr),
+                String::from_utf8_lossy(&ours.stdout).chars().take(3000).collect::<String>(),
+                String::from_utf8_lossy(&ours.stderr)
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "seed {seed}: {} of {cases} differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// PRINT numbers: graphv's `print[i]` (glibc's printf in rrdtool) and the
+/// XML/JSON meta lists (rrdtool's own printf, which rounds ties up and
+/// prints NaN unsigned) equal rrdtool's for values at rounding ties, large,
+/// tiny, zero and unknown, in every conversion and flag.
+#[test]
+fn print_numbers_equal_rrdtool_in_pictures_and_meta_lists() {
+    let dir = tempdir();
+    setup(dir.path());
+    let formats = [
+        "%.1lf", "%.0lf", "%lf", "%8.2lf", "%08.2lf", "%-8.1lfx", "%le", "%.2lE", "%lg", "%#.3lg", "%+.2lf",
+        "% .3le", "%.2lf", "v=%lf!", "%.3lG", "%#.1lg", "%#lg", "%#.0lf", "%#.0le", "%.0lg", "%.20lf",
+        "%230lf", "%-300lf|",
+    ];
+    let values = [
+        "12.25",
+        "2.5",
+        "-3.14159",
+        "12345.678",
+        "0.000123",
+        "100",
+        "1e20",
+        "0.125",
+        "-0.5",
+        "99.995",
+        "0",
+        "UNKN",
+    ];
+    let mut failures = Vec::new();
+    for value in values {
+        for format in ["XML", "JSON"] {
+            let mut args = strings(&[
+                "graphv",
+                "-",
+                "-a",
+                format,
+                "--start",
+                S,
+                "--end",
+                E,
+                "-w",
+                "10",
+                "DEF:a=t.rrd:a:AVERAGE",
+                &format!("CDEF:c=a,0,*,{value},+"),
+                "VDEF:v=c,MAXIMUM",
+                "LINE1:c",
+            ]);
+            args.extend(formats.iter().map(|f| format!("PRINT:v:{f}")));
+            args.extend(formats.iter().map(|f| format!("GPRINT:v:{f}")));
+            let theirs = run(RRDTOOL, &args, dir.path());
+            let ours = run(rrdscale_bin(), &args, dir.path());
+            if theirs.stdout != ours.stdout || theirs.stderr != ours.stderr {
+                failures.push(format!(
+                    "{value} -a {format}:\n--- rrdtool\n{}{}\n--- rrdscale\n{}{}",
+                    String::from_utf8_lossy(&theirs.stdout),
+                    String::from_utf8_lossy(&theirs.stderr),
+                    String::from_utf8_lossy(&ours.stdout),
+                    String::from_utf8_lossy(&ours.stderr)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// What TICK and a gradient AREA put on the picture (rrdscale's pixels;
+/// rrdtool's are not compared): a full-height tick in every column where
+/// the value is non-zero, none where it is zero; a gradient AREA over the
+/// whole height (`gradheight=0`) is its first colour at the top and its
+/// second at the bottom.
+#[test]
+fn tick_and_gradient_pixels() {
+    let dir = tempdir();
+    setup(dir.path());
+    let draw = |elements: &[&str]| {
+        let mut args = strings(&[
+            "graph",
+            "p.png",
+            "--start",
+            S,
+            "--end",
+            E,
+            "--only-graph",
+            "-w",
+            "100",
+            "-h",
+            "60",
+            "-l",
+            "0",
+            "-u",
+            "1",
+            "--rigid",
+        ]);
+        args.extend(strings(elements));
+        let o = run(rrdscale_bin(), &args, dir.path());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let (w, h, data, color) = decode_png(&std::fs::read(dir.path().join("p.png")).expect("png"));
+        let channels = if color == png::ColorType::Rgba { 4 } else { 3 };
+        move |x: u32, y: u32| -> [u8; 3] {
+            assert!(x < w && y < h);
+            let i = ((y * w + x) as usize) * channels;
+            [data[i], data[i + 1], data[i + 2]]
+        }
+    };
+    // Non-zero in the first half of the range only.
+    let half = (S.parse::<i64>().unwrap() + E.parse::<i64>().unwrap()) / 2;
+    let ticks =
+        draw(&["DEF:a=t.rrd:a:AVERAGE", &format!("CDEF:t=a,0,*,TIME,{half},LT,+"), "TICK:t#0000ff:1.0"]);
+    assert_eq!(ticks(20, 30), [0, 0, 255], "a tick where the value is 1");
+    assert_ne!(ticks(80, 30), [0, 0, 255], "no tick where the value is 0");
+    let gradient =
+        draw(&["DEF:a=t.rrd:a:AVERAGE", "CDEF:one=a,0,*,1,+", "AREA:one#ff0000#0000ff::gradheight=0"]);
+    let (top, bottom) = (gradient(50, 1), gradient(50, 58));
+    assert!(top[0] > 200 && top[2] < 60, "top {top:?}");
+    assert!(bottom[2] > 200 && bottom[0] < 60, "bottom {bottom:?}");
+    let middle = gradient(50, 30);
+    assert!(middle[0] > 60 && middle[2] > 60, "middle {middle:?}");
+}
+
+/// A file that cannot be written: rrdtool prints what it would print,
+/// then fails for PNG, complains on standard error but succeeds for the
+/// Cairo streams (SVG, PDF, EPS), and prints a data format to standard
+/// output (it stays in memory).
+#[test]
+fn unwritable_files_as_rrdtool() {
+    let dir = tempdir();
+    setup(dir.path());
+    let mut failures = Vec::new();
+    for verb in ["graph", "graphv"] {
+        for format in ["PNG", "SVG", "PDF", "EPS", "CSV", "JSON", "XML"] {
+            let args = strings(&[
+                verb,
+                "/nonexistent-dir/x.img",
+                "-a",
+                format,
+                "--start",
+                S,
+                "--end",
+                E,
+                "-w",
+                "20",
+                "DEF:a=t.rrd:a:AVERAGE",
+                "VDEF:m=a,MAXIMUM",
+                "LINE1:a#ff0000:x",
+                "PRINT:m:%lf",
+            ]);
+            let theirs = run(RRDTOOL, &args, dir.path());
+            let ours = run(rrdscale_bin(), &args, dir.path());
+            if theirs.stdout != ours.stdout
+                || theirs.stderr != ours.stderr
+                || theirs.status.success() != ours.status.success()
+            {
+                failures.push(format!(
+                    "{verb} -a {format}: rrdtool {} {:?} / rrdscale {} {:?}",
+                    theirs.status,
+                    String::from_utf8_lossy(&theirs.stderr),
+                    ours.status,
+                    String::from_utf8_lossy(&ours.stderr)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// Runs `program` like [`run`] and returns the CPU time (user + system) the

@@ -439,8 +439,42 @@ fn xport_matches_rrdtool() {
             (m.first_update - 30 * step, m.first_update + 30 * step),
         ];
         for (s, e) in ranges {
+            // SHIFT: DEFs reaching a whole range further each way, so the
+            // shifted rows stay inside what was fetched (rrdtool reads
+            // outside its arrays otherwise).
+            let span = e - s;
+            let wide = format!("DEF:w={f}:{d0}:{cf}:start={}:end={}", s - span, e + span);
+            let wide2 = format!("DEF:x={f}:{dl}:{cf}:start={}:end={}", s - span, e + span);
             let (s, e) = (s.to_string(), e.to_string());
             let base = strings(&["xport", "-s", &s, "-e", &e]);
+            let shift_cases: Vec<Vec<String>> = vec![
+                vec![wide.clone(), format!("SHIFT:w:{}", span / 3), "XPORT:w:later".into()],
+                vec![
+                    wide.clone(),
+                    wide2.clone(),
+                    format!("SHIFT:x:-{}", span / 4 + 7),
+                    "CDEF:d=w,x,-".into(),
+                    "XPORT:w".into(),
+                    "XPORT:x:earlier".into(),
+                    "XPORT:d:difference".into(),
+                ],
+                vec![
+                    wide.clone(),
+                    "CDEF:c=w,2,*".into(),
+                    "VDEF:f=w,FIRST".into(),
+                    format!("SHIFT:c:{}", span / 5),
+                    format!("SHIFT:c:{}", span / 2),
+                    "XPORT:c:twice shifted".into(),
+                ],
+            ];
+            for elements in shift_cases {
+                for flags in [&[][..], &["--json", "--showtime"][..]] {
+                    let mut args = base.clone();
+                    args.extend(flags.iter().map(|s| s.to_string()));
+                    args.extend(elements.iter().cloned());
+                    check.compare(&args, dir.path(), Stderr::Same);
+                }
+            }
             let cases: Vec<Vec<String>> = vec![
                 vec![defs[0].clone(), "XPORT:a:first ds".into()],
                 vec![defs[0].clone(), defs[1].clone(), "XPORT:a:a".into(), "XPORT:b:  b legend".into()],
@@ -662,6 +696,58 @@ fn errors_match_rrdtool() {
             "DEF:a=s1.rrd:temp:AVERAGE",
             "CDEF:b=1,2,+",
             "XPORT:b",
+        ],
+        vec![
+            "xport",
+            "-s",
+            "1600000000",
+            "-e",
+            "1600000500",
+            "DEF:a=s1.rrd:temp:AVERAGE",
+            "SHIFT:a:a",
+            "XPORT:a",
+        ],
+        vec![
+            "xport",
+            "-s",
+            "1600000000",
+            "-e",
+            "1600000500",
+            "DEF:a=s1.rrd:temp:AVERAGE",
+            "SHIFT:a:1x",
+            "XPORT:a",
+        ],
+        vec![
+            "xport",
+            "-s",
+            "1600000000",
+            "-e",
+            "1600000500",
+            "DEF:a=s1.rrd:temp:AVERAGE",
+            "SHIFT:a",
+            "XPORT:a",
+        ],
+        vec![
+            "xport",
+            "-s",
+            "1600000000",
+            "-e",
+            "1600000500",
+            "DEF:a=s1.rrd:temp:AVERAGE",
+            "VDEF:m=a,LAST",
+            "XPORT:m",
+        ],
+        vec!["xport", "-s", "1600000000", "-e", "1600000500", "DEF:a=s1.rrd:temp:AVERAGE", "XPORT"],
+        vec![
+            "xport",
+            "-s",
+            "1600000000",
+            "-e",
+            "1600000500",
+            "DEF:a=s1.rrd:temp:AVERAGE",
+            "VDEF:m=a,MAXIMUM",
+            "SHIFT:m:60",
+            "XPORT:a",
         ],
     ];
     for args in same {

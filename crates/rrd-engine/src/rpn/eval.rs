@@ -176,7 +176,7 @@ fn rrd_compare(x: f64, y: f64) -> i32 {
 /// `n / 2` and takes from the left run while the comparison is `<= 0`.
 /// With a consistent comparator any stable sort would do; with rrdtool's
 /// the exact algorithm decides the result.
-fn glibc_msort(v: &mut [f64]) {
+pub(crate) fn glibc_msort(v: &mut [f64]) {
     let n = v.len();
     if n <= 1 {
         return;

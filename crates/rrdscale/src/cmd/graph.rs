@@ -6,8 +6,10 @@
 //! rrdtool does); `graphv` prints graphv's `key = value` lines, with the
 //! image as `image = BLOB_SIZE:n` followed by its bytes when the file is
 //! `-`. With no LINE, AREA, rule or GPRINT nothing is drawn and no file is
-//! written (`0x0`). Options are parsed here getopt-style; their meaning,
-//! the elements and the drawing belong to `rrd_graph`.
+//! written (`0x0` when there are PRINT lines, nothing at all otherwise).
+//! The data formats (`-a CSV`, ...) write text instead of an image and
+//! print `0x0`. Options are parsed here getopt-style; their meaning, the
+//! elements and the drawing belong to `rrd_graph`.
 
 use std::io::Write;
 
@@ -53,15 +55,28 @@ fn print_graph(
     out: &mut dyn Write,
     verbose: bool,
 ) -> Result<()> {
-    let to_stdout = file == "-";
+    use rrd_graph::ImageFormat as F;
+    let mut to_stdout = file == "-";
+    // A picture that could not be saved: rrdtool still prints what it
+    // prints, then fails (PNG) or complains and succeeds (Cairo's streams).
+    let mut save_failed = false;
     if let Some(image) = &graph.image {
         if !to_stdout {
-            if let Err(e) = std::fs::write(file, image) {
-                let kind = match options.image_format {
-                    rrd_graph::ImageFormat::Png => "png",
-                    rrd_graph::ImageFormat::Svg => "svg",
-                };
-                bail!("Could not save {kind} to '{file}' ({e})");
+            if std::fs::write(file, graph.file_image.as_ref().unwrap_or(image)).is_err() {
+                let data_format = matches!(
+                    options.image_format,
+                    F::Xml | F::XmlEnum | F::Json | F::JsonTime | F::Csv | F::Tsv | F::Ssv
+                );
+                if data_format {
+                    // A data format whose file cannot be opened stays in
+                    // memory, and rrdtool then prints it as for `-`.
+                    to_stdout = true;
+                    if !verbose {
+                        out.write_all(image)?;
+                    }
+                } else {
+                    save_failed = true;
+                }
             }
         } else if !verbose {
             out.write_all(image)?;
@@ -79,12 +94,21 @@ fn print_graph(
             writeln!(out, "image = BLOB_SIZE:{}", image.len())?;
             out.write_all(image)?;
         }
-    } else if args[0] != "-" {
+    } else if args[0] != "-" && !graph.info.is_empty() {
         // rrdtool compares its first argument, not the file name, with "-".
+        // A graph that drew nothing and printed nothing has no graphv
+        // entries, and then rrdtool prints nothing at all.
         writeln!(out, "{}x{}", graph.image_width, graph.image_height)?;
         for line in &graph.prints {
             writeln!(out, "{line}")?;
         }
+    }
+    if save_failed {
+        if options.image_format == F::Png {
+            bail!("Could not save png to '{file}'");
+        }
+        out.flush()?;
+        eprintln!("OOPS: Cairo has issues it can't even die: error while writing to output stream");
     }
     Ok(())
 }
