@@ -107,26 +107,25 @@ fn polygon(points: &[(f64, f64)], close: bool) -> Option<tiny_skia::Path> {
 pub(crate) struct PngCanvas {
     pixmap: Pixmap,
     mask: Option<Mask>,
+    /// `--zoom`: image pixels to surface pixels.
+    zoom: Transform,
 }
 
 impl PngCanvas {
-    pub(crate) fn new(width: u32, height: u32) -> Result<PngCanvas> {
-        let pixmap = Pixmap::new(width.max(1), height.max(1))
-            .ok_or_else(|| GraphError::Encode(format!("an image of {width}x{height} pixels is too large")))?;
-        Ok(PngCanvas { pixmap, mask: None })
+    /// A surface of `width`×`height` image pixels, each `zoom` surface
+    /// pixels wide (the surface size is truncated, as Cairo's int is).
+    pub(crate) fn new(width: u32, height: u32, zoom: f64) -> Result<PngCanvas> {
+        let (w, h) = ((f64::from(width) * zoom) as u32, (f64::from(height) * zoom) as u32);
+        let pixmap = Pixmap::new(w.max(1), h.max(1))
+            .ok_or_else(|| GraphError::Encode(format!("an image of {w}x{h} pixels is too large")))?;
+        Ok(PngCanvas { pixmap, mask: None, zoom: Transform::from_scale(zoom as f32, zoom as f32) })
     }
 }
 
 impl Canvas for PngCanvas {
     fn fill(&mut self, points: &[(f64, f64)], color: Rgba) {
         if let Some(path) = polygon(points, true) {
-            self.pixmap.fill_path(
-                &path,
-                &paint(color),
-                FillRule::Winding,
-                Transform::identity(),
-                self.mask.as_ref(),
-            );
+            self.pixmap.fill_path(&path, &paint(color), FillRule::Winding, self.zoom, self.mask.as_ref());
         }
     }
 
@@ -145,7 +144,7 @@ impl Canvas for PngCanvas {
             }
             stroke.dash = StrokeDash::new(v, 0.0);
         }
-        self.pixmap.stroke_path(&path, &paint(color), &stroke, Transform::identity(), self.mask.as_ref());
+        self.pixmap.stroke_path(&path, &paint(color), &stroke, self.zoom, self.mask.as_ref());
     }
 
     fn text(&mut self, spec: &TextSpec) {
@@ -164,7 +163,9 @@ impl Canvas for PngCanvas {
         }
         let Some(path) = pb.finish() else { return };
         let (dx, dy) = spec.offset();
-        let t = Transform::from_translate(spec.x as f32, spec.y as f32)
+        let t = self
+            .zoom
+            .pre_translate(spec.x as f32, spec.y as f32)
             .pre_rotate(-spec.angle as f32)
             .pre_translate(dx as f32, dy as f32);
         self.pixmap.fill_path(&path, &paint(spec.color), FillRule::Winding, t, self.mask.as_ref());
@@ -174,7 +175,7 @@ impl Canvas for PngCanvas {
         self.mask = rect.and_then(|(x, y, w, h)| {
             let mut mask = Mask::new(self.pixmap.width(), self.pixmap.height())?;
             let r = tiny_skia::Rect::from_xywh(x as f32, y as f32, w as f32, h as f32)?;
-            mask.fill_path(&PathBuilder::from_rect(r), FillRule::Winding, false, Transform::identity());
+            mask.fill_path(&PathBuilder::from_rect(r), FillRule::Winding, false, self.zoom);
             Some(mask)
         });
     }
@@ -208,13 +209,15 @@ pub(crate) struct SvgCanvas {
     body: String,
     width: u32,
     height: u32,
+    zoom: f64,
     clips: usize,
     in_clip: bool,
 }
 
 impl SvgCanvas {
-    pub(crate) fn new(width: u32, height: u32) -> SvgCanvas {
-        SvgCanvas { body: String::new(), width, height, clips: 0, in_clip: false }
+    /// `zoom` scales the document's size, not its coordinates.
+    pub(crate) fn new(width: u32, height: u32, zoom: f64) -> SvgCanvas {
+        SvgCanvas { body: String::new(), width, height, zoom, clips: 0, in_clip: false }
     }
 }
 
@@ -324,9 +327,11 @@ impl Canvas for SvgCanvas {
         let _ = writeln!(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>");
         let _ = writeln!(
             out,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}pt\" height=\"{h}pt\" viewBox=\"0 0 {w} {h}\" version=\"1.1\">",
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{zw}pt\" height=\"{zh}pt\" viewBox=\"0 0 {w} {h}\" version=\"1.1\">",
             w = self.width,
-            h = self.height
+            h = self.height,
+            zw = (f64::from(self.width) * self.zoom) as u32,
+            zh = (f64::from(self.height) * self.zoom) as u32,
         );
         out.push_str(&self.body);
         out.push_str("</svg>\n");
@@ -340,7 +345,7 @@ mod tests {
 
     #[test]
     fn svg_escapes_text_and_closes_groups() {
-        let mut c: Box<dyn Canvas> = Box::new(SvgCanvas::new(20, 10));
+        let mut c: Box<dyn Canvas> = Box::new(SvgCanvas::new(20, 10, 1.0));
         c.clip(Some((0.0, 0.0, 5.0, 5.0)));
         c.fill(&[(0.0, 0.0), (5.0, 0.0), (5.0, 5.0)], Rgba::new(255, 0, 0, 128));
         c.text(&TextSpec {
@@ -365,7 +370,7 @@ mod tests {
 
     #[test]
     fn png_draws_pixels() {
-        let mut c: Box<dyn Canvas> = Box::new(PngCanvas::new(20, 20).unwrap());
+        let mut c: Box<dyn Canvas> = Box::new(PngCanvas::new(20, 20, 1.0).unwrap());
         c.fill(&[(0.0, 0.0), (20.0, 0.0), (20.0, 20.0), (0.0, 20.0)], Rgba::new(255, 255, 255, 255));
         c.stroke(&[(0.0, 10.5), (20.0, 10.5)], 1.0, Rgba::new(255, 0, 0, 255), None, false);
         let png = c.finish().unwrap();

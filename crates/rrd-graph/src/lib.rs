@@ -19,11 +19,12 @@ mod canvas;
 mod elements;
 pub mod error;
 mod graph;
+mod labels;
 pub mod options;
 pub mod printf;
 mod text;
 mod timeaxis;
 
 pub use error::GraphError;
-pub use graph::{render, render_with, GraphOutput, InfoValue};
+pub use graph::{image_info, lazy_keeps, render, render_with, GraphOutput, InfoValue};
 pub use options::{ImageFormat, Options, Rgba, OPTION_SPECS};

@@ -88,6 +88,36 @@ impl Font {
         self.layout(text, size_pt, tab_width, |_, _| {})
     }
 
+    /// Width of `text` measured on a surface scaled by `zoom` (rrdtool's
+    /// `--zoom`, after the first text is drawn): glyphs advance whole
+    /// device pixels, and the width in image pixels is rounded up.
+    pub(crate) fn text_width_zoomed(&self, text: &str, size_pt: f64, tab_width: f64, zoom: f64) -> f64 {
+        if zoom == 1.0 {
+            return self.text_width(text, size_pt, tab_width);
+        }
+        let mut x = 0.0;
+        for c in text.chars() {
+            if c == '\t' {
+                let tab = if tab_width > 0.0 { tab_width } else { 40.0 } + 16.0;
+                x = ((x / tab).floor() + 1.0) * tab;
+                continue;
+            }
+            if c.is_control() {
+                continue;
+            }
+            x += self.advance(c, size_pt * zoom) / zoom;
+        }
+        (x - 1e-9).ceil().max(0.0)
+    }
+
+    /// [`Font::text_height`] on a surface scaled by `zoom`.
+    pub(crate) fn text_height_zoomed(&self, size_pt: f64, zoom: f64) -> f64 {
+        if zoom == 1.0 {
+            return self.text_height(size_pt);
+        }
+        ((self.ascent(size_pt * zoom) + self.descent(size_pt * zoom)) / zoom - 1e-9).ceil()
+    }
+
     /// Pixels from the top of a line to its baseline.
     pub(crate) fn ascent(&self, size_pt: f64) -> f64 {
         (f64::from(self.font.ascent_unscaled()) * self.scale(size_pt)).ceil()
