@@ -17,6 +17,7 @@ use tiny_skia::{
 };
 
 use crate::error::{GraphError, Result};
+use crate::labels::{markup_spans, Span};
 use crate::options::Rgba;
 use crate::text::{font, PathOp};
 
@@ -46,14 +47,37 @@ pub(crate) struct TextSpec<'a> {
     pub h: HAlign,
     pub v: VAlign,
     pub text: &'a str,
+    /// `--pango-markup`: `text` is markup (the subset of
+    /// [`crate::labels::markup_spans`]).
+    pub markup: bool,
 }
 
 impl TextSpec<'_> {
+    /// The styled runs of the text (one plain run without markup).
+    fn runs(&self) -> Vec<Span> {
+        if self.markup {
+            markup_spans(self.text)
+        } else {
+            vec![Span {
+                text: self.text.to_string(),
+                bold: false,
+                italic: false,
+                color: None,
+                scale: 1.0,
+                rise_em: 0.0,
+            }]
+        }
+    }
+
     /// Where the text's baseline starts, before rotation, relative to the
     /// anchor.
     fn offset(&self) -> (f64, f64) {
         let f = font();
-        let w = f.text_width(self.text, self.size_pt, self.tab_width);
+        let w = self
+            .runs()
+            .iter()
+            .map(|r| f.text_width(&r.text, self.size_pt * r.scale, self.tab_width))
+            .sum::<f64>();
         let h = f.text_height(self.size_pt);
         let dx = match self.h {
             HAlign::Left => 0.0,
@@ -148,27 +172,45 @@ impl Canvas for PngCanvas {
     }
 
     fn text(&mut self, spec: &TextSpec) {
-        let ops = font().outline(spec.text, spec.size_pt, spec.tab_width);
-        let mut pb = PathBuilder::new();
-        for op in ops {
-            match op {
-                PathOp::Move(x, y) => pb.move_to(x as f32, y as f32),
-                PathOp::Line(x, y) => pb.line_to(x as f32, y as f32),
-                PathOp::Quad(x1, y1, x, y) => pb.quad_to(x1 as f32, y1 as f32, x as f32, y as f32),
-                PathOp::Cubic(x1, y1, x2, y2, x, y) => {
-                    pb.cubic_to(x1 as f32, y1 as f32, x2 as f32, y2 as f32, x as f32, y as f32)
-                }
-                PathOp::Close => pb.close(),
-            }
-        }
-        let Some(path) = pb.finish() else { return };
         let (dx, dy) = spec.offset();
-        let t = self
+        let base = self
             .zoom
             .pre_translate(spec.x as f32, spec.y as f32)
             .pre_rotate(-spec.angle as f32)
             .pre_translate(dx as f32, dy as f32);
-        self.pixmap.fill_path(&path, &paint(spec.color), FillRule::Winding, t, self.mask.as_ref());
+        let mut pen = 0.0;
+        for run in spec.runs() {
+            let size = spec.size_pt * run.scale;
+            let ops = font().outline(&run.text, size, spec.tab_width);
+            let advance = font().text_width(&run.text, size, spec.tab_width);
+            let mut pb = PathBuilder::new();
+            for op in ops {
+                match op {
+                    PathOp::Move(x, y) => pb.move_to(x as f32, y as f32),
+                    PathOp::Line(x, y) => pb.line_to(x as f32, y as f32),
+                    PathOp::Quad(x1, y1, x, y) => pb.quad_to(x1 as f32, y1 as f32, x as f32, y as f32),
+                    PathOp::Cubic(x1, y1, x2, y2, x, y) => {
+                        pb.cubic_to(x1 as f32, y1 as f32, x2 as f32, y2 as f32, x as f32, y as f32)
+                    }
+                    PathOp::Close => pb.close(),
+                }
+            }
+            let rise_px = run.rise_em * spec.size_pt * 100.0 / 72.0;
+            let mut t = base.pre_translate(pen as f32, -rise_px as f32);
+            pen += advance;
+            // Only the regular face is bundled: italic is slanted, bold
+            // is drawn with an outline stroke.
+            if run.italic {
+                t = t.pre_concat(Transform::from_row(1.0, 0.0, -0.2, 1.0, 0.0, 0.0));
+            }
+            let Some(path) = pb.finish() else { continue };
+            let color = run.color.unwrap_or(spec.color);
+            self.pixmap.fill_path(&path, &paint(color), FillRule::Winding, t, self.mask.as_ref());
+            if run.bold {
+                let stroke = Stroke { width: (size * 100.0 / 72.0 * 0.06) as f32, ..Stroke::default() };
+                self.pixmap.stroke_path(&path, &paint(color), &stroke, t, self.mask.as_ref());
+            }
+        }
     }
 
     fn clip(&mut self, rect: Option<(f64, f64, f64, f64)>) {
@@ -291,6 +333,27 @@ impl Canvas for SvgCanvas {
     fn text(&mut self, spec: &TextSpec) {
         let (dx, dy) = spec.offset();
         let px = spec.size_pt * 100.0 / 72.0;
+        let mut body = String::new();
+        for run in spec.runs() {
+            if !spec.markup {
+                body.push_str(&xml_escape(&run.text));
+                continue;
+            }
+            let _ = write!(body, "<tspan font-size=\"{:.2}px\"", px * run.scale);
+            if run.rise_em != 0.0 {
+                let _ = write!(body, " baseline-shift=\"{:.2}\"", run.rise_em * px);
+            }
+            if run.bold {
+                body.push_str(" font-weight=\"bold\"");
+            }
+            if run.italic {
+                body.push_str(" font-style=\"italic\"");
+            }
+            if let Some(c) = run.color {
+                let _ = write!(body, " {}", svg_color("fill", c));
+            }
+            let _ = write!(body, ">{}</tspan>", xml_escape(&run.text));
+        }
         let _ = writeln!(
             self.body,
             "<text transform=\"translate({:.2},{:.2}) rotate({:.1})\" x=\"{dx:.2}\" y=\"{dy:.2}\" \
@@ -300,7 +363,7 @@ impl Canvas for SvgCanvas {
             spec.y,
             -spec.angle,
             svg_color("fill", spec.color),
-            xml_escape(spec.text)
+            body
         );
     }
 
@@ -358,6 +421,7 @@ mod tests {
             h: HAlign::Center,
             v: VAlign::Center,
             text: "a<b&\"c\"",
+            markup: false,
         });
         let svg = String::from_utf8(c.finish().unwrap()).unwrap();
         let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");

@@ -1149,7 +1149,18 @@ impl Image<'_> {
         v: VAlign,
         s: &str,
     ) {
-        c.text(&TextSpec { x, y, color, size_pt: pt, tab_width: self.o.tab_width, angle, h, v, text: s });
+        c.text(&TextSpec {
+            x,
+            y,
+            color,
+            size_pt: pt,
+            tab_width: self.o.tab_width,
+            angle,
+            h,
+            v,
+            text: s,
+            markup: self.o.pango_markup,
+        });
     }
 
     fn paint(&mut self, c: &mut dyn Canvas, has_grid: bool, info: &mut Vec<(String, InfoValue)>) {
@@ -1420,7 +1431,6 @@ impl Image<'_> {
         if o.no_legend || o.only_graph {
             return;
         }
-        let f = font();
         let legend_pt = self.pt(TextProp::Legend);
         // --legend-direction: the first and last legend lines (of
         // graph elements only, for bottomup2).
@@ -1476,7 +1486,8 @@ impl Image<'_> {
             self.text(c, x0, y0, font_color, legend_pt, 0.0, HAlign::Left, VAlign::Bottom, &item.legend);
             // Measured after drawing: on the zoomed surface, as rrdtool does.
             let w = measure_zoomed(o, &item.legend, legend_pt, o.zoom);
-            let h = f.text_height_zoomed(legend_pt, o.zoom);
+            // The height does not follow the zoom (measured with rrdtool).
+            let h = measure_height(o, &item.legend, legend_pt);
             info.push((format!("legend[{count}]"), InfoValue::Text(item.legend.clone())));
             info.push((
                 format!("coords[{count}]"),
@@ -1832,6 +1843,11 @@ impl Image<'_> {
         let arrow = self.color(ColorTag::Arrow);
         self.area(c, &[(xo + xs + 2.0, yo - 3.0), (xo + xs + 2.0, yo + 3.0), (xo + xs + 7.0, yo)], arrow);
         self.area(c, &[(xo - 3.0, yo - ys - 2.0), (xo + 3.0, yo - ys - 2.0), (xo, yo - ys - 7.0)], arrow);
+        if self.o.right_axis.is_some() {
+            let xr = xo + xs;
+            self.line(c, (xr, yo + 4.0), (xr, yo - ys - 4.0), MGRID_WIDTH, axis, None);
+            self.area(c, &[(xr - 2.0, yo - ys - 2.0), (xr + 3.0, yo - ys - 2.0), (xr, yo - ys - 7.0)], arrow);
+        }
     }
 }
 
@@ -1943,6 +1959,27 @@ fn measure_zoomed(o: &Options, s: &str, pt: f64, zoom: f64) -> f64 {
         .iter()
         .map(|span| f.text_width_zoomed(&span.text, pt * span.scale, o.tab_width, zoom))
         .sum()
+}
+
+/// Height of `s` as rrdtool measures it: one line, as tall as its tallest
+/// run of markup above and below the baseline.
+fn measure_height(o: &Options, s: &str, pt: f64) -> f64 {
+    let f = font();
+    if !o.pango_markup {
+        return f.text_height(pt);
+    }
+    let spans = crate::labels::markup_spans(s);
+    if spans.is_empty() {
+        return f.text_height(pt);
+    }
+    let px_per_pt = 100.0 / 72.0;
+    let (mut top, mut bottom) = (f64::MIN, f64::MIN);
+    for span in &spans {
+        let rise = span.rise_em * pt * px_per_pt;
+        top = top.max(f.ascent(pt * span.scale) + rise);
+        bottom = bottom.max(f.descent(pt * span.scale) - rise);
+    }
+    (top - 1e-9).ceil() + (bottom - 1e-9).ceil()
 }
 
 /// The lines of a title (split at `\n`, as RRDtool splits it).

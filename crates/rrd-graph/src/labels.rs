@@ -143,6 +143,12 @@ pub(crate) fn duration_label(ms: f64, fmt: &str) -> String {
     out
 }
 
+/// DejaVu Sans Mono's OS/2 script metrics (in ems), which Pango uses
+/// for `<sup>` and `<sub>`.
+const SCRIPT_SIZE: f64 = 1433.0 / 2048.0;
+const SUPERSCRIPT_OFFSET: f64 = 983.0 / 2048.0;
+const SUBSCRIPT_OFFSET: f64 = 286.0 / 2048.0;
+
 /// One run of text of a `--pango-markup` string with its style.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Span {
@@ -151,11 +157,13 @@ pub(crate) struct Span {
     pub italic: bool,
     /// `<span foreground=...>` (#RGB, #RRGGBB or #RRGGBBAA, or a few names).
     pub color: Option<crate::options::Rgba>,
-    /// Font scale: 1 normally, Pango's 1/1.2 inside `<sup>`, `<sub>`,
-    /// `<small>`, 1.2 inside `<big>`.
+    /// Font scale: 1 normally, 1/1.2 inside `<small>`, 1.2 inside
+    /// `<big>`, the font's superscript size (DejaVu: 1433/2048) inside
+    /// `<sup>` and `<sub>`, as Pango does.
     pub scale: f64,
-    /// Baseline shift in points (up is positive).
-    pub rise_pt: f64,
+    /// Baseline shift in ems of the base font (up is positive): the font's
+    /// superscript and subscript offsets (DejaVu: 983/2048, 286/2048).
+    pub rise_em: f64,
 }
 
 fn markup_color(v: &str) -> Option<crate::options::Rgba> {
@@ -209,7 +217,7 @@ pub(crate) fn markup_spans(markup: &str) -> Vec<Span> {
             italic: false,
             color: None,
             scale: 1.0,
-            rise_pt: 0.0,
+            rise_em: 0.0,
         }]
     };
     #[derive(Clone)]
@@ -219,10 +227,10 @@ pub(crate) fn markup_spans(markup: &str) -> Vec<Span> {
         italic: bool,
         color: Option<crate::options::Rgba>,
         scale: f64,
-        rise_pt: f64,
+        rise_em: f64,
     }
     let mut stack: Vec<Style> =
-        vec![Style { tag: String::new(), bold: false, italic: false, color: None, scale: 1.0, rise_pt: 0.0 }];
+        vec![Style { tag: String::new(), bold: false, italic: false, color: None, scale: 1.0, rise_em: 0.0 }];
     let mut spans: Vec<Span> = Vec::new();
     let mut rest = markup;
     while !rest.is_empty() {
@@ -238,7 +246,7 @@ pub(crate) fn markup_spans(markup: &str) -> Vec<Span> {
                 italic: top.italic,
                 color: top.color,
                 scale: top.scale,
-                rise_pt: top.rise_pt,
+                rise_em: top.rise_em,
             });
         }
         rest = tail;
@@ -265,12 +273,12 @@ pub(crate) fn markup_spans(markup: &str) -> Vec<Span> {
             "b" => st.bold = true,
             "i" => st.italic = true,
             "sup" => {
-                st.rise_pt += 5.0 * top.scale;
-                st.scale = top.scale / 1.2;
+                st.rise_em += SUPERSCRIPT_OFFSET * top.scale;
+                st.scale = top.scale * SCRIPT_SIZE;
             }
             "sub" => {
-                st.rise_pt -= 5.0 * top.scale;
-                st.scale = top.scale / 1.2;
+                st.rise_em -= SUBSCRIPT_OFFSET * top.scale;
+                st.scale = top.scale * SCRIPT_SIZE;
             }
             "small" => st.scale = top.scale / 1.2,
             "big" => st.scale = top.scale * 1.2,
@@ -287,6 +295,18 @@ pub(crate) fn markup_spans(markup: &str) -> Vec<Span> {
                     let value = &after[1..1 + end];
                     if matches!(key, "foreground" | "fgcolor" | "color") {
                         st.color = markup_color(value).or(st.color);
+                    } else if matches!(key, "size" | "font_size") {
+                        st.scale = match value {
+                            "xx-small" => top.scale / 1.728,
+                            "x-small" => top.scale / 1.44,
+                            "small" | "smaller" => top.scale / 1.2,
+                            "medium" => top.scale,
+                            "large" | "larger" => top.scale * 1.2,
+                            "x-large" => top.scale * 1.44,
+                            "xx-large" => top.scale * 1.728,
+                            // Absolute sizes need the base size; left alone.
+                            _ => top.scale,
+                        };
                     } else if key == "weight" && value == "bold" {
                         st.bold = true;
                     } else if key == "style" && value == "italic" {
@@ -352,7 +372,8 @@ mod tests {
         assert_eq!(texts, ["a", "b", "c", "x", "2", "&"]);
         assert!(s[1].bold && !s[0].bold);
         assert_eq!(s[2].color, Some(crate::options::Rgba::new(255, 0, 0, 255)));
-        assert!(s[4].rise_pt > 0.0 && s[4].scale < 1.0);
+        assert!(s[4].rise_em > 0.0 && s[4].scale < 1.0);
+        assert!(markup_spans("<sub>x</sub>")[0].rise_em < 0.0);
         // Not markup: kept as text.
         assert_eq!(markup_spans("a<b")[0].text, "a<b");
         assert_eq!(markup_spans("<b>x</i>")[0].text, "<b>x</i>");

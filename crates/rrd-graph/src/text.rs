@@ -110,14 +110,6 @@ impl Font {
         (x - 1e-9).ceil().max(0.0)
     }
 
-    /// [`Font::text_height`] on a surface scaled by `zoom`.
-    pub(crate) fn text_height_zoomed(&self, size_pt: f64, zoom: f64) -> f64 {
-        if zoom == 1.0 {
-            return self.text_height(size_pt);
-        }
-        ((self.ascent(size_pt * zoom) + self.descent(size_pt * zoom)) / zoom - 1e-9).ceil()
-    }
-
     /// Pixels from the top of a line to its baseline.
     pub(crate) fn ascent(&self, size_pt: f64) -> f64 {
         (f64::from(self.font.ascent_unscaled()) * self.scale(size_pt)).ceil()
@@ -128,7 +120,8 @@ impl Font {
         (-f64::from(self.font.descent_unscaled()) * self.scale(size_pt)).ceil()
     }
 
-    /// Line height as RRDtool's `gfx_get_text_height` reports it.
+    /// Line height as RRDtool's `gfx_get_text_height` reports it (the same
+    /// at any `--zoom`, as rrdtool's is).
     pub(crate) fn text_height(&self, size_pt: f64) -> f64 {
         self.ascent(size_pt) + self.descent(size_pt)
     }
