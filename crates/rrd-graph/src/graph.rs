@@ -1979,7 +1979,8 @@ fn measure_height(o: &Options, s: &str, pt: f64) -> f64 {
         top = top.max(f.ascent(pt * span.scale) + rise);
         bottom = bottom.max(f.descent(pt * span.scale) - rise);
     }
-    (top - 1e-9).ceil() + (bottom - 1e-9).ceil()
+    // The layout's box starts at the line's top: only its height rounds.
+    (top + bottom - 1e-9).ceil()
 }
 
 /// The lines of a title (split at `\n`, as RRDtool splits it).

@@ -536,7 +536,103 @@ fn cli_cases() -> Vec<Vec<String>> {
         &["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "LINE1:60#ff0000:const", "LINE2:a"],
     ];
     cases.extend(more.iter().map(|c| strings(c)));
+    cases.extend(option_cases());
     cases
+}
+
+/// The graph options real templates use (Cacti, Munin, Smokeping,
+/// LibreNMS, MRTG front ends), each over a graph with several legend
+/// lines so that legend placement, sizes and coordinates are exercised.
+fn option_cases() -> Vec<Vec<String>> {
+    let legends: &[&str] = &[
+        "DEF:a=t.rrd:a:AVERAGE",
+        "DEF:b=t.rrd:b:AVERAGE",
+        "VDEF:m=a,MAXIMUM",
+        "AREA:a#ff000080:in traffic",
+        "LINE2:b#0000ff:out traffic\\l",
+        "GPRINT:m:max %6.2lf%s",
+        "COMMENT:centred\\c",
+        "HRULE:60#00ff00:sixty",
+        "COMMENT:a long comment that will not fit on the same line as the others do",
+        "LINE1:a#00ffff:last\\r",
+        "PRINT:m:%lf",
+    ];
+    let options: &[&[&str]] = &[
+        // Grids.
+        &["--x-grid", "HOUR:6:DAY:1:DAY:1:86400:%a"],
+        &["--x-grid", "MINUTE:30:HOUR:6:HOUR:12:0:%H:%M", "--y-grid", "25:2"],
+        &["--x-grid", "DAY:1:WEEK:1:WEEK:1:0:week %V", "--y-grid", "7.5:3", "-u", "200"],
+        &["--x-grid", "YEAR:1:YEAR:1:YEAR:1:0:%Y", "--y-grid", "none"],
+        &["--x-grid", "none", "--y-grid", "0.5:4", "-l", "10", "-u", "12", "--rigid"],
+        &["-Y"],
+        &["--alt-y-grid", "-u", "1000"],
+        &["-Y", "-l", "40", "-u", "42", "--rigid"],
+        &["-Y", "--units-exponent", "3"],
+        &["--alt-y-mrtg", "--alt-autoscale"],
+        &["--week-fmt", "wk %V", "-w", "200"],
+        // The right axis and axis formats.
+        &["--right-axis", "2:0"],
+        &["--right-axis", "0.001:5", "--right-axis-label", "per mille", "-v", "bits"],
+        &["--right-axis", "1000:0", "--right-axis-format", "%5.1lf", "--legend-position", "east"],
+        &["--right-axis", "8:0", "--right-axis-formatter", "duration", "--left-axis-format", "%4.1lf"],
+        &["--right-axis", "1:0", "--right-axis-formatter", "timestamp", "--left-axis-formatter", "numeric"],
+        &["--right-axis", "2:0", "--full-size-mode", "-w", "600", "-h", "200"],
+        &["-o", "-l", "1", "--right-axis", "10:0"],
+        &["-o", "-l", "1", "--right-axis", "10:0", "--units=si"],
+        // Legends.
+        &["--legend-position", "north", "-t", "Title"],
+        &["--legend-position", "west", "-t", "Title", "-v", "vertical"],
+        &["--legend-position", "east", "-t", "Title"],
+        &["--legend-position", "east", "--disable-rrdtool-tag"],
+        &["--legend-position", "east", "--full-size-mode", "-w", "700", "-h", "300"],
+        &["--legend-position", "west", "--full-size-mode", "-w", "700", "-h", "300"],
+        &["--legend-position", "north", "--full-size-mode", "-w", "700", "-h", "300"],
+        &["--legend-position", "south", "--legend-direction", "bottomup"],
+        &["--legend-direction", "bottomup2"],
+        &["--legend-position", "east", "--legend-direction", "bottomup2"],
+        &["--legend-direction", "topdown", "--dynamic-labels"],
+        // Fonts and zoom.
+        &["--font", "DEFAULT:11:"],
+        &["--font", "LEGEND:6.5", "--font", "AXIS:9"],
+        // sscanf reads what it can: "10x" is size 10, "2x" is 2.
+        &["--font", "LEGEND:10x", "--right-axis", "1:2x"],
+        &["--font", "DEFAULT:9", "--font", "TITLE:13:DejaVu Sans Mono", "-t", "hello", "-v", "units"],
+        &["--font", "UNIT:11", "-v", "vertical", "--font", "WATERMARK:9", "-W", "watermark"],
+        &["--zoom", "2"],
+        &["--zoom", "1.3", "--font", "LEGEND:9.5"],
+        &["--zoom", "0.5"],
+        &["--zoom", "3", "-a", "SVG"],
+        // Markup.
+        &["-P", "-t", "<b>Bold</b> <i>title</i>", "COMMENT:m<sup>2</sup>/s H<sub>2</sub>O"],
+        &[
+            "--pango-markup",
+            "COMMENT:<span foreground=\"#ff0000\">red</span> <small>small</small> <big>big</big>",
+            "COMMENT:<span size=\"large\">large</span> a &amp; b <tt>tt</tt> <u>u</u>",
+        ],
+        // Data and limits.
+        &["-Z", "DEF:z=missing.rrd:q:AVERAGE", "LINE1:z#00ff00:missing", "VDEF:zm=z,MAXIMUM", "PRINT:zm:%lf"],
+        &["--allow-shrink", "--rigid", "-u", "500", "-l", "-100"],
+        &["--allow-shrink", "-u", "500"],
+        &["--imginfo", "<IMG SRC=\"/img/%s\" WIDTH=\"%lu\" HEIGHT=\"%lu\">"],
+        &["-f", "%s %lu%% %lu", "--zoom", "2"],
+        // Backend-only options: accepted, no effect on the numbers.
+        &["-N", "-i", "-G", "mono", "-R", "light", "-B", "10", "--grid-dash", "3:1", "--lazy"],
+    ];
+    options
+        .iter()
+        .map(|o| {
+            let mut case = strings(&["--start", S, "--end", E]);
+            case.extend(strings(o));
+            case.extend(strings(legends));
+            case
+        })
+        .chain([
+            // Only data, no PRINT: rrdtool's graph prints nothing at all.
+            strings(&["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE"]),
+            strings(&["--start", S, "--end", E]),
+            strings(&["--start", S, "--end", E, "-f", "%s %lu %lu", "DEF:a=t.rrd:a:AVERAGE"]),
+        ])
+        .collect()
 }
 
 #[test]
@@ -550,8 +646,12 @@ fn graphv_and_graph_print_what_rrdtool_prints() {
             ours_args.extend(case.iter().cloned());
             let mut theirs_args = vec![verb.to_string(), format!("theirs{n}.img")];
             theirs_args.extend(case.iter().cloned());
-            let ours = run(rrdscale_bin(), &ours_args, dir.path());
+            let mut ours = run(rrdscale_bin(), &ours_args, dir.path());
             let theirs = run(RRDTOOL, &theirs_args, dir.path());
+            // --imginfo prints the file name, which differs by design.
+            ours.stdout = String::from_utf8_lossy(&ours.stdout)
+                .replace(&format!("ours{n}.img"), &format!("theirs{n}.img"))
+                .into_bytes();
             if ours.stdout != theirs.stdout || ours.status.success() != theirs.status.success() {
                 failures.push(format!(
                     "{verb} case {n} {case:?}:\n--- rrdtool ({})\n{}{}\n--- rrdscale ({})\n{}{}",
@@ -614,10 +714,47 @@ fn errors_match_rrdtool() {
         &["x.png", "--start", S, "--end", E, "--base", "10", "DEF:a=t.rrd:a:AVERAGE", "LINE1:a#ff0000"],
         &["--start", S],
     ];
+    let line: &[&str] = &["DEF:a=t.rrd:a:AVERAGE", "LINE1:a#ff0000"];
+    let bad_options: &[&[&str]] = &[
+        &["--y-grid", "x"],
+        &["--y-grid", "0:1"],
+        &["--y-grid", "5:0"],
+        &["--x-grid", "FOO:6:DAY:1:DAY:1:86400:%a"],
+        &["--x-grid", "HOUR:6:DAY:1:NOPE:1:86400:%a"],
+        &["--x-grid", "HOUR:6:DAY"],
+        &["--right-axis", "0:1"],
+        &["--right-axis", "1"],
+        &["--right-axis", "3:1", "--right-axis-format", "%d"],
+        &["--left-axis-format", "%lf%s"],
+        &["--left-axis-formatter", "foo"],
+        &["--right-axis-formatter", "bar"],
+        &["--legend-position", "up"],
+        &["--legend-direction", "up"],
+        &["--zoom", "0"],
+        &["--zoom", "x"],
+        &["--font", "FOO:3"],
+        &["--font", "DEFAULT:x"],
+        &["-G", "foo"],
+        &["-R", "foo"],
+        &["--grid-dash", "1:x"],
+        &["--grid-dash", "1"],
+        &["-f", "%d"],
+        &["-f", "%s %lu"],
+    ];
+    let option_cases: Vec<Vec<String>> = bad_options
+        .iter()
+        .map(|o| {
+            let mut case = strings(&["x.png", "--start", S, "--end", E]);
+            case.extend(strings(o));
+            case.extend(strings(line));
+            case
+        })
+        .collect();
+    let cases: Vec<Vec<String>> = cases.iter().map(|c| strings(c)).chain(option_cases).collect();
     let mut failures = Vec::new();
     for case in cases {
         let mut args = strings(&["graph"]);
-        args.extend(strings(case));
+        args.extend(case.iter().cloned());
         let ours = run(rrdscale_bin(), &args, dir.path());
         let theirs = run(RRDTOOL, &args, dir.path());
         assert!(!theirs.status.success(), "rrdtool accepted {case:?}");
@@ -631,6 +768,39 @@ fn errors_match_rrdtool() {
         }
     }
     assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// `--lazy`: an image newer than one pixel's worth of seconds stays as it
+/// is and graphv reports only PRINT and the geometry, as rrdtool does; an
+/// older one is redrawn.
+#[test]
+fn lazy_keeps_a_fresh_image() {
+    let dir = tempdir();
+    setup(dir.path());
+    let args = |verb: &str, file: &str| {
+        let mut a = strings(&[verb, file, "--lazy", "--start", S, "--end", E]);
+        a.extend(strings(&["DEF:a=t.rrd:a:AVERAGE", "LINE1:a#ff0000:a", "VDEF:m=a,MAXIMUM", "PRINT:m:%lf"]));
+        a
+    };
+    for file in ["ours.png", "theirs.png"] {
+        let made =
+            run(RRDTOOL, &strings(&["graph", file, "--start", S, "--end", E, "LINE1:1#ff0000"]), dir.path());
+        assert!(made.status.success());
+    }
+    let before = std::fs::read(dir.path().join("ours.png")).unwrap();
+    let ours = run(rrdscale_bin(), &args("graphv", "ours.png"), dir.path());
+    let theirs = run(RRDTOOL, &args("graphv", "theirs.png"), dir.path());
+    assert_eq!(String::from_utf8_lossy(&ours.stdout), String::from_utf8_lossy(&theirs.stdout));
+    assert!(!String::from_utf8_lossy(&ours.stdout).contains("value_min"));
+    assert_eq!(std::fs::read(dir.path().join("ours.png")).unwrap(), before, "a fresh image was rewritten");
+    // An hour old (more than the 750 s a pixel covers): redrawn.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let f = std::fs::File::options().write(true).open(dir.path().join("ours.png")).unwrap();
+    f.set_modified(old).unwrap();
+    drop(f);
+    let ours = run(rrdscale_bin(), &args("graph", "ours.png"), dir.path());
+    assert!(ours.status.success());
+    assert_ne!(std::fs::read(dir.path().join("ours.png")).unwrap(), before, "an old image was kept");
 }
 
 /// The graphv number of `key`.
