@@ -19,7 +19,7 @@ use tiny_skia::{
 use crate::error::{GraphError, Result};
 use crate::labels::{markup_spans, Span};
 use crate::options::Rgba;
-use crate::text::{font, PathOp};
+use crate::text::{Font, PathOp};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum HAlign {
@@ -41,6 +41,7 @@ pub(crate) struct TextSpec<'a> {
     pub y: f64,
     pub color: Rgba,
     pub size_pt: f64,
+    pub font: &'static Font,
     pub tab_width: f64,
     /// Degrees, counter-clockwise.
     pub angle: f64,
@@ -72,7 +73,7 @@ impl TextSpec<'_> {
     /// Where the text's baseline starts, before rotation, relative to the
     /// anchor.
     fn offset(&self) -> (f64, f64) {
-        let f = font();
+        let f = self.font;
         let w = self
             .runs()
             .iter()
@@ -181,8 +182,8 @@ impl Canvas for PngCanvas {
         let mut pen = 0.0;
         for run in spec.runs() {
             let size = spec.size_pt * run.scale;
-            let ops = font().outline(&run.text, size, spec.tab_width);
-            let advance = font().text_width(&run.text, size, spec.tab_width);
+            let ops = spec.font.outline(&run.text, size, spec.tab_width);
+            let advance = spec.font.text_width(&run.text, size, spec.tab_width);
             let mut pb = PathBuilder::new();
             for op in ops {
                 match op {
@@ -357,11 +358,16 @@ impl Canvas for SvgCanvas {
         let _ = writeln!(
             self.body,
             "<text transform=\"translate({:.2},{:.2}) rotate({:.1})\" x=\"{dx:.2}\" y=\"{dy:.2}\" \
-             font-family=\"DejaVu Sans Mono,Bitstream Vera Sans Mono,monospace\" font-size=\"{px:.2}px\" \
+             font-family=\"{}DejaVu Sans Mono,Bitstream Vera Sans Mono,monospace\" font-size=\"{px:.2}px\" \
              xml:space=\"preserve\" {}>{}</text>",
             spec.x,
             spec.y,
             -spec.angle,
+            if spec.font.family().is_empty() {
+                String::new()
+            } else {
+                format!("{},", xml_escape(spec.font.family()))
+            },
             svg_color("fill", spec.color),
             body
         );
@@ -416,6 +422,7 @@ mod tests {
             y: 2.0,
             color: Rgba::new(0, 0, 0, 255),
             size_pt: 8.0,
+            font: crate::text::font_named(None),
             tab_width: 40.0,
             angle: 90.0,
             h: HAlign::Center,

@@ -28,7 +28,7 @@ use crate::options::{
     AxisFormatter, ColorTag, ImageFormat, LegendDirection, LegendPosition, Options, Rgba, TextProp,
 };
 use crate::printf::{auto_scale, c_int};
-use crate::text::font;
+use crate::text::{font_named, Font};
 use crate::timeaxis;
 
 /// Widths of grid lines.
@@ -436,6 +436,10 @@ impl Image<'_> {
         [self.o.grid_dash.0, self.o.grid_dash.1]
     }
 
+    fn font(&self, p: TextProp) -> &'static Font {
+        font_named(self.o.font_names[p as usize].as_deref())
+    }
+
     fn pt(&self, p: TextProp) -> f64 {
         self.o.font_sizes[p as usize]
     }
@@ -465,7 +469,8 @@ impl Image<'_> {
         let y_xlabel = if o.draw_x_grid { (self.pt(TextProp::Axis) * 2.5) as i32 as i64 } else { 0 };
         let mut x_ylabel = 0;
         if o.draw_y_grid || o.force_left_space {
-            x_ylabel = (measure(o, "0", self.pt(TextProp::Axis)) * o.units_length as f64) as i32 as i64;
+            x_ylabel = (measure(o, self.font(TextProp::Axis), "0", self.pt(TextProp::Axis))
+                * o.units_length as f64) as i32 as i64;
         }
         x_ylabel += x_spacing;
         let legend = !o.no_legend;
@@ -606,6 +611,7 @@ impl Image<'_> {
             return Ok(());
         }
         let legend_pt = self.pt(TextProp::Legend);
+        let legend_font = self.font(TextProp::Legend);
         let interleg = (legend_pt * 2.0) as i32 as i64;
         let border = (legend_pt * 2.0) as i32 as i64;
         let mut legendwidth = if calc_width { 0.0 } else { self.legendwidth - 2.0 * border as f64 };
@@ -673,7 +679,7 @@ impl Image<'_> {
                 if fill > 0 {
                     fill += legspace[i];
                 }
-                let w = measure(o, legend, legend_pt) as i64;
+                let w = measure(o, legend_font, legend, legend_pt) as i64;
                 fill += w;
                 leg_c += 1;
             } else {
@@ -718,7 +724,7 @@ impl Image<'_> {
                     }
                     item.leg_x = leg_x;
                     item.leg_y = (leg_y + border) as f64;
-                    leg_x += measure(o, &item.legend, legend_pt) + *space as f64 + glue;
+                    leg_x += measure(o, legend_font, &item.legend, legend_pt) + *space as f64 + glue;
                 }
                 // C's int arithmetic: the double result is truncated.
                 if leg_x > border as f64 || prt == 's' {
@@ -1143,7 +1149,7 @@ impl Image<'_> {
         x: f64,
         y: f64,
         color: Rgba,
-        pt: f64,
+        prop: TextProp,
         angle: f64,
         h: HAlign,
         v: VAlign,
@@ -1153,7 +1159,8 @@ impl Image<'_> {
             x,
             y,
             color,
-            size_pt: pt,
+            size_pt: self.pt(prop),
+            font: self.font(prop),
             tab_width: self.o.tab_width,
             angle,
             h,
@@ -1354,7 +1361,7 @@ impl Image<'_> {
                     (self.ximg / 2) as f64,
                     ((2 * self.yorigin - self.ysize) / 2) as f64,
                     self.color(ColorTag::Font),
-                    self.pt(TextProp::Axis),
+                    TextProp::Axis,
                     0.0,
                     HAlign::Center,
                     VAlign::Center,
@@ -1363,14 +1370,13 @@ impl Image<'_> {
             }
         }
         let font_color = self.color(ColorTag::Font);
-        let unit_pt = self.pt(TextProp::Unit);
         if !o.vertical_label.is_empty() {
             self.text(
                 c,
                 (self.x_origin_legend_y + 10) as f64,
                 self.y_origin_legend_y as f64,
                 font_color,
-                unit_pt,
+                TextProp::Unit,
                 90.0,
                 HAlign::Center,
                 VAlign::Center,
@@ -1383,7 +1389,7 @@ impl Image<'_> {
                 (self.x_origin_legend_y2 + 10) as f64,
                 self.y_origin_legend_y2 as f64,
                 font_color,
-                unit_pt,
+                TextProp::Unit,
                 90.0,
                 HAlign::Center,
                 VAlign::Center,
@@ -1397,7 +1403,7 @@ impl Image<'_> {
                 (self.ximg / 2) as f64,
                 title_pt * 1.3 + title_pt * 1.6 * j as f64,
                 font_color,
-                title_pt,
+                TextProp::Title,
                 0.0,
                 HAlign::Center,
                 VAlign::Top,
@@ -1405,7 +1411,6 @@ impl Image<'_> {
             );
         }
         let faint = font_color.with_alpha((0.3 * f64::from(font_color.a)) as u8);
-        let watermark_pt = self.pt(TextProp::Watermark);
         if !o.no_rrdtool_tag {
             // Where RRDtool puts its own name, ours.
             let x = if o.legend_position == LegendPosition::East && !o.no_legend {
@@ -1413,7 +1418,7 @@ impl Image<'_> {
             } else {
                 ximg - 4.0
             };
-            self.text(c, x, 5.0, faint, watermark_pt, -90.0, HAlign::Left, VAlign::Top, "RRDSCALE");
+            self.text(c, x, 5.0, faint, TextProp::Watermark, -90.0, HAlign::Left, VAlign::Top, "RRDSCALE");
         }
         if !o.watermark.is_empty() {
             self.text(
@@ -1421,7 +1426,7 @@ impl Image<'_> {
                 ximg / 2.0,
                 yimg - 6.0,
                 faint,
-                watermark_pt,
+                TextProp::Watermark,
                 0.0,
                 HAlign::Center,
                 VAlign::Bottom,
@@ -1432,6 +1437,7 @@ impl Image<'_> {
             return;
         }
         let legend_pt = self.pt(TextProp::Legend);
+        let legend_font = self.font(TextProp::Legend);
         // --legend-direction: the first and last legend lines (of
         // graph elements only, for bottomup2).
         let shown = || self.items.iter().enumerate().filter(|(_, it)| !it.legend.is_empty());
@@ -1483,11 +1489,21 @@ impl Image<'_> {
             } else {
                 self.y_origin_legend as f64 + item.leg_y
             };
-            self.text(c, x0, y0, font_color, legend_pt, 0.0, HAlign::Left, VAlign::Bottom, &item.legend);
+            self.text(
+                c,
+                x0,
+                y0,
+                font_color,
+                TextProp::Legend,
+                0.0,
+                HAlign::Left,
+                VAlign::Bottom,
+                &item.legend,
+            );
             // Measured after drawing: on the zoomed surface, as rrdtool does.
-            let w = measure_zoomed(o, &item.legend, legend_pt, o.zoom);
+            let w = measure_zoomed(o, legend_font, &item.legend, legend_pt, o.zoom);
             // The height does not follow the zoom (measured with rrdtool).
-            let h = measure_height(o, &item.legend, legend_pt);
+            let h = measure_height(o, legend_font, &item.legend, legend_pt);
             info.push((format!("legend[{count}]"), InfoValue::Text(item.legend.clone())));
             info.push((
                 format!("coords[{count}]"),
@@ -1499,7 +1515,7 @@ impl Image<'_> {
                 Kind::HRule { color, .. } | Kind::VRule { color, .. } => *color,
                 _ => continue,
             };
-            let box_h = measure_zoomed(o, "o", legend_pt, o.zoom) * 1.2;
+            let box_h = measure_zoomed(o, legend_font, "o", legend_pt, o.zoom) * 1.2;
             let box_v = box_h;
             let y0 = y0 - box_v * 0.4;
             let dashed = match &item.el.kind {
@@ -1574,7 +1590,7 @@ impl Image<'_> {
                         x1 + 7.0,
                         y0,
                         self.color(ColorTag::Font),
-                        axis_pt,
+                        TextProp::Axis,
                         0.0,
                         HAlign::Left,
                         VAlign::Center,
@@ -1586,7 +1602,7 @@ impl Image<'_> {
                     x0 - axis_pt,
                     y0,
                     self.color(ColorTag::Font),
-                    axis_pt,
+                    TextProp::Axis,
                     0.0,
                     HAlign::Right,
                     VAlign::Center,
@@ -1736,14 +1752,14 @@ impl Image<'_> {
                     )
                 };
                 let font = self.color(ColorTag::Font);
-                self.text(c, x1 + 7.0, y0, font, axis_pt, 0.0, HAlign::Left, VAlign::Center, &right);
+                self.text(c, x1 + 7.0, y0, font, TextProp::Axis, 0.0, HAlign::Left, VAlign::Center, &right);
             }
             self.text(
                 c,
                 x0 - axis_pt,
                 y0,
                 self.color(ColorTag::Font),
-                axis_pt,
+                TextProp::Axis,
                 0.0,
                 HAlign::Right,
                 VAlign::Center,
@@ -1822,7 +1838,7 @@ impl Image<'_> {
                     self.xtr(tilab),
                     y0 + 3.0,
                     self.color(ColorTag::Font),
-                    self.pt(TextProp::Axis),
+                    TextProp::Axis,
                     0.0,
                     HAlign::Center,
                     VAlign::Top,
@@ -1945,13 +1961,12 @@ fn def_ds_names(texts: &[String]) -> Vec<String> {
 
 /// Width of `s` as rrdtool measures it for layout (Pango markup, with
 /// `--pango-markup`, is measured as the text it draws).
-fn measure(o: &Options, s: &str, pt: f64) -> f64 {
-    measure_zoomed(o, s, pt, 1.0)
+fn measure(o: &Options, f: &Font, s: &str, pt: f64) -> f64 {
+    measure_zoomed(o, f, s, pt, 1.0)
 }
 
 /// [`measure`] on a surface scaled by `zoom`.
-fn measure_zoomed(o: &Options, s: &str, pt: f64, zoom: f64) -> f64 {
-    let f = font();
+fn measure_zoomed(o: &Options, f: &Font, s: &str, pt: f64, zoom: f64) -> f64 {
     if !o.pango_markup {
         return f.text_width_zoomed(s, pt, o.tab_width, zoom);
     }
@@ -1963,8 +1978,7 @@ fn measure_zoomed(o: &Options, s: &str, pt: f64, zoom: f64) -> f64 {
 
 /// Height of `s` as rrdtool measures it: one line, as tall as its tallest
 /// run of markup above and below the baseline.
-fn measure_height(o: &Options, s: &str, pt: f64) -> f64 {
-    let f = font();
+fn measure_height(o: &Options, f: &Font, s: &str, pt: f64) -> f64 {
     if !o.pango_markup {
         return f.text_height(pt);
     }

@@ -276,6 +276,8 @@ pub struct Options {
     pub zoom: f64,
     /// Font sizes (points) by [`TextProp`] (`--font TAG:SIZE[:FONT]`).
     pub font_sizes: [f64; 6],
+    /// Font descriptions by [`TextProp`] (none: the bundled DejaVu Sans Mono).
+    pub font_names: [Option<String>; 6],
     /// `--pango-markup`: legends, title and labels are Pango markup.
     pub pango_markup: bool,
     /// `--lazy`: keep an existing image that is recent enough.
@@ -341,6 +343,7 @@ impl Default for Options {
             imginfo: None,
             zoom: 1.0,
             font_sizes: DEFAULT_FONT_SIZES,
+            font_names: Default::default(),
             pango_markup: false,
             lazy: false,
             dynamic_labels: false,
@@ -853,10 +856,12 @@ impl Options {
             if size > 0.0 {
                 self.font_sizes[p] = size;
             }
-            // A font name follows ':' (only one font is bundled: the name
-            // is checked, not used).
-            if v.len() > end + 2 && v.as_bytes()[end] != b':' {
-                return Err(GraphError::invalid(format!("expected : after font size in '{v}'")));
+            // A font description follows ':'.
+            if v.len() > end + 2 {
+                if v.as_bytes()[end] != b':' {
+                    return Err(GraphError::invalid(format!("expected : after font size in '{v}'")));
+                }
+                self.font_names[p] = Some(v[end + 1..].to_string());
             }
         }
         Ok(())

@@ -10,9 +10,16 @@
 //!
 //! The font file is compiled in (`fonts/DejaVuSansMono.ttf`, Bitstream
 //! Vera licence, see `fonts/LICENSE-DejaVu.txt`), so a graph looks the same
-//! on every machine.
+//! on every machine. `--font TAG:SIZE:FONT` names other fonts as a Pango
+//! description (a comma-separated family list, style words and size
+//! ignored): [`font_named`] finds the first family among the TrueType and
+//! OpenType files of the machine's font directories (`monospace`, `sans`,
+//! `serif` are DejaVu's), and falls back to DejaVu Sans, as fontconfig
+//! does on Debian, then to the bundled font.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 
 use ab_glyph::{Font as _, FontRef, OutlineCurve};
 
@@ -34,15 +41,158 @@ pub(crate) enum PathOp {
 
 pub(crate) struct Font {
     font: FontRef<'static>,
+    /// The file's name, for SVG (empty: the bundled font).
+    family: String,
 }
 
 /// The bundled font, parsed once.
 pub(crate) fn font() -> &'static Font {
     static FONT: OnceLock<Font> = OnceLock::new();
-    FONT.get_or_init(|| Font { font: FontRef::try_from_slice(FONT_BYTES).expect("the bundled font parses") })
+    FONT.get_or_init(|| Font {
+        font: FontRef::try_from_slice(FONT_BYTES).expect("the bundled font parses"),
+        family: String::new(),
+    })
+}
+
+/// Where fonts are looked for.
+const FONT_DIRS: &[&str] = &["/usr/share/fonts", "/usr/local/share/fonts"];
+
+/// A family name as compared: lower case, no spaces, dashes or underscores.
+fn normalize(name: &str) -> String {
+    name.chars().filter(|c| !matches!(c, ' ' | '-' | '_')).flat_map(char::to_lowercase).collect()
+}
+
+/// Every font file found: (normalized family or full name, regular face?, path).
+fn font_index() -> &'static Vec<(String, bool, PathBuf)> {
+    static INDEX: OnceLock<Vec<(String, bool, PathBuf)>> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut out = Vec::new();
+        let mut dirs: Vec<PathBuf> = FONT_DIRS.iter().map(PathBuf::from).collect();
+        let mut seen = 0;
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for e in entries.flatten() {
+                let path = e.path();
+                // Bounded: a huge font tree must not stall a graph.
+                seen += 1;
+                if seen > 20_000 {
+                    return out;
+                }
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                let ext = path.extension().and_then(|x| x.to_str()).unwrap_or("").to_ascii_lowercase();
+                if ext != "ttf" && ext != "otf" {
+                    continue;
+                }
+                let Ok(bytes) = std::fs::read(&path) else { continue };
+                let Ok(face) = ttf_parser::Face::parse(&bytes, 0) else { continue };
+                let name = |id: u16| {
+                    face.names()
+                        .into_iter()
+                        .find(|n| n.name_id == id && n.is_unicode())
+                        .and_then(|n| n.to_string())
+                };
+                let family = name(16).or_else(|| name(1)).unwrap_or_default();
+                let style = name(17).or_else(|| name(2)).unwrap_or_default().to_ascii_lowercase();
+                let regular = matches!(style.as_str(), "book" | "regular" | "roman" | "normal" | "");
+                out.push((normalize(&family), regular, path.clone()));
+                if let Some(full) = name(4) {
+                    out.push((normalize(&full), true, path));
+                }
+            }
+        }
+        out
+    })
+}
+
+/// The file of the first family of a Pango font description found here.
+fn find_font_file(desc: &str) -> Option<PathBuf> {
+    let index = font_index();
+    let mut families: Vec<String> = desc.split(',').map(str::to_string).collect();
+    // Style words and a size may follow the last family.
+    if let Some(last) = families.last_mut() {
+        let mut words: Vec<&str> = last.split_whitespace().collect();
+        while words.len() > 1 {
+            let w = words[words.len() - 1].to_ascii_lowercase();
+            let style = matches!(
+                w.as_str(),
+                "bold" | "italic" | "oblique" | "book" | "regular" | "normal" | "light" | "medium" | "heavy"
+            );
+            if style || w.trim_end_matches("px").parse::<f64>().is_ok() {
+                words.pop();
+            } else {
+                break;
+            }
+        }
+        *last = words.join(" ");
+    }
+    let generic = |n: &str| match n {
+        "monospace" | "mono" => "dejavusansmono".to_string(),
+        "sans" | "sansserif" => "dejavusans".to_string(),
+        "serif" => "dejavuserif".to_string(),
+        other => other.to_string(),
+    };
+    let lookup = |want: &str| {
+        index
+            .iter()
+            .filter(|(name, _, _)| name == want)
+            .min_by_key(|(_, regular, _)| !*regular)
+            .map(|(_, _, p)| p.clone())
+    };
+    families
+        .iter()
+        .map(|f| generic(&normalize(f.trim())))
+        .filter(|f| !f.is_empty())
+        .find_map(|f| lookup(&f))
+        .or_else(|| lookup("dejavusans"))
+}
+
+/// The font a `--font` description names (see the module docs); the
+/// bundled font when `desc` is `None` or nothing is found.
+pub(crate) fn font_named(desc: Option<&str>) -> &'static Font {
+    let Some(desc) = desc else { return font() };
+    static LOADED: OnceLock<Mutex<HashMap<String, &'static Font>>> = OnceLock::new();
+    let loaded = LOADED.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut map = loaded.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(f) = map.get(desc) {
+        return f;
+    }
+    let found = find_font_file(desc).and_then(|path| load(&path));
+    let f = found.unwrap_or_else(font);
+    // Bounded: each distinct description is looked up once per process.
+    if map.len() < 64 {
+        map.insert(desc.to_string(), f);
+    }
+    f
+}
+
+/// A font file, kept for the life of the process (few distinct files).
+fn load(path: &Path) -> Option<&'static Font> {
+    static FILES: OnceLock<Mutex<HashMap<PathBuf, &'static Font>>> = OnceLock::new();
+    let files = FILES.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut map = files.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(f) = map.get(path) {
+        return Some(f);
+    }
+    if map.len() >= 16 {
+        return None;
+    }
+    let bytes: &'static [u8] = Box::leak(std::fs::read(path).ok()?.into_boxed_slice());
+    let font = FontRef::try_from_slice(bytes).ok()?;
+    let family = path.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_string();
+    let f: &'static Font = Box::leak(Box::new(Font { font, family }));
+    map.insert(path.to_path_buf(), f);
+    Some(f)
 }
 
 impl Font {
+    /// A name for SVG's font-family.
+    pub(crate) fn family(&self) -> &str {
+        &self.family
+    }
+
     /// Font units to pixels at `size_pt`.
     fn scale(&self, size_pt: f64) -> f64 {
         size_pt * DPI / 72.0 / f64::from(self.font.units_per_em().unwrap_or(2048.0))
@@ -66,8 +216,10 @@ impl Font {
     /// returns the total width.
     fn layout(&self, text: &str, size_pt: f64, tab_width: f64, mut f: impl FnMut(char, f64)) -> f64 {
         let mut x = 0.0;
+        let mut prev: Option<char> = None;
         for c in text.chars() {
             if c == '\t' {
+                prev = None;
                 // RRDtool 1.7.2 puts tab stops 16 px further apart than
                 // --tabwidth says (measured: every tabwidth + 16 px).
                 let tab = if tab_width > 0.0 { tab_width } else { 40.0 } + 16.0;
@@ -77,10 +229,25 @@ impl Font {
             if c.is_control() {
                 continue;
             }
+            if let Some(p) = prev {
+                x += self.kern(p, c, size_pt);
+            }
+            prev = Some(c);
             f(c, x);
             x += self.advance(c, size_pt);
         }
         x
+    }
+
+    /// The pair kerning between `a` and `b` (the font's `kern` table), in
+    /// whole pixels as hinted layout places glyphs.
+    fn kern(&self, a: char, b: char, size_pt: f64) -> f64 {
+        let k = f64::from(self.font.kern_unscaled(self.glyph(a), self.glyph(b)));
+        if k == 0.0 {
+            0.0
+        } else {
+            (k * self.scale(size_pt)).round()
+        }
     }
 
     /// Width of `text` as RRDtool's `gfx_get_text_width` reports it.

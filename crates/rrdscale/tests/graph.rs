@@ -803,6 +803,65 @@ fn lazy_keeps_a_fresh_image() {
     assert_ne!(std::fs::read(dir.path().join("ours.png")).unwrap(), before, "an old image was kept");
 }
 
+/// `--font` with a font name (Munin asks for DejaVu Sans): the machine's
+/// font is used. Pango's hinted advances of a proportional font cannot be
+/// had without FreeType's hinter, so legend coordinates may differ by a
+/// pixel or two; the image and graph geometry must be equal.
+#[test]
+fn named_fonts_are_used() {
+    let dir = tempdir();
+    setup(dir.path());
+    let mut args = strings(&[
+        "graphv",
+        "-",
+        "--start",
+        S,
+        "--end",
+        E,
+        "--font",
+        "DEFAULT:0:DejaVuSans,DejaVu Sans,DejaVu LGC Sans,Bitstream Vera Sans",
+        "-t",
+        "Munin style",
+        "-v",
+        "bytes",
+    ]);
+    args.extend(strings(&[
+        "DEF:a=t.rrd:a:AVERAGE",
+        "DEF:b=t.rrd:b:AVERAGE",
+        "VDEF:m=a,MAXIMUM",
+        "AREA:a#ff000080:in traffic",
+        "LINE2:b#0000ff:out traffic\\l",
+        "GPRINT:m:max %6.2lf%s",
+        "COMMENT:centred\\c",
+        "HRULE:60#00ff00:sixty",
+        "COMMENT:a long comment that will not fit on the same line as the others do",
+        "LINE1:a#00ffff:last\\r",
+    ]));
+    let lines = |o: &Output| -> Vec<(String, String)> {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .take_while(|l| !l.starts_with("image = "))
+            .filter_map(|l| l.split_once(" = ").map(|(k, v)| (k.to_string(), v.to_string())))
+            .collect()
+    };
+    let ours = lines(&run(rrdscale_bin(), &args, dir.path()));
+    let theirs = lines(&run(RRDTOOL, &args, dir.path()));
+    assert_eq!(ours.len(), theirs.len(), "ours {ours:?}\ntheirs {theirs:?}");
+    for ((ok, ov), (tk, tv)) in ours.iter().zip(&theirs) {
+        assert_eq!(ok, tk);
+        if ok.starts_with("coords[") {
+            let nums = |v: &str| -> Vec<i64> {
+                v.trim_matches('"').split(',').map(|n| n.parse().unwrap()).collect()
+            };
+            for (a, b) in nums(ov).iter().zip(nums(tv)) {
+                assert!((a - b).abs() <= 2, "{ok}: ours {ov}, rrdtool {tv}");
+            }
+        } else {
+            assert_eq!(ov, tv, "{ok}");
+        }
+    }
+}
+
 /// The graphv number of `key`.
 fn info_number(text: &str, key: &str) -> i64 {
     text.lines()
