@@ -11,9 +11,18 @@
 //! plotted series. The drawing itself follows RRDtool's geometry but is
 //! not pixel-identical (other rasteriser, unhinted glyphs).
 //!
-//! Deliberately not here: legend positions other than south, the right
-//! axis, `--alt-y-grid`, custom x/y grids, TICK, SHIFT, gradients,
-//! `--lazy`, `--imginfo`.
+//! The layout options follow rrdtool too: legends north, south, west or
+//! east and their direction, the right axis and its labels, custom and
+//! `--alt-y-grid` grids, `--font` sizes, `--zoom` (the image is scaled;
+//! graphv's numbers stay unscaled, legend widths are measured on the
+//! scaled surface as rrdtool's are), `--pango-markup`; `--lazy` and
+//! `--imginfo` are [`lazy_keeps`] and [`image_info`], for the caller that
+//! knows the file.
+//!
+//! Deliberately not here: TICK, SHIFT, gradients (other modules' work),
+//! Pango's hinted advances of proportional fonts named by `--font` (ours
+//! are rounded outline advances: legend coordinates may differ by a
+//! pixel), markup beyond the subset of `labels`.
 
 use rrd_engine::attime;
 use rrd_engine::xport::{

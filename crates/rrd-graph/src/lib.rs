@@ -11,9 +11,14 @@
 //! reach a C `printf`; image size, graphv numbers and PRINT text follow
 //! RRDtool's arithmetic so scripts that read them keep working.
 //!
-//! Deliberately not here: legend positions other than south, the right
-//! axis, `--alt-y-grid`, custom `--x-grid`/`--y-grid`, TICK, SHIFT,
-//! gradients, PDF/EPS output, pixel-identical drawing.
+//! Every graph option of rrdtool 1.7.2 is accepted and checked as rrdtool
+//! checks it (`options`); those that change the layout change it as in
+//! rrdtool (`graph`, `labels`, `timeaxis`, `text`).
+//!
+//! Deliberately not here: TICK, SHIFT, gradients, PDF/EPS output,
+//! pixel-identical drawing, Pango markup beyond `<b>`, `<i>`, `<span>`
+//! colours and sizes, `<sup>`, `<sub>`, `<small>`, `<big>` (other tags are
+//! dropped, their text kept).
 
 mod canvas;
 mod elements;
