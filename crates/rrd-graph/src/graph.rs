@@ -565,7 +565,8 @@ impl Image<'_> {
         let right2 = if right_axis { x_ylabel } else { 0 };
         self.x_origin_legend_y2 = x_vertical + x_ylabel + x_main + right2;
         self.y_origin_legend_y2 = y_title + y_main / 2;
-        match if legend { pos } else { LegendPosition::South } {
+        // As in rrdtool, the position counts even without a legend.
+        match pos {
             LegendPosition::North => {
                 self.x_origin_legend = 0;
                 self.y_origin_legend = y_title;
@@ -1422,7 +1423,7 @@ impl Image<'_> {
         let faint = font_color.with_alpha((0.3 * f64::from(font_color.a)) as u8);
         if !o.no_rrdtool_tag {
             // Where RRDtool puts its own name, ours.
-            let x = if o.legend_position == LegendPosition::East && !o.no_legend {
+            let x = if o.legend_position == LegendPosition::East {
                 self.x_origin_legend_y as f64
             } else {
                 ximg - 4.0

@@ -584,6 +584,8 @@ fn option_cases() -> Vec<Vec<String>> {
         &["--legend-position", "west", "-t", "Title", "-v", "vertical"],
         &["--legend-position", "east", "-t", "Title"],
         &["--legend-position", "east", "--disable-rrdtool-tag"],
+        // The position moves the graph even without a legend.
+        &["--legend-position", "east", "--no-legend", "--full-size-mode", "-w", "600", "-h", "300"],
         &["--legend-position", "east", "--full-size-mode", "-w", "700", "-h", "300"],
         &["--legend-position", "west", "--full-size-mode", "-w", "700", "-h", "300"],
         &["--legend-position", "north", "--full-size-mode", "-w", "700", "-h", "300"],
