@@ -665,9 +665,15 @@ fn graphv_and_graph_print_what_rrdtool_prints() {
                     String::from_utf8_lossy(&ours.stderr)
                 ));
             }
-            // Both write a file exactly when something is drawn.
+            // Both write a file exactly when something is drawn, of the
+            // same size (--zoom included).
             let made = |who: &str| dir.path().join(format!("{who}{n}.img")).exists();
             assert_eq!(made("ours"), made("theirs"), "{verb} case {n}: image file written by one tool only");
+            if made("ours") {
+                let size =
+                    |who: &str| image_size(&std::fs::read(dir.path().join(format!("{who}{n}.img"))).unwrap());
+                assert_eq!(size("ours"), size("theirs"), "{verb} case {n}: image size {case:?}");
+            }
             let _ = std::fs::remove_file(dir.path().join(format!("ours{n}.img")));
             let _ = std::fs::remove_file(dir.path().join(format!("theirs{n}.img")));
         }
@@ -862,6 +868,23 @@ fn named_fonts_are_used() {
             assert_eq!(ov, tv, "{ok}");
         }
     }
+}
+
+/// Width and height of a PNG (its IHDR) or an SVG (its `width`/`height`).
+fn image_size(bytes: &[u8]) -> (String, String) {
+    if bytes.starts_with(b"\x89PNG") && bytes.len() >= 24 {
+        let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]).to_string();
+        return (be(&bytes[16..20]), be(&bytes[20..24]));
+    }
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(1000)]).to_string();
+    let attr = |name: &str| {
+        let key = format!(" {name}=\"");
+        head.split_once(&key)
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .map(|(v, _)| v.to_string())
+            .unwrap_or_default()
+    };
+    (attr("width"), attr("height"))
 }
 
 /// The graphv number of `key`.
