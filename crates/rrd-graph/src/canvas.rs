@@ -108,10 +108,10 @@ pub(crate) trait Canvas {
     fn finish(self: Box<Self>) -> Result<Vec<u8>>;
 }
 
-fn paint(color: Rgba) -> Paint<'static> {
+fn paint(color: Rgba, anti_alias: bool) -> Paint<'static> {
     let mut p = Paint::default();
     p.set_color_rgba8(color.r, color.g, color.b, color.a);
-    p.anti_alias = true;
+    p.anti_alias = anti_alias;
     p
 }
 
@@ -134,6 +134,10 @@ pub(crate) struct PngCanvas {
     mask: Option<Mask>,
     /// `--zoom`: image pixels to surface pixels.
     zoom: Transform,
+    /// Antialiasing of lines and areas (`--graph-render-mode mono`: off)
+    /// and of text (`--font-render-mode mono`: off).
+    graph_aa: bool,
+    text_aa: bool,
 }
 
 impl PngCanvas {
@@ -143,14 +147,32 @@ impl PngCanvas {
         let (w, h) = ((f64::from(width) * zoom) as u32, (f64::from(height) * zoom) as u32);
         let pixmap = Pixmap::new(w.max(1), h.max(1))
             .ok_or_else(|| GraphError::Encode(format!("an image of {w}x{h} pixels is too large")))?;
-        Ok(PngCanvas { pixmap, mask: None, zoom: Transform::from_scale(zoom as f32, zoom as f32) })
+        Ok(PngCanvas {
+            pixmap,
+            mask: None,
+            zoom: Transform::from_scale(zoom as f32, zoom as f32),
+            graph_aa: true,
+            text_aa: true,
+        })
+    }
+
+    /// `--graph-render-mode mono` / `--font-render-mode mono`.
+    pub(crate) fn set_antialias(&mut self, graph: bool, text: bool) {
+        self.graph_aa = graph;
+        self.text_aa = text;
     }
 }
 
 impl Canvas for PngCanvas {
     fn fill(&mut self, points: &[(f64, f64)], color: Rgba) {
         if let Some(path) = polygon(points, true) {
-            self.pixmap.fill_path(&path, &paint(color), FillRule::Winding, self.zoom, self.mask.as_ref());
+            self.pixmap.fill_path(
+                &path,
+                &paint(color, self.graph_aa),
+                FillRule::Winding,
+                self.zoom,
+                self.mask.as_ref(),
+            );
         }
     }
 
@@ -169,7 +191,7 @@ impl Canvas for PngCanvas {
             }
             stroke.dash = StrokeDash::new(v, 0.0);
         }
-        self.pixmap.stroke_path(&path, &paint(color), &stroke, self.zoom, self.mask.as_ref());
+        self.pixmap.stroke_path(&path, &paint(color, self.graph_aa), &stroke, self.zoom, self.mask.as_ref());
     }
 
     fn text(&mut self, spec: &TextSpec) {
@@ -206,10 +228,16 @@ impl Canvas for PngCanvas {
             }
             let Some(path) = pb.finish() else { continue };
             let color = run.color.unwrap_or(spec.color);
-            self.pixmap.fill_path(&path, &paint(color), FillRule::Winding, t, self.mask.as_ref());
+            self.pixmap.fill_path(
+                &path,
+                &paint(color, self.text_aa),
+                FillRule::Winding,
+                t,
+                self.mask.as_ref(),
+            );
             if run.bold {
                 let stroke = Stroke { width: (size * 100.0 / 72.0 * 0.06) as f32, ..Stroke::default() };
-                self.pixmap.stroke_path(&path, &paint(color), &stroke, t, self.mask.as_ref());
+                self.pixmap.stroke_path(&path, &paint(color, self.text_aa), &stroke, t, self.mask.as_ref());
             }
         }
     }

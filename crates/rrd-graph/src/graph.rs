@@ -344,7 +344,11 @@ pub fn render_with(
     let has_grid = im.calc_horizontal_grid();
 
     let mut canvas: Box<dyn Canvas> = match options.image_format {
-        ImageFormat::Png => Box::new(PngCanvas::new(im.ximg as u32, im.yimg as u32, options.zoom)?),
+        ImageFormat::Png => {
+            let mut png = PngCanvas::new(im.ximg as u32, im.yimg as u32, options.zoom)?;
+            png.set_antialias(!options.graph_mono, !options.font_mono);
+            Box::new(png)
+        }
         ImageFormat::Svg => Box::new(SvgCanvas::new(im.ximg as u32, im.yimg as u32, options.zoom)),
     };
     im.paint(canvas.as_mut(), has_grid, &mut info);

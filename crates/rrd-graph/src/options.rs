@@ -11,12 +11,13 @@
 //! `--x-grid`, `--y-grid`, `--alt-y-grid`, `--right-axis*`,
 //! `--left-axis-format*`, `--legend-position`, `--legend-direction`,
 //! `--pango-markup`) change the graph as they do in rrdtool. Options that
-//! only tune RRDtool's Cairo backend are accepted and ignored:
-//! `--font-render-mode`, `--graph-render-mode`, `--interlaced`,
-//! `--font-smoothing-threshold` (rrdtool ignores the last two too) and
-//! `--font`'s font name (one font is bundled: DejaVu Sans Mono, rrdtool's
-//! default), and `--alt-y-mrtg` is a no-op as in rrdtool. `--no-gridfit`
-//! turns off pixel snapping.
+//! only tune RRDtool's Cairo backend change the drawing alone:
+//! `--graph-render-mode mono` and `--font-render-mode mono` turn
+//! antialiasing off (`light` hinting is not ours to give), `--no-gridfit`
+//! turns off pixel snapping; `--interlaced` and
+//! `--font-smoothing-threshold` are ignored, as rrdtool ignores them, and
+//! `--alt-y-mrtg` is a no-op as in rrdtool. `--font`'s font name picks a
+//! font of the machine (see `text`).
 
 use crate::error::{GraphError, Result};
 
@@ -288,6 +289,10 @@ pub struct Options {
     pub gridfit: bool,
     /// `--grid-dash ON:OFF` (default 1:1).
     pub grid_dash: (f64, f64),
+    /// `-G mono`: lines and areas without antialiasing.
+    pub graph_mono: bool,
+    /// `-R mono`: text without antialiasing.
+    pub font_mono: bool,
 }
 
 impl Default for Options {
@@ -349,6 +354,8 @@ impl Default for Options {
             dynamic_labels: false,
             gridfit: true,
             grid_dash: (1.0, 1.0),
+            graph_mono: false,
+            font_mono: false,
         }
     }
 }
@@ -813,11 +820,13 @@ impl Options {
                 if v != "normal" && v != "mono" {
                     return Err(GraphError::invalid(format!("unknown graph-render-mode '{v}'")));
                 }
+                self.graph_mono = v == "mono";
             }
             "font-render-mode" => {
                 if !matches!(v, "normal" | "light" | "mono") {
                     return Err(GraphError::invalid(format!("unknown font-render-mode '{v}'")));
                 }
+                self.font_mono = v == "mono";
             }
             "units" => {
                 if self.units_si {
@@ -943,6 +952,47 @@ mod tests {
         assert!(o.validate().is_ok());
         o.apply("lower-limit", Some("0")).unwrap();
         assert!(o.validate().is_err());
+    }
+
+    #[test]
+    fn layout_options_parse_like_rrdtool() {
+        let mut o = Options::default();
+        o.apply("x-grid", Some("MINUTE:10:HOUR:1:HOUR:4:0:%H:%M")).unwrap();
+        let g = o.x_grid.clone().unwrap();
+        assert_eq!(
+            (g.grid, g.major, g.label),
+            ((TimeUnit::Minute, 10), (TimeUnit::Hour, 1), (TimeUnit::Hour, 4))
+        );
+        assert_eq!((g.precision, g.format.as_str()), (0, "%H:%M"));
+        assert_eq!(o.apply("x-grid", Some("HOUR:1:DAY")).unwrap_err().to_string(), "invalid x-grid format");
+        assert_eq!(
+            o.apply("x-grid", Some("HOUR:1:DAY:1:FOO:1:0:%a")).unwrap_err().to_string(),
+            "unknown keyword FOO"
+        );
+        o.apply("y-grid", Some("2.5:4")).unwrap();
+        assert_eq!(o.y_grid, Some((2.5, 4)));
+        o.apply("right-axis", Some("1:2x")).unwrap();
+        assert_eq!(o.right_axis, Some((1.0, 2.0)));
+        // DEFAULT sets every property, a tag only its own.
+        o.apply("font", Some("DEFAULT:10:DejaVu Sans")).unwrap();
+        assert_eq!(o.font_sizes, [10.0; 6]);
+        assert_eq!(o.font_names[TextProp::Watermark as usize].as_deref(), Some("DejaVu Sans"));
+        o.apply("font", Some("AXIS:6")).unwrap();
+        assert_eq!(o.font_sizes[TextProp::Axis as usize], 6.0);
+        assert_eq!(o.font_sizes[TextProp::Legend as usize], 10.0);
+        // Size 0 keeps the size.
+        o.apply("font", Some("LEGEND:0:mono")).unwrap();
+        assert_eq!(o.font_sizes[TextProp::Legend as usize], 10.0);
+        assert_eq!(
+            o.apply("font", Some("LEGEND:8 xyz")).unwrap_err().to_string(),
+            "expected : after font size in 'LEGEND:8 xyz'"
+        );
+        o.apply("graph-render-mode", Some("mono")).unwrap();
+        o.apply("font-render-mode", Some("light")).unwrap();
+        assert!(o.graph_mono && !o.font_mono);
+        o.apply("legend-position", Some("west")).unwrap();
+        assert_eq!(o.legend_position, LegendPosition::West);
+        assert!(o.apply("zoom", Some("-1")).is_err());
     }
 
     #[test]
