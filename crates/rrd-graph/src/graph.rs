@@ -305,6 +305,9 @@ pub fn render_with(
     if !drawn {
         return Ok(GraphOutput { info, prints, image: None, image_width: 0, image_height: 0, data });
     }
+    if options.graph_type_xy {
+        return Err(GraphError::invalid("XY diagram not implemented"));
+    }
     im.size_location()?;
     // Cairo, which RRDtool draws with, refuses images over 32767 pixels a
     // side; the limit also keeps a hostile --width (or --zoom) from

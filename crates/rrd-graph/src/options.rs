@@ -293,6 +293,10 @@ pub struct Options {
     pub graph_mono: bool,
     /// `-R mono`: text without antialiasing.
     pub font_mono: bool,
+    /// `--graph-type XY` (rrdtool 1.7.2 refuses to draw it).
+    pub graph_type_xy: bool,
+    /// `--daemon` was given (rrdtool refuses a second one).
+    pub daemon_given: bool,
 }
 
 impl Default for Options {
@@ -356,6 +360,8 @@ impl Default for Options {
             grid_dash: (1.0, 1.0),
             graph_mono: false,
             font_mono: false,
+            graph_type_xy: false,
+            daemon_given: false,
         }
     }
 }
@@ -432,6 +438,7 @@ pub const OPTION_SPECS: &[OptionSpec] = &[
     spec("left-axis-formatter", None, true),
     spec("right-axis-formatter", None, true),
     spec("allow-shrink", None, false),
+    spec("graph-type", None, true),
 ];
 
 /// C's `atol`/`atoi`: optional space and sign, then digits; 0 when none.
@@ -839,7 +846,20 @@ impl Options {
             }
             "disable-rrdtool-tag" => self.no_rrdtool_tag = true,
             "border" => self.border = c_atol(v) as i32 as i64,
-            "font-smoothing-threshold" | "daemon" | "interlaced" => {}
+            "daemon" => {
+                if self.daemon_given {
+                    return Err(GraphError::invalid("You cannot specify --daemon more than once."));
+                }
+                self.daemon_given = true;
+            }
+            "graph-type" => {
+                self.graph_type_xy = match v {
+                    "TIME" => false,
+                    "XY" => true,
+                    _ => return Err(GraphError::invalid(format!("unsupported graphics type '{v}'"))),
+                }
+            }
+            "font-smoothing-threshold" | "interlaced" => {}
             other => return Err(GraphError::invalid(format!("unknown option '{other}'"))),
         }
         Ok(())

@@ -618,7 +618,21 @@ fn option_cases() -> Vec<Vec<String>> {
         &["--imginfo", "<IMG SRC=\"/img/%s\" WIDTH=\"%lu\" HEIGHT=\"%lu\">"],
         &["-f", "%s %lu%% %lu", "--zoom", "2"],
         // Backend-only options: accepted, no effect on the numbers.
-        &["-N", "-i", "-G", "mono", "-R", "light", "-B", "10", "--grid-dash", "3:1", "--lazy"],
+        &[
+            "-N",
+            "-i",
+            "-G",
+            "mono",
+            "-R",
+            "light",
+            "-B",
+            "10",
+            "--grid-dash",
+            "3:1",
+            "--lazy",
+            "--graph-type",
+            "TIME",
+        ],
     ];
     options
         .iter()
@@ -748,6 +762,9 @@ fn errors_match_rrdtool() {
         &["--grid-dash", "1"],
         &["-f", "%d"],
         &["-f", "%s %lu"],
+        &["--graph-type", "FOO"],
+        &["--graph-type", "XY"],
+        &["--daemon", "a", "--daemon", "b"],
     ];
     let option_cases: Vec<Vec<String>> = bad_options
         .iter()
