@@ -1178,7 +1178,7 @@ impl Image<'_> {
             color,
             size_pt: self.pt(prop),
             font: self.font(prop),
-            tab_width: self.o.tab_width,
+            tab_width: tab_period(self.o),
             angle,
             h,
             v,
@@ -1976,6 +1976,25 @@ fn def_ds_names(texts: &[String]) -> Vec<String> {
     names
 }
 
+/// The distance between tab stops. rrdtool sets Pango's tab stops once,
+/// from the first text it measures, at `tabwidth × i − shift + border`
+/// (border: twice the legend size, shift: that text's x modulo the tab
+/// width) for as many stops as that text has bytes, and Pango repeats the
+/// last distance. The first text is the y axis label "0" at x 0 (stops
+/// every tabwidth + border), or, without y labels, the first legend at x
+/// = border (stops every tabwidth).
+fn tab_period(o: &Options) -> f64 {
+    let tw = if o.tab_width > 0.0 { o.tab_width } else { 40.0 };
+    let border = f64::from((o.font_sizes[TextProp::Legend as usize] * 2.0) as i32);
+    if (o.draw_y_grid || o.force_left_space) && !o.only_graph {
+        tw + border
+    } else if border < tw {
+        tw
+    } else {
+        tw + border - border % tw
+    }
+}
+
 /// Width of `s` as rrdtool measures it for layout (Pango markup, with
 /// `--pango-markup`, is measured as the text it draws).
 fn measure(o: &Options, f: &Font, s: &str, pt: f64) -> f64 {
@@ -1985,11 +2004,11 @@ fn measure(o: &Options, f: &Font, s: &str, pt: f64) -> f64 {
 /// [`measure`] on a surface scaled by `zoom`.
 fn measure_zoomed(o: &Options, f: &Font, s: &str, pt: f64, zoom: f64) -> f64 {
     if !o.pango_markup {
-        return f.text_width_zoomed(s, pt, o.tab_width, zoom);
+        return f.text_width_zoomed(s, pt, tab_period(o), zoom);
     }
     crate::labels::markup_spans(s)
         .iter()
-        .map(|span| f.text_width_zoomed(&span.text, pt * span.scale, o.tab_width, zoom))
+        .map(|span| f.text_width_zoomed(&span.text, pt * span.scale, tab_period(o), zoom))
         .sum()
 }
 

@@ -220,9 +220,9 @@ impl Font {
         for c in text.chars() {
             if c == '\t' {
                 prev = None;
-                // RRDtool 1.7.2 puts tab stops 16 px further apart than
-                // --tabwidth says (measured: every tabwidth + 16 px).
-                let tab = if tab_width > 0.0 { tab_width } else { 40.0 } + 16.0;
+                // `tab_width` is the distance between tab stops (see
+                // `graph::tab_period` for rrdtool's).
+                let tab = if tab_width > 0.0 { tab_width } else { 56.0 };
                 x = ((x / tab).floor() + 1.0) * tab;
                 continue;
             }
@@ -265,7 +265,7 @@ impl Font {
         let mut x = 0.0;
         for c in text.chars() {
             if c == '\t' {
-                let tab = if tab_width > 0.0 { tab_width } else { 40.0 } + 16.0;
+                let tab = if tab_width > 0.0 { tab_width } else { 56.0 };
                 x = ((x / tab).floor() + 1.0) * tab;
                 continue;
             }
@@ -353,9 +353,9 @@ mod tests {
         assert_eq!(f.text_width("  foo", 8.0, 40.0), 35.0);
         assert_eq!(f.text_width(" 89.99 ", 8.0, 40.0), 49.0);
         assert_eq!(f.text_height(8.0), 14.0);
-        // Tab stops every tabwidth + 16 px, as rrdtool's legends show.
-        assert_eq!(f.text_width("a\tb", 8.0, 40.0), 63.0);
-        assert_eq!(f.text_width("a\t\tb", 8.0, 100.0), 239.0);
+        // Tab stops every 56 px (rrdtool's default tabwidth + 16).
+        assert_eq!(f.text_width("a\tb", 8.0, 56.0), 63.0);
+        assert_eq!(f.text_width("a\t\tb", 8.0, 116.0), 239.0);
     }
 
     #[test]
