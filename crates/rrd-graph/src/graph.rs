@@ -2033,12 +2033,43 @@ fn measure_height(o: &Options, f: &Font, s: &str, pt: f64) -> f64 {
     (top + bottom - 1e-9).ceil()
 }
 
-/// The lines of a title (split at `\n`, as RRDtool splits it).
+/// The lines of a title, split as rrdtool's `graph_title_split` splits
+/// it: at a newline, a literal `\\n`, `<br>` or `<br/>`; empty lines from
+/// a leading or doubled delimiter dropped, at most three lines (the rest
+/// of the text after the third is dropped).
 fn title_lines(title: &str) -> Vec<&str> {
+    const DELIMS: [&str; 4] = ["\n", "\\n", "<br>", "<br/>"];
+    const MAX_LINES: usize = 3;
     if title.is_empty() {
         return Vec::new();
     }
-    vec![title]
+    let mut lines = Vec::new();
+    let mut rest = title;
+    loop {
+        let found = DELIMS.iter().filter_map(|d| rest.find(d).map(|at| (at, d.len()))).fold(
+            None,
+            |best: Option<(usize, usize)>, (at, len)| match best {
+                Some((b, _)) if b <= at => best,
+                _ => Some((at, len)),
+            },
+        );
+        match found {
+            Some((at, len)) => {
+                if at != 0 {
+                    lines.push(&rest[..at]);
+                }
+                rest = &rest[at + len..];
+                if lines.len() >= MAX_LINES {
+                    break;
+                }
+            }
+            None => {
+                lines.push(rest);
+                break;
+            }
+        }
+    }
+    lines
 }
 
 /// RRDtool's `frexp10`: mantissa in [1, 10) and decimal exponent.
@@ -2116,6 +2147,17 @@ mod tests {
         // A run that turns back is kept (it is not a straight line).
         let back = [(0.0, 0.0), (2.0, 0.0), (1.0, 0.0)];
         assert_eq!(simplify(&back), back.to_vec());
+    }
+
+    #[test]
+    fn titles_split_like_rrdtool() {
+        assert_eq!(title_lines("a\\nb<br>c"), ["a", "b", "c"]);
+        assert_eq!(title_lines("\\nx"), ["x"]);
+        assert_eq!(title_lines("a\n\nb"), ["a", "b"]);
+        assert_eq!(title_lines("a\n"), ["a", ""]);
+        assert_eq!(title_lines("a<br/>b\nc\nd\ne"), ["a", "b", "c"]);
+        assert_eq!(title_lines("plain"), ["plain"]);
+        assert!(title_lines("").is_empty());
     }
 
     #[test]

@@ -593,6 +593,9 @@ fn option_cases() -> Vec<Vec<String>> {
         &["--legend-direction", "bottomup2"],
         &["--legend-position", "east", "--legend-direction", "bottomup2"],
         &["--legend-direction", "topdown", "--dynamic-labels"],
+        // Multi-line titles.
+        &["-t", "Traffic\\nfor host<br>eth0<br/>dropped"],
+        &["-t", "\\nleading\n\ndoubled", "--legend-position", "north"],
         // Tab stops follow the legend size and whether y labels exist.
         &["--font", "LEGEND:7", "-T", "30", "COMMENT:a\\tb\\tc\\l", "COMMENT:abcdefghij\\tz"],
         &["--y-grid", "none", "--font", "LEGEND:12", "COMMENT:a\\tb\\tc\\l"],
