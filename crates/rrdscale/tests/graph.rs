@@ -893,6 +893,92 @@ fn named_fonts_are_used() {
     }
 }
 
+/// Pixels as RGB, whatever the PNG's colour type (8-bit RGB, RGBA, grey).
+fn rgb_pixels(bytes: &[u8]) -> (u32, u32, Vec<[u8; 3]>) {
+    let (w, h, data, color) = decode_png(bytes);
+    let px = match color {
+        png::ColorType::Rgb => data.chunks(3).map(|c| [c[0], c[1], c[2]]).collect(),
+        png::ColorType::Rgba => data.chunks(4).map(|c| [c[0], c[1], c[2]]).collect(),
+        png::ColorType::Grayscale => data.iter().map(|&g| [g, g, g]).collect(),
+        png::ColorType::GrayscaleAlpha => data.chunks(2).map(|c| [c[0], c[0], c[0]]).collect(),
+        png::ColorType::Indexed => panic!("indexed PNG"),
+    };
+    (w, h, px)
+}
+
+/// The pictures of the option corpus: rrdtool's PNG and ours have the same
+/// size, and at most 10% of the pixels differ by more than 48 in a
+/// channel. Our glyphs are not Pango's hinted ones and our tag reads
+/// RRDSCALE, so text and antialiasing alone make 1.5-3% differ (5.5% at
+/// --zoom 2 where text is larger, 7.9% at --zoom 0.5 where lines and
+/// glyphs are a pixel wide); a misplaced graph, grid, legend block or
+/// axis moves far more.
+/// The worst pair is saved side by side in test-output/graph/.
+#[test]
+fn pictures_match_rrdtool_within_tolerance() {
+    const TOLERANCE: u8 = 48;
+    const MAX_SHARE: f64 = 0.10;
+    let dir = tempdir();
+    setup(dir.path());
+    let mut worst: Option<(f64, usize, Vec<String>)> = None;
+    let mut failures = Vec::new();
+    for (n, case) in option_cases().iter().enumerate() {
+        if case.iter().any(|a| a == "SVG") {
+            continue;
+        }
+        let draw = |program: &str, file: &str| {
+            let mut args = strings(&["graph", file]);
+            args.extend(case.iter().cloned());
+            run(program, &args, dir.path())
+        };
+        let (ours, theirs) = (draw(rrdscale_bin(), "ours.png"), draw(RRDTOOL, "theirs.png"));
+        assert_eq!(ours.status.success(), theirs.status.success(), "case {n} {case:?}");
+        let (Ok(a), Ok(b)) =
+            (std::fs::read(dir.path().join("ours.png")), std::fs::read(dir.path().join("theirs.png")))
+        else {
+            continue;
+        };
+        let ((wa, ha, pa), (wb, hb, pb)) = (rgb_pixels(&a), rgb_pixels(&b));
+        assert_eq!((wa, ha), (wb, hb), "case {n} {case:?}: picture size");
+        let differ =
+            pa.iter().zip(&pb).filter(|(x, y)| (0..3).any(|i| x[i].abs_diff(y[i]) > TOLERANCE)).count();
+        let share = differ as f64 / pa.len().max(1) as f64;
+        if share > MAX_SHARE {
+            failures.push(format!("case {n}: {:.1}% of pixels differ {case:?}", share * 100.0));
+        }
+        if worst.as_ref().is_none_or(|w| share > w.0) {
+            let side = side_by_side(wb, hb, &pb, &pa);
+            std::fs::write(output_dir().join("worst-theirs-left-ours-right.png"), side).unwrap();
+            worst = Some((share, n, case.clone()));
+        }
+        let _ = std::fs::remove_file(dir.path().join("ours.png"));
+        let _ = std::fs::remove_file(dir.path().join("theirs.png"));
+    }
+    let (share, n, case) = worst.expect("pictures compared");
+    eprintln!("worst picture: case {n}, {:.2}% differ: {case:?}", share * 100.0);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Two RGB pictures of one size next to each other, as a PNG.
+fn side_by_side(w: u32, h: u32, left: &[[u8; 3]], right: &[[u8; 3]]) -> Vec<u8> {
+    let mut data = Vec::with_capacity((w * h * 6) as usize);
+    for y in 0..h as usize {
+        for img in [left, right] {
+            for px in &img[y * w as usize..(y + 1) * w as usize] {
+                data.extend_from_slice(px);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, w * 2, h);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    let mut writer = enc.write_header().unwrap();
+    writer.write_image_data(&data).unwrap();
+    writer.finish().unwrap();
+    out
+}
+
 /// Width and height of a PNG (its IHDR) or an SVG (its `width`/`height`).
 fn image_size(bytes: &[u8]) -> (String, String) {
     if bytes.starts_with(b"\x89PNG") && bytes.len() >= 24 {
