@@ -11,11 +11,13 @@
 //! The font file is compiled in (`fonts/DejaVuSansMono.ttf`, Bitstream
 //! Vera licence, see `fonts/LICENSE-DejaVu.txt`), so a graph looks the same
 //! on every machine. `--font TAG:SIZE:FONT` names other fonts as a Pango
-//! description (a comma-separated family list, style words and size
-//! ignored): [`font_named`] finds the first family among the TrueType and
+//! description (a comma-separated family list, then `Bold`, `Italic`,
+//! `Oblique`, `Condensed`; a size there is ignored, as rrdtool sets its
+//! own): [`font_named`] finds the first family among the TrueType and
 //! OpenType files of the machine's font directories (`monospace`, `sans`,
-//! `serif` are DejaVu's), and falls back to DejaVu Sans, as fontconfig
-//! does on Debian, then to the bundled font.
+//! `serif`, Courier, Helvetica, Arial, Times are DejaVu's, as fontconfig's
+//! aliases make them), and falls back to DejaVu Sans, as fontconfig does
+//! on Debian, then to the bundled font.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -62,9 +64,10 @@ fn normalize(name: &str) -> String {
     name.chars().filter(|c| !matches!(c, ' ' | '-' | '_')).flat_map(char::to_lowercase).collect()
 }
 
-/// Every font file found: (normalized family or full name, regular face?, path).
-fn font_index() -> &'static Vec<(String, bool, PathBuf)> {
-    static INDEX: OnceLock<Vec<(String, bool, PathBuf)>> = OnceLock::new();
+/// Every font file found: (normalized family, lower-case style, path).
+/// A regular face is also listed under its full name ("DejaVuSans").
+fn font_index() -> &'static Vec<(String, String, PathBuf)> {
+    static INDEX: OnceLock<Vec<(String, String, PathBuf)>> = OnceLock::new();
     INDEX.get_or_init(|| {
         let mut out = Vec::new();
         let mut dirs: Vec<PathBuf> = FONT_DIRS.iter().map(PathBuf::from).collect();
@@ -96,49 +99,70 @@ fn font_index() -> &'static Vec<(String, bool, PathBuf)> {
                 };
                 let family = name(16).or_else(|| name(1)).unwrap_or_default();
                 let style = name(17).or_else(|| name(2)).unwrap_or_default().to_ascii_lowercase();
-                let regular = matches!(style.as_str(), "book" | "regular" | "roman" | "normal" | "");
-                out.push((normalize(&family), regular, path.clone()));
-                if let Some(full) = name(4) {
-                    out.push((normalize(&full), true, path));
+                if is_regular(&style) {
+                    if let Some(full) = name(4) {
+                        out.push((normalize(&full), style.clone(), path.clone()));
+                    }
                 }
+                out.push((normalize(&family), style, path));
             }
         }
         out
     })
 }
 
-/// The file of the first family of a Pango font description found here.
+fn is_regular(style: &str) -> bool {
+    matches!(style, "book" | "regular" | "roman" | "normal" | "")
+}
+
+/// The file of the first family of a Pango font description found here,
+/// in the weight and slant it asks for (`Bold`, `Italic`, `Oblique`).
 fn find_font_file(desc: &str) -> Option<PathBuf> {
     let index = font_index();
     let mut families: Vec<String> = desc.split(',').map(str::to_string).collect();
+    let (mut bold, mut italic, mut condensed) = (false, false, false);
     // Style words and a size may follow the last family.
     if let Some(last) = families.last_mut() {
         let mut words: Vec<&str> = last.split_whitespace().collect();
         while words.len() > 1 {
             let w = words[words.len() - 1].to_ascii_lowercase();
-            let style = matches!(
-                w.as_str(),
-                "bold" | "italic" | "oblique" | "book" | "regular" | "normal" | "light" | "medium" | "heavy"
-            );
-            if style || w.trim_end_matches("px").parse::<f64>().is_ok() {
-                words.pop();
-            } else {
-                break;
+            match w.as_str() {
+                "bold" | "heavy" | "semi-bold" | "ultra-bold" => bold = true,
+                "italic" | "oblique" => italic = true,
+                "condensed" => condensed = true,
+                "book" | "regular" | "normal" | "light" | "medium" => {}
+                _ if w.trim_end_matches("px").parse::<f64>().is_ok() => {}
+                _ => break,
             }
+            words.pop();
         }
         *last = words.join(" ");
     }
+    // fontconfig's aliases on Debian.
     let generic = |n: &str| match n {
-        "monospace" | "mono" => "dejavusansmono".to_string(),
-        "sans" | "sansserif" => "dejavusans".to_string(),
-        "serif" => "dejavuserif".to_string(),
+        "monospace" | "mono" | "courier" | "couriernew" | "fixed" => "dejavusansmono".to_string(),
+        "sans" | "sansserif" | "helvetica" | "arial" | "verdana" => "dejavusans".to_string(),
+        "serif" | "times" | "timesnewroman" | "georgia" => "dejavuserif".to_string(),
         other => other.to_string(),
     };
     let lookup = |want: &str| {
         index
             .iter()
             .filter(|(name, _, _)| name == want)
-            .min_by_key(|(_, regular, _)| !*regular)
+            .min_by_key(|(_, style, _)| {
+                let b = style.contains("bold");
+                let i = style.contains("italic") || style.contains("oblique");
+                // Widths and other weights (Condensed, ExtraLight) only
+                // when nothing else has the family.
+                let c = style.contains("condensed");
+                let other = style.split_whitespace().any(|w| {
+                    !matches!(
+                        w,
+                        "bold" | "italic" | "oblique" | "book" | "regular" | "roman" | "normal" | "condensed"
+                    )
+                });
+                (b != bold) as u8 + (i != italic) as u8 + 2 * (other as u8 + (c != condensed) as u8)
+            })
             .map(|(_, _, p)| p.clone())
     };
     families
@@ -356,6 +380,24 @@ mod tests {
         // Tab stops every 56 px (rrdtool's default tabwidth + 16).
         assert_eq!(f.text_width("a\tb", 8.0, 56.0), 63.0);
         assert_eq!(f.text_width("a\t\tb", 8.0, 116.0), 239.0);
+    }
+
+    #[test]
+    fn font_descriptions_find_the_machines_fonts() {
+        // Only where Debian's fonts-dejavu-core is installed.
+        if !Path::new("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf").exists() {
+            return;
+        }
+        let file =
+            |d: &str| find_font_file(d).and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+        assert_eq!(file("DejaVu Sans Bold").as_deref(), Some("DejaVuSans-Bold.ttf"));
+        assert_eq!(file("DejaVuSans,DejaVu Sans").as_deref(), Some("DejaVuSans.ttf"));
+        assert_eq!(file("Courier").as_deref(), Some("DejaVuSansMono.ttf"));
+        assert_eq!(file("DejaVu Serif 12").as_deref(), Some("DejaVuSerif.ttf"));
+        assert_eq!(file("DejaVu Sans Condensed").as_deref(), Some("DejaVuSansCondensed.ttf"));
+        // Unknown families are DejaVu Sans, as fontconfig picks.
+        assert_eq!(file("No Such Font").as_deref(), Some("DejaVuSans.ttf"));
+        assert_eq!(file("DejaVuSans-Bold").as_deref(), Some("DejaVuSans.ttf"));
     }
 
     #[test]
