@@ -648,6 +648,7 @@ fn option_cases() -> Vec<Vec<String>> {
             case.extend(strings(legends));
             case
         })
+        .chain(template_cases())
         .chain([
             // Only data, no PRINT: rrdtool's graph prints nothing at all.
             strings(&["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE"]),
@@ -799,6 +800,142 @@ fn errors_match_rrdtool() {
         }
     }
     assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Command lines as Cacti, LibreNMS, Smokeping and Munin write them.
+fn template_cases() -> Vec<Vec<String>> {
+    let cases: &[&[&str]] = &[
+        &[
+            "--imgformat=PNG",
+            "--title=Traffic - eth0",
+            "--rigid",
+            "--base=1000",
+            "--height=120",
+            "--width=500",
+            "--alt-autoscale-max",
+            "--lower-limit=0",
+            "COMMENT:From 2023/11/16 To 2023/11/19\\c",
+            "COMMENT:  \\n",
+            "--vertical-label=bits per second",
+            "--slope-mode",
+            "--font",
+            "TITLE:10:",
+            "--font",
+            "AXIS:7:",
+            "--font",
+            "LEGEND:8:",
+            "--font",
+            "UNIT:7:",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "DEF:b=t.rrd:b:AVERAGE",
+            "CDEF:cdefa=a,8,*",
+            "AREA:cdefa#00CF00FF:Inbound",
+            "GPRINT:cdefa:LAST: Current\\:%8.2lf %s",
+            "GPRINT:cdefa:AVERAGE:Average\\:%8.2lf %s",
+            "GPRINT:cdefa:MAX:Maximum\\:%8.2lf %s\\n",
+            "LINE1:b#002A97FF:Outbound",
+            "GPRINT:b:LAST:Current\\:%8.2lf %s",
+            "GPRINT:b:AVERAGE:Average\\:%8.2lf %s",
+            "GPRINT:b:MAX:Maximum\\:%8.2lf %s\\n",
+        ],
+        &[
+            "--width",
+            "400",
+            "--height",
+            "150",
+            "--font",
+            "LEGEND:7:DejaVuSansMono",
+            "--font",
+            "AXIS:6:DejaVuSansMono",
+            "--font-render-mode",
+            "normal",
+            "-c",
+            "BACK#EEEEEE00",
+            "-c",
+            "SHADEA#EEEEEE00",
+            "-c",
+            "SHADEB#EEEEEE00",
+            "-c",
+            "CANVAS#FFFFFF00",
+            "-c",
+            "GRID#a5a5a5",
+            "-c",
+            "MGRID#FF9999",
+            "-R",
+            "normal",
+            "--grid-dash",
+            "1:1",
+            "--alt-autoscale-max",
+            "--rigid",
+            "-E",
+            "-l",
+            "0",
+            "--pango-markup",
+            "COMMENT:Bits/s   Now       Ave      Max     \\l",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "VDEF:al=a,LAST",
+            "VDEF:av=a,AVERAGE",
+            "VDEF:am=a,MAXIMUM",
+            "AREA:a#84BE84:In ",
+            "GPRINT:al:%6.2lf%s",
+            "GPRINT:av:%6.2lf%s",
+            "GPRINT:am:%6.2lf%s\\l",
+            "COMMENT:<span foreground='#ff0000'>95th</span>\\l",
+        ],
+        &[
+            "--height",
+            "200",
+            "--width",
+            "600",
+            "--title",
+            "Smokeping",
+            "--rigid",
+            "--upper-limit",
+            "120",
+            "--lower-limit",
+            "0",
+            "--vertical-label",
+            "Seconds",
+            "--color",
+            "SHADEA#ffffff",
+            "--color",
+            "BACK#ffffff",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "AREA:a#dddddd",
+            "LINE1:a#00ff00:median rtt",
+            "COMMENT:\\t",
+            "GPRINT:a:AVERAGE:avg %.1lf ms\\l",
+            "COMMENT:probe\\:  20 ICMP Echo Pings (56 Bytes) every 300s\\j",
+            "COMMENT:end\\: Sun Nov 19 22\\:00\\:00 2023\\j",
+        ],
+        &[
+            "--font",
+            "DEFAULT:0:DejaVuSans,DejaVu Sans,DejaVu LGC Sans,Bitstream Vera Sans",
+            "-W",
+            "Munin 2.0",
+            "--title",
+            "Load average - by day",
+            "-l",
+            "0",
+            "--vertical-label",
+            "load",
+            "--height",
+            "175",
+            "--only-graph",
+            "--disable-rrdtool-tag",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "LINE1:a#00CC00:load",
+            "GPRINT:a:LAST:%6.2lf",
+        ],
+    ];
+    cases
+        .iter()
+        .map(|c| {
+            let mut case = strings(&["--start", S, "--end", E]);
+            case.extend(strings(c));
+            case
+        })
+        .collect()
 }
 
 /// `--lazy`: an image newer than one pixel's worth of seconds stays as it
