@@ -287,7 +287,7 @@ pub(crate) fn markup_spans(markup: &str) -> Vec<Span> {
                 while let Some(eq) = a.find('=') {
                     let key = a[..eq].trim();
                     let after = a[eq + 1..].trim_start();
-                    let quote = after.chars().next().unwrap_or('"');
+                    let Some(quote) = after.chars().next() else { return plain() };
                     if quote != '"' && quote != '\'' {
                         return plain();
                     }
@@ -374,6 +374,31 @@ mod tests {
         assert_eq!(s[2].color, Some(crate::options::Rgba::new(255, 0, 0, 255)));
         assert!(s[4].rise_em > 0.0 && s[4].scale < 1.0);
         assert!(markup_spans("<sub>x</sub>")[0].rise_em < 0.0);
+        // Hostile or broken markup never panics.
+        for bad in [
+            "<span foreground=",
+            "<span a=\"",
+            "<span =x>",
+            "<",
+            "</",
+            "<>",
+            "a</b>",
+            "<b></b></b>",
+            "<span é='x'>y</span>",
+        ] {
+            let _ = markup_spans(bad);
+        }
+        let pieces =
+            ["<", ">", "/", "b", "span", " ", "=", "\"", "'", "foreground", "#f00", "sup", "&amp;", "é", "x"];
+        let mut seed: u64 = 1;
+        for _ in 0..5000 {
+            let mut text = String::new();
+            for _ in 0..12 {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                text.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+            }
+            let _ = markup_spans(&text);
+        }
         // Not markup: kept as text.
         assert_eq!(markup_spans("a<b")[0].text, "a<b");
         assert_eq!(markup_spans("<b>x</i>")[0].text, "<b>x</i>");
