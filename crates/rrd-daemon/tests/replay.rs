@@ -8,8 +8,8 @@ use std::path::Path;
 
 use rrd_daemon::config::Config;
 use rrd_daemon::journaler::Journaler;
-use rrd_daemon::replay;
 use rrd_daemon::state::Daemon;
+use rrd_daemon::replay;
 use rrd_engine::update::{update_file, UpdateOptions};
 use rrd_journal::{Journal, Record, SyncPolicy};
 
