@@ -42,6 +42,8 @@ pub(crate) struct TextSpec<'a> {
     pub color: Rgba,
     pub size_pt: f64,
     pub font: &'static Font,
+    /// The face of `<b>` runs.
+    pub bold_font: &'static Font,
     pub tab_width: f64,
     /// Degrees, counter-clockwise.
     pub angle: f64,
@@ -54,6 +56,14 @@ pub(crate) struct TextSpec<'a> {
 }
 
 impl TextSpec<'_> {
+    fn run_font(&self, run: &Span) -> &'static Font {
+        if run.bold {
+            self.bold_font
+        } else {
+            self.font
+        }
+    }
+
     /// The styled runs of the text (one plain run without markup).
     fn runs(&self) -> Vec<Span> {
         if self.markup {
@@ -77,7 +87,7 @@ impl TextSpec<'_> {
         let w = self
             .runs()
             .iter()
-            .map(|r| f.text_width(&r.text, self.size_pt * r.scale, self.tab_width))
+            .map(|r| self.run_font(r).text_width(&r.text, self.size_pt * r.scale, self.tab_width))
             .sum::<f64>();
         let h = f.text_height(self.size_pt);
         let dx = match self.h {
@@ -204,8 +214,9 @@ impl Canvas for PngCanvas {
         let mut pen = 0.0;
         for run in spec.runs() {
             let size = spec.size_pt * run.scale;
-            let ops = spec.font.outline(&run.text, size, spec.tab_width);
-            let advance = spec.font.text_width(&run.text, size, spec.tab_width);
+            let face = spec.run_font(&run);
+            let ops = face.outline(&run.text, size, spec.tab_width);
+            let advance = face.text_width(&run.text, size, spec.tab_width);
             let mut pb = PathBuilder::new();
             for op in ops {
                 match op {
@@ -235,7 +246,8 @@ impl Canvas for PngCanvas {
                 t,
                 self.mask.as_ref(),
             );
-            if run.bold {
+            // A bold run in a font without its own bold face.
+            if run.bold && std::ptr::eq(spec.bold_font, spec.font) {
                 let stroke = Stroke { width: (size * 100.0 / 72.0 * 0.06) as f32, ..Stroke::default() };
                 self.pixmap.stroke_path(&path, &paint(color, self.text_aa), &stroke, t, self.mask.as_ref());
             }
@@ -451,6 +463,7 @@ mod tests {
             color: Rgba::new(0, 0, 0, 255),
             size_pt: 8.0,
             font: crate::text::font_named(None),
+            bold_font: crate::text::font_named(None),
             tab_width: 40.0,
             angle: 90.0,
             h: HAlign::Center,

@@ -453,7 +453,7 @@ impl Image<'_> {
     }
 
     fn font(&self, p: TextProp) -> &'static Font {
-        font_named(self.o.font_names[p as usize].as_deref())
+        prop_font(self.o, p, false)
     }
 
     fn pt(&self, p: TextProp) -> f64 {
@@ -485,8 +485,7 @@ impl Image<'_> {
         let y_xlabel = if o.draw_x_grid { (self.pt(TextProp::Axis) * 2.5) as i32 as i64 } else { 0 };
         let mut x_ylabel = 0;
         if o.draw_y_grid || o.force_left_space {
-            x_ylabel = (measure(o, self.font(TextProp::Axis), "0", self.pt(TextProp::Axis))
-                * o.units_length as f64) as i32 as i64;
+            x_ylabel = (measure(o, TextProp::Axis, "0") * o.units_length as f64) as i32 as i64;
         }
         x_ylabel += x_spacing;
         let legend = !o.no_legend;
@@ -628,7 +627,6 @@ impl Image<'_> {
             return Ok(());
         }
         let legend_pt = self.pt(TextProp::Legend);
-        let legend_font = self.font(TextProp::Legend);
         let interleg = (legend_pt * 2.0) as i32 as i64;
         let border = (legend_pt * 2.0) as i32 as i64;
         let mut legendwidth = if calc_width { 0.0 } else { self.legendwidth - 2.0 * border as f64 };
@@ -696,7 +694,7 @@ impl Image<'_> {
                 if fill > 0 {
                     fill += legspace[i];
                 }
-                let w = measure(o, legend_font, legend, legend_pt) as i64;
+                let w = measure(o, TextProp::Legend, legend) as i64;
                 fill += w;
                 leg_c += 1;
             } else {
@@ -741,7 +739,7 @@ impl Image<'_> {
                     }
                     item.leg_x = leg_x;
                     item.leg_y = (leg_y + border) as f64;
-                    leg_x += measure(o, legend_font, &item.legend, legend_pt) + *space as f64 + glue;
+                    leg_x += measure(o, TextProp::Legend, &item.legend) + *space as f64 + glue;
                 }
                 // C's int arithmetic: the double result is truncated.
                 if leg_x > border as f64 || prt == 's' {
@@ -1178,6 +1176,7 @@ impl Image<'_> {
             color,
             size_pt: self.pt(prop),
             font: self.font(prop),
+            bold_font: prop_font(self.o, prop, true),
             tab_width: tab_period(self.o),
             angle,
             h,
@@ -1453,8 +1452,6 @@ impl Image<'_> {
         if o.no_legend || o.only_graph {
             return;
         }
-        let legend_pt = self.pt(TextProp::Legend);
-        let legend_font = self.font(TextProp::Legend);
         // --legend-direction: the first and last legend lines (of
         // graph elements only, for bottomup2).
         let shown = || self.items.iter().enumerate().filter(|(_, it)| !it.legend.is_empty());
@@ -1518,9 +1515,9 @@ impl Image<'_> {
                 &item.legend,
             );
             // Measured after drawing: on the zoomed surface, as rrdtool does.
-            let w = measure_zoomed(o, legend_font, &item.legend, legend_pt, o.zoom);
+            let w = measure_zoomed(o, TextProp::Legend, &item.legend, o.zoom);
             // The height does not follow the zoom (measured with rrdtool).
-            let h = measure_height(o, legend_font, &item.legend, legend_pt);
+            let h = measure_height(o, TextProp::Legend, &item.legend);
             info.push((format!("legend[{count}]"), InfoValue::Text(item.legend.clone())));
             info.push((
                 format!("coords[{count}]"),
@@ -1532,7 +1529,7 @@ impl Image<'_> {
                 Kind::HRule { color, .. } | Kind::VRule { color, .. } => *color,
                 _ => continue,
             };
-            let box_h = measure_zoomed(o, legend_font, "o", legend_pt, o.zoom) * 1.2;
+            let box_h = measure_zoomed(o, TextProp::Legend, "o", o.zoom) * 1.2;
             let box_v = box_h;
             let y0 = y0 - box_v * 0.4;
             let dashed = match &item.el.kind {
@@ -1995,26 +1992,39 @@ fn tab_period(o: &Options) -> f64 {
     }
 }
 
+/// The font of a text property (`bold`: its bold face, for markup; the
+/// bundled font's bold has its advances, so it stays).
+fn prop_font(o: &Options, prop: TextProp, bold: bool) -> &'static Font {
+    match o.font_names[prop as usize].as_deref() {
+        Some(desc) if bold => font_named(Some(&format!("{desc} Bold"))),
+        desc => font_named(desc),
+    }
+}
+
 /// Width of `s` as rrdtool measures it for layout (Pango markup, with
 /// `--pango-markup`, is measured as the text it draws).
-fn measure(o: &Options, f: &Font, s: &str, pt: f64) -> f64 {
-    measure_zoomed(o, f, s, pt, 1.0)
+fn measure(o: &Options, prop: TextProp, s: &str) -> f64 {
+    measure_zoomed(o, prop, s, 1.0)
 }
 
 /// [`measure`] on a surface scaled by `zoom`.
-fn measure_zoomed(o: &Options, f: &Font, s: &str, pt: f64, zoom: f64) -> f64 {
+fn measure_zoomed(o: &Options, prop: TextProp, s: &str, zoom: f64) -> f64 {
+    let (f, pt) = (prop_font(o, prop, false), o.font_sizes[prop as usize]);
     if !o.pango_markup {
         return f.text_width_zoomed(s, pt, tab_period(o), zoom);
     }
     crate::labels::markup_spans(s)
         .iter()
-        .map(|span| f.text_width_zoomed(&span.text, pt * span.scale, tab_period(o), zoom))
+        .map(|span| {
+            prop_font(o, prop, span.bold).text_width_zoomed(&span.text, pt * span.scale, tab_period(o), zoom)
+        })
         .sum()
 }
 
 /// Height of `s` as rrdtool measures it: one line, as tall as its tallest
 /// run of markup above and below the baseline.
-fn measure_height(o: &Options, f: &Font, s: &str, pt: f64) -> f64 {
+fn measure_height(o: &Options, prop: TextProp, s: &str) -> f64 {
+    let (f, pt) = (prop_font(o, prop, false), o.font_sizes[prop as usize]);
     if !o.pango_markup {
         return f.text_height(pt);
     }

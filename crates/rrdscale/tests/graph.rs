@@ -927,6 +927,16 @@ fn template_cases() -> Vec<Vec<String>> {
             "LINE1:a#00CC00:load",
             "GPRINT:a:LAST:%6.2lf",
         ],
+        // Markup bold in a proportional font: its bold face's widths.
+        &[
+            "-P",
+            "--font",
+            "DEFAULT:8:DejaVu Sans",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "LINE1:a#ff0000",
+            "COMMENT:<b>bold text here</b> plain\\l",
+            "COMMENT:<i>italic</i> <b><i>bi</i></b>",
+        ],
     ];
     cases
         .iter()
