@@ -286,6 +286,14 @@ impl Font {
         if zoom == 1.0 {
             return self.text_width(text, size_pt, tab_width);
         }
+        (self.advance_zoomed(text, size_pt, tab_width, zoom) - 1e-9).ceil().max(0.0)
+    }
+
+    /// [`Font::text_width_zoomed`] before the rounding up.
+    pub(crate) fn advance_zoomed(&self, text: &str, size_pt: f64, tab_width: f64, zoom: f64) -> f64 {
+        if zoom == 1.0 {
+            return self.text_width(text, size_pt, tab_width);
+        }
         let mut x = 0.0;
         for c in text.chars() {
             if c == '\t' {
@@ -298,7 +306,7 @@ impl Font {
             }
             x += self.advance(c, size_pt * zoom) / zoom;
         }
-        (x - 1e-9).ceil().max(0.0)
+        x
     }
 
     /// Pixels from the top of a line to its baseline.
