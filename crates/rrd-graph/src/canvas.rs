@@ -17,8 +17,9 @@ use tiny_skia::{
 };
 
 use crate::error::{GraphError, Result};
+use crate::labels::{markup_spans, Span};
 use crate::options::Rgba;
-use crate::text::{font, PathOp};
+use crate::text::{Font, PathOp};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum HAlign {
@@ -40,20 +41,54 @@ pub(crate) struct TextSpec<'a> {
     pub y: f64,
     pub color: Rgba,
     pub size_pt: f64,
+    pub font: &'static Font,
+    /// The face of `<b>` runs.
+    pub bold_font: &'static Font,
     pub tab_width: f64,
     /// Degrees, counter-clockwise.
     pub angle: f64,
     pub h: HAlign,
     pub v: VAlign,
     pub text: &'a str,
+    /// `--pango-markup`: `text` is markup (the subset of
+    /// [`crate::labels::markup_spans`]).
+    pub markup: bool,
 }
 
 impl TextSpec<'_> {
+    fn run_font(&self, run: &Span) -> &'static Font {
+        if run.bold {
+            self.bold_font
+        } else {
+            self.font
+        }
+    }
+
+    /// The styled runs of the text (one plain run without markup).
+    fn runs(&self) -> Vec<Span> {
+        if self.markup {
+            markup_spans(self.text)
+        } else {
+            vec![Span {
+                text: self.text.to_string(),
+                bold: false,
+                italic: false,
+                color: None,
+                scale: 1.0,
+                rise_em: 0.0,
+            }]
+        }
+    }
+
     /// Where the text's baseline starts, before rotation, relative to the
     /// anchor.
     fn offset(&self) -> (f64, f64) {
-        let f = font();
-        let w = f.text_width(self.text, self.size_pt, self.tab_width);
+        let f = self.font;
+        let w = self
+            .runs()
+            .iter()
+            .map(|r| self.run_font(r).text_width(&r.text, self.size_pt * r.scale, self.tab_width))
+            .sum::<f64>();
         let h = f.text_height(self.size_pt);
         let dx = match self.h {
             HAlign::Left => 0.0,
@@ -86,10 +121,10 @@ pub(crate) trait Canvas {
     fn finish(self: Box<Self>) -> Result<Vec<u8>>;
 }
 
-fn paint(color: Rgba) -> Paint<'static> {
+fn paint(color: Rgba, anti_alias: bool) -> Paint<'static> {
     let mut p = Paint::default();
     p.set_color_rgba8(color.r, color.g, color.b, color.a);
-    p.anti_alias = true;
+    p.anti_alias = anti_alias;
     p
 }
 
@@ -110,13 +145,34 @@ fn polygon(points: &[(f64, f64)], close: bool) -> Option<tiny_skia::Path> {
 pub(crate) struct PngCanvas {
     pixmap: Pixmap,
     mask: Option<Mask>,
+    /// `--zoom`: image pixels to surface pixels.
+    zoom: Transform,
+    /// Antialiasing of lines and areas (`--graph-render-mode mono`: off)
+    /// and of text (`--font-render-mode mono`: off).
+    graph_aa: bool,
+    text_aa: bool,
 }
 
 impl PngCanvas {
-    pub(crate) fn new(width: u32, height: u32) -> Result<PngCanvas> {
-        let pixmap = Pixmap::new(width.max(1), height.max(1))
-            .ok_or_else(|| GraphError::Encode(format!("an image of {width}x{height} pixels is too large")))?;
-        Ok(PngCanvas { pixmap, mask: None })
+    /// A surface of `width`×`height` image pixels, each `zoom` surface
+    /// pixels wide (the surface size is truncated, as Cairo's int is).
+    pub(crate) fn new(width: u32, height: u32, zoom: f64) -> Result<PngCanvas> {
+        let (w, h) = ((f64::from(width) * zoom) as u32, (f64::from(height) * zoom) as u32);
+        let pixmap = Pixmap::new(w.max(1), h.max(1))
+            .ok_or_else(|| GraphError::Encode(format!("an image of {w}x{h} pixels is too large")))?;
+        Ok(PngCanvas {
+            pixmap,
+            mask: None,
+            zoom: Transform::from_scale(zoom as f32, zoom as f32),
+            graph_aa: true,
+            text_aa: true,
+        })
+    }
+
+    /// `--graph-render-mode mono` / `--font-render-mode mono`.
+    pub(crate) fn set_antialias(&mut self, graph: bool, text: bool) {
+        self.graph_aa = graph;
+        self.text_aa = text;
     }
 }
 
@@ -150,9 +206,9 @@ impl Canvas for PngCanvas {
         if let Some(path) = polygon(points, true) {
             self.pixmap.fill_path(
                 &path,
-                &paint(color),
+                &paint(color, self.graph_aa),
                 FillRule::Winding,
-                Transform::identity(),
+                self.zoom,
                 self.mask.as_ref(),
             );
         }
@@ -173,36 +229,64 @@ impl Canvas for PngCanvas {
             }
             stroke.dash = StrokeDash::new(v, 0.0);
         }
-        self.pixmap.stroke_path(&path, &paint(color), &stroke, Transform::identity(), self.mask.as_ref());
+        self.pixmap.stroke_path(&path, &paint(color, self.graph_aa), &stroke, self.zoom, self.mask.as_ref());
     }
 
     fn text(&mut self, spec: &TextSpec) {
-        let ops = font().outline(spec.text, spec.size_pt, spec.tab_width);
-        let mut pb = PathBuilder::new();
-        for op in ops {
-            match op {
-                PathOp::Move(x, y) => pb.move_to(x as f32, y as f32),
-                PathOp::Line(x, y) => pb.line_to(x as f32, y as f32),
-                PathOp::Quad(x1, y1, x, y) => pb.quad_to(x1 as f32, y1 as f32, x as f32, y as f32),
-                PathOp::Cubic(x1, y1, x2, y2, x, y) => {
-                    pb.cubic_to(x1 as f32, y1 as f32, x2 as f32, y2 as f32, x as f32, y as f32)
-                }
-                PathOp::Close => pb.close(),
-            }
-        }
-        let Some(path) = pb.finish() else { return };
         let (dx, dy) = spec.offset();
-        let t = Transform::from_translate(spec.x as f32, spec.y as f32)
+        let base = self
+            .zoom
+            .pre_translate(spec.x as f32, spec.y as f32)
             .pre_rotate(-spec.angle as f32)
             .pre_translate(dx as f32, dy as f32);
-        self.pixmap.fill_path(&path, &paint(spec.color), FillRule::Winding, t, self.mask.as_ref());
+        let mut pen = 0.0;
+        for run in spec.runs() {
+            let size = spec.size_pt * run.scale;
+            let face = spec.run_font(&run);
+            let ops = face.outline(&run.text, size, spec.tab_width);
+            let advance = face.text_width(&run.text, size, spec.tab_width);
+            let mut pb = PathBuilder::new();
+            for op in ops {
+                match op {
+                    PathOp::Move(x, y) => pb.move_to(x as f32, y as f32),
+                    PathOp::Line(x, y) => pb.line_to(x as f32, y as f32),
+                    PathOp::Quad(x1, y1, x, y) => pb.quad_to(x1 as f32, y1 as f32, x as f32, y as f32),
+                    PathOp::Cubic(x1, y1, x2, y2, x, y) => {
+                        pb.cubic_to(x1 as f32, y1 as f32, x2 as f32, y2 as f32, x as f32, y as f32)
+                    }
+                    PathOp::Close => pb.close(),
+                }
+            }
+            let rise_px = run.rise_em * spec.size_pt * 100.0 / 72.0;
+            let mut t = base.pre_translate(pen as f32, -rise_px as f32);
+            pen += advance;
+            // Only the regular face is bundled: italic is slanted, bold
+            // is drawn with an outline stroke.
+            if run.italic {
+                t = t.pre_concat(Transform::from_row(1.0, 0.0, -0.2, 1.0, 0.0, 0.0));
+            }
+            let Some(path) = pb.finish() else { continue };
+            let color = run.color.unwrap_or(spec.color);
+            self.pixmap.fill_path(
+                &path,
+                &paint(color, self.text_aa),
+                FillRule::Winding,
+                t,
+                self.mask.as_ref(),
+            );
+            // A bold run in a font without its own bold face.
+            if run.bold && std::ptr::eq(spec.bold_font, spec.font) {
+                let stroke = Stroke { width: (size * 100.0 / 72.0 * 0.06) as f32, ..Stroke::default() };
+                self.pixmap.stroke_path(&path, &paint(color, self.text_aa), &stroke, t, self.mask.as_ref());
+            }
+        }
     }
 
     fn clip(&mut self, rect: Option<(f64, f64, f64, f64)>) {
         self.mask = rect.and_then(|(x, y, w, h)| {
             let mut mask = Mask::new(self.pixmap.width(), self.pixmap.height())?;
             let r = tiny_skia::Rect::from_xywh(x as f32, y as f32, w as f32, h as f32)?;
-            mask.fill_path(&PathBuilder::from_rect(r), FillRule::Winding, false, Transform::identity());
+            mask.fill_path(&PathBuilder::from_rect(r), FillRule::Winding, false, self.zoom);
             Some(mask)
         });
     }
@@ -236,6 +320,7 @@ pub(crate) struct SvgCanvas {
     body: String,
     width: u32,
     height: u32,
+    zoom: f64,
     clips: usize,
     in_clip: bool,
     /// Gradients defined so far (their ids).
@@ -243,8 +328,9 @@ pub(crate) struct SvgCanvas {
 }
 
 impl SvgCanvas {
-    pub(crate) fn new(width: u32, height: u32) -> SvgCanvas {
-        SvgCanvas { body: String::new(), width, height, clips: 0, in_clip: false, gradients: 0 }
+    /// `zoom` scales the document's size, not its coordinates.
+    pub(crate) fn new(width: u32, height: u32, zoom: f64) -> SvgCanvas {
+        SvgCanvas { body: String::new(), width, height, zoom, clips: 0, in_clip: false, gradients: 0 }
     }
 }
 
@@ -345,16 +431,42 @@ impl Canvas for SvgCanvas {
     fn text(&mut self, spec: &TextSpec) {
         let (dx, dy) = spec.offset();
         let px = spec.size_pt * 100.0 / 72.0;
+        let mut body = String::new();
+        for run in spec.runs() {
+            if !spec.markup {
+                body.push_str(&xml_escape(&run.text));
+                continue;
+            }
+            let _ = write!(body, "<tspan font-size=\"{:.2}px\"", px * run.scale);
+            if run.rise_em != 0.0 {
+                let _ = write!(body, " baseline-shift=\"{:.2}\"", run.rise_em * px);
+            }
+            if run.bold {
+                body.push_str(" font-weight=\"bold\"");
+            }
+            if run.italic {
+                body.push_str(" font-style=\"italic\"");
+            }
+            if let Some(c) = run.color {
+                let _ = write!(body, " {}", svg_color("fill", c));
+            }
+            let _ = write!(body, ">{}</tspan>", xml_escape(&run.text));
+        }
         let _ = writeln!(
             self.body,
             "<text transform=\"translate({:.2},{:.2}) rotate({:.1})\" x=\"{dx:.2}\" y=\"{dy:.2}\" \
-             font-family=\"DejaVu Sans Mono,Bitstream Vera Sans Mono,monospace\" font-size=\"{px:.2}px\" \
+             font-family=\"{}DejaVu Sans Mono,Bitstream Vera Sans Mono,monospace\" font-size=\"{px:.2}px\" \
              xml:space=\"preserve\" {}>{}</text>",
             spec.x,
             spec.y,
             -spec.angle,
+            if spec.font.family().is_empty() {
+                String::new()
+            } else {
+                format!("{},", xml_escape(spec.font.family()))
+            },
             svg_color("fill", spec.color),
-            xml_escape(spec.text)
+            body
         );
     }
 
@@ -381,9 +493,11 @@ impl Canvas for SvgCanvas {
         let _ = writeln!(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>");
         let _ = writeln!(
             out,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}pt\" height=\"{h}pt\" viewBox=\"0 0 {w} {h}\" version=\"1.1\">",
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{zw}pt\" height=\"{zh}pt\" viewBox=\"0 0 {w} {h}\" version=\"1.1\">",
             w = self.width,
-            h = self.height
+            h = self.height,
+            zw = (f64::from(self.width) * self.zoom) as u32,
+            zh = (f64::from(self.height) * self.zoom) as u32,
         );
         out.push_str(&self.body);
         out.push_str("</svg>\n");
@@ -397,7 +511,7 @@ mod tests {
 
     #[test]
     fn svg_escapes_text_and_closes_groups() {
-        let mut c: Box<dyn Canvas> = Box::new(SvgCanvas::new(20, 10));
+        let mut c: Box<dyn Canvas> = Box::new(SvgCanvas::new(20, 10, 1.0));
         c.clip(Some((0.0, 0.0, 5.0, 5.0)));
         c.fill(&[(0.0, 0.0), (5.0, 0.0), (5.0, 5.0)], Rgba::new(255, 0, 0, 128));
         c.text(&TextSpec {
@@ -405,11 +519,14 @@ mod tests {
             y: 2.0,
             color: Rgba::new(0, 0, 0, 255),
             size_pt: 8.0,
+            font: crate::text::font_named(None),
+            bold_font: crate::text::font_named(None),
             tab_width: 40.0,
             angle: 90.0,
             h: HAlign::Center,
             v: VAlign::Center,
             text: "a<b&\"c\"",
+            markup: false,
         });
         let svg = String::from_utf8(c.finish().unwrap()).unwrap();
         let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
@@ -422,7 +539,7 @@ mod tests {
 
     #[test]
     fn png_draws_pixels() {
-        let mut c: Box<dyn Canvas> = Box::new(PngCanvas::new(20, 20).unwrap());
+        let mut c: Box<dyn Canvas> = Box::new(PngCanvas::new(20, 20, 1.0).unwrap());
         c.fill(&[(0.0, 0.0), (20.0, 0.0), (20.0, 20.0), (0.0, 20.0)], Rgba::new(255, 255, 255, 255));
         c.stroke(&[(0.0, 10.5), (20.0, 10.5)], 1.0, Rgba::new(255, 0, 0, 255), None, false);
         let png = c.finish().unwrap();
@@ -445,8 +562,8 @@ pub(crate) struct DocumentCanvas {
 }
 
 impl DocumentCanvas {
-    pub(crate) fn new(width: u32, height: u32, kind: Document) -> Result<DocumentCanvas> {
-        Ok(DocumentCanvas { raster: PngCanvas::new(width, height)?, kind })
+    pub(crate) fn new(width: u32, height: u32, zoom: f64, kind: Document) -> Result<DocumentCanvas> {
+        Ok(DocumentCanvas { raster: PngCanvas::new(width, height, zoom)?, kind })
     }
 
     /// The pixels as RGB, composited over white.

@@ -22,11 +22,20 @@
 //! `dataformat`). TICKs are drawn as marks, gradient AREAs per pixel
 //! column; SHIFT is evaluated by the engine with the DEFs.
 //!
-//! Deliberately not here: legend positions other than south, the right
-//! axis, `--alt-y-grid`, custom x/y grids (so the data formats never use an
-//! `--x-grid` label format for their times), `--lazy`, `--imginfo`, vector
-//! PDF/EPS (`-a PDF|EPS` embed the raster picture as one page-sized image,
-//! drawn without grid fitting as RRDtool draws those).
+//! The layout options follow rrdtool too: legends north, south, west or
+//! east and their direction, the right axis and its labels, custom and
+//! `--alt-y-grid` grids, `--font` sizes, `--zoom` (the image is scaled;
+//! graphv's numbers stay unscaled, legend widths are measured on the
+//! scaled surface as rrdtool's are), `--pango-markup`; `--lazy` and
+//! `--imginfo` are [`lazy_keeps`] and [`image_info`], for the caller that
+//! knows the file.
+//!
+//! Deliberately not here: Pango's hinted advances of proportional fonts
+//! named by `--font` (ours are rounded outline advances: legend
+//! coordinates may differ by a pixel), markup beyond the subset of
+//! `labels`, the `--x-grid` label format in the data formats' times,
+//! vector PDF/EPS (`-a PDF|EPS` embed the raster picture as one
+//! page-sized image, drawn without grid fitting as RRDtool draws those).
 
 use rrd_engine::attime;
 use rrd_engine::xport::{
@@ -38,18 +47,13 @@ use crate::canvas::{Canvas, Document, DocumentCanvas, HAlign, PngCanvas, SvgCanv
 use crate::dataformat::{self, DataFormat, MetaEntry, Table};
 use crate::elements::{self, Align, Element, Kind, PrintStyle, ValueRef};
 use crate::error::{GraphError, Result};
-use crate::options::{ColorTag, ImageFormat, Options, Rgba};
+use crate::options::{
+    AxisFormatter, ColorTag, ImageFormat, LegendDirection, LegendPosition, Options, Rgba, TextProp,
+};
 use crate::printf::{auto_scale, c_int, PrintFormat};
-use crate::text::font;
+use crate::text::{font_named, Font};
 use crate::timeaxis;
 use crate::timefmt;
-
-/// Font sizes (points) of RRDtool's text properties.
-const TITLE_PT: f64 = 9.0;
-const AXIS_PT: f64 = 7.0;
-const UNIT_PT: f64 = 8.0;
-const LEGEND_PT: f64 = 8.0;
-const WATERMARK_PT: f64 = 5.5;
 
 /// Widths of grid lines.
 const GRID_WIDTH: f64 = 0.4;
@@ -142,12 +146,16 @@ struct Image<'a> {
     symbol: char,
     gridstep: f64,
     labfact: i64,
+    /// `--alt-y-grid`'s label format: width and decimals.
+    alt_label: Option<(usize, usize)>,
     legendwidth: f64,
     legendheight: i64,
     x_origin_legend: i64,
     y_origin_legend: i64,
     x_origin_legend_y: i64,
     y_origin_legend_y: i64,
+    x_origin_legend_y2: i64,
+    y_origin_legend_y2: i64,
     gridfit: bool,
     items: Vec<Item>,
 }
@@ -163,6 +171,84 @@ fn almost_equal(a: f64, b: f64, max_ulps: i64) -> bool {
         }
     };
     (ord(a as f32) - ord(b as f32)).abs() <= max_ulps
+}
+
+/// `--imginfo`'s line for an image saved as `file` (`-`: in memory), or
+/// `None` without the option; an error when the format is not one
+/// rrdtool accepts. The size is the zoomed image's.
+pub fn image_info(options: &Options, file: &str, graph: &GraphOutput) -> Result<Option<String>> {
+    let Some(fmt) = options.imginfo.as_deref().filter(|f| !f.is_empty()) else { return Ok(None) };
+    let name = if file == "-" {
+        "memory"
+    } else {
+        // basename(3): the last component, trailing slashes ignored.
+        let t = file.trim_end_matches('/');
+        if t.is_empty() {
+            "/"
+        } else {
+            t.rsplit('/').next().unwrap_or(t)
+        }
+    };
+    let zoomed = |v: i64| (options.zoom * v as f64) as i64;
+    crate::labels::imginfo(fmt, name, zoomed(graph.image_width), zoomed(graph.image_height))
+        .map(Some)
+        .ok_or_else(|| {
+            GraphError::invalid(format!(
+                "invalid format string '{fmt}' (should match '{}')",
+                crate::labels::IMGINFO_PATTERN
+            ))
+        })
+}
+
+/// `--lazy`: whether the image already in `file` may stay (rrdtool's
+/// `lazy_check`: it was written less than one pixel's worth of seconds
+/// ago and, for PNG, is a readable PNG). Then graphv reports only the
+/// geometry and no file is written.
+pub fn lazy_keeps(options: &Options, file: &str, graph: &GraphOutput, now: i64) -> bool {
+    if !options.lazy || file == "-" || graph.image.is_none() {
+        return false;
+    }
+    let Ok(meta) = std::fs::metadata(file) else { return false };
+    let Some(mtime) = meta.modified().ok().and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok()) else {
+        return false;
+    };
+    let number = |key: &str| {
+        graph.info.iter().find(|(k, _)| k == key).and_then(|(_, v)| match v {
+            InfoValue::Count(n) => Some(*n),
+            _ => None,
+        })
+    };
+    let (Some(start), Some(end), Some(width)) =
+        (number("graph_start"), number("graph_end"), number("graph_width"))
+    else {
+        return false;
+    };
+    if now - mtime.as_secs() as i64 > (end - start) / width.max(1) {
+        return false;
+    }
+    match options.image_format {
+        ImageFormat::Png => {
+            let mut head = [0u8; 24];
+            let ok = std::fs::File::open(file)
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+                .is_ok();
+            ok && head.starts_with(b"\x89PNG\r\n\x1a\n") && &head[12..16] == b"IHDR"
+        }
+        // rrdtool reads back only a PNG's header; any other kind of file
+        // that exists and is fresh enough is kept.
+        _ => true,
+    }
+}
+
+impl GraphOutput {
+    /// What `--lazy` leaves when the old image stays: PRINT results and
+    /// the geometry, no value range, legends or image.
+    pub fn keep_lazily(&mut self) {
+        if let Some(at) = self.info.iter().position(|(k, _)| k == "value_min") {
+            self.info.truncate(at);
+        }
+        self.image = None;
+    }
 }
 
 /// Makes a graph. `now` is the clock for AT-style times and NOW.
@@ -193,7 +279,12 @@ pub fn render_with(
         .map(|e| e.text.clone())
         .collect();
     let range = XportRange { start, end, step_secs: options.step_secs, max_rows: options.width, now };
-    let data = evaluate_with(&range, &data_texts, source)?;
+    let data = if options.missing_data_as_nan {
+        let mut empty = EmptyOnFailure { inner: source, ds_names: def_ds_names(&data_texts) };
+        evaluate_with(&range, &data_texts, &mut empty)?
+    } else {
+        evaluate_with(&range, &data_texts, source)?
+    };
 
     let mut im = Image {
         o: options,
@@ -212,13 +303,16 @@ pub fn render_with(
         symbol: ' ',
         gridstep: f64::NAN,
         labfact: 2,
+        alt_label: None,
         legendwidth: 0.0,
         legendheight: 0,
         x_origin_legend: 0,
         y_origin_legend: 0,
         x_origin_legend_y: 0,
         y_origin_legend_y: 0,
-        gridfit: options.image_format == ImageFormat::Png,
+        x_origin_legend_y2: 0,
+        y_origin_legend_y2: 0,
+        gridfit: options.image_format == ImageFormat::Png && options.gridfit,
         items: parsed
             .into_iter()
             .map(|el| Item {
@@ -252,10 +346,19 @@ pub fn render_with(
             data,
         });
     }
+    if options.graph_type_xy {
+        return Err(GraphError::invalid("XY diagram not implemented"));
+    }
     im.size_location()?;
     // Cairo, which RRDtool draws with, refuses images over 32767 pixels a
-    // side; the limit also keeps a hostile --width from exhausting memory.
-    if !(1..=MAX_SIDE).contains(&im.ximg) || !(1..=MAX_SIDE).contains(&im.yimg) {
+    // side; the limit also keeps a hostile --width (or --zoom) from
+    // exhausting memory.
+    let zoomed = |v: i64| (v as f64 * options.zoom) as i64;
+    if !(1..=MAX_SIDE).contains(&im.ximg)
+        || !(1..=MAX_SIDE).contains(&im.yimg)
+        || !(1..=MAX_SIDE).contains(&zoomed(im.ximg))
+        || !(1..=MAX_SIDE).contains(&zoomed(im.yimg))
+    {
         return Err(GraphError::invalid(format!(
             "an image of {}x{} pixels cannot be drawn (at most {MAX_SIDE} a side)",
             im.ximg, im.yimg
@@ -277,7 +380,7 @@ pub fn render_with(
     if !options.logarithmic {
         im.si_unit();
     }
-    if !options.rigid && !options.logarithmic {
+    if (!options.rigid || options.allow_shrink) && !options.logarithmic {
         im.expand_range();
     }
     info.push(("value_min".into(), InfoValue::Value(im.minval)));
@@ -285,10 +388,18 @@ pub fn render_with(
     let has_grid = im.calc_horizontal_grid();
 
     let mut canvas: Box<dyn Canvas> = match options.image_format {
-        ImageFormat::Png => Box::new(PngCanvas::new(im.ximg as u32, im.yimg as u32)?),
-        ImageFormat::Pdf => Box::new(DocumentCanvas::new(im.ximg as u32, im.yimg as u32, Document::Pdf)?),
-        ImageFormat::Eps => Box::new(DocumentCanvas::new(im.ximg as u32, im.yimg as u32, Document::Eps)?),
-        _ => Box::new(SvgCanvas::new(im.ximg as u32, im.yimg as u32)),
+        ImageFormat::Png => {
+            let mut png = PngCanvas::new(im.ximg as u32, im.yimg as u32, options.zoom)?;
+            png.set_antialias(!options.graph_mono, !options.font_mono);
+            Box::new(png)
+        }
+        ImageFormat::Pdf => {
+            Box::new(DocumentCanvas::new(im.ximg as u32, im.yimg as u32, options.zoom, Document::Pdf)?)
+        }
+        ImageFormat::Eps => {
+            Box::new(DocumentCanvas::new(im.ximg as u32, im.yimg as u32, options.zoom, Document::Eps)?)
+        }
+        _ => Box::new(SvgCanvas::new(im.ximg as u32, im.yimg as u32, options.zoom)),
     };
     im.paint(canvas.as_mut(), has_grid, &mut info);
     let image = canvas.finish()?;
@@ -625,11 +736,21 @@ impl Image<'_> {
         Ok(drawn)
     }
 
-    fn text_width(&self, s: &str, pt: f64) -> f64 {
-        font().text_width(s, pt, self.o.tab_width)
+    /// `--grid-dash` (on, off).
+    fn grid_dash(&self) -> [f64; 2] {
+        [self.o.grid_dash.0, self.o.grid_dash.1]
     }
 
-    /// RRDtool's `graph_size_location` for a legend south of the graph.
+    fn font(&self, p: TextProp) -> &'static Font {
+        prop_font(self.o, p, false)
+    }
+
+    fn pt(&self, p: TextProp) -> f64 {
+        self.o.font_sizes[p as usize]
+    }
+
+    /// RRDtool's `graph_size_location`: image size, graph origin and the
+    /// origins of title, legend and axis labels for every legend position.
     fn size_location(&mut self) -> Result<()> {
         let o = self.o;
         if o.only_graph {
@@ -640,38 +761,56 @@ impl Image<'_> {
             return Ok(());
         }
         let (x_spacing, y_spacing) = (15_i64, 15_i64);
-        let y_watermark = if o.watermark.is_empty() { 4 } else { (WATERMARK_PT * 2.0) as i64 };
-        let x_vertical = if o.vertical_label.is_empty() { 0 } else { (UNIT_PT * 2.0) as i64 };
-        let x_vertical2 = x_spacing;
+        let y_watermark =
+            if o.watermark.is_empty() { 4 } else { (self.pt(TextProp::Watermark) * 2.0) as i32 as i64 };
+        let unit2 = (self.pt(TextProp::Unit) * 2.0) as i32 as i64;
+        let x_vertical = if o.vertical_label.is_empty() { 0 } else { unit2 };
+        let x_vertical2 = if o.right_axis_label.is_empty() { x_spacing } else { unit2 };
         let y_title = if o.title.is_empty() {
             y_spacing
         } else {
-            (TITLE_PT * (title_lines(&o.title).len() as f64 + 1.0) * 1.6) as i64
+            (self.pt(TextProp::Title) * (title_lines(&o.title).len() as f64 + 1.0) * 1.6) as i32 as i64
         };
-        let y_xlabel = if o.draw_x_grid { (AXIS_PT * 2.5) as i64 } else { 0 };
+        let y_xlabel = if o.draw_x_grid { (self.pt(TextProp::Axis) * 2.5) as i32 as i64 } else { 0 };
         let mut x_ylabel = 0;
         if o.draw_y_grid || o.force_left_space {
-            x_ylabel = (self.text_width("0", AXIS_PT) * o.units_length as f64) as i64;
+            x_ylabel = (measure(o, TextProp::Axis, "0") * o.units_length as f64) as i32 as i64;
         }
         x_ylabel += x_spacing;
         let legend = !o.no_legend;
-        let y_main;
+        let pos = o.legend_position;
+        let side = legend && matches!(pos, LegendPosition::West | LegendPosition::East);
+        let vertical = legend && matches!(pos, LegendPosition::North | LegendPosition::South);
+        let right_axis = o.right_axis.is_some();
+        self.legendheight = 0;
+        self.legendwidth = 0.0;
+        if side {
+            self.leg_place(true)?;
+        }
+        let (x_main, y_main);
         if o.full_size_mode {
             self.ximg = self.xsize;
             self.yimg = self.ysize;
             let mut xm = self.ximg - x_ylabel;
+            if side {
+                xm = (xm as f64 - self.legendwidth) as i32 as i64;
+            }
+            if right_axis {
+                xm -= x_ylabel;
+            }
             if !o.no_rrdtool_tag {
                 xm -= x_spacing;
             }
             xm -= x_vertical + x_vertical2;
             xm = xm.max(1);
             self.xsize = xm;
-            if legend {
+            x_main = xm;
+            if vertical {
                 self.legendwidth = self.ximg as f64;
-                self.leg_place()?;
+                self.leg_place(false)?;
             }
             let mut ym = self.yimg as f64;
-            ym -= (y_xlabel + if legend { self.legendheight } else { 0 }) as f64;
+            ym -= (y_xlabel + if vertical { self.legendheight } else { 0 }) as f64;
             ym -= y_title as f64;
             if o.no_legend {
                 ym -= 0.5 * y_spacing as f64;
@@ -679,22 +818,29 @@ impl Image<'_> {
             if !o.watermark.is_empty() {
                 ym -= y_watermark as f64;
             }
-            let ym = (ym as i64).max(1);
+            let ym = (ym as i32 as i64).max(1);
             self.ysize = ym;
             y_main = ym;
         } else {
+            x_main = self.xsize;
             y_main = self.ysize;
             self.ximg = self.xsize + x_ylabel;
             if !o.no_rrdtool_tag {
                 self.ximg += x_spacing;
             }
+            if side {
+                self.ximg = (self.ximg as f64 + self.legendwidth) as i32 as i64;
+            }
+            if right_axis {
+                self.ximg += x_ylabel;
+            }
             self.ximg += x_vertical + x_vertical2;
-            if legend {
+            if vertical {
                 self.legendwidth = self.ximg as f64;
-                self.leg_place()?;
+                self.leg_place(false)?;
             }
             let mut yimg = (y_main + y_xlabel) as f64;
-            if legend {
+            if vertical {
                 yimg += self.legendheight as f64;
             }
             yimg += y_title as f64;
@@ -704,28 +850,79 @@ impl Image<'_> {
             if !o.watermark.is_empty() {
                 yimg += y_watermark as f64;
             }
-            self.yimg = yimg as i64;
+            self.yimg = yimg as i32 as i64;
         }
-        self.x_origin_legend = 0;
-        self.y_origin_legend = y_title + y_main + y_xlabel;
-        self.x_origin_legend_y = 0;
-        self.y_origin_legend_y = y_title + y_main / 2;
-        self.xorigin = x_vertical + x_ylabel;
-        self.yorigin = y_title + y_main;
+        if side {
+            self.leg_place(false)?;
+        }
+        let lw = self.legendwidth;
+        let lh = self.legendheight;
+        let right2 = if right_axis { x_ylabel } else { 0 };
+        self.x_origin_legend_y2 = x_vertical + x_ylabel + x_main + right2;
+        self.y_origin_legend_y2 = y_title + y_main / 2;
+        // As in rrdtool, the position counts even without a legend.
+        match pos {
+            LegendPosition::North => {
+                self.x_origin_legend = 0;
+                self.y_origin_legend = y_title;
+                self.x_origin_legend_y = 0;
+                self.y_origin_legend_y = y_title + lh + y_main / 2 + y_xlabel;
+                self.xorigin = x_vertical + x_ylabel;
+                self.yorigin = y_title + lh + y_main;
+                self.y_origin_legend_y2 = y_title + lh + y_main / 2 + y_xlabel;
+            }
+            LegendPosition::West => {
+                self.x_origin_legend = 0;
+                self.y_origin_legend = y_title;
+                self.x_origin_legend_y = lw as i32 as i64;
+                self.y_origin_legend_y = y_title + y_main / 2;
+                self.xorigin = (lw + (x_vertical + x_ylabel) as f64) as i32 as i64;
+                self.yorigin = y_title + y_main;
+                self.x_origin_legend_y2 =
+                    (lw + (x_vertical + x_ylabel + x_main + right2) as f64) as i32 as i64;
+            }
+            LegendPosition::South => {
+                self.x_origin_legend = 0;
+                self.y_origin_legend = y_title + y_main + y_xlabel;
+                self.x_origin_legend_y = 0;
+                self.y_origin_legend_y = y_title + y_main / 2;
+                self.xorigin = x_vertical + x_ylabel;
+                self.yorigin = y_title + y_main;
+            }
+            LegendPosition::East => {
+                self.x_origin_legend = x_vertical + x_ylabel + x_main + x_vertical2 + right2;
+                self.y_origin_legend = y_title;
+                self.x_origin_legend_y = 0;
+                self.y_origin_legend_y = y_title + y_main / 2;
+                self.xorigin = x_vertical + x_ylabel;
+                self.yorigin = y_title + y_main;
+                if !o.no_rrdtool_tag {
+                    self.x_origin_legend += x_spacing;
+                    self.x_origin_legend_y += x_spacing;
+                    self.xorigin += x_spacing;
+                    self.x_origin_legend_y2 += x_spacing;
+                }
+            }
+        }
         Ok(())
     }
 
     /// RRDtool's `leg_place` (south legend): splits legends into lines,
     /// honours `\l \r \c \j \s \g \u \n \.` and TEXTALIGN, and sets each
     /// legend's position and the legend height.
-    fn leg_place(&mut self) -> Result<()> {
+    fn leg_place(&mut self, calc_width: bool) -> Result<()> {
         let o = self.o;
         if o.no_legend || o.only_graph {
             return Ok(());
         }
-        let interleg = (LEGEND_PT * 2.0) as i64;
-        let border = (LEGEND_PT * 2.0) as i64;
-        let legendwidth = self.legendwidth - 2.0 * border as f64;
+        let legend_pt = self.pt(TextProp::Legend);
+        let interleg = (legend_pt * 2.0) as i32 as i64;
+        let border = (legend_pt * 2.0) as i32 as i64;
+        let mut legendwidth = if calc_width { 0.0 } else { self.legendwidth - 2.0 * border as f64 };
+        // Measuring only (a legend beside the graph): the legends are
+        // put back as they were.
+        let saved: Vec<String> =
+            if calc_width { self.items.iter().map(|i| i.legend.clone()).collect() } else { Vec::new() };
         let mut fill: i64 = 0;
         let mut leg_c = 0;
         let mut leg_y: i64 = 0;
@@ -786,7 +983,7 @@ impl Image<'_> {
                 if fill > 0 {
                     fill += legspace[i];
                 }
-                let w = font().text_width(legend, LEGEND_PT, o.tab_width) as i64;
+                let w = measure(o, TextProp::Legend, legend) as i64;
                 fill += w;
                 leg_c += 1;
             } else {
@@ -796,6 +993,9 @@ impl Image<'_> {
                 prt = '\0';
             }
             if prt == '\0' {
+                if calc_width && fill as f64 > legendwidth {
+                    legendwidth = fill as f64;
+                }
                 if i == n - 1 || fill as f64 > legendwidth {
                     prt = default_align;
                 }
@@ -828,17 +1028,20 @@ impl Image<'_> {
                     }
                     item.leg_x = leg_x;
                     item.leg_y = (leg_y + border) as f64;
-                    leg_x += font().text_width(&item.legend, LEGEND_PT, o.tab_width) + *space as f64 + glue;
+                    leg_x += measure(o, TextProp::Legend, &item.legend) + *space as f64 + glue;
                 }
                 // C's int arithmetic: the double result is truncated.
                 if leg_x > border as f64 || prt == 's' {
-                    leg_y = (leg_y as f64 + LEGEND_PT * 1.8) as i64;
+                    leg_y = (leg_y as f64 + legend_pt * 1.8) as i64;
                 }
                 if prt == 's' {
-                    leg_y = (leg_y as f64 - LEGEND_PT) as i64;
+                    leg_y = (leg_y as f64 - legend_pt) as i64;
                 }
                 if prt == 'u' {
-                    leg_y = (leg_y as f64 - LEGEND_PT * 1.8) as i64;
+                    leg_y = (leg_y as f64 - legend_pt * 1.8) as i64;
+                }
+                if calc_width && fill as f64 > legendwidth {
+                    legendwidth = fill as f64;
                 }
                 fill = 0;
                 leg_c = 0;
@@ -846,7 +1049,14 @@ impl Image<'_> {
             }
             i += 1;
         }
-        self.legendheight = (leg_y as f64 + border as f64 * 0.6) as i64;
+        if calc_width {
+            self.legendwidth = legendwidth + 2.0 * border as f64;
+            for (item, legend) in self.items.iter_mut().zip(saved) {
+                item.legend = legend;
+            }
+        } else {
+            self.legendheight = (leg_y as f64 + border as f64 * 0.6) as i64;
+        }
         Ok(())
     }
 
@@ -938,6 +1148,13 @@ impl Image<'_> {
         if self.maxval.is_nan() || (!o.rigid && self.maxval < maxval) {
             self.maxval = if o.logarithmic { maxval * 2.0 } else { maxval };
         }
+        // --allow-shrink: rigid limits may close in on the data.
+        if !self.minval.is_nan() && o.rigid && o.allow_shrink && self.minval < minval {
+            self.minval = if o.logarithmic { minval / 2.0 } else { minval };
+        }
+        if !self.maxval.is_nan() && o.rigid && o.allow_shrink && self.maxval > maxval {
+            self.maxval = if o.logarithmic { maxval * 2.0 } else { maxval };
+        }
         if self.minval > self.maxval {
             self.minval = if self.minval > 0.0 { 0.99 * self.maxval } else { 1.01 * self.maxval };
         }
@@ -977,7 +1194,12 @@ impl Image<'_> {
             3.0, 2.5, 2.0, 1.8, 1.5, 1.2, 1.0, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.0, -1.0,
         ];
         let o = self.o;
-        if o.alt_autoscale {
+        if let Some((step, fact)) = o.y_grid {
+            // Limits on whole label intervals of the --y-grid.
+            let unit = fact as f64 * step;
+            self.minval = unit * (self.minval / unit).floor();
+            self.maxval = unit * (self.maxval / unit).ceil();
+        } else if o.alt_autoscale {
             let delt = self.maxval - self.minval;
             let mut adj = delt * 0.1;
             let fact = 2.0
@@ -1037,6 +1259,15 @@ impl Image<'_> {
         if scaledrange.is_nan() {
             return false;
         }
+        if let Some((step, fact)) = self.o.y_grid {
+            self.gridstep = step;
+            self.labfact = fact;
+            return true;
+        }
+        if self.o.alt_y_grid {
+            self.alt_y_grid(range);
+            return true;
+        }
         let mut pixel = 1_i64;
         let mut gridind = 0;
         for (i, (grid, _)) in YLAB.iter().enumerate() {
@@ -1047,13 +1278,126 @@ impl Image<'_> {
             }
         }
         for f in YLAB[gridind].1 {
-            if (pixel * f) as f64 >= 1.8 * AXIS_PT {
+            if (pixel * f) as f64 >= 1.8 * self.pt(TextProp::Axis) {
                 self.labfact = f;
                 break;
             }
         }
         self.gridstep = YLAB[gridind].0 * self.magfact;
         true
+    }
+
+    /// `--alt-y-grid`: a decimal grid step with 5 to 15 lines and a label
+    /// format with as many decimals as the step needs.
+    fn alt_y_grid(&mut self, range: f64) {
+        let (vf, mf) = (self.viewfactor, self.magfact);
+        let mut decimals = c_int((self.maxval.abs().max(self.minval.abs()) * vf / mf).log10().ceil());
+        if decimals <= 0 {
+            decimals = 1;
+        }
+        let mut step = 10f64.powf((range * vf / mf).log10().floor()) / vf * mf;
+        if step == 0.0 {
+            step = 0.1;
+        }
+        if range / step < 5.0 && step >= 30.0 {
+            step /= 10.0;
+        }
+        if range / step > 15.0 {
+            step *= 10.0;
+        }
+        if range / step > 5.0 {
+            self.labfact = 1;
+            if range / step > 8.0 || step < 1.8 * self.pt(TextProp::Axis) {
+                self.labfact = 2;
+            }
+        } else {
+            step /= 5.0;
+            self.labfact = 5;
+        }
+        self.gridstep = step;
+        let fractionals = c_int((step * self.labfact as f64 * vf / mf).log10().floor());
+        let (width, precision) = if fractionals < 0 {
+            (i64::from(decimals) - i64::from(fractionals) + 1, (-i64::from(fractionals)) as usize)
+        } else {
+            (i64::from(decimals) + 1, 0)
+        };
+        self.alt_label = Some((width.clamp(0, 4096) as usize, precision.min(4096)));
+    }
+
+    /// The left axis label of grid line `i` (value `v` as scaled for the axis).
+    fn y_label(&self, i: i64, v: f64, max_y: f64) -> String {
+        let o = self.o;
+        match o.left_axis_formatter {
+            AxisFormatter::Timestamp => {
+                return crate::labels::timestamp_label(self.gridstep * i as f64, &o.left_axis_format)
+            }
+            AxisFormatter::Duration => {
+                return crate::labels::duration_label(self.gridstep * i as f64, &o.left_axis_format)
+            }
+            AxisFormatter::Numeric => {}
+        }
+        let sisym = if i == 0 { ' ' } else { self.symbol };
+        if !o.left_axis_format.is_empty() {
+            // Checked when the options were read; the symbol is not printed.
+            return crate::labels::axis_format(&o.left_axis_format)
+                .map(|f| f.format(v, ""))
+                .unwrap_or_default();
+        }
+        let mut label = if let Some((width, precision)) = self.alt_label {
+            crate::printf::format_double(
+                v,
+                crate::printf::Conversion { flag: None, width, precision: Some(precision), conv: 'f' },
+            )
+        } else {
+            let decimals =
+                max_y < 10.0 || self.gridstep / self.magfact * self.viewfactor * (self.labfact as f64) < 1.0;
+            if decimals {
+                format!("{v:4.1}")
+            } else {
+                format!("{v:4.0}")
+            }
+        };
+        if self.symbol != ' ' {
+            label.push(' ');
+            label.push(sisym);
+        }
+        label
+    }
+
+    /// The right axis label of grid line `i` (`--right-axis`).
+    fn y_label_right(
+        &self,
+        i: i64,
+        sgrid: i64,
+        egrid: i64,
+        max_y: f64,
+        magfact: &mut Option<(f64, &'static str)>,
+    ) -> String {
+        let o = self.o;
+        let Some((scale, shift)) = o.right_axis else { return String::new() };
+        let sval = self.gridstep * i as f64 * scale + shift;
+        match o.right_axis_formatter {
+            AxisFormatter::Timestamp => crate::labels::timestamp_label(sval, &o.right_axis_format),
+            AxisFormatter::Duration => crate::labels::duration_label(sval, &o.right_axis_format),
+            AxisFormatter::Numeric => {
+                if !o.right_axis_format.is_empty() {
+                    return crate::labels::axis_format(&o.right_axis_format)
+                        .map(|f| f.format(sval, ""))
+                        .unwrap_or_default();
+                }
+                let (mag, symb) = *magfact.get_or_insert_with(|| {
+                    let mid = self.gridstep * (sgrid + egrid) as f64 / 2.0 * scale + shift;
+                    let (_, symb, mag) = auto_scale(mid, self.o.base as f64);
+                    (mag, symb)
+                });
+                let v = sval / mag;
+                if max_y < 10.0 {
+                    format!("{v:5.1} {symb}")
+                } else {
+                    format!("{v:5.0} {symb}")
+                }
+            }
+        }
     }
 
     fn xtr(&self, t: i64) -> f64 {
@@ -1125,13 +1469,26 @@ impl Image<'_> {
         x: f64,
         y: f64,
         color: Rgba,
-        pt: f64,
+        prop: TextProp,
         angle: f64,
         h: HAlign,
         v: VAlign,
         s: &str,
     ) {
-        c.text(&TextSpec { x, y, color, size_pt: pt, tab_width: self.o.tab_width, angle, h, v, text: s });
+        c.text(&TextSpec {
+            x,
+            y,
+            color,
+            size_pt: self.pt(prop),
+            font: self.font(prop),
+            bold_font: prop_font(self.o, prop, true),
+            tab_width: tab_period(self.o),
+            angle,
+            h,
+            v,
+            text: s,
+            markup: self.o.pango_markup,
+        });
     }
 
     fn paint(&mut self, c: &mut dyn Canvas, has_grid: bool, info: &mut Vec<(String, InfoValue)>) {
@@ -1365,7 +1722,7 @@ impl Image<'_> {
                     (self.ximg / 2) as f64,
                     ((2 * self.yorigin - self.ysize) / 2) as f64,
                     self.color(ColorTag::Font),
-                    AXIS_PT,
+                    TextProp::Axis,
                     0.0,
                     HAlign::Center,
                     VAlign::Center,
@@ -1380,20 +1737,34 @@ impl Image<'_> {
                 (self.x_origin_legend_y + 10) as f64,
                 self.y_origin_legend_y as f64,
                 font_color,
-                UNIT_PT,
+                TextProp::Unit,
                 90.0,
                 HAlign::Center,
                 VAlign::Center,
                 &o.vertical_label,
             );
         }
+        if !o.right_axis_label.is_empty() {
+            self.text(
+                c,
+                (self.x_origin_legend_y2 + 10) as f64,
+                self.y_origin_legend_y2 as f64,
+                font_color,
+                TextProp::Unit,
+                90.0,
+                HAlign::Center,
+                VAlign::Center,
+                &o.right_axis_label,
+            );
+        }
+        let title_pt = self.pt(TextProp::Title);
         for (j, line) in title_lines(&o.title).iter().enumerate() {
             self.text(
                 c,
                 (self.ximg / 2) as f64,
-                TITLE_PT * 1.3 + TITLE_PT * 1.6 * j as f64,
+                title_pt * 1.3 + title_pt * 1.6 * j as f64,
                 font_color,
-                TITLE_PT,
+                TextProp::Title,
                 0.0,
                 HAlign::Center,
                 VAlign::Top,
@@ -1403,7 +1774,12 @@ impl Image<'_> {
         let faint = font_color.with_alpha((0.3 * f64::from(font_color.a)) as u8);
         if !o.no_rrdtool_tag {
             // Where RRDtool puts its own name, ours.
-            self.text(c, ximg - 4.0, 5.0, faint, WATERMARK_PT, -90.0, HAlign::Left, VAlign::Top, "RRDSCALE");
+            let x = if o.legend_position == LegendPosition::East {
+                self.x_origin_legend_y as f64
+            } else {
+                ximg - 4.0
+            };
+            self.text(c, x, 5.0, faint, TextProp::Watermark, -90.0, HAlign::Left, VAlign::Top, "RRDSCALE");
         }
         if !o.watermark.is_empty() {
             self.text(
@@ -1411,7 +1787,7 @@ impl Image<'_> {
                 ximg / 2.0,
                 yimg - 6.0,
                 faint,
-                WATERMARK_PT,
+                TextProp::Watermark,
                 0.0,
                 HAlign::Center,
                 VAlign::Bottom,
@@ -1421,17 +1797,72 @@ impl Image<'_> {
         if o.no_legend || o.only_graph {
             return;
         }
-        let f = font();
+        // --legend-direction: the first and last legend lines (of
+        // graph elements only, for bottomup2).
+        let shown = || self.items.iter().enumerate().filter(|(_, it)| !it.legend.is_empty());
+        let is_comment = |it: &Item| matches!(it.el.kind, Kind::Comment);
+        let bottomup2 = o.legend_direction == LegendDirection::BottomUp2;
+        let (mut min, mut max) = (0.0, 0.0);
+        let (mut first_nc, mut last_nc) = (self.items.len(), 0);
+        let mut got = false;
+        for (i, it) in shown() {
+            if !got {
+                min = it.leg_y;
+                got = true;
+            }
+            if !is_comment(it) {
+                if bottomup2 {
+                    min = it.leg_y;
+                }
+                first_nc = i;
+                break;
+            }
+        }
+        got = false;
+        for (i, it) in shown().collect::<Vec<_>>().into_iter().rev() {
+            if !got {
+                max = it.leg_y;
+                got = true;
+            }
+            if !is_comment(it) {
+                if bottomup2 {
+                    max = it.leg_y;
+                }
+                last_nc = i;
+                break;
+            }
+        }
         let mut count = 0;
-        for item in &self.items {
+        for (i, item) in self.items.iter().enumerate() {
             if item.legend.is_empty() {
                 continue;
             }
+            let reverse = match o.legend_direction {
+                LegendDirection::TopDown => false,
+                LegendDirection::BottomUp => true,
+                LegendDirection::BottomUp2 => i >= first_nc && i <= last_nc,
+            };
             let x0 = self.x_origin_legend as f64 + item.leg_x;
-            let y0 = self.y_origin_legend as f64 + item.leg_y;
-            self.text(c, x0, y0, font_color, LEGEND_PT, 0.0, HAlign::Left, VAlign::Bottom, &item.legend);
-            let w = f.text_width(&item.legend, LEGEND_PT, o.tab_width);
-            let h = f.text_height(LEGEND_PT);
+            let y0 = if reverse {
+                self.y_origin_legend as f64 + max + min - item.leg_y
+            } else {
+                self.y_origin_legend as f64 + item.leg_y
+            };
+            self.text(
+                c,
+                x0,
+                y0,
+                font_color,
+                TextProp::Legend,
+                0.0,
+                HAlign::Left,
+                VAlign::Bottom,
+                &item.legend,
+            );
+            // Measured after drawing: on the zoomed surface, as rrdtool does.
+            let w = measure_zoomed(o, TextProp::Legend, &item.legend, o.zoom);
+            // The height does not follow the zoom (measured with rrdtool).
+            let h = measure_height(o, TextProp::Legend, &item.legend, o.zoom);
             info.push((format!("legend[{count}]"), InfoValue::Text(item.legend.clone())));
             info.push((
                 format!("coords[{count}]"),
@@ -1443,25 +1874,44 @@ impl Image<'_> {
                 Kind::HRule { color, .. } | Kind::VRule { color, .. } => *color,
                 _ => continue,
             };
-            let box_h = f.text_width("o", LEGEND_PT, o.tab_width) * 1.2;
+            let box_h = measure_zoomed(o, TextProp::Legend, "o", o.zoom) * 1.2;
             let box_v = box_h;
             let y0 = y0 - box_v * 0.4;
+            let dashed = match &item.el.kind {
+                Kind::Plot(p) => p.dashes.is_some(),
+                Kind::HRule { dashes, .. } | Kind::VRule { dashes, .. } => dashes.is_some(),
+                _ => false,
+            };
+            let dash = dashed.then_some(&[3.0, 3.0][..]);
+            if o.dynamic_labels {
+                let col = color.unwrap_or(Rgba::new(0, 0, 0, 0));
+                match &item.el.kind {
+                    Kind::HRule { .. } => {
+                        self.line(c, (x0, y0 - box_v / 2.0), (x0 + box_h, y0 - box_v / 2.0), 1.0, col, dash);
+                        continue;
+                    }
+                    Kind::VRule { .. } => {
+                        self.line(c, (x0 + box_h / 2.0, y0), (x0 + box_h / 2.0, y0 - box_v), 1.0, col, dash);
+                        continue;
+                    }
+                    Kind::Plot(p) if !p.is_area => {
+                        self.line(c, (x0, y0), (x0 + box_h, y0 - box_v), p.width, col, dash);
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
             let square = [(x0, y0 - box_v), (x0, y0), (x0 + box_h, y0), (x0 + box_h, y0 - box_v)];
             self.area(c, &square, self.color(ColorTag::Back));
             if let Some(col) = color {
                 self.area(c, &square, col);
             }
             let (a, b) = (self.line_fit(x0, y0, 1.0), self.line_fit(x0 + box_h, y0 - box_v, 1.0));
-            let dashed = match &item.el.kind {
-                Kind::Plot(p) => p.dashes.is_some(),
-                Kind::HRule { dashes, .. } | Kind::VRule { dashes, .. } => dashes.is_some(),
-                _ => false,
-            };
             c.stroke(
                 &[(a.0, a.1), (b.0, a.1), (b.0, b.1), (a.0, b.1), (a.0, a.1)],
                 1.0,
                 self.color(ColorTag::Frame),
-                dashed.then_some(&[3.0, 3.0][..]),
+                dash,
                 false,
             );
         }
@@ -1481,6 +1931,7 @@ impl Image<'_> {
         let top = (self.yorigin - self.ysize) as f64;
         let bottom = self.yorigin as f64;
         let mut nlabels = 0;
+        let mut right_mag = None;
         for i in sgrid..=egrid {
             let y0 = self.ytr(self.gridstep * i as f64);
             let yn = self.ytr(self.gridstep * (i + 1) as f64);
@@ -1488,20 +1939,29 @@ impl Image<'_> {
                 continue;
             }
             if i % self.labfact == 0 || (nlabels == 1 && (yn < top || yn > bottom)) {
-                let v = scaledstep * i as f64;
-                let decimals = max_y < 10.0 || scaledstep * (self.labfact as f64) < 1.0;
-                let mut label = if decimals { format!("{v:4.1}") } else { format!("{v:4.0}") };
-                if self.symbol != ' ' {
-                    label.push(' ');
-                    label.push(if i == 0 { ' ' } else { self.symbol });
-                }
+                let label = self.y_label(i, scaledstep * i as f64, max_y);
                 nlabels += 1;
+                let axis_pt = self.pt(TextProp::Axis);
+                if self.o.right_axis.is_some() {
+                    let right = self.y_label_right(i, sgrid, egrid, max_y, &mut right_mag);
+                    self.text(
+                        c,
+                        x1 + 7.0,
+                        y0,
+                        self.color(ColorTag::Font),
+                        TextProp::Axis,
+                        0.0,
+                        HAlign::Left,
+                        VAlign::Center,
+                        &right,
+                    );
+                }
                 self.text(
                     c,
-                    x0 - AXIS_PT,
+                    x0 - axis_pt,
                     y0,
                     self.color(ColorTag::Font),
-                    AXIS_PT,
+                    TextProp::Axis,
                     0.0,
                     HAlign::Right,
                     VAlign::Center,
@@ -1510,12 +1970,12 @@ impl Image<'_> {
                 let mg = self.color(ColorTag::MGrid);
                 self.line(c, (x0 - 2.0, y0), (x0, y0), MGRID_WIDTH, mg, None);
                 self.line(c, (x1, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, None);
-                self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(&[1.0, 1.0]));
+                self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(&self.grid_dash()));
             } else if !self.o.no_minor {
                 let g = self.color(ColorTag::Grid);
                 self.line(c, (x0 - 2.0, y0), (x0, y0), GRID_WIDTH, g, None);
                 self.line(c, (x1, y0), (x1 + 2.0, y0), GRID_WIDTH, g, None);
-                self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(&[1.0, 1.0]));
+                self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(&self.grid_dash()));
             }
         }
         true
@@ -1536,14 +1996,16 @@ impl Image<'_> {
         }
         let logscale = self.ysize as f64 / nex;
         let mut exfrac = 1_i64;
-        while logscale * (exfrac as f64) < 3.0 * LEGEND_PT && exfrac < 1000 {
+        let legend_pt = self.pt(TextProp::Legend);
+        let axis_pt = self.pt(TextProp::Axis);
+        while logscale * (exfrac as f64) < 3.0 * legend_pt && exfrac < 1000 {
             exfrac = if exfrac == 1 { 3 } else { exfrac + 3 };
         }
         let mut mid: usize = 0;
         loop {
             let last = YLOGLAB[mid].iter().position(|v| *v >= 10.0).unwrap_or(1) - 1;
             let mspac = logscale * (10.0 / YLOGLAB[mid][last]).log10();
-            if mspac <= 2.0 * LEGEND_PT || mid + 1 >= YLOGLAB.len() {
+            if mspac <= 2.0 * legend_pt || mid + 1 >= YLOGLAB.len() {
                 break;
             }
             mid += 1;
@@ -1575,7 +2037,7 @@ impl Image<'_> {
             let g = self.color(ColorTag::Grid);
             self.line(c, (x0 - 2.0, y0), (x0, y0), GRID_WIDTH, g, None);
             self.line(c, (x1, y0), (x1 + 2.0, y0), GRID_WIDTH, g, None);
-            self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(&[1.0, 1.0]));
+            self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(&self.grid_dash()));
             true
         };
         let minors_below = |c: &mut dyn Canvas, flab: usize, val_exp: i64| {
@@ -1615,7 +2077,7 @@ impl Image<'_> {
             let mg = self.color(ColorTag::MGrid);
             self.line(c, (x0 - 2.0, y0), (x0, y0), MGRID_WIDTH, mg, None);
             self.line(c, (x1, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, None);
-            self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(&[1.0, 1.0]));
+            self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(&self.grid_dash()));
             let label = if self.o.units_si {
                 const SI: [char; 17] =
                     ['y', 'z', 'a', 'f', 'p', 'n', 'u', 'm', ' ', 'k', 'M', 'G', 'T', 'P', 'E', 'Z', 'Y'];
@@ -1633,12 +2095,30 @@ impl Image<'_> {
                     crate::printf::Conversion { flag: None, width: 3, precision: Some(0), conv: 'e' },
                 )
             };
+            if let Some((scale, shift)) = self.o.right_axis {
+                let sval = value * scale + shift;
+                let right = if !self.o.right_axis_format.is_empty() {
+                    crate::labels::axis_format(&self.o.right_axis_format)
+                        .map(|f| f.format(sval, ""))
+                        .unwrap_or_default()
+                } else if self.o.units_si {
+                    let (v, symb, _) = auto_scale(sval, self.o.base as f64);
+                    format!("{v:4.0} {symb}")
+                } else {
+                    crate::printf::format_double(
+                        sval,
+                        crate::printf::Conversion { flag: None, width: 3, precision: Some(0), conv: 'e' },
+                    )
+                };
+                let font = self.color(ColorTag::Font);
+                self.text(c, x1 + 7.0, y0, font, TextProp::Axis, 0.0, HAlign::Left, VAlign::Center, &right);
+            }
             self.text(
                 c,
-                x0 - AXIS_PT,
+                x0 - axis_pt,
                 y0,
                 self.color(ColorTag::Font),
-                AXIS_PT,
+                TextProp::Axis,
                 0.0,
                 HAlign::Right,
                 VAlign::Center,
@@ -1656,7 +2136,13 @@ impl Image<'_> {
 
     /// RRDtool's `vertical_grid`: minor and major time lines and labels.
     fn vertical_grid(&self, c: &mut dyn Canvas) {
-        let xl = timeaxis::choose(self.end - self.start, self.xsize);
+        let (xl, format) = match &self.o.x_grid {
+            Some(g) => (timeaxis::XLabel::user(g.grid, g.major, g.label, g.precision), g.format.as_str()),
+            None => {
+                let xl = timeaxis::choose(self.end - self.start, self.xsize);
+                (xl, if xl.is_weekly() { self.o.week_fmt.as_str() } else { xl.format })
+            }
+        };
         let (y0, y1) = (self.yorigin as f64, (self.yorigin - self.ysize) as f64);
         // Bounded loops: a pathological clock must not hang the graph.
         const MAX_LINES: usize = 10_000;
@@ -1680,7 +2166,7 @@ impl Image<'_> {
                         let g = self.color(ColorTag::Grid);
                         self.line(c, (x0, y1 - 2.0), (x0, y1), GRID_WIDTH, g, None);
                         self.line(c, (x0, y0), (x0, y0 + 2.0), GRID_WIDTH, g, None);
-                        self.line(c, (x0, y0 + 1.0), (x0, y1 - 1.0), GRID_WIDTH, g, Some(&[1.0, 1.0]));
+                        self.line(c, (x0, y0 + 1.0), (x0, y1 - 1.0), GRID_WIDTH, g, Some(&self.grid_dash()));
                     }
                 }
                 ti = timeaxis::next_time(ti, xl.grid);
@@ -1695,7 +2181,7 @@ impl Image<'_> {
                 let mg = self.color(ColorTag::MGrid);
                 self.line(c, (x0, y1 - 2.0), (x0, y1), MGRID_WIDTH, mg, None);
                 self.line(c, (x0, y0), (x0, y0 + 3.0), MGRID_WIDTH, mg, None);
-                self.line(c, (x0, y0 + 3.0), (x0, y1 - 2.0), MGRID_WIDTH, mg, Some(&[1.0, 1.0]));
+                self.line(c, (x0, y0 + 3.0), (x0, y1 - 2.0), MGRID_WIDTH, mg, Some(&self.grid_dash()));
             }
             ti = timeaxis::next_time(ti, xl.major);
         }
@@ -1705,13 +2191,13 @@ impl Image<'_> {
             n += 1;
             let tilab = ti + xl.precision / 2;
             if tilab >= self.start && tilab <= self.end {
-                let label = timeaxis::format_time(tilab, xl.format);
+                let label = timeaxis::format_time(tilab, format);
                 self.text(
                     c,
                     self.xtr(tilab),
                     y0 + 3.0,
                     self.color(ColorTag::Font),
-                    AXIS_PT,
+                    TextProp::Axis,
                     0.0,
                     HAlign::Center,
                     VAlign::Top,
@@ -1732,6 +2218,11 @@ impl Image<'_> {
         let arrow = self.color(ColorTag::Arrow);
         self.area(c, &[(xo + xs + 2.0, yo - 3.0), (xo + xs + 2.0, yo + 3.0), (xo + xs + 7.0, yo)], arrow);
         self.area(c, &[(xo - 3.0, yo - ys - 2.0), (xo + 3.0, yo - ys - 2.0), (xo, yo - ys - 7.0)], arrow);
+        if self.o.right_axis.is_some() {
+            let xr = xo + xs;
+            self.line(c, (xr, yo + 4.0), (xr, yo - ys - 4.0), MGRID_WIDTH, axis, None);
+            self.area(c, &[(xr - 2.0, yo - ys - 2.0), (xr + 3.0, yo - ys - 2.0), (xr, yo - ys - 7.0)], arrow);
+        }
     }
 }
 
@@ -1757,12 +2248,202 @@ fn simplify(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
     out
 }
 
-/// The lines of a title (split at `\n`, as RRDtool splits it).
+/// `-Z`: a DEF whose file cannot be fetched gets unknown rows (rrdtool's
+/// `rrd_fetch_empty`), named after every DS the graph's DEFs ask for.
+struct EmptyOnFailure<'a> {
+    inner: &'a mut dyn FetchSource,
+    ds_names: Vec<String>,
+}
+
+impl FetchSource for EmptyOnFailure<'_> {
+    fn fetch(
+        &mut self,
+        file: &str,
+        cf: Cf,
+        start: i64,
+        end: i64,
+        resolution_secs: u64,
+        daemon: Option<&str>,
+    ) -> rrd_engine::Result<rrd_engine::fetch::FetchResult> {
+        match self.inner.fetch(file, cf, start, end, resolution_secs, daemon) {
+            Ok(r) => Ok(r),
+            Err(_) => {
+                let step =
+                    if resolution_secs == 0 { ((end - start) / 100).max(1) } else { resolution_secs as i64 };
+                let start = start - start.rem_euclid(step);
+                let end = end + (step - end.rem_euclid(step));
+                let rows = ((end - start) / step).max(0) as usize;
+                let ds_names = self.ds_names.clone();
+                let data = vec![f64::NAN; rows.saturating_mul(ds_names.len()).min(1 << 26)];
+                Ok(rrd_engine::fetch::FetchResult {
+                    start,
+                    end,
+                    step_secs: step as u64,
+                    rra_index: 0,
+                    ds_names,
+                    data,
+                })
+            }
+        }
+    }
+}
+
+/// The DS names the DEFs among `texts` read (`DEF:v=file:ds:CF...`).
+fn def_ds_names(texts: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for t in texts {
+        let Some(body) = t.strip_prefix("DEF:") else { continue };
+        let Some((_, rest)) = body.split_once('=') else { continue };
+        // Fields split at ':' not escaped by '\'.
+        let mut fields = Vec::new();
+        let mut cur = String::new();
+        let mut chars = rest.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if chars.peek() == Some(&':') => {
+                    cur.push(':');
+                    chars.next();
+                }
+                ':' => fields.push(std::mem::take(&mut cur)),
+                c => cur.push(c),
+            }
+        }
+        fields.push(cur);
+        if let Some(ds) = fields.get(1) {
+            if !names.contains(ds) {
+                names.push(ds.clone());
+            }
+        }
+    }
+    names
+}
+
+/// The distance between tab stops. rrdtool sets Pango's tab stops once,
+/// from the first text it measures, at `tabwidth × i − shift + border`
+/// (border: twice the legend size, shift: that text's x modulo the tab
+/// width) for as many stops as that text has bytes, and Pango repeats the
+/// last distance. The first text is the y axis label "0" at x 0 (stops
+/// every tabwidth + border), or, without y labels, the first legend at x
+/// = border (stops every tabwidth).
+fn tab_period(o: &Options) -> f64 {
+    let tw = if o.tab_width > 0.0 { o.tab_width } else { 40.0 };
+    let border = f64::from((o.font_sizes[TextProp::Legend as usize] * 2.0) as i32);
+    if (o.draw_y_grid || o.force_left_space) && !o.only_graph {
+        tw + border
+    } else if border < tw {
+        tw
+    } else {
+        tw + border - border % tw
+    }
+}
+
+/// The font of a text property (`bold`: its bold face, for markup; the
+/// bundled font's bold has its advances, so it stays).
+fn prop_font(o: &Options, prop: TextProp, bold: bool) -> &'static Font {
+    match o.font_names[prop as usize].as_deref() {
+        Some(desc) if bold => font_named(Some(&format!("{desc} Bold"))),
+        desc => font_named(desc),
+    }
+}
+
+/// Width of `s` as rrdtool measures it for layout (Pango markup, with
+/// `--pango-markup`, is measured as the text it draws).
+fn measure(o: &Options, prop: TextProp, s: &str) -> f64 {
+    measure_zoomed(o, prop, s, 1.0)
+}
+
+/// [`measure`] on a surface scaled by `zoom`.
+fn measure_zoomed(o: &Options, prop: TextProp, s: &str, zoom: f64) -> f64 {
+    let (f, pt) = (prop_font(o, prop, false), o.font_sizes[prop as usize]);
+    if !o.pango_markup {
+        return f.text_width_zoomed(s, pt, tab_period(o), zoom);
+    }
+    let width: f64 = crate::labels::markup_spans(s)
+        .iter()
+        .map(|span| {
+            let size = pt * script_scale(span, zoom);
+            prop_font(o, prop, span.bold).advance_zoomed(&span.text, size, tab_period(o), zoom)
+        })
+        .sum();
+    (width - 1e-9).ceil().max(0.0)
+}
+
+/// The size factor of a markup run on a surface scaled by `zoom`: Pango
+/// sizes `<sup>`/`<sub>` runs from the scaled font, so on a zoomed
+/// surface they grow (or shrink) with the zoom (measured with rrdtool).
+fn script_scale(span: &crate::labels::Span, zoom: f64) -> f64 {
+    if span.rise_em != 0.0 {
+        span.scale * zoom
+    } else {
+        span.scale
+    }
+}
+
+/// Height of `s` as rrdtool measures it: one line, as tall as its tallest
+/// run of markup above and below the baseline.
+fn measure_height(o: &Options, prop: TextProp, s: &str, zoom: f64) -> f64 {
+    let (f, pt) = (prop_font(o, prop, false), o.font_sizes[prop as usize]);
+    if !o.pango_markup {
+        return f.text_height(pt);
+    }
+    let spans = crate::labels::markup_spans(s);
+    if spans.is_empty() {
+        return f.text_height(pt);
+    }
+    let px_per_pt = 100.0 / 72.0;
+    let (mut top, mut bottom) = (f64::MIN, f64::MIN);
+    for span in &spans {
+        let mut rise = span.rise_em * pt * px_per_pt;
+        // On a zoomed surface a subscript's drop does not show in the
+        // box (measured with rrdtool at 0.8, 2 and 3).
+        if zoom != 1.0 && rise < 0.0 {
+            rise = 0.0;
+        }
+        let size = pt * script_scale(span, zoom);
+        top = top.max(f.ascent(size) + rise);
+        bottom = bottom.max(f.descent(size) - rise);
+    }
+    // The layout's box starts at the line's top: only its height rounds.
+    (top + bottom - 1e-9).ceil()
+}
+
+/// The lines of a title, split as rrdtool's `graph_title_split` splits
+/// it: at a newline, a literal `\\n`, `<br>` or `<br/>`; empty lines from
+/// a leading or doubled delimiter dropped, at most three lines (the rest
+/// of the text after the third is dropped).
 fn title_lines(title: &str) -> Vec<&str> {
+    const DELIMS: [&str; 4] = ["\n", "\\n", "<br>", "<br/>"];
+    const MAX_LINES: usize = 3;
     if title.is_empty() {
         return Vec::new();
     }
-    vec![title]
+    let mut lines = Vec::new();
+    let mut rest = title;
+    loop {
+        let found = DELIMS.iter().filter_map(|d| rest.find(d).map(|at| (at, d.len()))).fold(
+            None,
+            |best: Option<(usize, usize)>, (at, len)| match best {
+                Some((b, _)) if b <= at => best,
+                _ => Some((at, len)),
+            },
+        );
+        match found {
+            Some((at, len)) => {
+                if at != 0 {
+                    lines.push(&rest[..at]);
+                }
+                rest = &rest[at + len..];
+                if lines.len() >= MAX_LINES {
+                    break;
+                }
+            }
+            None => {
+                lines.push(rest);
+                break;
+            }
+        }
+    }
+    lines
 }
 
 /// RRDtool's `frexp10`: mantissa in [1, 10) and decimal exponent.
@@ -1840,6 +2521,17 @@ mod tests {
         // A run that turns back is kept (it is not a straight line).
         let back = [(0.0, 0.0), (2.0, 0.0), (1.0, 0.0)];
         assert_eq!(simplify(&back), back.to_vec());
+    }
+
+    #[test]
+    fn titles_split_like_rrdtool() {
+        assert_eq!(title_lines("a\\nb<br>c"), ["a", "b", "c"]);
+        assert_eq!(title_lines("\\nx"), ["x"]);
+        assert_eq!(title_lines("a\n\nb"), ["a", "b"]);
+        assert_eq!(title_lines("a\n"), ["a", ""]);
+        assert_eq!(title_lines("a<br/>b\nc\nd\ne"), ["a", "b", "c"]);
+        assert_eq!(title_lines("plain"), ["plain"]);
+        assert!(title_lines("").is_empty());
     }
 
     #[test]

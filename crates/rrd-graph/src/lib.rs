@@ -11,20 +11,24 @@
 //! reach a C `printf`; image size, graphv numbers and PRINT text follow
 //! RRDtool's arithmetic so scripts that read them keep working.
 //!
-//! Also the data formats of `-a` (XML, XMLENUM, JSON, JSONTIME, CSV, TSV,
-//! SSV: the graph's series exported, as RRDtool does), TICK, SHIFT and
-//! gradient AREAs, and PRINT/GPRINT's strftime/valstrftime/valstrfduration.
+//! Every graph option of rrdtool 1.7.2 is accepted and checked as rrdtool
+//! checks it (`options`); those that change the layout change it as in
+//! rrdtool (`graph`, `labels`, `timeaxis`, `text`). Also the data formats
+//! of `-a` (XML, XMLENUM, JSON, JSONTIME, CSV, TSV, SSV: the graph's series
+//! exported, as RRDtool does), TICK, SHIFT and gradient AREAs, and
+//! PRINT/GPRINT's strftime/valstrftime/valstrfduration.
 //!
-//! Deliberately not here: legend positions other than south, the right
-//! axis, `--alt-y-grid`, custom `--x-grid`/`--y-grid`, vector PDF/EPS
-//! (`-a PDF|EPS` embed the raster picture as a page-sized image),
-//! pixel-identical drawing.
+//! Deliberately not here: vector PDF/EPS (`-a PDF|EPS` embed the raster
+//! picture as a page-sized image), pixel-identical drawing, Pango markup
+//! beyond `<b>`, `<i>`, `<span>` colours and sizes, `<sup>`, `<sub>`,
+//! `<small>`, `<big>` (other tags are dropped, their text kept).
 
 mod canvas;
 mod dataformat;
 mod elements;
 pub mod error;
 mod graph;
+mod labels;
 pub mod options;
 pub mod printf;
 mod text;
@@ -32,5 +36,5 @@ mod timeaxis;
 mod timefmt;
 
 pub use error::GraphError;
-pub use graph::{render, render_with, GraphOutput, InfoValue};
+pub use graph::{image_info, lazy_keeps, render, render_with, GraphOutput, InfoValue};
 pub use options::{ImageFormat, Options, Rgba, OPTION_SPECS};

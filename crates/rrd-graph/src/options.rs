@@ -6,10 +6,18 @@
 //! `base` is 1000 or 1024. Time specifications stay text until the graph
 //! is drawn, so `now` is read once per graph.
 //!
-//! Options that only tune RRDtool's Cairo/Pango backend (`--font`,
-//! `--font-render-mode`, `--graph-render-mode`, `--zoom`, `--interlaced`,
-//! `--lazy`, `--daemon`, `--pango-markup`, `--dynamic-labels`,
-//! `--grid-dash`, `--font-smoothing-threshold`) are accepted and ignored.
+//! Every option of `rrdtool graph` 1.7.2 is accepted with rrdtool's
+//! checks and error messages. Layout options (`--font` sizes, `--zoom`,
+//! `--x-grid`, `--y-grid`, `--alt-y-grid`, `--right-axis*`,
+//! `--left-axis-format*`, `--legend-position`, `--legend-direction`,
+//! `--pango-markup`) change the graph as they do in rrdtool. Options that
+//! only tune RRDtool's Cairo backend change the drawing alone:
+//! `--graph-render-mode mono` and `--font-render-mode mono` turn
+//! antialiasing off (`light` hinting is not ours to give), `--no-gridfit`
+//! turns off pixel snapping; `--interlaced` and
+//! `--font-smoothing-threshold` are ignored, as rrdtool ignores them, and
+//! `--alt-y-mrtg` is a no-op as in rrdtool. `--font`'s font name picks a
+//! font of the machine (see `text`).
 
 use crate::error::{GraphError, Result};
 
@@ -94,6 +102,101 @@ pub const DEFAULT_COLORS: [Rgba; 10] = [
     Rgba::from_unit(0.00, 0.00, 0.00, 1.00),
 ];
 
+/// Time units of `--x-grid` (RRDtool's `SECOND` .. `YEAR`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeUnit {
+    Second,
+    Minute,
+    Hour,
+    Day,
+    Week,
+    Month,
+    Year,
+}
+
+impl TimeUnit {
+    fn from_name(name: &str) -> Option<TimeUnit> {
+        Some(match name {
+            "SECOND" => TimeUnit::Second,
+            "MINUTE" => TimeUnit::Minute,
+            "HOUR" => TimeUnit::Hour,
+            "DAY" => TimeUnit::Day,
+            "WEEK" => TimeUnit::Week,
+            "MONTH" => TimeUnit::Month,
+            "YEAR" => TimeUnit::Year,
+            _ => return None,
+        })
+    }
+}
+
+/// `--x-grid GTM:GST:MTM:MST:LTM:LST:LPR:LFM`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XGrid {
+    pub grid: (TimeUnit, i64),
+    pub major: (TimeUnit, i64),
+    pub label: (TimeUnit, i64),
+    /// Seconds the label is moved right of its grid line.
+    pub precision: i64,
+    /// strftime format of the labels.
+    pub format: String,
+}
+
+/// How `--left-axis-formatter`/`--right-axis-formatter` print values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AxisFormatter {
+    #[default]
+    Numeric,
+    Timestamp,
+    Duration,
+}
+
+/// `--legend-position`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LegendPosition {
+    North,
+    #[default]
+    South,
+    West,
+    East,
+}
+
+/// `--legend-direction`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LegendDirection {
+    #[default]
+    TopDown,
+    BottomUp,
+    BottomUp2,
+}
+
+/// RRDtool's text properties: `--font` tags, in RRDtool's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextProp {
+    Default = 0,
+    Title = 1,
+    Axis = 2,
+    Unit = 3,
+    Legend = 4,
+    Watermark = 5,
+}
+
+impl TextProp {
+    fn from_name(name: &str) -> Option<TextProp> {
+        Some(match name {
+            "DEFAULT" => TextProp::Default,
+            "TITLE" => TextProp::Title,
+            "AXIS" => TextProp::Axis,
+            "UNIT" => TextProp::Unit,
+            "LEGEND" => TextProp::Legend,
+            "WATERMARK" => TextProp::Watermark,
+            _ => return None,
+        })
+    }
+}
+
+/// RRDtool's default font sizes (points), indexed by [`TextProp`].
+pub const DEFAULT_FONT_SIZES: [f64; 6] = [8.0, 9.0, 7.0, 8.0, 8.0, 5.5];
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ImageFormat {
     #[default]
@@ -177,6 +280,53 @@ pub struct Options {
     pub border: i64,
     /// Tab stops in legends, in pixels (`--tabwidth`, default 40).
     pub tab_width: f64,
+    /// `-Y`/`--alt-y-grid`.
+    pub alt_y_grid: bool,
+    /// `--y-grid STEP:LABELFACTOR`.
+    pub y_grid: Option<(f64, i64)>,
+    /// `--x-grid` with values.
+    pub x_grid: Option<XGrid>,
+    /// `--right-axis SCALE:SHIFT` (none: no right axis).
+    pub right_axis: Option<(f64, f64)>,
+    pub right_axis_label: String,
+    pub right_axis_format: String,
+    pub right_axis_formatter: AxisFormatter,
+    pub left_axis_format: String,
+    pub left_axis_formatter: AxisFormatter,
+    pub legend_position: LegendPosition,
+    pub legend_direction: LegendDirection,
+    /// `--week-fmt` (the label format of weekly grids).
+    pub week_fmt: String,
+    /// `--allow-shrink`: with `--rigid`, limits may shrink to the data.
+    pub allow_shrink: bool,
+    /// `-Z`: a DEF whose file cannot be read plots unknown values.
+    pub missing_data_as_nan: bool,
+    /// `-f`/`--imginfo` (checked to be `...%s...%lu...%lu...`).
+    pub imginfo: Option<String>,
+    /// `--zoom`: the image is scaled by this factor.
+    pub zoom: f64,
+    /// Font sizes (points) by [`TextProp`] (`--font TAG:SIZE[:FONT]`).
+    pub font_sizes: [f64; 6],
+    /// Font descriptions by [`TextProp`] (none: the bundled DejaVu Sans Mono).
+    pub font_names: [Option<String>; 6],
+    /// `--pango-markup`: legends, title and labels are Pango markup.
+    pub pango_markup: bool,
+    /// `--lazy`: keep an existing image that is recent enough.
+    pub lazy: bool,
+    /// `--dynamic-labels`: legend marks shaped like the element.
+    pub dynamic_labels: bool,
+    /// `--no-gridfit` clears it: lines and areas snap to whole pixels.
+    pub gridfit: bool,
+    /// `--grid-dash ON:OFF` (default 1:1).
+    pub grid_dash: (f64, f64),
+    /// `-G mono`: lines and areas without antialiasing.
+    pub graph_mono: bool,
+    /// `-R mono`: text without antialiasing.
+    pub font_mono: bool,
+    /// `--graph-type XY` (rrdtool 1.7.2 refuses to draw it).
+    pub graph_type_xy: bool,
+    /// `--daemon` was given (rrdtool refuses a second one).
+    pub daemon_given: bool,
 }
 
 impl Default for Options {
@@ -215,6 +365,33 @@ impl Default for Options {
             watermark: String::new(),
             border: 2,
             tab_width: 40.0,
+            alt_y_grid: false,
+            y_grid: None,
+            x_grid: None,
+            right_axis: None,
+            right_axis_label: String::new(),
+            right_axis_format: String::new(),
+            right_axis_formatter: AxisFormatter::Numeric,
+            left_axis_format: String::new(),
+            left_axis_formatter: AxisFormatter::Numeric,
+            legend_position: LegendPosition::South,
+            legend_direction: LegendDirection::TopDown,
+            week_fmt: "Week %V".into(),
+            allow_shrink: false,
+            missing_data_as_nan: false,
+            imginfo: None,
+            zoom: 1.0,
+            font_sizes: DEFAULT_FONT_SIZES,
+            font_names: Default::default(),
+            pango_markup: false,
+            lazy: false,
+            dynamic_labels: false,
+            gridfit: true,
+            grid_dash: (1.0, 1.0),
+            graph_mono: false,
+            font_mono: false,
+            graph_type_xy: false,
+            daemon_given: false,
         }
     }
 }
@@ -236,6 +413,7 @@ pub const OPTION_SPECS: &[OptionSpec] = &[
     spec("alt-autoscale", Some('A'), false),
     spec("imgformat", Some('a'), true),
     spec("font-smoothing-threshold", Some('B'), true),
+    spec("imginfo", Some('f'), true),
     spec("base", Some('b'), true),
     spec("color", Some('c'), true),
     spec("full-size-mode", Some('D'), false),
@@ -270,13 +448,27 @@ pub const OPTION_SPECS: &[OptionSpec] = &[
     spec("width", Some('w'), true),
     spec("units-exponent", Some('X'), true),
     spec("x-grid", Some('x'), true),
+    spec("alt-y-grid", Some('Y'), false),
     spec("y-grid", Some('y'), true),
     spec("lazy", Some('z'), false),
+    spec("use-nan-for-all-missing-data", Some('Z'), false),
     spec("units", None, true),
     spec("disable-rrdtool-tag", None, false),
     spec("border", None, true),
     spec("grid-dash", None, true),
     spec("dynamic-labels", None, false),
+    spec("alt-y-mrtg", None, false),
+    spec("right-axis", None, true),
+    spec("right-axis-label", None, true),
+    spec("right-axis-format", None, true),
+    spec("legend-position", None, true),
+    spec("legend-direction", None, true),
+    spec("week-fmt", None, true),
+    spec("left-axis-format", None, true),
+    spec("left-axis-formatter", None, true),
+    spec("right-axis-formatter", None, true),
+    spec("allow-shrink", None, false),
+    spec("graph-type", None, true),
 ];
 
 /// C's `atol`/`atoi`: optional space and sign, then digits; 0 when none.
@@ -338,6 +530,128 @@ fn parse_double(value: &str, option: &str) -> Result<f64> {
         )));
     }
     Ok(v)
+}
+
+/// A few of C's `sscanf` conversions over option text.
+struct Scan<'a> {
+    s: &'a str,
+    pos: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn new(s: &'a str) -> Scan<'a> {
+        Scan { s, pos: 0 }
+    }
+
+    /// `%N[set]`: one to `max` bytes of the set.
+    fn set(&mut self, max: usize, ok: impl Fn(u8) -> bool) -> Option<&'a str> {
+        let rest = &self.s.as_bytes()[self.pos..];
+        let n = rest.iter().take(max).take_while(|c| ok(**c)).count();
+        if n == 0 {
+            return None;
+        }
+        let out = &self.s[self.pos..self.pos + n];
+        self.pos += n;
+        Some(out)
+    }
+
+    /// A literal character.
+    fn lit(&mut self, c: char) -> bool {
+        if self.s[self.pos..].starts_with(c) {
+            self.pos += c.len_utf8();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// `%ld`: optional space and sign, then digits.
+    fn int(&mut self) -> Option<i64> {
+        let b = self.s.as_bytes();
+        let mut p = self.pos;
+        while p < b.len() && b[p].is_ascii_whitespace() {
+            p += 1;
+        }
+        let start = p;
+        if p < b.len() && (b[p] == b'-' || b[p] == b'+') {
+            p += 1;
+        }
+        let digits = p;
+        while p < b.len() && b[p].is_ascii_digit() {
+            p += 1;
+        }
+        if p == digits {
+            return None;
+        }
+        let v = c_atol(&self.s[start..p]);
+        self.pos = p;
+        Some(v)
+    }
+}
+
+/// The characters of `%40[0-9.e+-]`.
+fn is_float_char(c: u8) -> bool {
+    c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'+' | b'-')
+}
+
+/// `rrd_strtodbl(...) == 2`: all of the text is a number.
+fn full_double(s: &str) -> Option<f64> {
+    let (v, used) = c_strtod(s);
+    (used > 0 && used == s.len()).then_some(v)
+}
+
+/// `%40[0-9.e+-]:%40[0-9.e+-]`, both numbers in full.
+fn two_floats(v: &str) -> Option<(f64, f64)> {
+    let mut sc = Scan::new(v);
+    let a = sc.set(40, is_float_char)?;
+    if !sc.lit(':') {
+        return None;
+    }
+    let b = sc.set(40, is_float_char)?;
+    Some((full_double(a)?, full_double(b)?))
+}
+
+fn formatter(v: &str) -> Option<AxisFormatter> {
+    Some(match v {
+        "numeric" => AxisFormatter::Numeric,
+        "timestamp" => AxisFormatter::Timestamp,
+        "duration" => AxisFormatter::Duration,
+        _ => return None,
+    })
+}
+
+/// `--x-grid GTM:GST:MTM:MST:LTM:LST:LPR:LFM`, as rrdtool's `sscanf`
+/// reads it (the label format is the rest of the text).
+fn parse_x_grid(v: &str) -> Result<XGrid> {
+    let bad = || GraphError::invalid("invalid x-grid format");
+    let mut sc = Scan::new(v);
+    let mut units = Vec::new();
+    let mut steps = Vec::new();
+    for _ in 0..3 {
+        units.push(sc.set(10, |c| c.is_ascii_uppercase()).ok_or_else(bad)?);
+        if !sc.lit(':') {
+            return Err(bad());
+        }
+        steps.push(sc.int().ok_or_else(bad)?);
+        if !sc.lit(':') {
+            return Err(bad());
+        }
+    }
+    let precision = sc.int().ok_or_else(bad)?;
+    if !sc.lit(':') {
+        return Err(bad());
+    }
+    let format = v[sc.pos..].to_string();
+    let unit = |name: &str| {
+        TimeUnit::from_name(name).ok_or_else(|| GraphError::invalid(format!("unknown keyword {name}")))
+    };
+    Ok(XGrid {
+        grid: (unit(units[0])?, steps[0]),
+        major: (unit(units[1])?, steps[1]),
+        label: (unit(units[2])?, steps[2]),
+        precision,
+        format,
+    })
 }
 
 /// `--color NAME#RRGGBB[AA]` (also `#RGB` and `#RGBA`, as RRDtool allows).
@@ -442,20 +756,123 @@ impl Options {
             "watermark" => self.watermark = v.to_string(),
             "units-exponent" => self.units_exponent = Some(c_atol(v) as i32),
             "x-grid" => {
-                if v != "none" {
-                    return Err(GraphError::invalid(format!(
-                        "--x-grid {v}: rrdscale only supports --x-grid none so far"
-                    )));
+                if v == "none" {
+                    self.draw_x_grid = false;
+                } else {
+                    self.x_grid = Some(parse_x_grid(v)?);
                 }
-                self.draw_x_grid = false;
             }
             "y-grid" => {
-                if v != "none" {
-                    return Err(GraphError::invalid(format!(
-                        "--y-grid {v}: rrdscale only supports --y-grid none so far"
-                    )));
+                if v == "none" {
+                    self.draw_y_grid = false;
+                } else {
+                    let mut sc = Scan::new(v);
+                    let step = sc.set(40, is_float_char);
+                    let fact = step.and_then(|s| sc.lit(':').then_some(s)).and_then(|_| sc.int());
+                    let (Some(step), Some(fact)) = (step, fact) else {
+                        return Err(GraphError::invalid("invalid y-grid format"));
+                    };
+                    let step = parse_double(step, "-y")?;
+                    // %d: the int C keeps.
+                    let fact = fact as i32 as i64;
+                    if step <= 0.0 {
+                        return Err(GraphError::invalid("grid step must be > 0"));
+                    }
+                    if fact < 1 {
+                        return Err(GraphError::invalid("label factor must be > 0"));
+                    }
+                    self.y_grid = Some((step, fact));
                 }
-                self.draw_y_grid = false;
+            }
+            "alt-y-grid" => self.alt_y_grid = true,
+            "alt-y-mrtg" => {}
+            "right-axis" => {
+                let bad = || GraphError::invalid("invalid right-axis format expected scale:shift");
+                let (scale, shift) = two_floats(v).ok_or_else(bad)?;
+                if scale == 0.0 {
+                    return Err(GraphError::invalid("the second_axis_scale  must not be 0"));
+                }
+                self.right_axis = Some((scale, shift));
+            }
+            "right-axis-label" => self.right_axis_label = v.to_string(),
+            "right-axis-format" => self.right_axis_format = v.to_string(),
+            "left-axis-format" => self.left_axis_format = v.to_string(),
+            "left-axis-formatter" => {
+                self.left_axis_formatter =
+                    formatter(v).ok_or_else(|| GraphError::invalid("Unknown left axis formatter"))?
+            }
+            "right-axis-formatter" => {
+                self.right_axis_formatter =
+                    formatter(v).ok_or_else(|| GraphError::invalid("Unknown right axis formatter"))?
+            }
+            "legend-position" => {
+                self.legend_position = match v {
+                    "north" => LegendPosition::North,
+                    "south" => LegendPosition::South,
+                    "west" => LegendPosition::West,
+                    "east" => LegendPosition::East,
+                    _ => return Err(GraphError::invalid(format!("unknown legend-position '{v}'"))),
+                }
+            }
+            "legend-direction" => {
+                self.legend_direction = match v {
+                    "topdown" => LegendDirection::TopDown,
+                    "bottomup" => LegendDirection::BottomUp,
+                    "bottomup2" => LegendDirection::BottomUp2,
+                    // rrdtool's message says position here too.
+                    _ => return Err(GraphError::invalid(format!("unknown legend-position '{v}'"))),
+                }
+            }
+            "week-fmt" => {
+                // rrdtool keeps at most 127 bytes.
+                let mut f = v.to_string();
+                if f.len() > 127 {
+                    let mut cut = 127;
+                    while !f.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    f.truncate(cut);
+                }
+                self.week_fmt = f;
+            }
+            "allow-shrink" => self.allow_shrink = true,
+            "use-nan-for-all-missing-data" => self.missing_data_as_nan = true,
+            "imginfo" => self.imginfo = Some(v.to_string()),
+            "zoom" => {
+                let z = parse_double(v, "-m")?;
+                if z <= 0.0 {
+                    return Err(GraphError::invalid("zoom factor must be > 0"));
+                }
+                self.zoom = z;
+            }
+            "font" => self.apply_font(v)?,
+            "pango-markup" => self.pango_markup = true,
+            "lazy" => self.lazy = true,
+            "dynamic-labels" => self.dynamic_labels = true,
+            "no-gridfit" => self.gridfit = false,
+            "grid-dash" => {
+                let mut sc = Scan::new(v);
+                let on = sc.set(40, is_float_char);
+                let off = on.and_then(|_| sc.lit(':').then_some(())).and_then(|_| sc.set(40, is_float_char));
+                let (Some(on), Some(off)) = (on, off) else {
+                    return Err(GraphError::invalid("invalid grid-dash format"));
+                };
+                match (full_double(on), full_double(off)) {
+                    (Some(on), Some(off)) => self.grid_dash = (on, off),
+                    _ => return Err(GraphError::invalid("expected grid-dash format float:float")),
+                }
+            }
+            "graph-render-mode" => {
+                if v != "normal" && v != "mono" {
+                    return Err(GraphError::invalid(format!("unknown graph-render-mode '{v}'")));
+                }
+                self.graph_mono = v == "mono";
+            }
+            "font-render-mode" => {
+                if !matches!(v, "normal" | "light" | "mono") {
+                    return Err(GraphError::invalid(format!("unknown font-render-mode '{v}'")));
+                }
+                self.font_mono = v == "mono";
             }
             "units" => {
                 if self.units_si {
@@ -468,25 +885,72 @@ impl Options {
             }
             "disable-rrdtool-tag" => self.no_rrdtool_tag = true,
             "border" => self.border = c_atol(v) as i32 as i64,
-            "font-smoothing-threshold"
-            | "daemon"
-            | "graph-render-mode"
-            | "interlaced"
-            | "zoom"
-            | "no-gridfit"
-            | "font"
-            | "pango-markup"
-            | "font-render-mode"
-            | "lazy"
-            | "grid-dash"
-            | "dynamic-labels" => {}
+            "daemon" => {
+                if self.daemon_given {
+                    return Err(GraphError::invalid("You cannot specify --daemon more than once."));
+                }
+                self.daemon_given = true;
+            }
+            "graph-type" => {
+                self.graph_type_xy = match v {
+                    "TIME" => false,
+                    "XY" => true,
+                    _ => return Err(GraphError::invalid(format!("unsupported graphics type '{v}'"))),
+                }
+            }
+            "font-smoothing-threshold" | "interlaced" => {}
             other => return Err(GraphError::invalid(format!("unknown option '{other}'"))),
+        }
+        Ok(())
+    }
+
+    /// `--font TAG:SIZE[:FONT]`: DEFAULT sets every property.
+    fn apply_font(&mut self, v: &str) -> Result<()> {
+        let mut sc = Scan::new(v);
+        let tag = sc.set(10, |c| c.is_ascii_uppercase());
+        let size = tag.and_then(|_| sc.lit(':').then_some(())).and_then(|_| sc.set(40, is_float_char));
+        let end = sc.pos;
+        let (Some(tag), Some(size)) = (tag, size) else {
+            return Err(GraphError::invalid("invalid text property format"));
+        };
+        let Some(size) = full_double(size) else {
+            return Err(GraphError::invalid("invalid text property format"));
+        };
+        let Some(prop) = TextProp::from_name(tag) else {
+            return Err(GraphError::invalid(format!("invalid fonttag '{tag}'")));
+        };
+        let props = if prop == TextProp::Default { 0..6 } else { prop as usize..prop as usize + 1 };
+        for p in props {
+            if size > 0.0 {
+                self.font_sizes[p] = size;
+            }
+            // A font description follows ':'.
+            if v.len() > end + 2 {
+                if v.as_bytes()[end] != b':' {
+                    return Err(GraphError::invalid(format!("expected : after font size in '{v}'")));
+                }
+                self.font_names[p] = Some(v[end + 1..].to_string());
+            }
         }
         Ok(())
     }
 
     /// What RRDtool checks once every option is read.
     pub(crate) fn validate(&self) -> Result<()> {
+        for (fmt, formatter) in [
+            (&self.left_axis_format, self.left_axis_formatter),
+            (&self.right_axis_format, self.right_axis_formatter),
+        ] {
+            if !fmt.is_empty()
+                && formatter == AxisFormatter::Numeric
+                && crate::labels::axis_format(fmt).is_none()
+            {
+                return Err(GraphError::invalid(format!(
+                    "invalid format string '{fmt}' (should match '{}')",
+                    crate::labels::AXIS_PATTERN
+                )));
+            }
+        }
         // An unset lower limit (NaN) passes, as in RRDtool.
         if self.logarithmic && self.lower_limit <= 0.0 {
             return Err(GraphError::invalid("for a logarithmic yaxis you must specify a lower-limit > 0"));
@@ -547,6 +1011,47 @@ mod tests {
         assert!(o.validate().is_ok());
         o.apply("lower-limit", Some("0")).unwrap();
         assert!(o.validate().is_err());
+    }
+
+    #[test]
+    fn layout_options_parse_like_rrdtool() {
+        let mut o = Options::default();
+        o.apply("x-grid", Some("MINUTE:10:HOUR:1:HOUR:4:0:%H:%M")).unwrap();
+        let g = o.x_grid.clone().unwrap();
+        assert_eq!(
+            (g.grid, g.major, g.label),
+            ((TimeUnit::Minute, 10), (TimeUnit::Hour, 1), (TimeUnit::Hour, 4))
+        );
+        assert_eq!((g.precision, g.format.as_str()), (0, "%H:%M"));
+        assert_eq!(o.apply("x-grid", Some("HOUR:1:DAY")).unwrap_err().to_string(), "invalid x-grid format");
+        assert_eq!(
+            o.apply("x-grid", Some("HOUR:1:DAY:1:FOO:1:0:%a")).unwrap_err().to_string(),
+            "unknown keyword FOO"
+        );
+        o.apply("y-grid", Some("2.5:4")).unwrap();
+        assert_eq!(o.y_grid, Some((2.5, 4)));
+        o.apply("right-axis", Some("1:2x")).unwrap();
+        assert_eq!(o.right_axis, Some((1.0, 2.0)));
+        // DEFAULT sets every property, a tag only its own.
+        o.apply("font", Some("DEFAULT:10:DejaVu Sans")).unwrap();
+        assert_eq!(o.font_sizes, [10.0; 6]);
+        assert_eq!(o.font_names[TextProp::Watermark as usize].as_deref(), Some("DejaVu Sans"));
+        o.apply("font", Some("AXIS:6")).unwrap();
+        assert_eq!(o.font_sizes[TextProp::Axis as usize], 6.0);
+        assert_eq!(o.font_sizes[TextProp::Legend as usize], 10.0);
+        // Size 0 keeps the size.
+        o.apply("font", Some("LEGEND:0:mono")).unwrap();
+        assert_eq!(o.font_sizes[TextProp::Legend as usize], 10.0);
+        assert_eq!(
+            o.apply("font", Some("LEGEND:8 xyz")).unwrap_err().to_string(),
+            "expected : after font size in 'LEGEND:8 xyz'"
+        );
+        o.apply("graph-render-mode", Some("mono")).unwrap();
+        o.apply("font-render-mode", Some("light")).unwrap();
+        assert!(o.graph_mono && !o.font_mono);
+        o.apply("legend-position", Some("west")).unwrap();
+        assert_eq!(o.legend_position, LegendPosition::West);
+        assert!(o.apply("zoom", Some("-1")).is_err());
     }
 
     #[test]

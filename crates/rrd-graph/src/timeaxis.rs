@@ -4,19 +4,11 @@
 //! with the C library's `localtime_r`/`mktime`, so `TZ` is honoured and
 //! daylight-saving days come out as RRDtool draws them.
 //!
-//! Deliberately not here: user-defined grids (`--x-grid` other than
-//! `none`), `--week-fmt`, `--utc`.
+//! `--x-grid` replaces the table's row; `--week-fmt` the format of the
+//! weekly row. Deliberately not here: `--utc` (not in rrdtool 1.7.2).
 
-/// Units the grid steps in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Unit {
-    Second,
-    Minute,
-    Hour,
-    Day,
-    Week,
-    Month,
-}
+/// Units the grid steps in (those of `--x-grid`).
+pub(crate) use crate::options::TimeUnit as Unit;
 
 /// One row of RRDtool's label table.
 #[derive(Clone, Copy, Debug)]
@@ -31,6 +23,18 @@ pub(crate) struct XLabel {
     /// Seconds to shift a label right of its grid line (centres day names).
     pub precision: i64,
     pub format: &'static str,
+}
+
+impl XLabel {
+    /// Whether this is the weekly row, whose format `--week-fmt` sets.
+    pub fn is_weekly(&self) -> bool {
+        self.label == (Week, 1) && self.major == (Week, 1)
+    }
+
+    /// A row given by `--x-grid` (its format is kept by the caller).
+    pub fn user(grid: (Unit, i64), major: (Unit, i64), label: (Unit, i64), precision: i64) -> XLabel {
+        XLabel { min_secs_per_px: 1.0, length: 0, grid, major, label, precision, format: "" }
+    }
 }
 
 const fn row(
@@ -121,7 +125,8 @@ fn make(tm: &mut libc::tm) -> i64 {
 /// The first boundary of `unit × step` at or before `start`.
 pub(crate) fn first_time(start: i64, (unit, step): (Unit, i64)) -> i64 {
     let Some(mut tm) = local(start) else { return -1 };
-    let step = step.max(1) as i32;
+    // rrdtool's long steps, as the int arithmetic of struct tm keeps them.
+    let step = step.clamp(1, i64::from(i32::MAX)) as i32;
     match unit {
         Second => tm.tm_sec -= tm.tm_sec % step,
         Minute => {
@@ -156,6 +161,14 @@ pub(crate) fn first_time(start: i64, (unit, step): (Unit, i64)) -> i64 {
             tm.tm_mday = 1;
             tm.tm_mon -= tm.tm_mon % step;
         }
+        Year => {
+            tm.tm_sec = 0;
+            tm.tm_min = 0;
+            tm.tm_hour = 0;
+            tm.tm_mday = 1;
+            tm.tm_mon = 0;
+            tm.tm_year -= (tm.tm_year + 1900) % step;
+        }
     }
     make(&mut tm)
 }
@@ -163,7 +176,7 @@ pub(crate) fn first_time(start: i64, (unit, step): (Unit, i64)) -> i64 {
 /// The boundary after `current`, skipping times that do not exist.
 pub(crate) fn next_time(current: i64, (unit, step): (Unit, i64)) -> i64 {
     let Some(mut tm) = local(current) else { return -1 };
-    let step = step.max(1) as i32;
+    let step = step.clamp(1, i64::from(i32::MAX)) as i32;
     let mut limit = match unit {
         Second => 7200,
         Minute => 120,
@@ -177,6 +190,7 @@ pub(crate) fn next_time(current: i64, (unit, step): (Unit, i64)) -> i64 {
             Day => tm.tm_mday += step,
             Week => tm.tm_mday += 7 * step,
             Month => tm.tm_mon += step,
+            Year => tm.tm_year += step,
         }
         let made = make(&mut tm);
         if made != -1 || limit < 0 {
@@ -186,14 +200,14 @@ pub(crate) fn next_time(current: i64, (unit, step): (Unit, i64)) -> i64 {
     }
 }
 
-/// `strftime` of `t` in local time with one of the table's formats.
-pub(crate) fn format_time(t: i64, format: &'static str) -> String {
+/// `strftime` of `t` in local time (at most 99 bytes, as rrdtool keeps).
+pub(crate) fn format_time(t: i64, format: &str) -> String {
     let Some(tm) = local(t) else { return String::new() };
-    let fmt = std::ffi::CString::new(format).expect("table formats have no NUL");
+    let Ok(fmt) = std::ffi::CString::new(format) else { return String::new() };
     let mut buf = [0u8; 100];
-    // SAFETY: the buffer length is passed, the format is a trusted constant
-    // from the table above and the tm came from localtime_r.
-    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), &tm) };
+    // SAFETY: the buffer length is passed (strftime writes no more, and
+    // its conversions read only the tm, which came from localtime_r).
+    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), 99, fmt.as_ptr(), &tm) };
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 

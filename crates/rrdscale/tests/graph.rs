@@ -700,7 +700,129 @@ fn cli_cases() -> Vec<Vec<String>> {
         ],
     ];
     cases.extend(more.iter().map(|c| strings(c)));
+    cases.extend(option_cases());
     cases
+}
+
+/// The graph options real templates use (Cacti, Munin, Smokeping,
+/// LibreNMS, MRTG front ends), each over a graph with several legend
+/// lines so that legend placement, sizes and coordinates are exercised.
+fn option_cases() -> Vec<Vec<String>> {
+    let legends: &[&str] = &[
+        "DEF:a=t.rrd:a:AVERAGE",
+        "DEF:b=t.rrd:b:AVERAGE",
+        "VDEF:m=a,MAXIMUM",
+        "AREA:a#ff000080:in traffic",
+        "LINE2:b#0000ff:out traffic\\l",
+        "GPRINT:m:max %6.2lf%s",
+        "COMMENT:centred\\c",
+        "HRULE:60#00ff00:sixty",
+        "COMMENT:a long comment that will not fit on the same line as the others do",
+        "LINE1:a#00ffff:last\\r",
+        "PRINT:m:%lf",
+    ];
+    let options: &[&[&str]] = &[
+        // Grids.
+        &["--x-grid", "HOUR:6:DAY:1:DAY:1:86400:%a"],
+        &["--x-grid", "MINUTE:30:HOUR:6:HOUR:12:0:%H:%M", "--y-grid", "25:2"],
+        &["--x-grid", "DAY:1:WEEK:1:WEEK:1:0:week %V", "--y-grid", "7.5:3", "-u", "200"],
+        &["--x-grid", "YEAR:1:YEAR:1:YEAR:1:0:%Y", "--y-grid", "none"],
+        &["--x-grid", "none", "--y-grid", "0.5:4", "-l", "10", "-u", "12", "--rigid"],
+        &["-Y"],
+        &["--alt-y-grid", "-u", "1000"],
+        &["-Y", "-l", "40", "-u", "42", "--rigid"],
+        &["-Y", "--units-exponent", "3"],
+        &["--alt-y-mrtg", "--alt-autoscale"],
+        &["--week-fmt", "wk %V", "-w", "200"],
+        // The right axis and axis formats.
+        &["--right-axis", "2:0"],
+        &["--right-axis", "0.001:5", "--right-axis-label", "per mille", "-v", "bits"],
+        &["--right-axis", "1000:0", "--right-axis-format", "%5.1lf", "--legend-position", "east"],
+        &["--right-axis", "8:0", "--right-axis-formatter", "duration", "--left-axis-format", "%4.1lf"],
+        &["--right-axis", "1:0", "--right-axis-formatter", "timestamp", "--left-axis-formatter", "numeric"],
+        &["--right-axis", "2:0", "--full-size-mode", "-w", "600", "-h", "200"],
+        &["-o", "-l", "1", "--right-axis", "10:0"],
+        &["-o", "-l", "1", "--right-axis", "10:0", "--units=si"],
+        // Legends.
+        &["--legend-position", "north", "-t", "Title"],
+        &["--legend-position", "west", "-t", "Title", "-v", "vertical"],
+        &["--legend-position", "east", "-t", "Title"],
+        &["--legend-position", "east", "--disable-rrdtool-tag"],
+        // The position moves the graph even without a legend.
+        &["--legend-position", "east", "--no-legend", "--full-size-mode", "-w", "600", "-h", "300"],
+        &["--legend-position", "east", "--full-size-mode", "-w", "700", "-h", "300"],
+        &["--legend-position", "west", "--full-size-mode", "-w", "700", "-h", "300"],
+        &["--legend-position", "north", "--full-size-mode", "-w", "700", "-h", "300"],
+        &["--legend-position", "south", "--legend-direction", "bottomup"],
+        &["--legend-direction", "bottomup2"],
+        &["--legend-position", "east", "--legend-direction", "bottomup2"],
+        &["--legend-direction", "topdown", "--dynamic-labels"],
+        // Multi-line titles.
+        &["-t", "Traffic\\nfor host<br>eth0<br/>dropped"],
+        &["-t", "\\nleading\n\ndoubled", "--legend-position", "north"],
+        // Tab stops follow the legend size and whether y labels exist.
+        &["--font", "LEGEND:7", "-T", "30", "COMMENT:a\\tb\\tc\\l", "COMMENT:abcdefghij\\tz"],
+        &["--y-grid", "none", "--font", "LEGEND:12", "COMMENT:a\\tb\\tc\\l"],
+        // Fonts and zoom.
+        &["--font", "DEFAULT:11:"],
+        &["--font", "LEGEND:6.5", "--font", "AXIS:9"],
+        // sscanf reads what it can: "10x" is size 10, "2x" is 2.
+        &["--font", "LEGEND:10x", "--right-axis", "1:2x"],
+        &["--font", "DEFAULT:9", "--font", "TITLE:13:DejaVu Sans Mono", "-t", "hello", "-v", "units"],
+        &["--font", "UNIT:11", "-v", "vertical", "--font", "WATERMARK:9", "-W", "watermark"],
+        &["--zoom", "2"],
+        &["--zoom", "1.3", "--font", "LEGEND:9.5"],
+        &["--zoom", "0.5"],
+        &["--zoom", "3", "-a", "SVG"],
+        // Pango sizes <sup> from the zoomed font: it grows with the zoom.
+        &["--zoom", "2", "-P", "COMMENT:m<sup>2</sup> <b>b</b>"],
+        &["--zoom", "0.8", "--pango-markup", "COMMENT:x<sup>2</sup> and <big>big</big>"],
+        // Markup.
+        &["-P", "-t", "<b>Bold</b> <i>title</i>", "COMMENT:m<sup>2</sup>/s H<sub>2</sub>O"],
+        &[
+            "--pango-markup",
+            "COMMENT:<span foreground=\"#ff0000\">red</span> <small>small</small> <big>big</big>",
+            "COMMENT:<span size=\"large\">large</span> a &amp; b <tt>tt</tt> <u>u</u>",
+        ],
+        // Data and limits.
+        &["-Z", "DEF:z=missing.rrd:q:AVERAGE", "LINE1:z#00ff00:missing", "VDEF:zm=z,MAXIMUM", "PRINT:zm:%lf"],
+        &["--allow-shrink", "--rigid", "-u", "500", "-l", "-100"],
+        &["--allow-shrink", "-u", "500"],
+        &["--imginfo", "<IMG SRC=\"/img/%s\" WIDTH=\"%lu\" HEIGHT=\"%lu\">"],
+        &["-f", "%s %lu%% %lu", "--zoom", "2"],
+        // Backend-only options: accepted, no effect on the numbers.
+        &[
+            "-N",
+            "-i",
+            "-G",
+            "mono",
+            "-R",
+            "light",
+            "-B",
+            "10",
+            "--grid-dash",
+            "3:1",
+            "--lazy",
+            "--graph-type",
+            "TIME",
+        ],
+    ];
+    options
+        .iter()
+        .map(|o| {
+            let mut case = strings(&["--start", S, "--end", E]);
+            case.extend(strings(o));
+            case.extend(strings(legends));
+            case
+        })
+        .chain(template_cases())
+        .chain([
+            // Only data, no PRINT: rrdtool's graph prints nothing at all.
+            strings(&["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE"]),
+            strings(&["--start", S, "--end", E]),
+            strings(&["--start", S, "--end", E, "-f", "%s %lu %lu", "DEF:a=t.rrd:a:AVERAGE"]),
+        ])
+        .collect()
 }
 
 #[test]
@@ -714,8 +836,12 @@ fn graphv_and_graph_print_what_rrdtool_prints() {
             ours_args.extend(case.iter().cloned());
             let mut theirs_args = vec![verb.to_string(), format!("theirs{n}.img")];
             theirs_args.extend(case.iter().cloned());
-            let ours = run(rrdscale_bin(), &ours_args, dir.path());
+            let mut ours = run(rrdscale_bin(), &ours_args, dir.path());
             let theirs = run(RRDTOOL, &theirs_args, dir.path());
+            // --imginfo prints the file name, which differs by design.
+            ours.stdout = String::from_utf8_lossy(&ours.stdout)
+                .replace(&format!("ours{n}.img"), &format!("theirs{n}.img"))
+                .into_bytes();
             if ours.stdout != theirs.stdout || ours.status.success() != theirs.status.success() {
                 failures.push(format!(
                     "{verb} case {n} {case:?}:\n--- rrdtool ({})\n{}{}\n--- rrdscale ({})\n{}{}",
@@ -727,9 +853,15 @@ fn graphv_and_graph_print_what_rrdtool_prints() {
                     String::from_utf8_lossy(&ours.stderr)
                 ));
             }
-            // Both write a file exactly when something is drawn.
+            // Both write a file exactly when something is drawn, of the
+            // same size (--zoom included).
             let made = |who: &str| dir.path().join(format!("{who}{n}.img")).exists();
             assert_eq!(made("ours"), made("theirs"), "{verb} case {n}: image file written by one tool only");
+            if made("ours") {
+                let size =
+                    |who: &str| image_size(&std::fs::read(dir.path().join(format!("{who}{n}.img"))).unwrap());
+                assert_eq!(size("ours"), size("theirs"), "{verb} case {n}: image size {case:?}");
+            }
             let _ = std::fs::remove_file(dir.path().join(format!("ours{n}.img")));
             let _ = std::fs::remove_file(dir.path().join(format!("theirs{n}.img")));
         }
@@ -842,10 +974,50 @@ fn errors_match_rrdtool() {
             "PRINT:m:%lf",
         ],
     ];
+    let line: &[&str] = &["DEF:a=t.rrd:a:AVERAGE", "LINE1:a#ff0000"];
+    let bad_options: &[&[&str]] = &[
+        &["--y-grid", "x"],
+        &["--y-grid", "0:1"],
+        &["--y-grid", "5:0"],
+        &["--x-grid", "FOO:6:DAY:1:DAY:1:86400:%a"],
+        &["--x-grid", "HOUR:6:DAY:1:NOPE:1:86400:%a"],
+        &["--x-grid", "HOUR:6:DAY"],
+        &["--right-axis", "0:1"],
+        &["--right-axis", "1"],
+        &["--right-axis", "3:1", "--right-axis-format", "%d"],
+        &["--left-axis-format", "%lf%s"],
+        &["--left-axis-formatter", "foo"],
+        &["--right-axis-formatter", "bar"],
+        &["--legend-position", "up"],
+        &["--legend-direction", "up"],
+        &["--zoom", "0"],
+        &["--zoom", "x"],
+        &["--font", "FOO:3"],
+        &["--font", "DEFAULT:x"],
+        &["-G", "foo"],
+        &["-R", "foo"],
+        &["--grid-dash", "1:x"],
+        &["--grid-dash", "1"],
+        &["-f", "%d"],
+        &["-f", "%s %lu"],
+        &["--graph-type", "FOO"],
+        &["--graph-type", "XY"],
+        &["--daemon", "a", "--daemon", "b"],
+    ];
+    let option_cases: Vec<Vec<String>> = bad_options
+        .iter()
+        .map(|o| {
+            let mut case = strings(&["x.png", "--start", S, "--end", E]);
+            case.extend(strings(o));
+            case.extend(strings(line));
+            case
+        })
+        .collect();
+    let cases: Vec<Vec<String>> = cases.iter().map(|c| strings(c)).chain(option_cases).collect();
     let mut failures = Vec::new();
     for case in cases {
         let mut args = strings(&["graph"]);
-        args.extend(strings(case));
+        args.extend(case.iter().cloned());
         let ours = run(rrdscale_bin(), &args, dir.path());
         let theirs = run(RRDTOOL, &args, dir.path());
         assert!(!theirs.status.success(), "rrdtool accepted {case:?}");
@@ -859,6 +1031,352 @@ fn errors_match_rrdtool() {
         }
     }
     assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Command lines as Cacti, LibreNMS, Smokeping and Munin write them.
+fn template_cases() -> Vec<Vec<String>> {
+    let cases: &[&[&str]] = &[
+        &[
+            "--imgformat=PNG",
+            "--title=Traffic - eth0",
+            "--rigid",
+            "--base=1000",
+            "--height=120",
+            "--width=500",
+            "--alt-autoscale-max",
+            "--lower-limit=0",
+            "COMMENT:From 2023/11/16 To 2023/11/19\\c",
+            "COMMENT:  \\n",
+            "--vertical-label=bits per second",
+            "--slope-mode",
+            "--font",
+            "TITLE:10:",
+            "--font",
+            "AXIS:7:",
+            "--font",
+            "LEGEND:8:",
+            "--font",
+            "UNIT:7:",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "DEF:b=t.rrd:b:AVERAGE",
+            "CDEF:cdefa=a,8,*",
+            "AREA:cdefa#00CF00FF:Inbound",
+            "GPRINT:cdefa:LAST: Current\\:%8.2lf %s",
+            "GPRINT:cdefa:AVERAGE:Average\\:%8.2lf %s",
+            "GPRINT:cdefa:MAX:Maximum\\:%8.2lf %s\\n",
+            "LINE1:b#002A97FF:Outbound",
+            "GPRINT:b:LAST:Current\\:%8.2lf %s",
+            "GPRINT:b:AVERAGE:Average\\:%8.2lf %s",
+            "GPRINT:b:MAX:Maximum\\:%8.2lf %s\\n",
+        ],
+        &[
+            "--width",
+            "400",
+            "--height",
+            "150",
+            "--font",
+            "LEGEND:7:DejaVuSansMono",
+            "--font",
+            "AXIS:6:DejaVuSansMono",
+            "--font-render-mode",
+            "normal",
+            "-c",
+            "BACK#EEEEEE00",
+            "-c",
+            "SHADEA#EEEEEE00",
+            "-c",
+            "SHADEB#EEEEEE00",
+            "-c",
+            "CANVAS#FFFFFF00",
+            "-c",
+            "GRID#a5a5a5",
+            "-c",
+            "MGRID#FF9999",
+            "-R",
+            "normal",
+            "--grid-dash",
+            "1:1",
+            "--alt-autoscale-max",
+            "--rigid",
+            "-E",
+            "-l",
+            "0",
+            "--pango-markup",
+            "COMMENT:Bits/s   Now       Ave      Max     \\l",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "VDEF:al=a,LAST",
+            "VDEF:av=a,AVERAGE",
+            "VDEF:am=a,MAXIMUM",
+            "AREA:a#84BE84:In ",
+            "GPRINT:al:%6.2lf%s",
+            "GPRINT:av:%6.2lf%s",
+            "GPRINT:am:%6.2lf%s\\l",
+            "COMMENT:<span foreground='#ff0000'>95th</span>\\l",
+        ],
+        &[
+            "--height",
+            "200",
+            "--width",
+            "600",
+            "--title",
+            "Smokeping",
+            "--rigid",
+            "--upper-limit",
+            "120",
+            "--lower-limit",
+            "0",
+            "--vertical-label",
+            "Seconds",
+            "--color",
+            "SHADEA#ffffff",
+            "--color",
+            "BACK#ffffff",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "AREA:a#dddddd",
+            "LINE1:a#00ff00:median rtt",
+            "COMMENT:\\t",
+            "GPRINT:a:AVERAGE:avg %.1lf ms\\l",
+            "COMMENT:probe\\:  20 ICMP Echo Pings (56 Bytes) every 300s\\j",
+            "COMMENT:end\\: Sun Nov 19 22\\:00\\:00 2023\\j",
+        ],
+        &[
+            "--font",
+            "DEFAULT:0:DejaVuSans,DejaVu Sans,DejaVu LGC Sans,Bitstream Vera Sans",
+            "-W",
+            "Munin 2.0",
+            "--title",
+            "Load average - by day",
+            "-l",
+            "0",
+            "--vertical-label",
+            "load",
+            "--height",
+            "175",
+            "--only-graph",
+            "--disable-rrdtool-tag",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "LINE1:a#00CC00:load",
+            "GPRINT:a:LAST:%6.2lf",
+        ],
+        // Markup bold in a proportional font: its bold face's widths.
+        &[
+            "-P",
+            "--font",
+            "DEFAULT:8:DejaVu Sans",
+            "DEF:a=t.rrd:a:AVERAGE",
+            "LINE1:a#ff0000",
+            "COMMENT:<b>bold text here</b> plain\\l",
+            "COMMENT:<i>italic</i> <b><i>bi</i></b>",
+        ],
+    ];
+    cases
+        .iter()
+        .map(|c| {
+            let mut case = strings(&["--start", S, "--end", E]);
+            case.extend(strings(c));
+            case
+        })
+        .collect()
+}
+
+/// `--lazy`: an image newer than one pixel's worth of seconds stays as it
+/// is and graphv reports only PRINT and the geometry, as rrdtool does; an
+/// older one is redrawn.
+#[test]
+fn lazy_keeps_a_fresh_image() {
+    let dir = tempdir();
+    setup(dir.path());
+    let args = |verb: &str, file: &str| {
+        let mut a = strings(&[verb, file, "--lazy", "--start", S, "--end", E]);
+        a.extend(strings(&["DEF:a=t.rrd:a:AVERAGE", "LINE1:a#ff0000:a", "VDEF:m=a,MAXIMUM", "PRINT:m:%lf"]));
+        a
+    };
+    for file in ["ours.png", "theirs.png"] {
+        let made =
+            run(RRDTOOL, &strings(&["graph", file, "--start", S, "--end", E, "LINE1:1#ff0000"]), dir.path());
+        assert!(made.status.success());
+    }
+    let before = std::fs::read(dir.path().join("ours.png")).unwrap();
+    let ours = run(rrdscale_bin(), &args("graphv", "ours.png"), dir.path());
+    let theirs = run(RRDTOOL, &args("graphv", "theirs.png"), dir.path());
+    assert_eq!(String::from_utf8_lossy(&ours.stdout), String::from_utf8_lossy(&theirs.stdout));
+    assert!(!String::from_utf8_lossy(&ours.stdout).contains("value_min"));
+    assert_eq!(std::fs::read(dir.path().join("ours.png")).unwrap(), before, "a fresh image was rewritten");
+    // An hour old (more than the 750 s a pixel covers): redrawn.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let f = std::fs::File::options().write(true).open(dir.path().join("ours.png")).unwrap();
+    f.set_modified(old).unwrap();
+    drop(f);
+    let ours = run(rrdscale_bin(), &args("graph", "ours.png"), dir.path());
+    assert!(ours.status.success());
+    assert_ne!(std::fs::read(dir.path().join("ours.png")).unwrap(), before, "an old image was kept");
+}
+
+/// `--font` with a font name (Munin asks for DejaVu Sans): the machine's
+/// font is used. Pango's hinted advances of a proportional font cannot be
+/// had without FreeType's hinter, so legend coordinates may differ by a
+/// pixel or two; the image and graph geometry must be equal.
+#[test]
+fn named_fonts_are_used() {
+    let dir = tempdir();
+    setup(dir.path());
+    let mut args = strings(&[
+        "graphv",
+        "-",
+        "--start",
+        S,
+        "--end",
+        E,
+        "--font",
+        "DEFAULT:0:DejaVuSans,DejaVu Sans,DejaVu LGC Sans,Bitstream Vera Sans",
+        "-t",
+        "Munin style",
+        "-v",
+        "bytes",
+    ]);
+    args.extend(strings(&[
+        "DEF:a=t.rrd:a:AVERAGE",
+        "DEF:b=t.rrd:b:AVERAGE",
+        "VDEF:m=a,MAXIMUM",
+        "AREA:a#ff000080:in traffic",
+        "LINE2:b#0000ff:out traffic\\l",
+        "GPRINT:m:max %6.2lf%s",
+        "COMMENT:centred\\c",
+        "HRULE:60#00ff00:sixty",
+        "COMMENT:a long comment that will not fit on the same line as the others do",
+        "LINE1:a#00ffff:last\\r",
+    ]));
+    let lines = |o: &Output| -> Vec<(String, String)> {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .take_while(|l| !l.starts_with("image = "))
+            .filter_map(|l| l.split_once(" = ").map(|(k, v)| (k.to_string(), v.to_string())))
+            .collect()
+    };
+    let ours = lines(&run(rrdscale_bin(), &args, dir.path()));
+    let theirs = lines(&run(RRDTOOL, &args, dir.path()));
+    assert_eq!(ours.len(), theirs.len(), "ours {ours:?}\ntheirs {theirs:?}");
+    for ((ok, ov), (tk, tv)) in ours.iter().zip(&theirs) {
+        assert_eq!(ok, tk);
+        if ok.starts_with("coords[") {
+            let nums = |v: &str| -> Vec<i64> {
+                v.trim_matches('"').split(',').map(|n| n.parse().unwrap()).collect()
+            };
+            for (a, b) in nums(ov).iter().zip(nums(tv)) {
+                assert!((a - b).abs() <= 2, "{ok}: ours {ov}, rrdtool {tv}");
+            }
+        } else {
+            assert_eq!(ov, tv, "{ok}");
+        }
+    }
+}
+
+/// Pixels as RGB, whatever the PNG's colour type (8-bit RGB, RGBA, grey).
+fn rgb_pixels(bytes: &[u8]) -> (u32, u32, Vec<[u8; 3]>) {
+    let (w, h, data, color) = decode_png(bytes);
+    let px = match color {
+        png::ColorType::Rgb => data.chunks(3).map(|c| [c[0], c[1], c[2]]).collect(),
+        png::ColorType::Rgba => data.chunks(4).map(|c| [c[0], c[1], c[2]]).collect(),
+        png::ColorType::Grayscale => data.iter().map(|&g| [g, g, g]).collect(),
+        png::ColorType::GrayscaleAlpha => data.chunks(2).map(|c| [c[0], c[0], c[0]]).collect(),
+        png::ColorType::Indexed => panic!("indexed PNG"),
+    };
+    (w, h, px)
+}
+
+/// The pictures of the option corpus: rrdtool's PNG and ours have the same
+/// size, and at most 10% of the pixels differ by more than 48 in a
+/// channel (15% below --zoom 1). Our glyphs are not Pango's hinted ones
+/// and our tag reads RRDSCALE, so text and antialiasing alone make 1.5-3%
+/// differ (5.5% at --zoom 2 where text is larger; 8-10% below --zoom 1,
+/// where every line is thinner than a pixel); a misplaced graph, grid,
+/// legend block or axis moves far more.
+/// The worst pair is saved side by side in test-output/graph/.
+#[test]
+fn pictures_match_rrdtool_within_tolerance() {
+    const TOLERANCE: u8 = 48;
+    const MAX_SHARE: f64 = 0.10;
+    const MAX_SHARE_SHRUNK: f64 = 0.15;
+    let dir = tempdir();
+    setup(dir.path());
+    let mut worst: Option<(f64, usize, Vec<String>)> = None;
+    let mut failures = Vec::new();
+    for (n, case) in option_cases().iter().enumerate() {
+        if case.iter().any(|a| a == "SVG") {
+            continue;
+        }
+        let draw = |program: &str, file: &str| {
+            let mut args = strings(&["graph", file]);
+            args.extend(case.iter().cloned());
+            run(program, &args, dir.path())
+        };
+        let (ours, theirs) = (draw(rrdscale_bin(), "ours.png"), draw(RRDTOOL, "theirs.png"));
+        assert_eq!(ours.status.success(), theirs.status.success(), "case {n} {case:?}");
+        let (Ok(a), Ok(b)) =
+            (std::fs::read(dir.path().join("ours.png")), std::fs::read(dir.path().join("theirs.png")))
+        else {
+            continue;
+        };
+        let ((wa, ha, pa), (wb, hb, pb)) = (rgb_pixels(&a), rgb_pixels(&b));
+        assert_eq!((wa, ha), (wb, hb), "case {n} {case:?}: picture size");
+        let differ =
+            pa.iter().zip(&pb).filter(|(x, y)| (0..3).any(|i| x[i].abs_diff(y[i]) > TOLERANCE)).count();
+        let share = differ as f64 / pa.len().max(1) as f64;
+        // Below --zoom 1 every line is thinner than a pixel, so all of it
+        // is antialiasing, drawn by different rasterisers.
+        let zoom = case.iter().position(|a| a == "--zoom").and_then(|i| case.get(i + 1)?.parse::<f64>().ok());
+        let max_share = if zoom.is_some_and(|z| z < 1.0) { MAX_SHARE_SHRUNK } else { MAX_SHARE };
+        if share > max_share {
+            failures.push(format!("case {n}: {:.1}% of pixels differ {case:?}", share * 100.0));
+        }
+        if worst.as_ref().is_none_or(|w| share > w.0) {
+            let side = side_by_side(wb, hb, &pb, &pa);
+            std::fs::write(output_dir().join("worst-theirs-left-ours-right.png"), side).unwrap();
+            worst = Some((share, n, case.clone()));
+        }
+        let _ = std::fs::remove_file(dir.path().join("ours.png"));
+        let _ = std::fs::remove_file(dir.path().join("theirs.png"));
+    }
+    let (share, n, case) = worst.expect("pictures compared");
+    eprintln!("worst picture: case {n}, {:.2}% differ: {case:?}", share * 100.0);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Two RGB pictures of one size next to each other, as a PNG.
+fn side_by_side(w: u32, h: u32, left: &[[u8; 3]], right: &[[u8; 3]]) -> Vec<u8> {
+    let mut data = Vec::with_capacity((w * h * 6) as usize);
+    for y in 0..h as usize {
+        for img in [left, right] {
+            for px in &img[y * w as usize..(y + 1) * w as usize] {
+                data.extend_from_slice(px);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, w * 2, h);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    let mut writer = enc.write_header().unwrap();
+    writer.write_image_data(&data).unwrap();
+    writer.finish().unwrap();
+    out
+}
+
+/// Width and height of a PNG (its IHDR) or an SVG (its `width`/`height`).
+fn image_size(bytes: &[u8]) -> (String, String) {
+    if bytes.starts_with(b"\x89PNG") && bytes.len() >= 24 {
+        let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]).to_string();
+        return (be(&bytes[16..20]), be(&bytes[20..24]));
+    }
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(1000)]).to_string();
+    let attr = |name: &str| {
+        let key = format!(" {name}=\"");
+        head.split_once(&key)
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .map(|(v, _)| v.to_string())
+            .unwrap_or_default()
+    };
+    (attr("width"), attr("height"))
 }
 
 /// The graphv number of `key`.

@@ -6,15 +6,16 @@
 //! rrdtool does); `graphv` prints graphv's `key = value` lines, with the
 //! image as `image = BLOB_SIZE:n` followed by its bytes when the file is
 //! `-`. With no LINE, AREA, rule or GPRINT nothing is drawn and no file is
-//! written (`0x0` when there are PRINT lines, nothing at all otherwise).
-//! The data formats (`-a CSV`, ...) write text instead of an image and
-//! print `0x0`. Options are parsed here getopt-style; their meaning, the
-//! elements and the drawing belong to `rrd_graph`.
+//! written (`0x0`, or nothing at all when there is no PRINT either, as
+//! rrdtool). `-f`/`--imginfo` adds `image_info` (graphv) or a first line
+//! (graph); `--lazy` keeps a fresh image. The data formats (`-a CSV`, ...)
+//! write text instead of an image. Options are parsed here getopt-style;
+//! their meaning, the elements and the drawing belong to `rrd_graph`.
 
 use std::io::Write;
 
 use anyhow::{bail, Result};
-use rrd_graph::{render_with, InfoValue, Options, OPTION_SPECS};
+use rrd_graph::{image_info, lazy_keeps, render_with, InfoValue, Options, OPTION_SPECS};
 
 use super::client::DaemonFetch;
 use super::{fmt_info_value, now_secs};
@@ -40,10 +41,13 @@ pub fn run(args: &[String], out: &mut dyn Write, verbose: bool) -> Result<()> {
     // `RRDCACHED_ADDRESS` or a DEF's `:daemon=`), as rrdtool's graph does.
     let mut source = DaemonFetch::new(parsed.value("daemon"));
     let drawn = render_with(&options, elements, now_secs(), &mut source);
-    let graph = match drawn {
+    let mut graph = match drawn {
         Ok(g) => g,
         Err(e) => return source.finish(Err(e.into())),
     };
+    if lazy_keeps(&options, file, &graph, now_secs()) {
+        graph.keep_lazily();
+    }
     source.finish(print_graph(&graph, &options, file, args, out, verbose))
 }
 
@@ -82,6 +86,8 @@ fn print_graph(
             out.write_all(image)?;
         }
     }
+    // Checked after the image is saved, as rrdtool does.
+    let info_line = image_info(options, file, graph)?;
     if verbose {
         for (key, value) in &graph.info {
             match value {
@@ -90,15 +96,27 @@ fn print_graph(
                 InfoValue::Text(s) => writeln!(out, "{key} = \"{s}\"")?,
             }
         }
+        if let Some(line) = &info_line {
+            writeln!(out, "image_info = \"{line}\"")?;
+        }
         if let (true, Some(image)) = (to_stdout, &graph.image) {
             writeln!(out, "image = BLOB_SIZE:{}", image.len())?;
             out.write_all(image)?;
         }
-    } else if args[0] != "-" && !graph.info.is_empty() {
+    } else if args[0] != "-" {
+        // rrdtool prints nothing when the graph produced no information
+        // at all (no PRINT, nothing drawn), and no size when -f/--imginfo
+        // is among the arguments (spelled exactly so).
+        if graph.info.is_empty() && info_line.is_none() {
+            return Ok(());
+        }
         // rrdtool compares its first argument, not the file name, with "-".
-        // A graph that drew nothing and printed nothing has no graphv
-        // entries, and then rrdtool prints nothing at all.
-        writeln!(out, "{}x{}", graph.image_width, graph.image_height)?;
+        if !args.iter().any(|a| a == "--imginfo" || a == "-f") {
+            writeln!(out, "{}x{}", graph.image_width, graph.image_height)?;
+        }
+        if let Some(line) = &info_line {
+            writeln!(out, "{line}")?;
+        }
         for line in &graph.prints {
             writeln!(out, "{line}")?;
         }
