@@ -125,6 +125,15 @@ pub(crate) fn parse_cf(name: &str) -> Result<Cf> {
 }
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
+    match rows(args)? {
+        Some(rows) => write_rows(&rows, out),
+        None => Ok(()),
+    }
+}
+
+/// The rows `fetch` prints (librrd's `rrd_fetch` arrays); `None` when the
+/// daemon refused without a text (rrdtool then prints and reports nothing).
+pub fn rows(args: &[String]) -> Result<Option<FetchResult>> {
     let parsed = opts::parse(
         args,
         &[
@@ -157,23 +166,23 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let [file, cf, ..] = parsed.operands.as_slice() else {
         bail!("Usage: rrdtool fetch <file> <CF> [options]");
     };
-    let local = |out: &mut dyn Write| -> Result<()> {
+    let local = || -> Result<Option<FetchResult>> {
         let cf = parse_cf(cf)?;
         // Leaves no pages of a cold file behind in the page cache.
         let rows = rrd_engine::rrd::read_leaving_no_residue(Path::new(file.as_str()), |rrd| {
             fetch(rrd, cf, start, end, resolution_secs)
         })?;
-        write_rows(&rows, out)
+        Ok(Some(rows))
     };
     match rrd_client::daemon(parsed.value("daemon")) {
-        Daemon::Absent => local(out),
-        Daemon::Unreachable(e) => super::client::after_fallback(local(out), e),
+        Daemon::Absent => local(),
+        Daemon::Unreachable(e) => super::client::after_fallback(local(), e),
         Daemon::Connected(mut session) => match session.fetch(file, cf, start, end) {
-            Ok(r) => write_rows(&super::client::fetch_result(r), out),
+            Ok(r) => Ok(Some(super::client::fetch_result(r))),
             Err(e) if e.message().is_some() => Err(e.into()),
             // rrdtool prints nothing and reports nothing for a fetch its
             // client refused without a text.
-            Err(_) => Ok(()),
+            Err(_) => Ok(None),
         },
     }
 }

@@ -19,6 +19,16 @@ use super::{fmt_info_value, now_secs};
 use crate::opts;
 
 pub fn run(args: &[String], out: &mut dyn Write, verbose: bool) -> Result<()> {
+    let (graph, options, file, source) = draw(args)?;
+    source.finish(
+        save_image(&graph, &options, &file).and_then(|()| print_graph(&graph, &file, args, out, verbose)),
+    )
+}
+
+/// Draws the graph (librrd's `rrd_graph` and `rrd_graph_v`): the output,
+/// the options, the file name and the data source, whose `finish` reports
+/// an unreachable daemon after the caller has saved or printed the image.
+pub fn draw(args: &[String]) -> Result<(rrd_graph::GraphOutput, Options, String, DaemonFetch)> {
     if args.is_empty() {
         bail!("missing filename");
     }
@@ -42,30 +52,33 @@ pub fn run(args: &[String], out: &mut dyn Write, verbose: bool) -> Result<()> {
         Ok(g) => g,
         Err(e) => return source.finish(Err(e.into())),
     };
-    source.finish(print_graph(&graph, &options, file, args, out, verbose))
+    Ok((graph, options, file.clone(), source))
+}
+
+/// Writes the image to `file` (not `-`), as rrdtool names a failure.
+pub fn save_image(graph: &rrd_graph::GraphOutput, options: &Options, file: &str) -> Result<()> {
+    if let (Some(image), false) = (&graph.image, file == "-") {
+        if let Err(e) = std::fs::write(file, image) {
+            let kind = match options.image_format {
+                rrd_graph::ImageFormat::Png => "png",
+                rrd_graph::ImageFormat::Svg => "svg",
+            };
+            bail!("Could not save {kind} to '{file}' ({e})");
+        }
+    }
+    Ok(())
 }
 
 fn print_graph(
     graph: &rrd_graph::GraphOutput,
-    options: &Options,
     file: &str,
     args: &[String],
     out: &mut dyn Write,
     verbose: bool,
 ) -> Result<()> {
     let to_stdout = file == "-";
-    if let Some(image) = &graph.image {
-        if !to_stdout {
-            if let Err(e) = std::fs::write(file, image) {
-                let kind = match options.image_format {
-                    rrd_graph::ImageFormat::Png => "png",
-                    rrd_graph::ImageFormat::Svg => "svg",
-                };
-                bail!("Could not save {kind} to '{file}' ({e})");
-            }
-        } else if !verbose {
-            out.write_all(image)?;
-        }
+    if let (Some(image), true, false) = (&graph.image, to_stdout, verbose) {
+        out.write_all(image)?;
     }
     if verbose {
         for (key, value) in &graph.info {

@@ -29,31 +29,31 @@ fn entry(item: InfoItem) -> InfoEntry {
 }
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
+    write_info(&entries(args)?, out)?;
+    Ok(())
+}
+
+/// What `info` prints, as entries (librrd's `rrd_info` list).
+pub fn entries(args: &[String]) -> Result<Vec<InfoEntry>> {
     let parsed = opts::parse(args, &[opts::value(Some('d'), "daemon"), opts::flag(Some('F'), "noflush")])?;
     let [file] = parsed.operands.as_slice() else {
         bail!("Usage: rrdtool info [--daemon |-d <addr> [--noflush|-F]] <file>");
     };
-    let local = |out: &mut dyn Write| -> Result<()> {
+    let local = || -> Result<Vec<InfoEntry>> {
         let rrd = open_rrd(file)?;
-        let entries = info(&rrd, file)?;
-        write_info(&entries, out)?;
-        Ok(())
+        Ok(info(&rrd, file)?)
     };
     match rrd_client::daemon(parsed.value("daemon")) {
-        Daemon::Absent => local(out),
-        Daemon::Unreachable(e) => super::client::after_fallback(local(out), e),
+        Daemon::Absent => local(),
+        Daemon::Unreachable(e) => super::client::after_fallback(local(), e),
         Daemon::Connected(mut session) => {
             if !parsed.has("noflush") {
                 session.flush(file).map_err(|e| super::client::flush_failure(file, e))?;
             }
             match session.info(file) {
-                Ok(items) => {
-                    let entries: Vec<InfoEntry> = items.into_iter().map(entry).collect();
-                    write_info(&entries, out)?;
-                    Ok(())
-                }
+                Ok(items) => Ok(items.into_iter().map(entry).collect()),
                 Err(e) if e.message().is_some() => Err(e.into()),
-                Err(_) => Ok(()),
+                Err(_) => Ok(Vec::new()),
             }
         }
     }
