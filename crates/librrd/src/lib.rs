@@ -935,10 +935,15 @@ pub unsafe extern "C" fn rrd_dump_opt_r(
 ) -> c_int {
     // SAFETY: strings (outname may be NULL), per the contract.
     let (file, out) = unsafe { (ffi::text(filename), (!outname.is_null()).then(|| ffi::text(outname))) };
-    let mut options = rrd_engine::dump::DumpOptions::default();
-    if opt_noheader != 0 {
-        options.header = rrd_engine::dump::DumpHeader::None;
-    }
+    // Despite its name, librrd passes `opt_noheader` on as the header kind:
+    // 1 the DTD, 2 the XML schema, anything else none (so `rrd_dump_r`,
+    // which passes 0, writes no XML header).
+    let header = match opt_noheader {
+        1 => rrd_engine::dump::DumpHeader::Dtd,
+        2 => rrd_engine::dump::DumpHeader::Xsd,
+        _ => rrd_engine::dump::DumpHeader::None,
+    };
+    let options = rrd_engine::dump::DumpOptions { header };
     // The `_r` variants never ask a daemon.
     status(&[], |_, o| cmd::dump::write_dump(&file, out.as_deref(), &options, o))
 }

@@ -127,7 +127,7 @@ mod tests {
         let unreachable = || ClientError::Connect("No such file or directory".into());
         let e = after_fallback(Ok(()), unreachable()).unwrap_err();
         assert_eq!(e.to_string(), "Unable to connect to rrdcached: No such file or directory");
-        let e = after_fallback(Err(anyhow!("opening 'x': gone")), unreachable()).unwrap_err();
+        let e = after_fallback::<()>(Err(anyhow!("opening 'x': gone")), unreachable()).unwrap_err();
         assert_eq!(e.to_string(), "opening 'x': gone");
     }
 

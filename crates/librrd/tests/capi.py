@@ -1,0 +1,180 @@
+"""The C API itself, through ctypes (tests/python_rrdtool.rs).
+
+Usage: python3 capi.py LIBRARY DIR
+
+Loads LIBRARY (ours or Debian's librrd.so.8) and calls the entry points
+python3-rrdtool does not: the thread-safe `_r` variants, rrd_test_error and
+rrd_clear_error, rrd_info_r lists walked as C sees them, rrd_lastupdate_r's
+arrays, and errors of every kind (including fetch errors, which the module
+itself cannot survive with Debian's library: it frees uninitialised
+pointers). Prints one JSON document of results.
+"""
+
+import ctypes as C
+import json
+import os
+import sys
+
+lib = C.CDLL(sys.argv[1])
+os.chdir(sys.argv[2])
+log = []
+
+lib.rrd_get_error.restype = C.c_char_p
+lib.rrd_strversion.restype = C.c_char_p
+lib.rrd_version.restype = C.c_double
+lib.rrd_last_r.restype = C.c_long
+lib.rrd_first_r.restype = C.c_long
+lib.rrd_last.restype = C.c_long
+lib.rrd_first.restype = C.c_long
+lib.rrd_set_to_DNAN.restype = C.c_double
+
+
+class Blob(C.Structure):
+    _fields_ = [("size", C.c_ulong), ("ptr", C.POINTER(C.c_ubyte))]
+
+
+class InfoVal(C.Union):
+    _fields_ = [("u_cnt", C.c_ulong), ("u_val", C.c_double), ("u_str", C.c_char_p), ("u_int", C.c_int), ("u_blo", Blob)]
+
+
+class Info(C.Structure):
+    pass
+
+
+Info._fields_ = [("key", C.c_char_p), ("type", C.c_int), ("value", InfoVal), ("next", C.POINTER(Info))]
+lib.rrd_info_r.restype = C.POINTER(Info)
+lib.rrd_info.restype = C.POINTER(Info)
+lib.rrd_update_v.restype = C.POINTER(Info)
+
+
+def argv(*words):
+    arr = (C.c_char_p * (len(words) + 1))(*[w.encode() for w in words], None)
+    return len(words), arr
+
+
+def error():
+    """The error text and test flag, then cleared."""
+    e = [lib.rrd_test_error(), lib.rrd_get_error().decode()]
+    lib.rrd_clear_error()
+    e.append(lib.rrd_test_error())
+    return e
+
+
+def record(name, result):
+    log.append([name, result, error()])
+
+
+def info_list(p):
+    out = []
+    while p:
+        n = p.contents
+        v = n.value
+        key = n.key.decode()
+        if key.endswith(".cur_row"):
+            pass
+        elif n.type == 0:
+            out.append([key, "VAL", repr(v.u_val)])
+        elif n.type == 1:
+            out.append([key, "CNT", v.u_cnt])
+        elif n.type == 2:
+            out.append([key, "STR", v.u_str.decode()])
+        elif n.type == 3:
+            out.append([key, "INT", v.u_int])
+        else:
+            out.append([key, "BLO", v.u_blo.size])
+        p = n.next
+    return out
+
+
+record("strversion", lib.rrd_strversion().decode())
+record("version", lib.rrd_version())
+record("DNAN", repr(lib.rrd_set_to_DNAN()))
+
+# rrd_create_r2 with definitions only, then rrd_update_r with a template.
+defs = (C.c_char_p * 3)(b"DS:a:GAUGE:600:U:U", b"DS:b:COUNTER:600:0:U", b"RRA:AVERAGE:0.5:1:20")
+record("create_r", lib.rrd_create_r(b"r.rrd", C.c_ulong(300), C.c_long(1600000000), 3, defs))
+for i in range(1, 12):
+    vals = (C.c_char_p * 1)(("%d:%d:%d" % (1600000000 + 290 * i, i * 7, i * 1000)).encode())
+    tmpl = b"b:a" if i % 2 else None
+    record("update_r", lib.rrd_update_r(b"r.rrd", tmpl, 1, vals))
+vals = (C.c_char_p * 1)(b"1600000001:1:1")
+record("update_r past", lib.rrd_update_r(b"r.rrd", None, 1, vals))
+record("update_r missing", lib.rrd_update_r(b"nope.rrd", None, 1, vals))
+record("last_r", lib.rrd_last_r(b"r.rrd"))
+record("first_r", lib.rrd_first_r(b"r.rrd", 0))
+record("first_r bad index", lib.rrd_first_r(b"r.rrd", 5))
+record("info_r", info_list(lib.rrd_info_r(b"r.rrd")))
+record("info_r missing", bool(lib.rrd_info_r(b"nope.rrd")))
+
+last = C.c_long()
+cnt = C.c_ulong()
+names = C.POINTER(C.c_char_p)()
+lastds = C.POINTER(C.c_char_p)()
+rc = lib.rrd_lastupdate_r(b"r.rrd", C.byref(last), C.byref(cnt), C.byref(names), C.byref(lastds))
+record("lastupdate_r", [rc, last.value, [names[i].decode() for i in range(cnt.value)], [lastds[i].decode() for i in range(cnt.value)]])
+rc = lib.rrd_lastupdate_r(b"nope.rrd", C.byref(last), C.byref(cnt), C.byref(names), C.byref(lastds))
+record("lastupdate_r missing", rc)
+
+# rrd_fetch_r: start, end and step are in and out.
+start, end, step = C.c_long(1600000000), C.c_long(1600003000), C.c_ulong(300)
+cnt = C.c_ulong()
+names = C.POINTER(C.c_char_p)()
+data = C.POINTER(C.c_double)()
+rc = lib.rrd_fetch_r(b"r.rrd", b"AVERAGE", C.byref(start), C.byref(end), C.byref(step), C.byref(cnt), C.byref(names), C.byref(data))
+rows = (end.value - start.value) // step.value
+record("fetch_r", [rc, start.value, end.value, step.value, [names[i].decode() for i in range(cnt.value)],
+                   [repr(data[i]) for i in range(rows * cnt.value)]])
+for cf in (b"NOPE", b"MAX"):
+    rc = lib.rrd_fetch_r(b"r.rrd", cf, C.byref(start), C.byref(end), C.byref(step), C.byref(cnt), C.byref(names), C.byref(data))
+    record("fetch_r " + cf.decode(), rc)
+
+# rrd_fetch's argument errors (the module cannot show them with librrd).
+for words in (
+    ["fetch", "r.rrd"],
+    ["fetch", "r.rrd", "NOPE"],
+    ["fetch", "nope.rrd", "AVERAGE"],
+    ["fetch", "r.rrd", "AVERAGE", "-s", "1600003000", "-e", "1600000000"],
+    ["fetch", "r.rrd", "AVERAGE", "-s", "yesterday-noon-garbage"],
+    ["fetch", "r.rrd", "AVERAGE", "-r", "0"],
+    ["fetch", "r.rrd", "AVERAGE", "--nosuchoption"],
+):
+    n, a = argv(*words)
+    rc = lib.rrd_fetch(n, a, C.byref(start), C.byref(end), C.byref(step), C.byref(cnt), C.byref(names), C.byref(data))
+    record(" ".join(words), rc)
+
+# argv-style calls with bad arguments: the return value and the text.
+for words in (
+    ["create", "x.rrd", "--step", "abc", "DS:a:GAUGE:1:U:U", "RRA:AVERAGE:0.5:1:1"],
+    ["create", "x.rrd", "DS:a:NOTATYPE:1:U:U", "RRA:AVERAGE:0.5:1:1"],
+    ["create", "x.rrd", "DS:a:GAUGE:1:U:U", "RRA:AVERAGE:2:1:1"],
+    ["update", "r.rrd", "--template", "zz", "N:1"],
+    ["update", "r.rrd", "abc"],
+    ["tune", "r.rrd", "--heartbeat", "a"],
+    ["resize", "r.rrd", "0"],
+    ["restore", "nope.xml", "y.rrd"],
+    ["dump", "nope.rrd"],
+):
+    n, a = argv(*words)
+    fn = getattr(lib, "rrd_" + words[0])
+    record(" ".join(words), fn(n, a))
+n, a = argv("last", "nope.rrd")
+record("last nope", lib.rrd_last(n, a))
+n, a = argv("first", "nope.rrd")
+record("first nope", lib.rrd_first(n, a))
+n, a = argv("info", "nope.rrd")
+record("info nope", bool(lib.rrd_info(n, a)))
+n, a = argv("updatev", "r.rrd", "1600009000:1:2", "1600000000:1:1")
+p = lib.rrd_update_v(n, a)
+record("updatev fails later", info_list(p))
+lib.rrd_info_free(p)
+n, a = argv("updatev", "r.rrd")
+record("updatev too few", bool(lib.rrd_update_v(n, a)))
+
+# The dump of r.rrd, without and with the XML header, to files.
+record("dump_opt_r", lib.rrd_dump_opt_r(b"r.rrd", b"r.xml", 0))
+record("dump_opt_r 1", lib.rrd_dump_opt_r(b"r.rrd", b"r-1.xml", 1))
+record("dump_opt_r 2", lib.rrd_dump_opt_r(b"r.rrd", b"r-2.xml", 2))
+record("dump_r", lib.rrd_dump_r(b"r.rrd", b"r2.xml"))
+record("dump_r missing", lib.rrd_dump_r(b"nope.rrd", b"n.xml"))
+
+json.dump(log, sys.stdout, indent=0)
