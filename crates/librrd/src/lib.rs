@@ -1022,3 +1022,101 @@ fn list(args: &[String]) -> *mut c_char {
 // -------------------------------------------------------------- rrd_client
 
 pub use client::*;
+
+// ------------------------------------------------------------- time specs
+
+/// `rrd_time_value_t`.
+#[repr(C)]
+pub struct RrdTimeValue {
+    pub kind: c_int,
+    pub offset: std::ffi::c_long,
+    pub tm: libc::tm,
+}
+
+/// Specs parsed by `rrd_parsetime`, by the address of the value they were
+/// parsed into. The engine keeps a spec as the edits rrdtool makes, which
+/// `rrd_time_value_t` cannot hold, so `rrd_proc_start_end` finds them here;
+/// callers (Perl's `RRDs::times`) pass the same values to both calls.
+static PARSED_TIMES: std::sync::Mutex<Vec<(usize, rrd_engine::attime::AtTime)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Parses an AT-style time spec: NULL, or the error text (in this thread's
+/// context, not to be freed), as librrd.
+#[no_mangle]
+pub unsafe extern "C" fn rrd_parsetime(spec: *const c_char, ptv: *mut RrdTimeValue) -> *mut c_char {
+    // SAFETY: a string, per the contract.
+    let spec = unsafe { ffi::text(spec) };
+    guard(ptr::null_mut(), || {
+        let ctx = ffi::context();
+        match rrd_engine::attime::parse(&spec) {
+            Ok(at) => {
+                use rrd_engine::attime::AtTimeKind as K;
+                let kind = match at.kind() {
+                    K::Absolute => 0,
+                    K::RelativeToStart => 1,
+                    K::RelativeToEnd => 2,
+                    K::RelativeToEpoch => 3,
+                };
+                if !ptv.is_null() {
+                    // SAFETY: a writable value, per the contract; an
+                    // all-zero `struct tm` is valid.
+                    unsafe {
+                        ptr::write_bytes(ptv, 0, 1);
+                        (*ptv).kind = kind;
+                    }
+                    let mut parsed = PARSED_TIMES.lock().unwrap_or_else(|p| p.into_inner());
+                    parsed.retain(|(addr, _)| *addr != ptv as usize);
+                    // Bounded: a long-running caller parsing into fresh
+                    // addresses forgets the oldest.
+                    if parsed.len() >= 1024 {
+                        parsed.remove(0);
+                    }
+                    parsed.push((ptv as usize, at));
+                }
+                ptr::null_mut()
+            }
+            Err(e) => {
+                // SAFETY: this thread's context.
+                unsafe {
+                    ffi::copy_into(&mut (*ctx).lib_errstr, e.to_string().as_bytes());
+                    (*ctx).lib_errstr.as_mut_ptr()
+                }
+            }
+        }
+    })
+}
+
+/// Resolves two specs from `rrd_parsetime` against each other and now.
+#[no_mangle]
+pub unsafe extern "C" fn rrd_proc_start_end(
+    start_tv: *mut RrdTimeValue,
+    end_tv: *mut RrdTimeValue,
+    start: *mut TimeT,
+    end: *mut TimeT,
+) -> c_int {
+    guard(-1, || {
+        let parsed = PARSED_TIMES.lock().unwrap_or_else(|p| p.into_inner());
+        let find =
+            |p: *mut RrdTimeValue| parsed.iter().find(|(a, _)| *a == p as usize).map(|(_, t)| t.clone());
+        let (Some(s), Some(e)) = (find(start_tv), find(end_tv)) else {
+            drop(parsed);
+            ffi::set_error("rrd_proc_start_end: times not parsed by rrd_parsetime");
+            return -1;
+        };
+        drop(parsed);
+        match rrd_engine::attime::resolve_start_end(&s, &e, cmd::now_secs()) {
+            Ok((a, b)) => {
+                // SAFETY: out-parameters per the contract.
+                unsafe {
+                    put(start, a);
+                    put(end, b);
+                }
+                0
+            }
+            Err(err) => {
+                ffi::set_error(&err.to_string());
+                -1
+            }
+        }
+    })
+}

@@ -210,15 +210,36 @@ fn c_api_through_ctypes_matches_librrd() {
     };
     let (ours_dir, ours) = side(&lib);
     let (theirs_dir, theirs) = side(Path::new(DEBIAN_LIBRRD));
-    // Known differences, each documented: restore words a missing XML file
-    // as the engine does.
-    let known = |s: &str| {
-        s.replace(
-            "reading 'nope.xml': No such file or directory",
-            "Could not create xml reader for: nope.xml",
-        )
-    };
-    assert_same_text(&known(&ours), &theirs, "C API results");
+    assert_same_text(&ours, &theirs, "C API results");
     assert!(ours.contains("\"fetch_r\""), "the script ran to the end");
     assert_eq!(assert_same_files(ours_dir.path(), theirs_dir.path()), 5, "r.rrd and four dumps");
+}
+
+#[test]
+fn perl_rrds_runs_on_our_library_and_matches_librrd() {
+    require("/usr/bin/perl", "perl");
+    require("/usr/lib/x86_64-linux-gnu/perl5/5.36/auto/RRDs/RRDs.so", "librrds-perl");
+    require(DEBIAN_LIBRRD, "librrd8");
+    let (lib_dir, lib) = library_dir();
+    let side = |lib_dir: Option<&Path>| {
+        let work = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("/usr/bin/perl");
+        cmd.arg(script("rrds.pl")).arg(work.path()).arg("7").arg("5");
+        let out = run(cmd, lib_dir);
+        (work, out)
+    };
+    let (ours_dir, ours) = side(Some(lib_dir.path()));
+    let (theirs_dir, theirs) = side(None);
+    let split = |s: &str| {
+        let at = s.rfind("libs: ").expect("the script ran to the end");
+        (s[..at].to_string(), s[at..].trim().to_string())
+    };
+    let ((ours_calls, ours_libs), (theirs_calls, theirs_libs)) = (split(&ours), split(&theirs));
+    assert_eq!(ours_libs, format!("libs: {}", lib.display()), "ours loaded, alone");
+    let debian = Path::new(DEBIAN_LIBRRD).canonicalize().unwrap();
+    assert_eq!(theirs_libs, format!("libs: {}", debian.display()), "Debian's loaded");
+    assert_same_text(&ours_calls, &theirs_calls, "RRDs calls");
+    assert!(ours_calls.matches("$call = ").count() > 60, "the calls ran");
+    let files = assert_same_files(ours_dir.path(), theirs_dir.path());
+    assert!(files >= 10, "RRDs and dumps compared: {files}");
 }
