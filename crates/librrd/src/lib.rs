@@ -16,6 +16,7 @@
 
 mod client;
 mod ffi;
+mod writer;
 
 use std::ffi::{c_char, c_int, c_ulong, c_void};
 use std::io::Write;
@@ -328,7 +329,19 @@ pub unsafe extern "C" fn rrd_create_r2(
 pub unsafe extern "C" fn rrd_update(argc: c_int, argv: *const *const c_char) -> c_int {
     // SAFETY: librrd's contract for argv.
     let args = unsafe { ffi::command_args(argc, argv) };
-    argv_status("update", &args, |a, o| cmd::update::run(a, o, false))
+    argv_status("update", &args, |a, o| {
+        // Without a daemon, through the kept headers (`writer`); with one,
+        // as the command line sends it.
+        match cmd::update::parse(a, false)? {
+            Some((req, daemon)) if rrd_client::chosen(daemon.as_deref()).is_none() => {
+                match writer::update(&req.path, &req.args, &req.opts)?.error {
+                    Some(e) => Err(e.into()),
+                    None => Ok(()),
+                }
+            }
+            _ => cmd::update::run(a, o, false),
+        }
+    })
 }
 
 /// `rrd_update_v`: NULL when the arguments are wrong; otherwise a list
@@ -454,7 +467,7 @@ pub unsafe extern "C" fn rrd_updatex_r(
     // SAFETY: librrd's contract: strings and argc values.
     let (file, opts, values) =
         unsafe { (ffi::text(filename), update_options(template, extra_flags), ffi::strings(argc, argv)) };
-    guard(-1, || match rrd_engine::update::update_file(Path::new(&file), &values, &opts, false) {
+    guard(-1, || match writer::update(Path::new(&file), &values, &opts) {
         Ok(r) => match r.error {
             Some(e) => {
                 ffi::set_error(&e.to_string());

@@ -13,7 +13,10 @@ pointers). Prints one JSON document of results.
 import ctypes as C
 import json
 import os
+import shutil
+import subprocess
 import sys
+import time
 
 lib = C.CDLL(sys.argv[1])
 os.chdir(sys.argv[2])
@@ -169,6 +172,35 @@ record("updatev fails later", info_list(p))
 lib.rrd_info_free(p)
 n, a = argv("updatev", "r.rrd")
 record("updatev too few", bool(lib.rrd_update_v(n, a)))
+
+# rrd_update_r in a long-running process keeps headers between calls; other
+# writers (Debian's rrdtool: an update, a tune, a replaced file) change the
+# file in between, after the 50 ms in which a stamp is not trusted.
+env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+
+
+def foreign(*words):
+    subprocess.run(["/usr/bin/rrdtool", *words], check=True, env=env, capture_output=True)
+
+
+t = 1600009000
+for i in range(8):
+    t += 300
+    vals = (C.c_char_p * 1)(("%d:%d:%d" % (t, i, i * 500 + 20000)).encode())
+    record("update_r kept %d" % i, lib.rrd_update_r(b"r.rrd", None, 1, vals))
+    time.sleep(0.08)
+    if i == 2:
+        t += 300
+        foreign("update", "r.rrd", "%d:5:30000" % t)
+    elif i == 4:
+        foreign("tune", "r.rrd", "-h", "a:900", "-i", "a:-5")
+    elif i == 6:
+        t += 300
+        shutil.copy("r.rrd", "r.tmp")
+        foreign("update", "r.tmp", "%d:7:40000" % t)
+        os.rename("r.tmp", "r.rrd")
+    time.sleep(0.08)
+record("info_r after foreign writers", info_list(lib.rrd_info_r(b"r.rrd")))
 
 # The dump of r.rrd, without and with the XML header, to files.
 record("dump_opt_r", lib.rrd_dump_opt_r(b"r.rrd", b"r.xml", 0))
