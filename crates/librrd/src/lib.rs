@@ -16,6 +16,7 @@
 
 mod client;
 mod ffi;
+mod util;
 mod writer;
 
 use std::ffi::{c_char, c_int, c_ulong, c_void};

@@ -209,4 +209,35 @@ record("dump_opt_r 2", lib.rrd_dump_opt_r(b"r.rrd", b"r-2.xml", 2))
 record("dump_r", lib.rrd_dump_r(b"r.rrd", b"r2.xml"))
 record("dump_r missing", lib.rrd_dump_r(b"nope.rrd", b"n.xml"))
 
+# Helpers: consolidation function numbers, pointer arrays, mkdir -p, the
+# callback dump.
+for cf in (b"AVERAGE", b"MIN", b"MAX", b"LAST", b"HWPREDICT", b"SEASONAL", b"DEVPREDICT", b"DEVSEASONAL",
+           b"FAILURES", b"MHWPREDICT", b"average", b"NOPE"):
+    record("cf_conv " + cf.decode(), lib.rrd_cf_conv(cf))
+arr = C.POINTER(C.c_char_p)()
+size = C.c_size_t(0)
+for word in (b"one", b"two", b"three"):
+    lib.rrd_add_strdup(C.byref(arr), C.byref(size), word)
+record("add_strdup", [size.value] + [arr[i].decode() for i in range(size.value)])
+lib.rrd_free_ptrs(C.byref(arr), C.byref(size))
+record("free_ptrs", [size.value, bool(arr)])
+record("random", lib.rrd_random() >= 0)
+record("mkdir_p", [lib.rrd_mkdir_p(b"a/b/c", 0o755), os.path.isdir("a/b/c")])
+record("mkdir_p over a file", lib.rrd_mkdir_p(b"r.rrd/x", 0o755))
+os.removedirs("a/b/c")
+CB = C.CFUNCTYPE(C.c_size_t, C.c_void_p, C.c_size_t, C.c_void_p)
+chunks = []
+
+
+def collect(data, length, user):
+    chunks.append(C.string_at(data, length))
+    return length
+
+
+lib.rrd_dump_cb_r.argtypes = [C.c_char_p, C.c_int, CB, C.c_void_p]
+record("dump_cb_r", lib.rrd_dump_cb_r(b"r.rrd", 1, CB(collect), None))
+with open("cb.xml", "wb") as f:
+    f.write(b"".join(chunks))
+record("dump_cb_r missing", lib.rrd_dump_cb_r(b"nope.rrd", 1, CB(collect), None))
+
 json.dump(log, sys.stdout, indent=0)
