@@ -912,7 +912,24 @@ pub unsafe extern "C" fn rrd_xport(
         ffi::command_args(argc, argv)
     };
     guard(-1, || match cmd::xport::compute(&args) {
-        Ok((r, _, _)) => {
+        Ok((r, format, json)) => {
+            if xsize.is_null() {
+                // librrd prints the export itself when `xsize` is NULL
+                // (rrdtool's own `xport` command relies on it).
+                // SAFETY: as in `status`.
+                unsafe { libc::fflush(ptr::null_mut()) };
+                let mut out = Stdout;
+                let printed = if json {
+                    rrd_engine::xport::write_json(&r, format, &mut out)
+                } else {
+                    rrd_engine::xport::write_xml(&r, format, &mut out)
+                };
+                let _ = out.flush();
+                if let Err(e) = printed {
+                    ffi::set_error(&e.to_string());
+                    return -1;
+                }
+            }
             // SAFETY: out-parameters per the contract.
             unsafe {
                 put(xsize, 0);

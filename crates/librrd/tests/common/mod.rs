@@ -22,6 +22,15 @@ pub fn our_library() -> PathBuf {
          scripts/build-librrd.sh builds the release one)",
         lib.display()
     );
+    // cargo puts this directory on the tests' LD_LIBRARY_PATH: a
+    // librrd.so.8 here would turn every /usr/bin/rrdtool the workspace's
+    // tests run as their oracle into our library.
+    let poison = profile_dir.join("librrd.so.8");
+    assert!(
+        !poison.exists(),
+        "{} exists: remove it (scripts/build-librrd.sh puts the soname link in target/librrd/)",
+        poison.display()
+    );
     lib.canonicalize().expect("canonical library path")
 }
 
