@@ -106,7 +106,9 @@ record("update_r missing", lib.rrd_update_r(b"nope.rrd", None, 1, vals))
 record("last_r", lib.rrd_last_r(b"r.rrd"))
 record("first_r", lib.rrd_first_r(b"r.rrd", 0))
 record("first_r bad index", lib.rrd_first_r(b"r.rrd", 5))
-record("info_r", info_list(lib.rrd_info_r(b"r.rrd")))
+p = lib.rrd_info_r(b"r.rrd")
+record("info_r", info_list(p))
+lib.rrd_info_free(p)
 record("info_r missing", bool(lib.rrd_info_r(b"nope.rrd")))
 
 last = C.c_long()
@@ -115,6 +117,18 @@ names = C.POINTER(C.c_char_p)()
 lastds = C.POINTER(C.c_char_p)()
 rc = lib.rrd_lastupdate_r(b"r.rrd", C.byref(last), C.byref(cnt), C.byref(names), C.byref(lastds))
 record("lastupdate_r", [rc, last.value, [names[i].decode() for i in range(cnt.value)], [lastds[i].decode() for i in range(cnt.value)]])
+
+
+def free_strings(arr, n):
+    """Frees a malloced array of n malloced strings, as the caller must."""
+    ptrs = C.cast(arr, C.POINTER(C.c_void_p))
+    for i in range(n):
+        lib.rrd_freemem(C.c_void_p(ptrs[i]))
+    lib.rrd_freemem(ptrs)
+
+
+free_strings(names, cnt.value)
+free_strings(lastds, cnt.value)
 rc = lib.rrd_lastupdate_r(b"nope.rrd", C.byref(last), C.byref(cnt), C.byref(names), C.byref(lastds))
 record("lastupdate_r missing", rc)
 
@@ -127,9 +141,14 @@ rc = lib.rrd_fetch_r(b"r.rrd", b"AVERAGE", C.byref(start), C.byref(end), C.byref
 rows = (end.value - start.value) // step.value
 record("fetch_r", [rc, start.value, end.value, step.value, [names[i].decode() for i in range(cnt.value)],
                    [repr(data[i]) for i in range(rows * cnt.value)]])
+free_strings(names, cnt.value)
+lib.rrd_freemem(data)
 for cf in (b"NOPE", b"MAX"):
     rc = lib.rrd_fetch_r(b"r.rrd", cf, C.byref(start), C.byref(end), C.byref(step), C.byref(cnt), C.byref(names), C.byref(data))
     record("fetch_r " + cf.decode(), rc)
+    if rc == 0:
+        free_strings(names, cnt.value)
+        lib.rrd_freemem(data)
 
 # rrd_fetch's argument errors (the module cannot show them with librrd).
 for words in (
@@ -200,7 +219,9 @@ for i in range(8):
         foreign("update", "r.tmp", "%d:7:40000" % t)
         os.rename("r.tmp", "r.rrd")
     time.sleep(0.08)
-record("info_r after foreign writers", info_list(lib.rrd_info_r(b"r.rrd")))
+p = lib.rrd_info_r(b"r.rrd")
+record("info_r after foreign writers", info_list(p))
+lib.rrd_info_free(p)
 
 # The dump of r.rrd, without and with the XML header, to files.
 record("dump_opt_r", lib.rrd_dump_opt_r(b"r.rrd", b"r.xml", 0))
