@@ -21,11 +21,10 @@ fn fail(e: &ClientError) -> c_int {
     }
 }
 
-/// Runs `f` with the process's connection; not connected is ENOTCONN's
-/// text and -1, as librrd.
+/// Runs `f` with the process's connection; not connected is the fallback
+/// (-1 or NULL) with no error text, as librrd.
 fn with_session<T>(fallback: T, f: impl FnOnce(&mut rrd_client::Session) -> Result<T, ClientError>) -> T {
     let Some(mut session) = rrd_client::any_connected() else {
-        ffi::set_error("rrdc: not connected to a daemon");
         return fallback;
     };
     match f(&mut session) {
@@ -149,4 +148,137 @@ pub unsafe extern "C" fn rrdc_first(filename: *const c_char, rraindex: c_int) ->
     // SAFETY: a string, per the contract.
     let file = unsafe { ffi::text(filename) };
     guard(-1, || with_session(-1, |s| s.first(&file, rraindex).map(|t| t as TimeT)))
+}
+
+/// The daemon's INFO as a list (values read back as librrd reads them).
+#[no_mangle]
+pub unsafe extern "C" fn rrdc_info(filename: *const c_char) -> *mut crate::ffi::RrdInfo {
+    // SAFETY: a string, per the contract.
+    let file = unsafe { ffi::text(filename) };
+    guard(std::ptr::null_mut(), || {
+        with_session(std::ptr::null_mut(), |s| {
+            let items = s.info(&file)?;
+            let mut list = ffi::InfoList::default();
+            for item in &items {
+                match &item.value {
+                    rrd_client::InfoValue::Value(v) => list.push(&item.key, ffi::Value::Val(*v)),
+                    rrd_client::InfoValue::Count(c) => list.push(&item.key, ffi::Value::Cnt(*c)),
+                    rrd_client::InfoValue::Int(i) => list.push(&item.key, ffi::Value::Int(*i)),
+                    rrd_client::InfoValue::Str(t) => list.push(&item.key, ffi::Value::Str(t)),
+                }
+            }
+            Ok(list.into_raw())
+        })
+    })
+}
+
+/// The daemon's LIST: the names, one per line, in a `malloc`ed string.
+#[no_mangle]
+pub unsafe extern "C" fn rrdc_list(recursive: c_int, dirname: *const c_char) -> *mut c_char {
+    // SAFETY: a string, per the contract.
+    let dir = unsafe { ffi::text(dirname) };
+    guard(std::ptr::null_mut(), || {
+        with_session(std::ptr::null_mut(), |s| {
+            let names = s.list(recursive != 0, &dir)?;
+            let mut text = String::new();
+            for n in names {
+                text.push_str(&n);
+                text.push('\n');
+            }
+            Ok(ffi::c_string(text.as_bytes()))
+        })
+    })
+}
+
+/// The daemon's FETCH; `ret_start`/`ret_end` are in and out, as in librrd.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn rrdc_fetch(
+    filename: *const c_char,
+    cf: *const c_char,
+    ret_start: *mut TimeT,
+    ret_end: *mut TimeT,
+    ret_step: *mut std::ffi::c_ulong,
+    ret_ds_num: *mut std::ffi::c_ulong,
+    ret_ds_names: *mut *mut *mut c_char,
+    ret_data: *mut *mut f64,
+) -> c_int {
+    if ret_start.is_null() || ret_end.is_null() {
+        ffi::set_error("rrdc_fetch: start and end are required");
+        return -1;
+    }
+    // SAFETY: strings and readable in-out times, per the contract; the
+    // arrays read as NULL after a failure.
+    let (file, cf, start, end) = unsafe {
+        ffi::put(ret_ds_names, std::ptr::null_mut());
+        ffi::put(ret_data, std::ptr::null_mut());
+        (ffi::text(filename), ffi::text(cf), *ret_start, *ret_end)
+    };
+    guard(-1, || {
+        with_session(-1, |s| {
+            let r = s.fetch(&file, &cf, start, end)?;
+            // SAFETY: the caller's out-parameters.
+            unsafe {
+                ffi::put(ret_start, r.start as TimeT);
+                ffi::put(ret_end, r.end as TimeT);
+                ffi::put(ret_step, r.step_secs as std::ffi::c_ulong);
+                ffi::put(ret_ds_num, r.ds_names.len() as std::ffi::c_ulong);
+                ffi::put(ret_ds_names, ffi::c_string_array(&r.ds_names, false));
+                ffi::put(ret_data, ffi::c_doubles(&r.data));
+            }
+            Ok(0)
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn rrdc_create(
+    filename: *const c_char,
+    pdp_step: std::ffi::c_ulong,
+    last_up: TimeT,
+    no_overwrite: c_int,
+    argc: c_int,
+    argv: *const *const c_char,
+) -> c_int {
+    // SAFETY: passed through under the same contract.
+    unsafe {
+        rrdc_create_r2(
+            filename,
+            pdp_step,
+            last_up,
+            no_overwrite,
+            std::ptr::null(),
+            std::ptr::null(),
+            argc,
+            argv,
+        )
+    }
+}
+
+/// The daemon's CREATE (`last_up` sent when positive, as librrd does).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn rrdc_create_r2(
+    filename: *const c_char,
+    pdp_step: std::ffi::c_ulong,
+    last_up: TimeT,
+    no_overwrite: c_int,
+    sources: *const *const c_char,
+    template: *const c_char,
+    argc: c_int,
+    argv: *const *const c_char,
+) -> c_int {
+    // SAFETY: strings, a NULL-terminated list, argc definitions.
+    let req = unsafe {
+        rrd_client::CreateRequest {
+            file: ffi::text(filename),
+            step_secs: pdp_step,
+            start: (last_up > 0).then_some(last_up),
+            no_overwrite: no_overwrite != 0,
+            sources: ffi::null_terminated(sources),
+            template: (!template.is_null()).then(|| ffi::text(template)),
+            definitions: ffi::strings(argc, argv),
+        }
+    };
+    guard(-1, || with_session(-1, |s| s.create(&req).map(|()| 0)))
 }

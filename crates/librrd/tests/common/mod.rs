@@ -13,15 +13,14 @@ pub const PYTHON: &str = "/usr/bin/python3";
 /// Our `librrd.so`, built by cargo for this test run.
 pub fn our_library() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
-    // target/<profile>/deps/<test> -> target/<profile>/librrd.so
-    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps");
-    let lib = profile_dir.join("librrd.so");
-    assert!(
-        lib.is_file(),
-        "our library is missing at {} (cargo builds it with `cargo test -p librrd`; \
-         scripts/build-librrd.sh builds the release one)",
-        lib.display()
-    );
+    // target/<profile>/deps/<test> -> target/<profile>/deps/librrd.so: the
+    // cdylib `cargo test` builds with the lib target (the crate is also an
+    // rlib for that reason); `cargo build` copies it up a directory, but
+    // `cargo test` does not, so the copy there may be stale.
+    let deps = exe.parent().expect("target/<profile>/deps");
+    let profile_dir = deps.parent().expect("target/<profile>");
+    let lib = deps.join("librrd.so");
+    assert!(lib.is_file(), "our library is missing at {} (`cargo test -p librrd` builds it)", lib.display());
     // cargo puts this directory on the tests' LD_LIBRARY_PATH: a
     // librrd.so.8 here would turn every /usr/bin/rrdtool the workspace's
     // tests run as their oracle into our library.
