@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 lib = C.CDLL(sys.argv[1])
@@ -229,6 +230,25 @@ record("dump_opt_r 1", lib.rrd_dump_opt_r(b"r.rrd", b"r-1.xml", 1))
 record("dump_opt_r 2", lib.rrd_dump_opt_r(b"r.rrd", b"r-2.xml", 2))
 record("dump_r", lib.rrd_dump_r(b"r.rrd", b"r2.xml"))
 record("dump_r missing", lib.rrd_dump_r(b"nope.rrd", b"n.xml"))
+
+# Threads: rrd_update_r is thread-safe; four threads update their own files
+# at once (ctypes releases the GIL around each call).
+def writer(k):
+    defs = (C.c_char_p * 2)(b"DS:v:DERIVE:600:U:U", b"RRA:AVERAGE:0.5:1:50")
+    codes = [lib.rrd_create_r(("t%d.rrd" % k).encode(), C.c_ulong(60), C.c_long(1600000000), 2, defs)]
+    for i in range(1, 150):
+        vals = (C.c_char_p * 1)(("%d:%d" % (1600000000 + 60 * i + k, i * i * (k + 1))).encode())
+        codes.append(lib.rrd_update_r(("t%d.rrd" % k).encode(), None, 1, vals))
+    results[k] = codes
+
+
+results = {}
+threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+record("threads", [sorted(set(results[k])) for k in range(4)])
 
 # Helpers: consolidation function numbers, pointer arrays, mkdir -p, the
 # callback dump.
