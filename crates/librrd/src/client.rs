@@ -12,13 +12,26 @@ use crate::ffi::{self, guard};
 
 type TimeT = libc::time_t;
 
-/// Sets the error text of a client failure and returns librrd's status.
-fn fail(e: &ClientError) -> c_int {
-    ffi::set_error(&e.to_string());
+/// The status librrd returns for a client failure: the errno of a failed
+/// connect (rrd-client keeps only its text, so the errno is found again
+/// from it; a resolver failure has none and is -1), an errno failure's
+/// code, else -1.
+pub fn librrd_status(e: &ClientError) -> c_int {
+    if let ClientError::Connect(text) = e {
+        if let Some(code) = (1..256).find(|&n| rrd_client::ctext::strerror(n) == *text) {
+            return code;
+        }
+    }
     match e.status() {
         0 => -1,
         s => s,
     }
+}
+
+/// Sets the error text of a client failure and returns librrd's status.
+fn fail(e: &ClientError) -> c_int {
+    ffi::set_error(&e.to_string());
+    librrd_status(e)
 }
 
 /// Runs `f` with the process's connection; not connected is the fallback

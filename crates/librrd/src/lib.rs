@@ -57,7 +57,12 @@ fn status(args: &[String], run: impl FnOnce(&[String], &mut dyn Write) -> anyhow
             Ok(()) => 0,
             Err(e) => {
                 report(&e);
-                -1
+                // librrd returns the client's status when the daemon was
+                // the problem (an errno when it cannot be reached).
+                match e.downcast_ref::<rrd_client::ClientError>() {
+                    Some(c) => client::librrd_status(c),
+                    None => -1,
+                }
             }
         }
     })
@@ -574,13 +579,18 @@ pub unsafe extern "C" fn rrd_fetch(
         put(data, ptr::null_mut());
         ffi::command_args(argc, argv)
     };
-    guard(-1, || match cmd::fetch::rows(&args) {
-        Ok(Some(r)) => {
+    guard(-1, || match cmd::fetch::rows_and_error(&args) {
+        // An unreachable daemon: the file's rows, and the error text set,
+        // as librrd returns them.
+        Ok((Some(r), error)) => {
+            if let Some(e) = error {
+                report(&e);
+            }
             // SAFETY: the caller's out-parameters.
             unsafe { put_rows(&r, start, end, step, ds_cnt, ds_namv, data) };
             0
         }
-        Ok(None) => -1,
+        Ok((None, _)) => -1,
         Err(e) => {
             report(&e);
             -1
@@ -756,8 +766,15 @@ fn info_list(entries: &[rrd_engine::info::InfoEntry]) -> *mut RrdInfo {
 pub unsafe extern "C" fn rrd_info(argc: c_int, argv: *const *const c_char) -> *mut RrdInfo {
     // SAFETY: librrd's contract for argv.
     let args = unsafe { ffi::command_args(argc, argv) };
-    guard(ptr::null_mut(), || match cmd::info::entries(&args) {
-        Ok(entries) => info_list(&entries),
+    guard(ptr::null_mut(), || match cmd::info::entries_and_error(&args) {
+        // An unreachable daemon: the file's entries, and the error text
+        // set, as librrd returns them.
+        Ok((entries, error)) => {
+            if let Some(e) = error {
+                report(&e);
+            }
+            info_list(&entries)
+        }
         Err(e) => {
             report(&e);
             ptr::null_mut()

@@ -91,7 +91,11 @@ fn c_api_through_ctypes_matches_librrd() {
     let (theirs_dir, theirs) = side(Path::new(DEBIAN_LIBRRD));
     assert_same_text(&ours, &theirs, "C API results");
     assert!(ours.contains("\"fetch_r\""), "the script ran to the end");
-    assert_eq!(assert_same_files(ours_dir.path(), theirs_dir.path()), 10, "r.rrd, five dumps, four threads' files");
+    assert_eq!(
+        assert_same_files(ours_dir.path(), theirs_dir.path()),
+        10,
+        "r.rrd, five dumps, four threads' files"
+    );
 }
 
 #[test]

@@ -83,6 +83,56 @@ record("fetch bad cf", rc)
 record("forget", lib.rrdc_forget(f))
 record("flush missing", lib.rrdc_flush(os.path.join(d, "missing.rrd").encode()))
 record("flush_if_daemon", lib.rrdc_flush_if_daemon(("unix:" + sock).encode(), f))
+# argv-style calls with --daemon, then with RRDCACHED_ADDRESS.
+lib.rrd_info.restype = C.POINTER(Info)
+lib.rrd_last.restype = C.c_long
+lib.rrd_first.restype = C.c_long
+
+
+def argv(*words):
+    return len(words), (C.c_char_p * (len(words) + 1))(*[w.encode() for w in words], None)
+
+
+def info_keys(p):
+    out = []
+    while p:
+        k = p.contents.key.decode()
+        if not k.endswith(".cur_row"):
+            out.append(k)
+        p = p.contents.next
+    return out
+
+
+daemon = "unix:" + sock
+g = os.path.join(d, "g.rrd")
+record("create --daemon", lib.rrd_create(*argv("create", g, "--daemon", daemon, "--start", "1600000000", "--step", "60",
+                                                "DS:v:COUNTER:600:U:U", "RRA:LAST:0:1:20")))
+for i in range(1, 15):
+    record("update --daemon", lib.rrd_update(*argv("update", "--daemon", daemon, g, "%d:%d" % (1600000000 + 60 * i, i * 100))))
+record("update --daemon past", lib.rrd_update(*argv("update", "--daemon", daemon, g, "1600000000:1")))
+record("last --daemon", lib.rrd_last(*argv("last", "--daemon", daemon, g)))
+record("first --daemon", lib.rrd_first(*argv("first", "--daemon", daemon, g)))
+record("info --daemon", info_keys(lib.rrd_info(*argv("info", "--daemon", daemon, g))))
+start, end, step, cnt = C.c_long(), C.c_long(), C.c_ulong(), C.c_ulong()
+rc = lib.rrd_fetch(*argv("fetch", "--daemon", daemon, g, "LAST", "-s", "1600000000", "-e", "1600000840"),
+                   C.byref(start), C.byref(end), C.byref(step), C.byref(cnt), C.byref(names), C.byref(data))
+rows = (end.value - start.value) // step.value if rc == 0 else 0
+record("fetch --daemon", [rc, start.value, end.value, step.value, [repr(data[i]) for i in range(rows * cnt.value)]])
+record("flushcached", lib.rrd_flushcached(*argv("flushcached", "--daemon", daemon, g)))
+os.environ["RRDCACHED_ADDRESS"] = daemon
+for i in range(15, 20):
+    record("update RRDCACHED_ADDRESS", lib.rrd_update(*argv("update", g, "%d:%d" % (1600000000 + 60 * i, i * 100))))
+record("last RRDCACHED_ADDRESS", lib.rrd_last(*argv("last", g)))
+record("updatev RRDCACHED_ADDRESS", bool(lib.rrd_update_v(*argv("updatev", g, "1600001300:5000"))))
+os.environ["RRDCACHED_ADDRESS"] = "unix:" + os.path.join(d, "no-such-socket")
+record("update unreachable", lib.rrd_update(*argv("update", g, "1600001400:6000")))
+record("info unreachable", info_keys(lib.rrd_info(*argv("info", g))))
+rc = lib.rrd_fetch(*argv("fetch", g, "LAST", "-s", "1600000000", "-e", "1600000840"),
+                   C.byref(start), C.byref(end), C.byref(step), C.byref(cnt), C.byref(names), C.byref(data))
+rows = (end.value - start.value) // step.value if rc == 0 else 0
+record("fetch unreachable", [rc, start.value, end.value, [repr(data[i]) for i in range(rows * cnt.value)]])
+del os.environ["RRDCACHED_ADDRESS"]
+record("update --daemon unreachable", lib.rrd_update(*argv("update", "--daemon", "unix:/nonexistent/sock", g, "1600001500:7000")))
 record("disconnect", lib.rrdc_disconnect())
 record("is_any_connected after", lib.rrdc_is_any_connected())
 record("update disconnected", lib.rrdc_update(f, 1, vals))

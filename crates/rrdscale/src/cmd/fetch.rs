@@ -125,15 +125,21 @@ pub(crate) fn parse_cf(name: &str) -> Result<Cf> {
 }
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
-    match rows(args)? {
-        Some(rows) => write_rows(&rows, out),
-        None => Ok(()),
+    // An unreachable daemon: the file's rows are printed, then the command
+    // fails, as rrdtool's.
+    let (rows, error) = rows_and_error(args)?;
+    if let Some(rows) = rows {
+        write_rows(&rows, out)?;
     }
+    error.map_or(Ok(()), Err)
 }
 
 /// The rows `fetch` prints (librrd's `rrd_fetch` arrays); `None` when the
 /// daemon refused without a text (rrdtool then prints and reports nothing).
-pub fn rows(args: &[String]) -> Result<Option<FetchResult>> {
+/// With them, the error of a daemon that could not be reached after the
+/// file was read directly instead (librrd's `rrd_fetch` then returns the
+/// rows with the error text set).
+pub fn rows_and_error(args: &[String]) -> Result<(Option<FetchResult>, Option<anyhow::Error>)> {
     let parsed = opts::parse(
         args,
         &[
@@ -175,14 +181,14 @@ pub fn rows(args: &[String]) -> Result<Option<FetchResult>> {
         Ok(Some(rows))
     };
     match rrd_client::daemon(parsed.value("daemon")) {
-        Daemon::Absent => local(),
-        Daemon::Unreachable(e) => super::client::after_fallback(local(), e),
+        Daemon::Absent => Ok((local()?, None)),
+        Daemon::Unreachable(e) => Ok((local()?, Some(e.into()))),
         Daemon::Connected(mut session) => match session.fetch(file, cf, start, end) {
-            Ok(r) => Ok(Some(super::client::fetch_result(r))),
+            Ok(r) => Ok((Some(super::client::fetch_result(r)), None)),
             Err(e) if e.message().is_some() => Err(e.into()),
             // rrdtool prints nothing and reports nothing for a fetch its
             // client refused without a text.
-            Err(_) => Ok(None),
+            Err(_) => Ok((None, None)),
         },
     }
 }
