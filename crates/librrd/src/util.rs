@@ -234,3 +234,56 @@ pub unsafe extern "C" fn rrd_dump_cb_r(
         0
     })
 }
+
+/// librrd's `rrd_scaled_duration(token, divisor, &value)`: a count of
+/// seconds, or digits and a unit letter (only the first character after
+/// the digits is looked at: s, m, h, d, w, M = 31 days, y = 366 days),
+/// divided by `divisor` (a bare count is not divided). NULL and `*valuep`
+/// set, or a message that is not to be freed. Arithmetic is C's `unsigned
+/// long` (`strtoul` saturates, the scaling wraps), as librrd's.
+#[no_mangle]
+pub unsafe extern "C" fn rrd_scaled_duration(
+    token: *const c_char,
+    divisor: std::ffi::c_ulong,
+    valuep: *mut std::ffi::c_ulong,
+) -> *const c_char {
+    // SAFETY: a string, per the contract.
+    let token = unsafe { ffi::text(token) };
+    let b = token.as_bytes();
+    if !b.first().is_some_and(u8::is_ascii_digit) {
+        return c"value must be (suffixed) positive number".as_ptr();
+    }
+    if divisor == 0 {
+        return c"INTERNAL ERROR: Zero divisor".as_ptr();
+    }
+    let digits = b.iter().position(|c| !c.is_ascii_digit()).unwrap_or(b.len());
+    let mut value: u64 = token[..digits].parse().unwrap_or(u64::MAX);
+    let mut divisor = divisor;
+    let scale: u64 = match b.get(digits) {
+        None => {
+            divisor = 0;
+            1
+        }
+        Some(b's') => 1,
+        Some(b'm') => 60,
+        Some(b'h') => 3600,
+        Some(b'd') => 86_400,
+        Some(b'w') => 7 * 86_400,
+        Some(b'M') => 31 * 86_400,
+        Some(b'y') => 366 * 86_400,
+        Some(_) => return c"value has trailing garbage".as_ptr(),
+    };
+    value = value.wrapping_mul(scale);
+    if value == 0 {
+        return c"value must be positive".as_ptr();
+    }
+    if divisor != 0 {
+        if value % divisor != 0 {
+            return c"value would truncate when scaled".as_ptr();
+        }
+        value /= divisor;
+    }
+    // SAFETY: an out-parameter, per the contract.
+    unsafe { ffi::put(valuep, value) };
+    ptr::null()
+}

@@ -263,6 +263,13 @@ record("add_strdup", [size.value] + [arr[i].decode() for i in range(size.value)]
 lib.rrd_free_ptrs(C.byref(arr), C.byref(size))
 record("free_ptrs", [size.value, bool(arr)])
 record("random", lib.rrd_random() >= 0)
+lib.rrd_scaled_duration.restype = C.c_char_p
+for token, divisor in ((b"300", 60), (b"5m", 60), (b"5mx", 60), (b"7m", 120), (b"1y", 86400), (b"0", 1),
+                       (b"0s", 1), (b"-5", 1), (b"5q", 1), (b"5", 0), (b"99999999999999999999999h", 1),
+                       (b"2w", 3600), (b"3M", 1)):
+    v = C.c_ulong(12345)
+    msg = lib.rrd_scaled_duration(token, C.c_ulong(divisor), C.byref(v))
+    record("scaled_duration %s/%d" % (token.decode(), divisor), [msg and msg.decode(), v.value])
 record("mkdir_p", [lib.rrd_mkdir_p(b"a/b/c", 0o755), os.path.isdir("a/b/c")])
 record("mkdir_p over a file", lib.rrd_mkdir_p(b"r.rrd/x", 0o755))
 os.removedirs("a/b/c")
