@@ -40,7 +40,7 @@ fn shards() -> &'static [Mutex<Shard>] {
 
 fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("RRDSCALE_LIBRRD_KEEP").is_none_or(|v| v != "0"))
+    *ON.get_or_init(|| std::env::var_os("RRDSCALE_LIBRRD_KEEP").map_or(true, |v| v != "0"))
 }
 
 /// One update, as `rrd_update_r` makes it.
