@@ -29,5 +29,5 @@ pub use address::{chosen, Endpoint, ENV_ADDRESS, ENV_STRIP_PATH};
 pub use commands::{daemon_path, parse_fetch, parse_info, CreateRequest, FetchReply, InfoItem, InfoValue};
 pub use connection::{request_line, Client, Response, REQUEST_MAX};
 pub use error::ClientError;
-pub use session::{any_connected, daemon, Daemon, Session};
+pub use session::{any_connected, daemon, disconnect, Daemon, Session};
 pub use template::map_template;

@@ -79,6 +79,11 @@ pub fn any_connected() -> Option<Session> {
     }
 }
 
+/// Closes the process's connection, if any (librrd's `rrdc_disconnect`).
+pub fn disconnect() {
+    drop(CACHED.lock().unwrap_or_else(|p| p.into_inner()).take());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -71,7 +71,9 @@ pub enum RestoreError {
     /// Well-formed XML that describes no usable RRD.
     #[error("{0}")]
     Invalid(String),
-    #[error("reading '{}': {}", .path.display(), os_message(.cause))]
+    /// Worded as rrdtool's (its XML reader cannot be created for a file
+    /// it cannot open); the cause is kept for callers that want it.
+    #[error("Could not create xml reader for: {}", .path.display())]
     Read { path: PathBuf, cause: io::Error },
     /// Worded like RRDtool's (`creating 'x.rrd': File exists`).
     #[error("creating '{}': {}", .path.display(), os_message(.cause))]

@@ -5,9 +5,7 @@
 //! lives in its own module under `cmd/` and writes to the stdout it is given,
 //! so that pipe mode (`rrdscale -`) can run them in-process.
 
-mod cmd;
-mod opts;
-
+use rrdscale::cmd;
 use std::io::{self, Write};
 use std::process::ExitCode;
 

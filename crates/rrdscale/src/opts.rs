@@ -1,4 +1,5 @@
-//! GNU getopt_long-style option parsing, as RRDtool's commands use it.
+//! Option parsing as RRDtool 1.7.2's commands do it (its `optparse`:
+//! getopt_long-style, but long names only in full, and its own messages).
 //!
 //! rrdtool's subcommands take options anywhere among the operands
 //! (`rrdtool fetch f.rrd AVERAGE -s -1d`), values attached or separate
@@ -44,6 +45,17 @@ impl Parsed {
     }
 }
 
+/// rrdtool's option parser keeps its message in 48 bytes (with the NUL):
+/// longer ones are cut.
+fn optparse_message(mut message: String) -> String {
+    let mut cut = message.len().min(47);
+    while !message.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    message.truncate(cut);
+    message
+}
+
 pub fn parse(args: &[String], specs: &[Spec]) -> Result<Parsed> {
     let mut out = Parsed::default();
     let mut i = 0;
@@ -59,14 +71,10 @@ pub fn parse(args: &[String], specs: &[Spec]) -> Result<Parsed> {
                 Some((n, v)) => (n, Some(v.to_string())),
                 None => (long, None),
             };
-            // getopt_long accepts unambiguous prefixes of long options.
-            let exact = specs.iter().find(|s| s.long == name);
-            let candidates: Vec<&Spec> = specs.iter().filter(|s| s.long.starts_with(name)).collect();
-            let spec = match (exact, candidates.len()) {
-                (Some(s), _) => s,
-                (None, 1) => candidates[0],
-                (None, 0) => bail!("unrecognized option '--{name}'"),
-                _ => bail!("option '--{name}' is ambiguous"),
+            // rrdtool 1.7.2's option parser (optparse) matches long names
+            // exactly: no abbreviations.
+            let Some(spec) = specs.iter().find(|s| s.long == name) else {
+                bail!(optparse_message(format!("invalid option -- '{long}'")));
             };
             let value = if spec.takes_value {
                 match inline {
@@ -75,11 +83,11 @@ pub fn parse(args: &[String], specs: &[Spec]) -> Result<Parsed> {
                         i += 1;
                         Some(args[i - 1].clone())
                     }
-                    None => bail!("option '--{}' requires an argument", spec.long),
+                    None => bail!(optparse_message(format!("option requires argument -- '{}'", spec.long))),
                 }
             } else {
                 if inline.is_some() {
-                    bail!("option '--{}' doesn't allow an argument", spec.long);
+                    bail!(optparse_message(format!("option takes no arguments -- '{}'", spec.long)));
                 }
                 None
             };
@@ -136,17 +144,25 @@ mod tests {
     }
 
     #[test]
-    fn attached_short_values_and_long_prefixes() {
-        let p = parse(&s(&["-s-2h", "--al", "--en", "x"]), SPECS).unwrap();
+    fn attached_short_values_and_no_long_prefixes() {
+        let p = parse(&s(&["-s-2h", "--align-start", "--end", "x"]), SPECS).unwrap();
         assert_eq!(p.value("start"), Some("-2h"));
         assert_eq!(p.value("end"), Some("x"));
         assert!(p.has("align-start"));
+        // rrdtool 1.7.2: `invalid option -- 'al'`, as for any unknown name.
+        let e = parse(&s(&["--al"]), SPECS).unwrap_err();
+        assert_eq!(e.to_string(), "invalid option -- 'al'");
     }
 
     #[test]
     fn unknown_and_missing_values_are_errors() {
-        assert!(parse(&s(&["-x"]), SPECS).is_err());
-        assert!(parse(&s(&["--start"]), SPECS).is_err());
-        assert!(parse(&s(&["--bogus"]), SPECS).is_err());
+        // rrdtool 1.7.2's texts, cut at 47 bytes as its 48-byte buffer does.
+        let text = |a: &[&str]| parse(&s(a), SPECS).unwrap_err().to_string();
+        assert_eq!(text(&["-x"]), "invalid option -- 'x'");
+        assert_eq!(text(&["--start"]), "option requires argument -- 'start'");
+        assert_eq!(text(&["--bogus=1"]), "invalid option -- 'bogus=1'");
+        assert_eq!(text(&["--align-start=5"]), "option takes no arguments -- 'align-start'");
+        let long = text(&["--aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"]);
+        assert_eq!(long, "invalid option -- 'aaaaaaaaaaaaaaaaaaaaaaaaaaaa");
     }
 }

@@ -38,7 +38,7 @@ impl DaemonFetch {
 
     /// The command's result as rrdtool reports it: a connection failure that
     /// a local read covered still fails the command (see [`after_fallback`]).
-    pub fn finish(self, local: Result<()>) -> Result<()> {
+    pub fn finish<T>(self, local: Result<T>) -> Result<T> {
         match self.unreachable {
             Some(e) => after_fallback(local, e),
             None => local,
@@ -124,7 +124,7 @@ impl FetchSource for DaemonFetch {
 /// The outcome of a command that fell back to the file because its daemon
 /// was unreachable: the local error if there was one, else the connection
 /// error.
-pub fn after_fallback(local: Result<()>, unreachable: ClientError) -> Result<()> {
+pub fn after_fallback<T>(local: Result<T>, unreachable: ClientError) -> Result<T> {
     local.and(Err(unreachable.into()))
 }
 
@@ -152,7 +152,7 @@ mod tests {
         let unreachable = || ClientError::Connect("No such file or directory".into());
         let e = after_fallback(Ok(()), unreachable()).unwrap_err();
         assert_eq!(e.to_string(), "Unable to connect to rrdcached: No such file or directory");
-        let e = after_fallback(Err(anyhow!("opening 'x': gone")), unreachable()).unwrap_err();
+        let e = after_fallback::<()>(Err(anyhow!("opening 'x': gone")), unreachable()).unwrap_err();
         assert_eq!(e.to_string(), "opening 'x': gone");
     }
 

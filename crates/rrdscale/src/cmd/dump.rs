@@ -67,7 +67,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
 }
 
 /// Dumps the file at `rrd_path` to `xml_path`, or to `out` without one.
-fn write_dump(
+pub fn write_dump(
     rrd_path: &str,
     xml_path: Option<&str>,
     options: &DumpOptions,

@@ -125,6 +125,21 @@ pub(crate) fn parse_cf(name: &str) -> Result<Cf> {
 }
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
+    // An unreachable daemon: the file's rows are printed, then the command
+    // fails, as rrdtool's.
+    let (rows, error) = rows_and_error(args)?;
+    if let Some(rows) = rows {
+        write_rows(&rows, out)?;
+    }
+    error.map_or(Ok(()), Err)
+}
+
+/// The rows `fetch` prints (librrd's `rrd_fetch` arrays); `None` when the
+/// daemon refused without a text (rrdtool then prints and reports nothing).
+/// With them, the error of a daemon that could not be reached after the
+/// file was read directly instead (librrd's `rrd_fetch` then returns the
+/// rows with the error text set).
+pub fn rows_and_error(args: &[String]) -> Result<(Option<FetchResult>, Option<anyhow::Error>)> {
     let parsed = opts::parse(
         args,
         &[
@@ -157,23 +172,23 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let [file, cf, ..] = parsed.operands.as_slice() else {
         bail!("Usage: rrdtool fetch <file> <CF> [options]");
     };
-    let local = |out: &mut dyn Write| -> Result<()> {
+    let local = || -> Result<Option<FetchResult>> {
         let cf = parse_cf(cf)?;
         // Leaves no pages of a cold file behind in the page cache.
         let rows = rrd_engine::rrd::read_leaving_no_residue(Path::new(file.as_str()), |rrd| {
             fetch(rrd, cf, start, end, resolution_secs)
         })?;
-        write_rows(&rows, out)
+        Ok(Some(rows))
     };
     match rrd_client::daemon(parsed.value("daemon")) {
-        Daemon::Absent => local(out),
-        Daemon::Unreachable(e) => super::client::after_fallback(local(out), e),
+        Daemon::Absent => Ok((local()?, None)),
+        Daemon::Unreachable(e) => Ok((local()?, Some(e.into()))),
         Daemon::Connected(mut session) => match session.fetch(file, cf, start, end) {
-            Ok(r) => write_rows(&super::client::fetch_result(r), out),
+            Ok(r) => Ok((Some(super::client::fetch_result(r)), None)),
             Err(e) if e.message().is_some() => Err(e.into()),
             // rrdtool prints nothing and reports nothing for a fetch its
             // client refused without a text.
-            Err(_) => Ok(()),
+            Err(_) => Ok((None, None)),
         },
     }
 }

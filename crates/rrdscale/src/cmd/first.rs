@@ -51,7 +51,7 @@ fn parse(args: &[String]) -> Result<(i32, String, Option<String>)> {
 }
 
 /// What rrdtool prints, and the error it reports after printing it.
-fn first(args: &[String]) -> (i64, Option<anyhow::Error>) {
+pub fn first(args: &[String]) -> (i64, Option<anyhow::Error>) {
     let (rra_index, file, daemon_option) = match parse(args) {
         Ok(p) => p,
         Err(e) => return (-1, Some(e)),

@@ -22,6 +22,15 @@ use super::{fmt_info_value, now_secs};
 use crate::opts;
 
 pub fn run(args: &[String], out: &mut dyn Write, verbose: bool) -> Result<()> {
+    let (graph, options, file, source) = draw(args)?;
+    // Saved by print_graph, which prints what rrdtool prints first.
+    source.finish(print_graph(&graph, &options, &file, args, out, verbose))
+}
+
+/// Draws the graph (librrd's `rrd_graph` and `rrd_graph_v`): the output,
+/// the options, the file name and the data source, whose `finish` reports
+/// an unreachable daemon after the caller has saved or printed the image.
+pub fn draw(args: &[String]) -> Result<(rrd_graph::GraphOutput, Options, String, DaemonFetch)> {
     if args.is_empty() {
         bail!("missing filename");
     }
@@ -48,7 +57,19 @@ pub fn run(args: &[String], out: &mut dyn Write, verbose: bool) -> Result<()> {
     if lazy_keeps(&options, file, &graph, now_secs()) {
         graph.keep_lazily();
     }
-    source.finish(print_graph(&graph, &options, file, args, out, verbose))
+    Ok((graph, options, file.clone(), source))
+}
+
+/// Writes the image to `file` (not `-`) for librrd's `rrd_graph` and
+/// `rrd_graph_v`, as rrdtool names a failure. (The command line saves in
+/// `print_graph`, which also prints what rrdtool prints when saving fails.)
+pub fn save_image(graph: &rrd_graph::GraphOutput, options: &Options, file: &str) -> Result<()> {
+    if let (Some(image), false) = (&graph.image, file == "-") {
+        if let Err(e) = std::fs::write(file, graph.file_image.as_ref().unwrap_or(image)) {
+            bail!("Could not save {} to '{file}' ({e})", options.image_format.name());
+        }
+    }
+    Ok(())
 }
 
 fn print_graph(

@@ -29,31 +29,44 @@ fn entry(item: InfoItem) -> InfoEntry {
 }
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
+    // An unreachable daemon: the file's entries are printed, then the
+    // command fails, as rrdtool's.
+    let (entries, error) = entries_and_error(args)?;
+    write_info(&entries, out)?;
+    error.map_or(Ok(()), Err)
+}
+
+/// What `info` prints, as entries (librrd's `rrd_info` list).
+pub fn entries(args: &[String]) -> Result<Vec<InfoEntry>> {
+    match entries_and_error(args)? {
+        (entries, None) => Ok(entries),
+        (_, Some(e)) => Err(e),
+    }
+}
+
+/// The entries, and the error of a daemon that could not be reached after
+/// the file was read directly instead: librrd's `rrd_info` returns that
+/// list with the error text set (the command line prints nothing then).
+pub fn entries_and_error(args: &[String]) -> Result<(Vec<InfoEntry>, Option<anyhow::Error>)> {
     let parsed = opts::parse(args, &[opts::value(Some('d'), "daemon"), opts::flag(Some('F'), "noflush")])?;
     let [file] = parsed.operands.as_slice() else {
         bail!("Usage: rrdtool info [--daemon |-d <addr> [--noflush|-F]] <file>");
     };
-    let local = |out: &mut dyn Write| -> Result<()> {
+    let local = || -> Result<Vec<InfoEntry>> {
         let rrd = open_rrd(file)?;
-        let entries = info(&rrd, file)?;
-        write_info(&entries, out)?;
-        Ok(())
+        Ok(info(&rrd, file)?)
     };
     match rrd_client::daemon(parsed.value("daemon")) {
-        Daemon::Absent => local(out),
-        Daemon::Unreachable(e) => super::client::after_fallback(local(out), e),
+        Daemon::Absent => Ok((local()?, None)),
+        Daemon::Unreachable(e) => Ok((local()?, Some(e.into()))),
         Daemon::Connected(mut session) => {
             if !parsed.has("noflush") {
                 session.flush(file).map_err(|e| super::client::flush_failure(file, e))?;
             }
             match session.info(file) {
-                Ok(items) => {
-                    let entries: Vec<InfoEntry> = items.into_iter().map(entry).collect();
-                    write_info(&entries, out)?;
-                    Ok(())
-                }
+                Ok(items) => Ok((items.into_iter().map(entry).collect(), None)),
                 Err(e) if e.message().is_some() => Err(e.into()),
-                Err(_) => Ok(()),
+                Err(_) => Ok((Vec::new(), None)),
             }
         }
     }

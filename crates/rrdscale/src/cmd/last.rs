@@ -16,7 +16,7 @@ use super::fetch::open_rrd;
 use crate::opts;
 
 /// What rrdtool prints, and the error it reports after printing it.
-fn last(args: &[String]) -> (i64, Option<anyhow::Error>) {
+pub fn last(args: &[String]) -> (i64, Option<anyhow::Error>) {
     let parsed = match opts::parse(args, &[opts::value(Some('d'), "daemon")]) {
         Ok(p) => p,
         Err(e) => return (-1, Some(e)),

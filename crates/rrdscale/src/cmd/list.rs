@@ -26,7 +26,7 @@ use rrd_engine::list::{rrd_list, ListError};
 
 /// rrdtool's `rrd_list_r` as the CLI prints it: one name per line; an empty
 /// listing is the "error" rrdtool reports for it.
-fn list(recursive: bool, dirname: &[u8]) -> Result<Vec<u8>, ListError> {
+pub fn list(recursive: bool, dirname: &[u8]) -> Result<Vec<u8>, ListError> {
     let names = rrd_list(recursive, dirname)?;
     if names.is_empty() {
         return Err(ListError("Success".into()));

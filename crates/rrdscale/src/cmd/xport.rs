@@ -12,7 +12,9 @@ use std::io::Write;
 
 use anyhow::{anyhow, bail, Result};
 use rrd_client::Daemon;
-use rrd_engine::xport::{write_json, write_xml, xport_with, XportFormat, XportRange, DEFAULT_MAX_ROWS};
+use rrd_engine::xport::{
+    write_json, write_xml, xport_with, XportFormat, XportRange, XportResult, DEFAULT_MAX_ROWS,
+};
 
 use super::client::DaemonFetch;
 use super::fetch::{start_end, EARLIEST_START};
@@ -36,6 +38,18 @@ fn c_atol(s: &str) -> i64 {
 }
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
+    let (result, format, json) = compute(args)?;
+    if json {
+        write_json(&result, format, out)?;
+    } else {
+        write_xml(&result, format, out)?;
+    }
+    Ok(())
+}
+
+/// The series `xport` prints (librrd's `rrd_xport` arrays), how it prints
+/// them, and whether as JSON.
+pub fn compute(args: &[String]) -> Result<(XportResult, XportFormat, bool)> {
     let parsed = opts::parse(
         args,
         &[
@@ -86,12 +100,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     }
     let result = xport_with(&range, &parsed.operands, &mut DaemonFetch::new(daemon))?;
     let format = XportFormat { show_time: parsed.has("showtime"), enum_ds: parsed.has("enumds") };
-    if parsed.has("json") {
-        write_json(&result, format, out)?;
-    } else {
-        write_xml(&result, format, out)?;
-    }
-    Ok(())
+    Ok((result, format, parsed.has("json")))
 }
 
 #[cfg(test)]

@@ -1,0 +1,140 @@
+//! Shared by the tests that run real programs on our library: finding it,
+//! running a program with or without it, and comparing outputs and files.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const DEBIAN_LIBRRD: &str = "/usr/lib/x86_64-linux-gnu/librrd.so.8";
+pub const PYTHON: &str = "/usr/bin/python3";
+
+/// Our `librrd.so`, built by cargo for this test run.
+pub fn our_library() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    // target/<profile>/deps/<test> -> target/<profile>/deps/librrd.so: the
+    // cdylib `cargo test` builds with the lib target (the crate is also an
+    // rlib for that reason); `cargo build` copies it up a directory, but
+    // `cargo test` does not, so the copy there may be stale.
+    let deps = exe.parent().expect("target/<profile>/deps");
+    let profile_dir = deps.parent().expect("target/<profile>");
+    let lib = deps.join("librrd.so");
+    assert!(lib.is_file(), "our library is missing at {} (`cargo test -p librrd` builds it)", lib.display());
+    // cargo puts this directory on the tests' LD_LIBRARY_PATH: a
+    // librrd.so.8 here would turn every /usr/bin/rrdtool the workspace's
+    // tests run as their oracle into our library.
+    let poison = profile_dir.join("librrd.so.8");
+    assert!(
+        !poison.exists(),
+        "{} exists: remove it (scripts/build-librrd.sh puts the soname link in target/librrd/)",
+        poison.display()
+    );
+    lib.canonicalize().expect("canonical library path")
+}
+
+/// A directory holding `librrd.so.8 -> our librrd.so`, for LD_LIBRARY_PATH.
+pub fn library_dir() -> (tempfile::TempDir, PathBuf) {
+    let lib = our_library();
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&lib, dir.path().join("librrd.so.8")).unwrap();
+    (dir, lib)
+}
+
+pub fn require(path: &str, package: &str) {
+    assert!(Path::new(path).exists(), "{path} is missing: install {package} (.ci/run does)");
+}
+
+pub fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(name)
+}
+
+/// Runs a command in `cwd`, with our library first on the search path when
+/// `lib_dir` is given; its standard output, or a failure naming its stderr.
+pub fn run(mut cmd: Command, lib_dir: Option<&Path>) -> String {
+    cmd.env_remove("LD_LIBRARY_PATH").env_remove("RRDCACHED_ADDRESS").env("TZ", "UTC");
+    if let Some(d) = lib_dir {
+        cmd.env("LD_LIBRARY_PATH", d);
+    }
+    let out = cmd.output().expect("running the program");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// The first line where two outputs differ, with context.
+pub fn assert_same_text(ours: &str, theirs: &str, what: &str) {
+    if ours == theirs {
+        return;
+    }
+    let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
+    let i = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+    let from = i.saturating_sub(8);
+    panic!(
+        "{what}: outputs differ at line {} (ours {} lines, librrd {}):\n--- context\n{}\n--- ours\n{}\n--- librrd\n{}",
+        i + 1,
+        a.len(),
+        b.len(),
+        a[from..i].join("\n"),
+        a.get(i).unwrap_or(&"<end>"),
+        b.get(i).unwrap_or(&"<end>"),
+    );
+}
+
+/// An RRD with each archive rotated so that its oldest row comes first.
+pub fn canonical_rrd(bytes: &[u8]) -> Vec<u8> {
+    let (header, layout) = rrd_format::Header::decode(bytes, bytes.len() as u64).expect("a valid RRD");
+    let mut out = bytes.to_vec();
+    let row_len = layout.row_len() as usize;
+    for (i, &cur) in header.rra_ptr.iter().enumerate() {
+        let rows = layout.row_counts[i] as usize;
+        let start = layout.rra_data_off[i] as usize;
+        let area = &bytes[start..start + rows * row_len];
+        let oldest = (cur as usize + 1) % rows;
+        let dst = &mut out[start..start + rows * row_len];
+        dst[..(rows - oldest) * row_len].copy_from_slice(&area[oldest * row_len..]);
+        dst[(rows - oldest) * row_len..].copy_from_slice(&area[..oldest * row_len]);
+        let ptr = layout.rra_ptr_off as usize + 8 * i;
+        out[ptr..ptr + 8].copy_from_slice(&(rows as u64 - 1).to_le_bytes());
+    }
+    out
+}
+
+/// Every file both runs left, equal (RRDs canonically, images skipped);
+/// returns how many were compared.
+pub fn assert_same_files(ours: &Path, theirs: &Path) -> usize {
+    let list = |d: &Path| -> BTreeMap<String, PathBuf> {
+        std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), p))
+            .collect()
+    };
+    let (a, b) = (list(ours), list(theirs));
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>(), "the same files");
+    let mut compared = 0;
+    for (name, path) in &a {
+        let (x, y) = (std::fs::read(path).unwrap(), std::fs::read(&b[name]).unwrap());
+        if name.ends_with(".png") || name.ends_with(".svg") {
+            continue;
+        }
+        if name.ends_with(".rrd") {
+            let (cx, cy) = (canonical_rrd(&x), canonical_rrd(&y));
+            let first = cx.iter().zip(&cy).position(|(p, q)| p != q);
+            assert!(
+                cx == cy,
+                "{name}: bytes differ (lengths {} and {}, first at {first:?})",
+                cx.len(),
+                cy.len()
+            );
+        } else {
+            assert_same_text(&String::from_utf8_lossy(&x), &String::from_utf8_lossy(&y), name);
+        }
+        compared += 1;
+    }
+    compared
+}
