@@ -25,6 +25,17 @@
 //! chroot exists. So DIR is only where the session starts; `cd /` works.
 //! Run a remote-mode server as a user that may only reach its RRDs.
 //!
+//! Creates share their syncs: a `create` line is written at once (to a
+//! temporary name) and its answer waits for its group to be made durable
+//! ([`rrd_engine::newfile`]). The group is committed, and its `OK` lines
+//! printed in order, as soon as no further line is ready (no complete line
+//! buffered and nothing readable on standard input), or when it holds 256
+//! files or 64 MiB, or 100 ms after its first create, or before any other
+//! command (which may read the new files). So a person typing, or a
+//! client that waits for each answer, gets every `OK` at once, while a
+//! poller that writes many lines ahead shares one sync among them; an `OK`
+//! always means the file is durable under its name.
+//!
 //! `RRDSCALE_ACCESS=mmap` selects mapped access instead
 //! ([`rrd_engine::mapped::MappedFiles`], headers kept): files stay mapped
 //! between commands, with no descriptor and **no fcntl lock**, so it is for
