@@ -519,6 +519,29 @@ mod tests {
     }
 
     #[test]
+    fn a_large_group_shares_one_syncfs_and_reports_each_failure() {
+        let dir = disk_dir();
+        let h = header();
+        let mut group = NewFiles::new();
+        let n = SYNCFS_FILES + 2;
+        for i in 0..n {
+            group.stage(&dir.path().join(format!("f{i:02}.rrd")), &h, false, nan_rows).unwrap();
+        }
+        group.fail_sync_of(4);
+        let results = group.commit();
+        assert_eq!(results.len(), n);
+        for (i, r) in results.iter().enumerate() {
+            assert_eq!(r.is_ok(), i != 4, "file {i}: {r:?}");
+        }
+        let expected: Vec<String> = (0..n).filter(|&i| i != 4).map(|i| format!("f{i:02}.rrd")).collect();
+        assert_eq!(names(dir.path()), expected);
+        for name in expected {
+            let f = File::open(dir.path().join(&name)).unwrap();
+            assert_eq!(pagecache::resident_count(&f).unwrap().0, 0, "{name} has cached pages");
+        }
+    }
+
+    #[test]
     fn an_uncommitted_group_removes_its_temporary_files() {
         let dir = disk_dir();
         let mut group = NewFiles::new();
