@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rrd_engine::create::{create, CreateOptions};
+use rrd_engine::create::{create_in, CreateOptions};
 
 use crate::cgroup::{self, MemoryCgroup};
 use crate::cli::{Cli, Common, Workload as CliWorkload};
@@ -138,10 +138,15 @@ fn create_master(w: &Workload, master: &Path) -> Result<(), BenchError> {
             step_secs: Some(w.schema.step_secs),
             ..Default::default()
         };
+        // In groups sharing one sync (as the timed creates do).
+        let mut group = rrd_engine::newfile::NewFiles::new();
+        let failed = |e| BenchError::Invalid(format!("creating the benchmark files failed: {e}"));
         for i in c.first..c.end {
             let p = file_path(master, i);
-            create(&p, &opts, &w.schema.defs, 0)
-                .map_err(|e| BenchError::Invalid(format!("creating the benchmark files failed: {e}")))?;
+            create_in(&mut group, &p, &opts, &w.schema.defs, 0).map_err(failed)?;
+            if group.is_full() || i + 1 == c.end {
+                group.commit().into_iter().collect::<Result<Vec<()>, _>>().map_err(failed)?;
+            }
             if i % 256 == 0 {
                 pb.set_position(i);
             }

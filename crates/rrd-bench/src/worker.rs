@@ -20,7 +20,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 use rrd_engine::batch::{BatchUpdater, UpdateRequest};
-use rrd_engine::create::{create, CreateOptions};
+use rrd_engine::create::CreateOptions;
 use rrd_engine::mapped::MappedFiles;
 use rrd_engine::pagecache;
 use rrd_engine::update::{update_file, UpdateOptions};
@@ -188,9 +188,20 @@ impl Runner for RrdscaleLib {
                     step_secs: Some(self.step_secs),
                     ..Default::default()
                 };
+                // Durable in groups (one commit per full group and one at
+                // the end, inside the timed step), as a library user who
+                // creates many files would.
+                let mut group = rrd_engine::newfile::NewFiles::new();
                 for (i, p) in paths.iter().enumerate() {
-                    if let Err(e) = create(p, &opts, &self.defs, 0) {
+                    if let Err(e) = rrd_engine::create::create_in(&mut group, p, &opts, &self.defs, 0) {
                         failures.record(e.to_string());
+                    }
+                    if group.is_full() || i + 1 == paths.len() {
+                        for r in group.commit() {
+                            if let Err(e) = r {
+                                failures.record(e.to_string());
+                            }
+                        }
                     }
                     if (i + 1) % PROGRESS_EVERY == 0 {
                         progress(i as u64 + 1);

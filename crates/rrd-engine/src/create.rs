@@ -17,7 +17,6 @@
 
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use rrd_format::{
@@ -26,6 +25,7 @@ use rrd_format::{
 };
 
 use crate::error::{Error, Result};
+use crate::newfile::NewFiles;
 use crate::numparse::{self, DNAN};
 use crate::rrd::Rrd;
 
@@ -317,94 +317,99 @@ pub fn build_header_named(
     Ok(header)
 }
 
-/// Writes a header and an all-unknown data area to `path`, atomically.
-pub fn write_new_file(path: &Path, header: &Header, no_overwrite: bool) -> Result<()> {
-    let data_values = header.rra.iter().map(|r| r.row_count).sum::<u64>() * header.ds.len() as u64;
-    write_file_with(path, header, no_overwrite, |out| {
-        let chunk = [DNAN.to_le_bytes(); 512].concat();
-        let mut left = data_values * 8;
-        while left > 0 {
-            let n = left.min(chunk.len() as u64) as usize;
-            out.write_all(&chunk[..n])?;
-            left -= n as u64;
-        }
-        Ok(())
-    })
-}
-
 /// Writes `header` then whatever `data` writes, to a temporary file beside
-/// `path` that is renamed over it when complete.
+/// `path` that is made durable, then renamed over it (see
+/// [`crate::newfile`]); durable when this returns `Ok`.
 pub fn write_file_with(
     path: &Path,
     header: &Header,
     no_overwrite: bool,
     data: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
-    let io = |source| Error::Io { path: path.to_path_buf(), source };
-    if no_overwrite && fs::symlink_metadata(path).is_ok() {
-        return Err(err(format!("creating '{}': File exists", path.display())));
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let file_name =
-        path.file_name().ok_or_else(|| err(format!("'{}' is not a file name", path.display())))?;
-    let mut tmp_name = file_name.to_os_string();
-    tmp_name.push(format!(".tmp{}", std::process::id()));
-    let tmp = dir.join(tmp_name);
-    let result = (|| -> std::io::Result<()> {
-        let file = fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
-        out.write_all(&header.encode())?;
-        data(&mut out)?;
-        let file = out.into_inner().map_err(|e| e.into_error())?;
-        // Keep the mode of a file we replace; otherwise 0666 minus umask.
-        let mode = match fs::metadata(path) {
-            Ok(m) => m.permissions().mode() & 0o7777,
-            Err(_) => {
-                // SAFETY: umask is process-wide and always succeeds; it is read and restored.
-                let mask = unsafe {
-                    let m = libc::umask(0o022);
-                    libc::umask(m);
-                    m
-                };
-                0o666 & !mask
-            }
-        };
-        file.set_permissions(fs::Permissions::from_mode(mode))?;
-        // Durable before it takes the name (a crash never leaves an empty
-        // file under it), and out of the page cache: a new file's pages
-        // would otherwise evict the hot pages of files being updated
-        // (seed 004). Updates read back only the pages they need.
-        crate::pagecache::evict(&file)?;
-        drop(file);
-        fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(io(e));
-    }
-    Ok(())
+    crate::newfile::write_one(path, header, no_overwrite, data)
 }
 
-/// `rrdtool create`.
+/// `rrdtool create`: the file is durable under its name when this returns
+/// `Ok` (one sync of its own; see [`create_in`] to share syncs).
 pub fn create(path: &Path, opts: &CreateOptions, defs: &[String], now_secs: i64) -> Result<()> {
+    let mut group = NewFiles::new();
+    create_in(&mut group, path, opts, defs, now_secs)?;
+    group.commit().pop().expect("one staged file, one result")
+}
+
+/// Default of [`max_create_bytes`]: far above real RRDs (ten years of
+/// one-minute rows of 8 DS are 336 MiB), below a mistyped row count such as
+/// 10^9 rows (8 GB per DS).
+pub const DEFAULT_MAX_CREATE_BYTES: u64 = 4 << 30;
+
+/// The largest file `create` writes: `RRDSCALE_CREATE_MAX_BYTES` (a
+/// number of bytes, with an optional K, M, G or T suffix of powers of
+/// 1024; 0 = no limit but the free space), else
+/// [`DEFAULT_MAX_CREATE_BYTES`].
+pub fn max_create_bytes() -> Result<u64> {
+    let Ok(text) = std::env::var("RRDSCALE_CREATE_MAX_BYTES") else {
+        return Ok(DEFAULT_MAX_CREATE_BYTES);
+    };
+    let t = text.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 30),
+        Some((i, 'T' | 't')) => (&t[..i], 40),
+        _ => (t, 0),
+    };
+    let n: u64 = digits.parse().map_err(|_| {
+        err(format!("RRDSCALE_CREATE_MAX_BYTES must be a number of bytes (like 4G or 0), not '{text}'"))
+    })?;
+    Ok(if n == 0 { u64::MAX } else { n.checked_shl(shift).filter(|v| v >> shift == n).unwrap_or(u64::MAX) })
+}
+
+/// `rrdtool create` into a group: the file is written to a temporary name
+/// and becomes durable under its own when `group` is committed. The size is
+/// checked against [`max_create_bytes`] (and, by the group, the free space)
+/// before anything is written.
+pub fn create_in(
+    group: &mut NewFiles,
+    path: &Path,
+    opts: &CreateOptions,
+    defs: &[String],
+    now_secs: i64,
+) -> Result<usize> {
     // rrdtool checks the sources while parsing options, before anything else.
     crate::prefill::check_source_paths(&opts.sources)?;
-    if opts.no_overwrite && fs::symlink_metadata(path).is_ok() {
+    if opts.no_overwrite && (fs::symlink_metadata(path).is_ok() || group.is_staged(path)) {
         return Err(err(format!("creating '{}': File exists", path.display())));
     }
     use std::os::unix::ffi::OsStrExt;
     let mut header = build_header_named(path.as_os_str().as_bytes(), opts, defs, now_secs)?;
+    let len = header.layout().file_len;
+    let max = max_create_bytes()?;
+    if len > max {
+        return Err(err(format!(
+            "creating '{}': the file would be {len} bytes ({}), more than the limit of {max} bytes ({}); set RRDSCALE_CREATE_MAX_BYTES to allow it",
+            path.display(),
+            crate::newfile::human(len),
+            crate::newfile::human(max)
+        )));
+    }
     if opts.sources.is_empty() {
-        return write_new_file(path, &header, opts.no_overwrite);
+        let data_values = header.rra.iter().map(|r| r.row_count).sum::<u64>() * header.ds.len() as u64;
+        return group.stage(path, &header, opts.no_overwrite, |out| {
+            let chunk = [DNAN.to_le_bytes(); 512].concat();
+            let mut left = data_values * 8;
+            while left > 0 {
+                let n = left.min(chunk.len() as u64) as usize;
+                out.write_all(&chunk[..n])?;
+                left -= n as u64;
+            }
+            Ok(())
+        });
     }
     if header.rra.iter().any(|r| crate::hw::is_hw(r.cf)) {
         return Err(err("prefilling Holt-Winters archives from --source files is not supported"));
     }
     let archives = crate::prefill::prefill_from_files(&mut header, &opts.sources, defs)?;
-    write_file_with(path, &header, opts.no_overwrite, |out| {
+    group.stage(path, &header, opts.no_overwrite, |out| {
         let mut buf = Vec::with_capacity(1 << 16);
         for chunk in archives.iter().flat_map(|rows| rows.chunks(8192)) {
             buf.clear();

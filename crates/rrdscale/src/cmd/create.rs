@@ -4,6 +4,11 @@
 //! (CREATE, with `-b`/`-s` resolved to seconds here, `-s 0` when no step
 //! was given, `-r`/`-t` names as given), as rrdtool 1.7.2 does. An
 //! unreachable daemon means creating the file directly, without an error.
+//!
+//! A file created here is durable under its name when the command reports
+//! success (rrdtool 1.7.2 never syncs a new file); in pipe mode creates
+//! share their syncs (see `pipe.rs`). An interrupted create (SIGINT,
+//! SIGTERM, SIGHUP) removes its temporary file.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,6 +16,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use rrd_client::{CreateRequest, Daemon};
 use rrd_engine::create::{self, CreateOptions};
+use rrd_engine::newfile::NewFiles;
 
 use crate::opts::{self, flag, value};
 
@@ -23,9 +29,48 @@ const SPECS: &[opts::Spec] = &[
     flag(Some('O'), "no-overwrite"),
 ];
 
+/// A `create` command line, parsed.
+pub enum Prepared {
+    /// No arguments: the usage text is the answer.
+    Usage,
+    /// For the daemon (`--daemon` or `RRDCACHED_ADDRESS`, reachable).
+    Daemon(Box<(rrd_client::Session, CreateRequest)>),
+    /// To be created here.
+    Local { file: PathBuf, options: CreateOptions, defs: Vec<String>, now: i64 },
+}
+
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
+    execute(prepare(args)?, out)
+}
+
+/// Runs a prepared create by itself: a local file is durable under its
+/// name before this returns (a group of one file), so before the command
+/// reports success.
+pub fn execute(prepared: Prepared, out: &mut dyn Write) -> Result<()> {
+    match prepared {
+        Prepared::Usage => super::command_usage(out, "create filename [--start|-b start time] [--step|-s step] [--template|-t template-file] [--source|-r source-file] [--no-overwrite|-O] [--daemon|-d address] [DS:ds-name:DST:dst arguments] [RRA:CF:cf arguments]"),
+        Prepared::Daemon(d) => {
+            let (mut session, req) = *d;
+            match session.create(&req) {
+                Err(e) if e.message().is_some() => Err(e.into()),
+                _ => Ok(()),
+            }
+        }
+        Prepared::Local { file, options, defs, now } => {
+            let mut group = NewFiles::new();
+            group.remove_temps_on_signal(true);
+            create::create_in(&mut group, &file, &options, &defs, now)?;
+            group.commit().pop().expect("one staged file, one result")?;
+            Ok(())
+        }
+    }
+}
+
+/// Parses a `create` command line as rrdtool does (and connects to the
+/// daemon when it names one); writes nothing.
+pub fn prepare(args: &[String]) -> Result<Prepared> {
     if args.is_empty() {
-        return super::command_usage(out, "create filename [--start|-b start time] [--step|-s step] [--template|-t template-file] [--source|-r source-file] [--no-overwrite|-O] [--daemon|-d address] [DS:ds-name:DST:dst arguments] [RRA:CF:cf arguments]");
+        return Ok(Prepared::Usage);
     }
     let p = opts::parse(args, SPECS)?;
     let now = super::now_secs();
@@ -50,7 +95,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let Some((file, defs)) = p.operands.split_first() else {
         bail!("need name of an rrd file to create");
     };
-    if let Daemon::Connected(mut session) = rrd_client::daemon(p.value("daemon")) {
+    if let Daemon::Connected(session) = rrd_client::daemon(p.value("daemon")) {
         let req = CreateRequest {
             file: file.clone(),
             step_secs: options.step_secs.unwrap_or(0),
@@ -60,11 +105,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
             template: p.value("template").map(str::to_string),
             definitions: defs.to_vec(),
         };
-        return match session.create(&req) {
-            Err(e) if e.message().is_some() => Err(e.into()),
-            _ => Ok(()),
-        };
+        return Ok(Prepared::Daemon(Box::new((session, req))));
     }
-    create::create(std::path::Path::new(file), &options, defs, now)?;
-    Ok(())
+    Ok(Prepared::Local { file: PathBuf::from(file), options, defs: defs.to_vec(), now })
 }

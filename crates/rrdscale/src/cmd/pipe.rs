@@ -25,6 +25,17 @@
 //! chroot exists. So DIR is only where the session starts; `cd /` works.
 //! Run a remote-mode server as a user that may only reach its RRDs.
 //!
+//! Creates share their syncs: a `create` line is written at once (to a
+//! temporary name) and its answer waits for its group to be made durable
+//! ([`rrd_engine::newfile`]). The group is committed, and its `OK` lines
+//! printed in order, as soon as no further line is ready (no complete line
+//! buffered and nothing readable on standard input), or when it holds 256
+//! files or 64 MiB, or 100 ms after its first create, or before any other
+//! command (which may read the new files). So a person typing, or a
+//! client that waits for each answer, gets every `OK` at once, while a
+//! poller that writes many lines ahead shares one sync among them; an `OK`
+//! always means the file is durable under its name.
+//!
 //! `RRDSCALE_ACCESS=mmap` selects mapped access instead
 //! ([`rrd_engine::mapped::MappedFiles`], headers kept): files stay mapped
 //! between commands, with no descriptor and **no fcntl lock**, so it is for
@@ -32,14 +43,16 @@
 //! (it is the warm mode). The default, `pread`, takes rrdtool's locks.
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::DirBuilderExt;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
 use rrd_client::ctext::strerror;
 use rrd_engine::batch::{BatchUpdater, UpdateRequest};
 use rrd_engine::mapped::MappedFiles;
+use rrd_engine::newfile::NewFiles;
 
 /// How pipe mode reads and writes files (`RRDSCALE_ACCESS`).
 enum Access {
@@ -250,17 +263,133 @@ fn list_directory() -> Result<Vec<u8>> {
     Ok(text)
 }
 
-pub fn run<R: Read>(input: &mut BufReader<R>, out: &mut dyn Write) -> Result<()> {
+/// Longest a create's answer waits for the group's sync while more input
+/// keeps arriving.
+const CREATE_GROUP_WAIT: Duration = Duration::from_millis(100);
+
+/// Whether another line is already here or on its way: a complete line in
+/// the buffer, or bytes readable on the descriptor now (no waiting).
+fn more_input<R: Read + AsFd>(input: &BufReader<R>) -> bool {
+    if input.buffer().contains(&b'\n') {
+        return true;
+    }
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd { fd: input.get_ref().as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one pollfd we own; a zero timeout never blocks.
+    unsafe { libc::poll(&mut fd, 1, 0) > 0 }
+}
+
+/// Creates waiting for their group's sync, and the answers held back
+/// behind them (answers keep the order of the lines).
+struct HeldCreates {
+    group: NewFiles,
+    answers: Vec<Held>,
+    since: Option<Instant>,
+}
+
+enum Held {
+    /// A staged create: OK once its group is durable, or its error.
+    Staged(usize),
+    /// A create refused before anything was written.
+    Failed(String),
+}
+
+impl HeldCreates {
+    fn new() -> HeldCreates {
+        let mut group = NewFiles::new();
+        group.remove_temps_on_signal(true);
+        HeldCreates { group, answers: Vec::new(), since: None }
+    }
+
+    /// Makes the staged files durable, then prints the held answers.
+    fn answer(&mut self, out: &mut dyn Write, start: Instant) -> Result<()> {
+        if self.answers.is_empty() {
+            return Ok(());
+        }
+        let mut results: Vec<Option<rrd_engine::Result<()>>> =
+            self.group.commit().into_iter().map(Some).collect();
+        for held in self.answers.drain(..) {
+            match held {
+                Held::Staged(i) => match results[i].take().expect("one answer per staged file") {
+                    Ok(()) => ok_line(out, start)?,
+                    Err(e) => writeln!(out, "ERROR: {}", super::error_message(&e.into()))?,
+                },
+                Held::Failed(msg) => writeln!(out, "ERROR: {msg}")?,
+            }
+        }
+        self.since = None;
+        out.flush()?;
+        Ok(())
+    }
+}
+
+fn ok_line(out: &mut dyn Write, start: Instant) -> std::io::Result<()> {
+    let (u, s) = cpu_times();
+    writeln!(out, "OK u:{u:.2} s:{s:.2} r:{:.2}", start.elapsed().as_secs_f64())
+}
+
+pub fn run<R: Read + AsFd>(input: &mut BufReader<R>, out: &mut dyn Write) -> Result<()> {
     let start = Instant::now();
     let mut access = Access::from_env()?;
     let mut prefetched_ahead = 0usize;
     let mut line = String::new();
+    let mut creates = HeldCreates::new();
     loop {
+        if !creates.answers.is_empty()
+            && (creates.group.is_full()
+                || creates.since.is_some_and(|t| t.elapsed() >= CREATE_GROUP_WAIT)
+                || !more_input(input))
+        {
+            creates.answer(out, start)?;
+        }
         line.clear();
         if input.read_line(&mut line)? == 0 {
             break;
         }
         let args = split_line(&line);
+        let mut prepared_create = None;
+        if args.first().map(String::as_str) == Some("create") {
+            match super::create::prepare(&args[1..]) {
+                Ok(super::create::Prepared::Local { file, options, defs, now })
+                    if options.template.is_none()
+                        && options.sources.is_empty()
+                        && !creates.group.is_staged(&file) =>
+                {
+                    // Written now, durable and answered with its group.
+                    let held = match rrd_engine::create::create_in(
+                        &mut creates.group,
+                        &file,
+                        &options,
+                        &defs,
+                        now,
+                    ) {
+                        Ok(i) => Held::Staged(i),
+                        Err(e) => Held::Failed(super::error_message(&e.into())),
+                    };
+                    creates.answers.push(held);
+                    creates.since.get_or_insert_with(Instant::now);
+                    continue;
+                }
+                Ok(p) => prepared_create = Some(Ok(p)),
+                Err(e) if creates.answers.is_empty() => prepared_create = Some(Err(e)),
+                Err(e) => {
+                    creates.answers.push(Held::Failed(super::error_message(&e)));
+                    continue;
+                }
+            }
+        }
+        // Anything else may read what the held creates wrote: they become
+        // durable and visible, and are answered, first.
+        creates.answer(out, start)?;
+        if let Some(prepared) = prepared_create {
+            let result = prepared.and_then(|p| super::create::execute(p, out));
+            match result {
+                Ok(()) => ok_line(out, start)?,
+                Err(e) => writeln!(out, "ERROR: {}", super::error_message(&e))?,
+            }
+            out.flush()?;
+            continue;
+        }
         // A blank line gets the usage text and an OK, as in rrdtool (a
         // client waiting for the answer is not left hanging).
         let remote_result = if args.is_empty() {
@@ -310,13 +439,11 @@ pub fn run<R: Read>(input: &mut BufReader<R>, out: &mut dyn Write) -> Result<()>
             (None, None, _) => super::dispatch(&args, out),
         };
         match result {
-            Ok(()) => {
-                let (u, s) = cpu_times();
-                writeln!(out, "OK u:{u:.2} s:{s:.2} r:{:.2}", start.elapsed().as_secs_f64())?;
-            }
+            Ok(()) => ok_line(out, start)?,
             Err(e) => writeln!(out, "ERROR: {}", super::error_message(&e))?,
         }
         out.flush()?;
     }
+    creates.answer(out, start)?;
     Ok(())
 }
