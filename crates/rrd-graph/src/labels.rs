@@ -76,71 +76,7 @@ pub(crate) fn timestamp_label(value: f64, fmt: &str) -> String {
 /// milliseconds with `fmt` (default `%H:%02m:%02s`); empty when the
 /// format is not one it knows.
 pub(crate) fn duration_label(ms: f64, fmt: &str) -> String {
-    let fmt = if fmt.is_empty() { "%H:%02m:%02s" } else { fmt };
-    let seconds = ms.abs() / 1000.0;
-    let minutes = seconds / 60.0;
-    let hours = minutes / 60.0;
-    let days = hours / 24.0;
-    let weeks = days / 7.0;
-    let mut out = String::new();
-    if ms < 0.0 {
-        out.push('-');
-    }
-    let b = fmt.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'%' {
-            let ch = fmt[i..].chars().next().unwrap_or('?');
-            out.push(ch);
-            i += ch.len_utf8();
-            continue;
-        }
-        i += 1;
-        let zpad = b.get(i) == Some(&b'0');
-        if zpad {
-            i += 1;
-        }
-        let digits = |i: &mut usize| {
-            let s = *i;
-            while *i < b.len() && b[*i].is_ascii_digit() {
-                *i += 1;
-            }
-            fmt[s..*i].parse::<usize>().unwrap_or(0).min(100)
-        };
-        let width = digits(&mut i);
-        let mut precision = 0;
-        if b.get(i) == Some(&b'.') {
-            i += 1;
-            precision = digits(&mut i);
-        }
-        let v = match b.get(i) {
-            Some(b'%') => {
-                out.push('%');
-                i += 1;
-                continue;
-            }
-            Some(b'W') => weeks,
-            Some(b'd') => days - weeks.trunc() * 7.0,
-            Some(b'D') => days,
-            Some(b'h') => hours - days.trunc() * 24.0,
-            Some(b'H') => hours,
-            Some(b'm') => minutes - hours.trunc() * 60.0,
-            Some(b'M') => minutes,
-            Some(b's') => seconds - minutes.trunc() * 60.0,
-            Some(b'S') => seconds,
-            Some(b'f') => ms.abs() - seconds.trunc() * 1000.0,
-            _ => return String::new(),
-        };
-        i += 1;
-        let scale = 10f64.powi(precision as i32);
-        let pval = (v * scale).trunc() / scale;
-        if zpad {
-            out.push_str(&format!("{pval:0width$.precision$}"));
-        } else {
-            out.push_str(&format!("{pval:width$.precision$}"));
-        }
-    }
-    out
+    crate::timefmt::strfduration(fmt, ms).unwrap_or_default()
 }
 
 /// DejaVu Sans Mono's OS/2 script metrics (in ems), which Pango uses

@@ -96,6 +96,16 @@ pub(crate) fn val_strfduration(fmt: &str, value: f64) -> Result<String> {
     if !value.is_finite() {
         return Ok(format_double(value, Conversion { flag: None, width: 0, precision: None, conv: 'f' }));
     }
+    let mut out = strfduration(fmt, value)?;
+    // RRDtool writes into its legend buffer and keeps what fits.
+    truncate_bytes(&mut out, FMT_LEG_LEN - 1);
+    Ok(out)
+}
+
+/// RRDtool's `strfduration`: `value` milliseconds with `fmt` (default
+/// `%H:%02m:%02s`), for `:valstrfduration` and the `duration` axis
+/// formatter. "Wrong duration format" for a conversion it does not know.
+pub(crate) fn strfduration(fmt: &str, value: f64) -> Result<String> {
     let fmt = if fmt.is_empty() { DEFAULT_DURATION_FMT } else { fmt };
     let seconds = value.abs() / 1000.0;
     let minutes = seconds / 60.0;
@@ -165,8 +175,6 @@ pub(crate) fn val_strfduration(fmt: &str, value: f64) -> Result<String> {
         let conv = Conversion { flag: zpad.then_some('0'), width, precision: Some(precision), conv: 'f' };
         out.push_str(&format_double(truncated, conv));
     }
-    // RRDtool writes into its legend buffer and keeps what fits.
-    truncate_bytes(&mut out, FMT_LEG_LEN - 1);
     Ok(out)
 }
 
