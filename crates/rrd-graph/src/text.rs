@@ -392,10 +392,12 @@ mod tests {
 
     #[test]
     fn font_descriptions_find_the_machines_fonts() {
-        // Only where Debian's fonts-dejavu-core is installed.
-        if !Path::new("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf").exists() {
-            return;
-        }
+        // Needs Debian's fonts-dejavu-core (rrdtool's default fonts), which
+        // .ci/run installs: a missing package fails the test, never skips it.
+        assert!(
+            Path::new("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf").exists(),
+            "fonts-dejavu-core is not installed: run .ci/run or apt-get install fonts-dejavu-core"
+        );
         let file =
             |d: &str| find_font_file(d).and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
         assert_eq!(file("DejaVu Sans Bold").as_deref(), Some("DejaVuSans-Bold.ttf"));
