@@ -603,10 +603,19 @@ struct MappedTarget<'a, 'r> {
 
 impl plan::PrefetchTarget for MappedTarget<'_, '_> {
     fn ask_header(&mut self, i: usize) -> u64 {
-        let Ok(slot) = self.files.current(&self.requests[i].path) else { return 0 };
+        let path = &self.requests[i].path;
         // A kept header was compared against the header page by the last
-        // update, which left it resident and mapped.
-        if self.files.keep_headers && self.files.slots[slot].kept.is_some() {
+        // update, which left it resident and mapped; planning on it reads
+        // nothing from the mapping, so the `stat` (which the update does
+        // anyway) is not needed either.
+        let kept = |files: &MappedFiles| {
+            files.keep_headers && files.index.get(path).is_some_and(|&slot| files.slots[slot].kept.is_some())
+        };
+        if kept(self.files) {
+            return 0;
+        }
+        let Ok(slot) = self.files.current(path) else { return 0 };
+        if kept(self.files) {
             return 0;
         }
         self.files.advise_pages(slot, 0, 1);
@@ -908,6 +917,20 @@ mod tests {
             update_file(&reference, &r.args, &opts, false).unwrap();
         }
         assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&reference).unwrap());
+        // With a kept header, no header page is asked for: only the runs of
+        // the plan made on the kept header.
+        let mut files = MappedFiles { keep_headers: true, ..Default::default() };
+        files.update(&a, &arg(4), &opts, false).unwrap();
+        files.advice_log = Some(Vec::new());
+        let next = UpdateRequest { path: a.clone(), args: arg(5), opts: opts.clone() };
+        assert_eq!(files.prefetch(&[&next]), 1);
+        let header = Rrd::open(&a, false).unwrap().header;
+        let p = plan::plan_update(&header, &next.args, &opts, now).unwrap();
+        let want: Vec<(PathBuf, Range<u64>)> = plan::page_runs(p.write_pages())
+            .into_iter()
+            .map(|(first, count)| (a.clone(), first * plan::PAGE_LEN..(first + count) * plan::PAGE_LEN))
+            .collect();
+        assert_eq!(files.advice_log.take().unwrap(), want);
         // A bounded window covers a prefix (at least one request).
         let mut files = MappedFiles { max_prefetch_pages: 1, ..Default::default() };
         assert_eq!(files.prefetch(&refs), 1);
