@@ -887,31 +887,34 @@ mod tests {
         let reqs: Vec<UpdateRequest> =
             (1..=3).map(|k| UpdateRequest { path: a.clone(), args: arg(k), opts: opts.clone() }).collect();
         let refs: Vec<&UpdateRequest> = reqs.iter().collect();
-        let mut expected = vec![(a.clone(), 0..plan::PAGE_LEN)];
+        // Runs are clipped to the file (its last page is partial); the
+        // archives' current rows are random (as rrdtool's create makes them).
+        let len = std::fs::metadata(&a).unwrap().len();
+        let bytes =
+            |first: u64, count: u64| first * plan::PAGE_LEN..((first + count) * plan::PAGE_LEN).min(len);
+        let mut expected = vec![(a.clone(), bytes(0, 1))];
         let mut header = Rrd::open(&a, false).unwrap().header;
         let mut all_pages = vec![0];
         for r in &reqs {
             let p = plan::plan_update(&header, &r.args, &opts, now).unwrap();
             for (first, count) in plan::page_runs(p.write_pages()) {
-                expected.push((a.clone(), first * plan::PAGE_LEN..(first + count) * plan::PAGE_LEN));
+                expected.push((a.clone(), bytes(first, count)));
             }
             all_pages.extend(p.pages());
             header = p.header_after.unwrap();
         }
-        let len = std::fs::metadata(&a).unwrap().len();
-        assert!(expected.iter().all(|(_, r)| r.end <= len));
         let mut files = MappedFiles { advice_log: Some(Vec::new()), ..Default::default() };
         assert_eq!(files.prefetch(&refs), 3);
         let log = files.advice_log.take().unwrap();
         assert_eq!(log, expected);
-        // One header page, and rows of the 3-step archive past it.
-        assert_eq!(log.iter().filter(|(_, r)| r.start == 0).count(), 1 + 3, "{log:?}");
-        assert!(log.iter().any(|(_, r)| r.start >= plan::PAGE_LEN), "{log:?}");
         // Together: the plans' pages, reads (the header) included.
         all_pages.sort_unstable();
         all_pages.dedup();
         assert_eq!(plan::pages_of(log.iter().map(|(_, r)| r)), all_pages);
-        assert_eq!(files.counters.pages_prefetched, log.iter().map(|(_, r)| (r.end - r.start) / 4096).sum());
+        assert_eq!(
+            files.counters.pages_prefetched,
+            log.iter().map(|(_, r)| (r.end - r.start).div_ceil(4096)).sum()
+        );
         for r in &reqs {
             files.update(&r.path, &r.args, &opts, false).unwrap();
             update_file(&reference, &r.args, &opts, false).unwrap();
@@ -928,7 +931,7 @@ mod tests {
         let p = plan::plan_update(&header, &next.args, &opts, now).unwrap();
         let want: Vec<(PathBuf, Range<u64>)> = plan::page_runs(p.write_pages())
             .into_iter()
-            .map(|(first, count)| (a.clone(), first * plan::PAGE_LEN..(first + count) * plan::PAGE_LEN))
+            .map(|(first, count)| (a.clone(), bytes(first, count)))
             .collect();
         assert_eq!(files.advice_log.take().unwrap(), want);
         // A bounded window covers a prefix (at least one request).
