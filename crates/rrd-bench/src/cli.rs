@@ -104,7 +104,8 @@ pub struct Common {
     /// other on their own copies): direct = one update call per file, like
     /// librrd; batch = batch updater, prefetching --chunk updates at once;
     /// pipe = `rrdscale -` fed update lines; mapped = files kept mapped
-    /// (no descriptors, no locks), one update call per file.
+    /// (no descriptors, no locks), the pages of --chunk updates prefetched
+    /// at once (MADV_WILLNEED), then one update call per file.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "direct")]
     pub mode: Vec<Mode>,
     /// Also run rrdtool 1.7.2 on copies of the same files: `rrdtool` =
@@ -122,7 +123,7 @@ pub struct Common {
     /// Keep the temporary directory.
     #[arg(long)]
     pub keep: bool,
-    /// Updates prefetched together in batch mode.
+    /// Updates prefetched together in batch and mapped modes.
     #[arg(long, default_value_t = 1024)]
     pub chunk: usize,
     /// Files the batch updater keeps open (least recently used closed first).

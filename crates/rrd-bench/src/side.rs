@@ -19,7 +19,8 @@ pub enum Mode {
     /// `rrdscale -` fed one update line per update.
     Pipe,
     /// `rrd_engine::mapped::MappedFiles`: files kept mapped (no descriptor,
-    /// no lock), one update call per file per step.
+    /// no lock), the pages of a chunk of updates prefetched at once
+    /// (`MADV_WILLNEED`), then one update call per file per step.
     Mapped,
 }
 

@@ -211,36 +211,46 @@ impl Runner for RrdscaleLib {
             }
             _ => unreachable!("rrdscale's library runs requests and creates"),
         };
-        // One call per request, progress every PROGRESS_EVERY.
-        let mut each = |update: &mut dyn FnMut(&UpdateRequest) -> rrd_engine::Result<_>| {
-            for (i, r) in reqs.iter().enumerate() {
-                failures.record_update(update(r));
-                if (i + 1) % PROGRESS_EVERY == 0 {
-                    progress(i as u64 + 1);
-                }
-            }
-        };
-        if let Some(files) = &mut self.mapped {
-            return each(&mut |r| files.update(&r.path, &r.args, &r.opts, false));
-        }
-        match &mut self.batch {
-            None => each(&mut |r| update_file(&r.path, &r.args, &r.opts, false)),
-            Some(updater) => {
+        // Batch and mapped: chunks of requests, each prefetched (within the
+        // memory-bounded window: prefetch again where it ended) then applied.
+        let mut windowed =
+            |prefetch: &mut dyn FnMut(&[&UpdateRequest]) -> usize,
+             update: &mut dyn FnMut(&UpdateRequest) -> rrd_engine::Result<_>| {
                 let mut done = 0u64;
                 for chunk in reqs.chunks(self.chunk.max(1)) {
                     let refs: Vec<&UpdateRequest> = chunk.iter().collect();
-                    // The prefetch window may cover only part of the chunk
-                    // (bounded by memory): prefetch again where it ended.
                     let mut covered = 0;
                     for (i, r) in chunk.iter().enumerate() {
                         if i == covered {
-                            covered += updater.prefetch(&refs[i..]).max(1);
+                            covered += prefetch(&refs[i..]).max(1);
                         }
-                        failures.record_update(updater.update(r, false));
+                        failures.record_update(update(r));
                     }
                     done += chunk.len() as u64;
                     progress(done);
                 }
+            };
+        if let Some(files) = &mut self.mapped {
+            let files = std::cell::RefCell::new(files);
+            return windowed(&mut |refs| files.borrow_mut().prefetch(refs), &mut |r| {
+                files.borrow_mut().update(&r.path, &r.args, &r.opts, false)
+            });
+        }
+        match &mut self.batch {
+            // One call per request, progress every PROGRESS_EVERY.
+            None => {
+                for (i, r) in reqs.iter().enumerate() {
+                    failures.record_update(update_file(&r.path, &r.args, &r.opts, false));
+                    if (i + 1) % PROGRESS_EVERY == 0 {
+                        progress(i as u64 + 1);
+                    }
+                }
+            }
+            Some(updater) => {
+                let updater = std::cell::RefCell::new(updater);
+                windowed(&mut |refs| updater.borrow_mut().prefetch(refs), &mut |r| {
+                    updater.borrow_mut().update(r, false)
+                })
             }
         }
     }
@@ -464,6 +474,8 @@ fn make_runner(spec: &WorkerSpec) -> Result<Box<dyn Runner>, BenchError> {
                 }),
                 mapped: (spec.side == Side::Rrdscale(Mode::Mapped)).then(|| {
                     let mut files = MappedFiles::default();
+                    // Prefetch within the same memory-bounded window as batch.
+                    files.bound_prefetch_by_memory();
                     // Kept headers (about 6 KB per perftest file of anonymous
                     // memory) only when there is no memory budget: under one,
                     // that memory would come out of the page cache.

@@ -72,6 +72,48 @@ use crate::rrd::{lock_file, Locking, Rrd};
 use crate::store::Store;
 use crate::update::{Now, RowCollector, UpdateOptions, UpdateReport, Updater};
 
+/// [`BatchUpdater::prefetch_kept`]'s access to files: `fadvise` through
+/// the open-file cache.
+struct BatchTarget<'a, 'r> {
+    updater: &'a mut BatchUpdater,
+    requests: &'a [(&'r UpdateRequest, Option<&'r KeptHeader>)],
+}
+
+impl plan::PrefetchTarget for BatchTarget<'_, '_> {
+    fn ask_header(&mut self, i: usize) -> u64 {
+        let (req, kept) = self.requests[i];
+        let Ok(of) = self.updater.files.entry(&req.path) else { return 0 };
+        if kept.is_some() || of.kept.is_some() {
+            return 0;
+        }
+        let _ = advise(&of.file, Advice::WillNeed, 0, plan::PAGE_LEN);
+        self.updater.counters.pages_prefetched += 1;
+        1
+    }
+
+    fn with_header(&mut self, i: usize, f: &mut dyn FnMut(&Header, &[u64])) {
+        let (req, kept) = self.requests[i];
+        let assume = self.updater.assume_written_resident;
+        let Ok(of) = self.updater.files.entry(&req.path) else { return };
+        match kept.or(of.kept.as_ref()) {
+            Some(k) => f(&k.header, if assume { &k.written_pages } else { &[] }),
+            None => {
+                if let Ok(rrd) = Rrd::from_store(&req.path, &of.file) {
+                    f(&rrd.header, &[]);
+                }
+            }
+        }
+    }
+
+    fn ask(&mut self, i: usize, first: u64, count: u64) {
+        let (req, _) = self.requests[i];
+        let Ok(of) = self.updater.files.entry(&req.path) else { return };
+        let page = plan::PAGE_LEN;
+        let _ = advise(&of.file, Advice::WillNeed, first * page, count * page);
+        self.updater.counters.pages_prefetched += count;
+    }
+}
+
 /// One `update` of one file.
 #[derive(Clone, Debug)]
 pub struct UpdateRequest {
@@ -428,18 +470,6 @@ pub struct BatchUpdater {
     pub max_prefetch_pages: u64,
 }
 
-/// Runs of consecutive pages: `(first, count)`.
-fn page_runs(pages: impl IntoIterator<Item = u64>) -> Vec<(u64, u64)> {
-    let mut runs: Vec<(u64, u64)> = Vec::new();
-    for p in pages {
-        match runs.last_mut() {
-            Some((first, count)) if *first + *count == p => *count += 1,
-            _ => runs.push((p, 1)),
-        }
-    }
-    runs
-}
-
 impl BatchUpdater {
     pub fn new(max_open: usize) -> BatchUpdater {
         BatchUpdater {
@@ -457,7 +487,7 @@ impl BatchUpdater {
     /// use ([`crate::pagecache::memory_limit`]; at least 64 pages), so that prefetched pages
     /// are still cached when their updates run.
     pub fn bound_prefetch_by_memory(&mut self) {
-        self.max_prefetch_pages = (crate::pagecache::memory_limit() / 8 / plan::PAGE_LEN).max(64);
+        self.max_prefetch_pages = plan::window_pages_for_memory();
     }
 
     /// Asks the kernel for every page `requests` will touch, many files at
@@ -478,65 +508,9 @@ impl BatchUpdater {
     /// were covered within [`BatchUpdater::max_prefetch_pages`] (at least
     /// one when there are any).
     pub fn prefetch_kept(&mut self, requests: &[(&UpdateRequest, Option<&KeptHeader>)]) -> usize {
-        let page = plan::PAGE_LEN;
-        let assume = self.assume_written_resident;
+        let reqs: Vec<&UpdateRequest> = requests.iter().map(|(r, _)| *r).collect();
         let budget = self.max_prefetch_pages;
-        // Pages a perftest update writes on a plain step, besides its header
-        // page: the bound on header pages leaves room for the row pages.
-        const ROW_PAGES_GUESS: u64 = 2;
-        // First every unknown header page, so the kernel reads them in parallel.
-        let mut covered = requests.len();
-        let mut header_pages = 0u64;
-        for (i, (req, kept)) in requests.iter().enumerate() {
-            // Each request: its header page (unless kept) and the row guess.
-            let estimate = (i as u64 + 1).saturating_mul(1 + ROW_PAGES_GUESS);
-            if i > 0 && estimate > budget {
-                covered = i;
-                break;
-            }
-            let Ok(of) = self.files.entry(&req.path) else { continue };
-            if kept.is_none() && of.kept.is_none() {
-                let _ = advise(&of.file, Advice::WillNeed, 0, page);
-                self.counters.pages_prefetched += 1;
-                header_pages += 1;
-            }
-        }
-        let requests = &requests[..covered];
-        let mut issued = header_pages;
-        let now = Now::system();
-        // The header after the earlier requests of this batch for one file.
-        let mut planned: HashMap<&Path, Header> = HashMap::new();
-        for (i, (req, kept)) in requests.iter().enumerate() {
-            let Ok(of) = self.files.entry(&req.path) else { continue };
-            let read;
-            let (header, resident): (&Header, &[u64]) = match planned.get(req.path.as_path()) {
-                Some(h) => (h, &[]),
-                None => match kept.or(of.kept.as_ref()) {
-                    Some(k) => (&k.header, if assume { &k.written_pages } else { &[] }),
-                    None => {
-                        let Ok(rrd) = Rrd::from_store(&req.path, &of.file) else { continue };
-                        read = rrd.header;
-                        (&read, &[])
-                    }
-                },
-            };
-            let Ok(p) = plan::plan_update(header, &req.args, &req.opts, now) else { continue };
-            let wanted = p.write_pages().into_iter().filter(|pg| resident.binary_search(pg).is_err());
-            for (first, count) in page_runs(wanted) {
-                let _ = advise(&of.file, Advice::WillNeed, first * page, count * page);
-                self.counters.pages_prefetched += count;
-                issued = issued.saturating_add(count);
-            }
-            if let Some(after) = p.header_after {
-                planned.insert(&req.path, after);
-            }
-            // Row pages beyond the guess (consolidations) can overshoot the
-            // bound by one update's pages; the window then ends here.
-            if issued > budget {
-                return (i + 1).min(covered);
-            }
-        }
-        covered
+        plan::prefetch_window(&reqs, budget, &mut BatchTarget { updater: self, requests })
     }
 
     /// Applies one update, with the header kept in the open-file cache.
@@ -819,7 +793,7 @@ impl BatchUpdater {
             return Ok(0);
         }
         let page = plan::PAGE_LEN;
-        for (first, count) in page_runs(pages.iter().copied()) {
+        for (first, count) in plan::page_runs(pages.iter().copied()) {
             let _ = advise(&of.file, Advice::DontNeed, first * page, count * page);
         }
         self.counters.pages_released += pages.len() as u64;

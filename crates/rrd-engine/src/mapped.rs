@@ -81,20 +81,33 @@
 //!   the mapping's length (an out-of-range access is an `UnexpectedEof`
 //!   error) and the header is validated before use as everywhere else.
 //!
-//! Deliberately absent: prefetching (a mapped update faults its pages in one
-//! at a time: this is the warm mode; [`crate::batch::BatchUpdater`] is the
-//! cold one), and any form of locking.
+//! Prefetch ([`MappedFiles::prefetch`]): without it a mapped update faults
+//! its non-resident pages in one at a time (a synchronous disk read each:
+//! slow on a first pass and on passes where archives consolidate). The
+//! caller hands the next updates to `prefetch`, which maps their files and
+//! asks with `MADV_WILLNEED` for exactly the pages their plans name (the
+//! header page unless a header is kept, then the runs of row pages each
+//! update writes), in a window bounded by memory; this is
+//! [`crate::batch`]'s window logic ([`crate::plan::prefetch_window`]), with
+//! `madvise` in place of `fadvise`. Everything else stays `MADV_RANDOM`.
+//! Prefetch reads a header through the mapping outside any update: a
+//! truncation racing with it has the same `SIGBUS` window as an update's.
+//!
+//! Deliberately absent: any form of locking.
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::io;
+use std::ops::Range;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 
 use rustix::mm::{Advice, MapFlags, MsyncFlags, ProtFlags};
 
+use crate::batch::UpdateRequest;
 use crate::error::{Error, Result};
+use crate::plan;
 use crate::rrd::Rrd;
 use crate::store::Store;
 use crate::update::{update_rrd_live, Now, UpdateOptions, UpdateReport};
@@ -295,6 +308,8 @@ pub struct MappedCounters {
     pub headers_decoded: u64,
     /// Updates that used a kept header (its bytes matched).
     pub headers_kept: u64,
+    /// Pages asked for with `MADV_WILLNEED` by [`MappedFiles::prefetch`].
+    pub pages_prefetched: u64,
 }
 
 /// Default bound on mappings: half of Linux's default `vm.max_map_count`
@@ -319,6 +334,12 @@ pub struct MappedFiles {
     /// rather give to the page cache).
     pub keep_headers: bool,
     pub counters: MappedCounters,
+    /// Most pages one [`MappedFiles::prefetch`] asks for (unbounded by
+    /// default; see [`MappedFiles::bound_prefetch_by_memory`]).
+    pub max_prefetch_pages: u64,
+    /// When set, every range [`MappedFiles::prefetch`] advises is appended
+    /// here as `(path, bytes)` (for tests and diagnostics).
+    pub advice_log: Option<Vec<(PathBuf, Range<u64>)>>,
 }
 
 impl Default for MappedFiles {
@@ -340,6 +361,8 @@ impl MappedFiles {
             rng: 0x9e37_79b9_7f4a_7c15,
             keep_headers: false,
             counters: MappedCounters::default(),
+            max_prefetch_pages: u64::MAX,
+            advice_log: None,
         }
     }
 
@@ -355,6 +378,53 @@ impl MappedFiles {
     /// Bytes mapped now.
     pub fn mapped_bytes(&self) -> u64 {
         self.mapped_bytes
+    }
+
+    /// Bounds the prefetch window by memory, as
+    /// [`crate::batch::BatchUpdater::bound_prefetch_by_memory`] does.
+    pub fn bound_prefetch_by_memory(&mut self) {
+        self.max_prefetch_pages = plan::window_pages_for_memory();
+    }
+
+    /// Asks the kernel (`MADV_WILLNEED` on the mappings) for exactly the
+    /// pages `requests` will touch, many files at once, so that their
+    /// updates find them resident instead of each taking a synchronous
+    /// major fault: the header page of every file whose header is not kept,
+    /// then the page runs each update's plan ([`crate::plan`]) writes. The
+    /// window logic is [`crate::batch`]'s ([`plan::prefetch_window`]).
+    /// Maps the files not mapped yet. Returns how many leading requests
+    /// were covered within [`MappedFiles::max_prefetch_pages`] (at least
+    /// one when there are any); the caller prefetches the rest later.
+    /// Errors are ignored: the updates report them.
+    pub fn prefetch(&mut self, requests: &[&UpdateRequest]) -> usize {
+        let budget = self.max_prefetch_pages;
+        plan::prefetch_window(requests, budget, &mut MappedTarget { files: self, requests })
+    }
+
+    /// `MADV_WILLNEED` on pages `first..first + count` of `slot`'s mapping
+    /// (clipped to it).
+    fn advise_pages(&mut self, slot: usize, first: u64, count: u64) {
+        let f = &self.slots[slot];
+        let len = f.map.len as u64;
+        let start = first.saturating_mul(plan::PAGE_LEN).min(len);
+        let end = first.saturating_add(count).saturating_mul(plan::PAGE_LEN).min(len);
+        if start >= end {
+            return;
+        }
+        // SAFETY: the range lies within our mapping (clipped above; the
+        // start is page-aligned, as madvise requires); WILLNEED on a shared
+        // file mapping only starts reading the file's pages into the cache.
+        let _ = unsafe {
+            rustix::mm::madvise(
+                f.map.ptr.as_ptr().add(start as usize).cast(),
+                (end - start) as usize,
+                Advice::WillNeed,
+            )
+        };
+        self.counters.pages_prefetched += (end - start).div_ceil(plan::PAGE_LEN);
+        if let Some(log) = &mut self.advice_log {
+            log.push((f.path.clone(), start..end));
+        }
     }
 
     /// Updates `path` with `args`, like [`crate::update::update_file`]
@@ -521,6 +591,57 @@ impl MappedFiles {
     pub fn unmap_pages(&self) {
         for f in &self.slots {
             let _ = f.map.unmap_pages();
+        }
+    }
+}
+
+/// [`MappedFiles::prefetch`]'s access to files: `madvise` on the mappings.
+struct MappedTarget<'a, 'r> {
+    files: &'a mut MappedFiles,
+    requests: &'a [&'r UpdateRequest],
+}
+
+impl plan::PrefetchTarget for MappedTarget<'_, '_> {
+    fn ask_header(&mut self, i: usize) -> u64 {
+        let path = &self.requests[i].path;
+        // A kept header was compared against the header page by the last
+        // update, which left it resident and mapped; planning on it reads
+        // nothing from the mapping, so the `stat` (which the update does
+        // anyway) is not needed either.
+        let kept = |files: &MappedFiles| {
+            files.keep_headers && files.index.get(path).is_some_and(|&slot| files.slots[slot].kept.is_some())
+        };
+        if kept(self.files) {
+            return 0;
+        }
+        let Ok(slot) = self.files.current(path) else { return 0 };
+        if kept(self.files) {
+            return 0;
+        }
+        self.files.advise_pages(slot, 0, 1);
+        1
+    }
+
+    fn with_header(&mut self, i: usize, f: &mut dyn FnMut(&Header, &[u64])) {
+        let path = &self.requests[i].path;
+        let Some(&slot) = self.files.index.get(path) else { return };
+        let file = &self.files.slots[slot];
+        match &file.kept {
+            // Not checked against the mapping: a stale one only makes the
+            // prefetch miss; the update itself checks.
+            Some(k) if self.files.keep_headers => f(&k.header, &[]),
+            // Waits for the header page asked for above.
+            _ => {
+                if let Ok(rrd) = Rrd::from_store(path, &file.map) {
+                    f(&rrd.header, &[]);
+                }
+            }
+        }
+    }
+
+    fn ask(&mut self, i: usize, first: u64, count: u64) {
+        if let Some(&slot) = self.files.index.get(&self.requests[i].path) {
+            self.files.advise_pages(slot, first, count);
         }
     }
 }
@@ -746,6 +867,77 @@ mod tests {
         }
         let e = files.update(&dir.path().join("missing.rrd"), &arg(1), &UpdateOptions::default(), false);
         assert!(e.err().unwrap().to_string().starts_with("opening '"));
+    }
+
+    /// The prefetch advises exactly the pages the plans name: the header
+    /// page, then the runs of pages each update writes (a second update of
+    /// the same file planned on the header the first leaves), and the
+    /// updates then give the bytes of direct updates.
+    #[test]
+    fn prefetch_advises_exactly_the_planned_pages() {
+        const WIDE: [&str; 4] =
+            ["DS:a:GAUGE:600:U:U", "DS:b:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:600", "RRA:MAX:0.5:3:600"];
+        let dir = tempfile::tempdir().unwrap();
+        let a = make(dir.path(), "a.rrd", &WIDE);
+        let reference = dir.path().join("ref.rrd");
+        std::fs::copy(&a, &reference).unwrap();
+        let opts = UpdateOptions::default();
+        let now = Now::system();
+        // Steps 1-3: the third completes a row of the 3-step archive too.
+        let reqs: Vec<UpdateRequest> =
+            (1..=3).map(|k| UpdateRequest { path: a.clone(), args: arg(k), opts: opts.clone() }).collect();
+        let refs: Vec<&UpdateRequest> = reqs.iter().collect();
+        // Runs are clipped to the file (its last page is partial); the
+        // archives' current rows are random (as rrdtool's create makes them).
+        let len = std::fs::metadata(&a).unwrap().len();
+        let bytes =
+            |first: u64, count: u64| first * plan::PAGE_LEN..((first + count) * plan::PAGE_LEN).min(len);
+        let mut expected = vec![(a.clone(), bytes(0, 1))];
+        let mut header = Rrd::open(&a, false).unwrap().header;
+        let mut all_pages = vec![0];
+        for r in &reqs {
+            let p = plan::plan_update(&header, &r.args, &opts, now).unwrap();
+            for (first, count) in plan::page_runs(p.write_pages()) {
+                expected.push((a.clone(), bytes(first, count)));
+            }
+            all_pages.extend(p.pages());
+            header = p.header_after.unwrap();
+        }
+        let mut files = MappedFiles { advice_log: Some(Vec::new()), ..Default::default() };
+        assert_eq!(files.prefetch(&refs), 3);
+        let log = files.advice_log.take().unwrap();
+        assert_eq!(log, expected);
+        // Together: the plans' pages, reads (the header) included.
+        all_pages.sort_unstable();
+        all_pages.dedup();
+        assert_eq!(plan::pages_of(log.iter().map(|(_, r)| r)), all_pages);
+        assert_eq!(
+            files.counters.pages_prefetched,
+            log.iter().map(|(_, r)| (r.end - r.start).div_ceil(4096)).sum()
+        );
+        for r in &reqs {
+            files.update(&r.path, &r.args, &opts, false).unwrap();
+            update_file(&reference, &r.args, &opts, false).unwrap();
+        }
+        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&reference).unwrap());
+        // With a kept header, no header page is asked for: only the runs of
+        // the plan made on the kept header.
+        let mut files = MappedFiles { keep_headers: true, ..Default::default() };
+        files.update(&a, &arg(4), &opts, false).unwrap();
+        files.advice_log = Some(Vec::new());
+        let next = UpdateRequest { path: a.clone(), args: arg(5), opts: opts.clone() };
+        assert_eq!(files.prefetch(&[&next]), 1);
+        let header = Rrd::open(&a, false).unwrap().header;
+        let p = plan::plan_update(&header, &next.args, &opts, now).unwrap();
+        let want: Vec<(PathBuf, Range<u64>)> = plan::page_runs(p.write_pages())
+            .into_iter()
+            .map(|(first, count)| (a.clone(), bytes(first, count)))
+            .collect();
+        assert_eq!(files.advice_log.take().unwrap(), want);
+        // A bounded window covers a prefix (at least one request).
+        let mut files = MappedFiles { max_prefetch_pages: 1, ..Default::default() };
+        assert_eq!(files.prefetch(&refs), 1);
+        assert_eq!(files.prefetch(&[]), 0);
     }
 
     /// A file extended in place (same inode) is mapped again at its new

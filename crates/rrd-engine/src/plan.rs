@@ -10,10 +10,13 @@
 //! daemon and pipe mode (prefetch exactly the pages the next updates need,
 //! many files at once, before writing any of them).
 
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
+use std::path::Path;
 
 use rrd_format::{Header, Layout};
 
+use crate::batch::UpdateRequest;
 use crate::update::{Now, RowSink, UpdateOptions, Updater};
 
 /// The bytes an update touches, in file order, adjacent ranges merged.
@@ -147,6 +150,100 @@ pub fn plan_update_with_rows(
         header_after: Some(after),
         error,
     })
+}
+
+/// Runs of consecutive pages: `(first, count)`.
+pub fn page_runs(pages: impl IntoIterator<Item = u64>) -> Vec<(u64, u64)> {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for p in pages {
+        match runs.last_mut() {
+            Some((first, count)) if *first + *count == p => *count += 1,
+            _ => runs.push((p, 1)),
+        }
+    }
+    runs
+}
+
+/// A prefetch window bounded by memory: 1/8 of the memory this process may
+/// use ([`crate::pagecache::memory_limit`]; at least 64 pages), so that
+/// pages asked for are still cached when their updates run (see
+/// [`crate::batch`]'s module doc for the measurement behind the bound).
+pub fn window_pages_for_memory() -> u64 {
+    (crate::pagecache::memory_limit() / 8 / PAGE_LEN).max(64)
+}
+
+/// How a prefetcher reaches the files of the requests it is given
+/// ([`prefetch_window`]); `i` indexes those requests. Every method is best
+/// effort: a file that cannot be reached is skipped (its update reports).
+pub trait PrefetchTarget {
+    /// Asks for the header page of request `i`'s file if its header is not
+    /// known; returns the pages asked for (0 or 1).
+    fn ask_header(&mut self, i: usize) -> u64;
+    /// Calls `f` with the header to plan request `i` on and the pages of
+    /// the file known to be resident (sorted), or does nothing when the
+    /// header cannot be had.
+    fn with_header(&mut self, i: usize, f: &mut dyn FnMut(&Header, &[u64]));
+    /// Asks for `count` pages from page `first` of request `i`'s file.
+    fn ask(&mut self, i: usize, first: u64, count: u64);
+}
+
+/// The window logic shared by [`crate::batch::BatchUpdater::prefetch`]
+/// (`fadvise`) and [`crate::mapped::MappedFiles::prefetch`] (`madvise`):
+/// first the header page of every request whose header is not known (so
+/// the kernel reads them in parallel), then each request is planned on its
+/// header (or on the header the earlier requests of this window leave for
+/// the same file) and exactly the page runs it writes, less the resident
+/// ones, are asked for. At most about `budget` pages: the requests past it
+/// are not covered. Returns how many leading requests were covered (at
+/// least one when there are any).
+pub fn prefetch_window(requests: &[&UpdateRequest], budget: u64, target: &mut dyn PrefetchTarget) -> usize {
+    // Pages a perftest update writes on a plain step, besides its header
+    // page: the bound on header pages leaves room for the row pages.
+    const ROW_PAGES_GUESS: u64 = 2;
+    let mut covered = requests.len();
+    let mut issued = 0u64;
+    // Files whose header page this window has asked for or knows.
+    let mut seen: HashSet<&Path> = HashSet::new();
+    for (i, req) in requests.iter().enumerate() {
+        // Each request: its header page (unless known) and the row guess.
+        let estimate = (i as u64 + 1).saturating_mul(1 + ROW_PAGES_GUESS);
+        if i > 0 && estimate > budget {
+            covered = i;
+            break;
+        }
+        if seen.insert(&req.path) {
+            issued += target.ask_header(i);
+        }
+    }
+    let now = Now::system();
+    // The header after the earlier requests of this window for one file.
+    let mut planned: HashMap<&Path, Header> = HashMap::new();
+    for (i, req) in requests[..covered].iter().enumerate() {
+        let mut runs = Vec::new();
+        let mut after = None;
+        let mut plan_on = |header: &Header, resident: &[u64]| {
+            let Ok(p) = plan_update(header, &req.args, &req.opts, now) else { return };
+            runs = page_runs(p.write_pages().into_iter().filter(|pg| resident.binary_search(pg).is_err()));
+            after = p.header_after;
+        };
+        match planned.get(req.path.as_path()) {
+            Some(h) => plan_on(h, &[]),
+            None => target.with_header(i, &mut plan_on),
+        }
+        for (first, count) in runs {
+            target.ask(i, first, count);
+            issued = issued.saturating_add(count);
+        }
+        if let Some(after) = after {
+            planned.insert(&req.path, after);
+        }
+        // Row pages beyond the guess (consolidations) can overshoot the
+        // bound by one update's pages; the window then ends here.
+        if issued > budget {
+            return i + 1;
+        }
+    }
+    covered
 }
 
 #[cfg(test)]

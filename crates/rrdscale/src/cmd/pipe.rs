@@ -39,8 +39,9 @@
 //! `RRDSCALE_ACCESS=mmap` selects mapped access instead
 //! ([`rrd_engine::mapped::MappedFiles`], headers kept): files stay mapped
 //! between commands, with no descriptor and **no fcntl lock**, so it is for
-//! a stream that is the only writer of its files; nothing is prefetched
-//! (it is the warm mode). The default, `pread`, takes rrdtool's locks.
+//! a stream that is the only writer of its files; the pages of the buffered
+//! update lines are prefetched as in the default mode (`MADV_WILLNEED` on the
+//! mappings, same window). The default, `pread`, takes rrdtool's locks.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsFd;
@@ -58,7 +59,7 @@ use rrd_engine::newfile::NewFiles;
 enum Access {
     /// pread/pwrite through open files, rrdtool's locks, prefetch (default).
     Pread(BatchUpdater),
-    /// Kept mappings, no locks, no prefetch.
+    /// Kept mappings, no locks, prefetch (`MADV_WILLNEED`).
     Mmap(MappedFiles),
 }
 
@@ -73,6 +74,7 @@ impl Access {
             Ok("mmap") => {
                 let mut files = MappedFiles::default();
                 files.keep_headers = true;
+                files.bound_prefetch_by_memory();
                 Ok(Access::Mmap(files))
             }
             Ok(other) => anyhow::bail!("RRDSCALE_ACCESS must be 'pread' or 'mmap', not '{other}'"),
@@ -410,11 +412,7 @@ pub fn run<R: Read + AsFd>(input: &mut BufReader<R>, out: &mut dyn Write) -> Res
         };
         let result = match (remote_result, batchable(&args), &mut access) {
             (Some(r), _, _) => r,
-            (None, Some((req, verbose)), Access::Mmap(files)) => {
-                let outcome = files.update(&req.path, &req.args, &req.opts, verbose);
-                super::update::report(out, &req.path, outcome, verbose)
-            }
-            (None, Some((req, verbose)), Access::Pread(updater)) => {
+            (None, Some((req, verbose)), access) => {
                 if prefetched_ahead == 0 {
                     // This update and the update lines already buffered behind it.
                     let buffered = String::from_utf8_lossy(input.buffer()).into_owned();
@@ -428,10 +426,17 @@ pub fn run<R: Read + AsFd>(input: &mut BufReader<R>, out: &mut dyn Write) -> Res
                     let refs: Vec<&UpdateRequest> = reqs.iter().collect();
                     // Within the memory-bounded window: the rest is
                     // prefetched when its turn comes.
-                    prefetched_ahead = updater.prefetch(&refs).max(1);
+                    prefetched_ahead = match access {
+                        Access::Pread(updater) => updater.prefetch(&refs),
+                        Access::Mmap(files) => files.prefetch(&refs),
+                    }
+                    .max(1);
                 }
                 prefetched_ahead -= 1;
-                let outcome = updater.update(&req, verbose);
+                let outcome = match access {
+                    Access::Pread(updater) => updater.update(&req, verbose),
+                    Access::Mmap(files) => files.update(&req.path, &req.args, &req.opts, verbose),
+                };
                 super::update::report(out, &req.path, outcome, verbose)
             }
             // `restore -` reads the XML from the same stream as the commands.
