@@ -34,11 +34,25 @@ fn resident(path: &Path) -> u64 {
 }
 
 fn rrdscale(dir: &Path) -> Command {
+    use std::os::unix::process::CommandExt;
     let mut c = Command::new(env!("CARGO_BIN_EXE_rrdscale"));
     c.current_dir(dir)
         .env("TZ", "UTC")
         .env_remove("RRDCACHED_ADDRESS")
         .env_remove("RRDSCALE_CREATE_MAX_BYTES");
+    // A test run started in the background by a shell without job control
+    // inherits SIGINT ignored, and so would the child (rrdscale, like any
+    // tool, keeps an ignored signal ignored): give it the default actions
+    // a user's terminal gives.
+    // SAFETY: only async-signal-safe calls (signal) between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
     c
 }
 
