@@ -822,10 +822,7 @@ pub unsafe extern "C" fn rrd_graph(
             ffi::set_error(bare_call_error("graph"));
             return -1;
         }
-        let drawn = cmd::graph::draw(&args).and_then(|(graph, options, file, source)| {
-            let saved = cmd::graph::save_image(&graph, &options, &file);
-            source.finish(saved).map(|()| (graph, file))
-        });
+        let drawn = cmd::graph::draw_and_save(&args);
         let (graph, file) = match drawn {
             Ok(d) => d,
             Err(e) => {
@@ -880,10 +877,7 @@ pub unsafe extern "C" fn rrd_graph_v(argc: c_int, argv: *const *const c_char) ->
             ffi::set_error(bare_call_error("graphv"));
             return ptr::null_mut();
         }
-        let drawn = cmd::graph::draw(&args).and_then(|(graph, options, file, source)| {
-            let saved = cmd::graph::save_image(&graph, &options, &file);
-            source.finish(saved).map(|()| (graph, file))
-        });
+        let drawn = cmd::graph::draw_and_save(&args);
         let (graph, file) = match drawn {
             Ok(d) => d,
             Err(e) => {

@@ -60,10 +60,19 @@ pub fn draw(args: &[String]) -> Result<(rrd_graph::GraphOutput, Options, String,
     Ok((graph, options, file.clone(), source))
 }
 
+/// librrd's `rrd_graph` and `rrd_graph_v`: draws, saves the image to its
+/// file (not `-`), then reports an unreachable daemon; the output and the
+/// file name.
+pub fn draw_and_save(args: &[String]) -> Result<(rrd_graph::GraphOutput, String)> {
+    let (graph, options, file, source) = draw(args)?;
+    let saved = save_image(&graph, &options, &file);
+    source.finish(saved).map(|()| (graph, file))
+}
+
 /// Writes the image to `file` (not `-`) for librrd's `rrd_graph` and
 /// `rrd_graph_v`, as rrdtool names a failure. (The command line saves in
 /// `print_graph`, which also prints what rrdtool prints when saving fails.)
-pub fn save_image(graph: &rrd_graph::GraphOutput, options: &Options, file: &str) -> Result<()> {
+fn save_image(graph: &rrd_graph::GraphOutput, options: &Options, file: &str) -> Result<()> {
     if let (Some(image), false) = (&graph.image, file == "-") {
         if let Err(e) = std::fs::write(file, graph.file_image.as_ref().unwrap_or(image)) {
             bail!("Could not save {} to '{file}' ({e})", options.image_format.name());
