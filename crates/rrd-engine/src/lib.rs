@@ -8,6 +8,7 @@
 
 pub mod attime;
 pub mod batch;
+pub mod consolidate;
 pub mod create;
 pub mod dump;
 pub mod error;

@@ -31,9 +31,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use rrd_format::{
-    CdpPrep, Cf, Header, CDP_PRIMARY_VAL, CDP_SECONDARY_VAL, CDP_UNKN_PDP_CNT, CDP_VAL, PDP_UNKN_SEC_CNT,
+    Cf, Header, CDP_PRIMARY_VAL, CDP_SECONDARY_VAL, CDP_UNKN_PDP_CNT, CDP_VAL, PDP_UNKN_SEC_CNT,
 };
 
+use crate::consolidate::{self, CdpInput};
 use crate::error::{os_message, Error, Result};
 use crate::numparse::DNAN;
 use crate::rrd::Rrd;
@@ -410,16 +411,17 @@ impl Target {
                 let v = cdp_value(row);
                 let n =
                     a.pdp_count.wrapping_sub(t.wrapping_rem(i64::from(cdp_step)) as u64 / self.step) as i32;
-                update_cdp(
-                    &mut header.cdp[slot],
-                    a.cf,
-                    v,
-                    u64::from(n == 1),
-                    1,
-                    n as i64 as u64,
-                    a.pdp_count,
-                    a.xff,
-                );
+                // rrdtool passes its int `n` as an unsigned long.
+                let input = CdpInput {
+                    cf: a.cf,
+                    pdp_value: v,
+                    rows_completed: u64::from(n == 1),
+                    elapsed_pdps: 1,
+                    start_pdp_offset: n as i64 as u64,
+                    pdp_count: a.pdp_count,
+                    xff: a.xff,
+                };
+                consolidate::update_cdp(&mut header.cdp[slot].scratch, &input);
             }
             // Stop rather than wrap around for absurd times.
             match t.checked_add(self.step as i64) {
@@ -878,108 +880,6 @@ fn finish(cf: Cf, estimate: f64, bin_size: i32, total_covered: i32) -> f64 {
     match cf {
         Cf::Average => estimate / f64::from(total_covered) * f64::from(bin_size),
         _ => estimate,
-    }
-}
-
-/// rrdtool's `update_cdp` for the classic CFs: feeds one PDP value into a
-/// CDP scratch area (`step_cnt` > 0: a row is completed).
-#[allow(clippy::too_many_arguments)]
-fn update_cdp(
-    cdp: &mut CdpPrep,
-    cf: Cf,
-    pdp_value: f64,
-    step_cnt: u64,
-    elapsed: u64,
-    start_pdp_offset: u64,
-    pdp_count: u64,
-    xff: f64,
-) {
-    let scratch = &mut cdp.scratch;
-    let cdp_value = f64::from_bits(scratch[CDP_VAL]);
-    if step_cnt > 0 {
-        if pdp_value.is_nan() {
-            scratch[CDP_UNKN_PDP_CNT] = scratch[CDP_UNKN_PDP_CNT].wrapping_add(start_pdp_offset);
-            scratch[CDP_SECONDARY_VAL] = DNAN.to_bits();
-        } else {
-            scratch[CDP_SECONDARY_VAL] = pdp_value.to_bits();
-        }
-        let unknown = scratch[CDP_UNKN_PDP_CNT];
-        let primary = if unknown as f64 > pdp_count as f64 * xff {
-            DNAN
-        } else {
-            match cf {
-                Cf::Average => {
-                    let cum = if cdp_value.is_nan() { 0.0 } else { cdp_value };
-                    let cur = if pdp_value.is_nan() { 0.0 } else { pdp_value };
-                    (cum + cur * start_pdp_offset as f64) / pdp_count.wrapping_sub(unknown) as f64
-                }
-                Cf::Maximum => {
-                    let cum = if cdp_value.is_nan() { f64::NEG_INFINITY } else { cdp_value };
-                    let cur = if pdp_value.is_nan() { f64::NEG_INFINITY } else { pdp_value };
-                    if cur > cum {
-                        cur
-                    } else {
-                        cum
-                    }
-                }
-                Cf::Minimum => {
-                    let cum = if cdp_value.is_nan() { f64::INFINITY } else { cdp_value };
-                    let cur = if pdp_value.is_nan() { f64::INFINITY } else { pdp_value };
-                    if cur < cum {
-                        cur
-                    } else {
-                        cum
-                    }
-                }
-                _ => pdp_value,
-            }
-        };
-        scratch[CDP_PRIMARY_VAL] = primary.to_bits();
-        let into_cdp = if pdp_count == 0 { 0 } else { elapsed.wrapping_sub(start_pdp_offset) % pdp_count };
-        let carry = if into_cdp == 0 || pdp_value.is_nan() {
-            match cf {
-                Cf::Maximum => f64::NEG_INFINITY,
-                Cf::Minimum => f64::INFINITY,
-                Cf::Average => 0.0,
-                _ => DNAN,
-            }
-        } else if cf == Cf::Average {
-            pdp_value * into_cdp as f64
-        } else {
-            pdp_value
-        };
-        scratch[CDP_VAL] = carry.to_bits();
-        scratch[CDP_UNKN_PDP_CNT] = if pdp_value.is_nan() { into_cdp } else { 0 };
-    } else if pdp_value.is_nan() {
-        scratch[CDP_UNKN_PDP_CNT] = scratch[CDP_UNKN_PDP_CNT].wrapping_add(elapsed);
-    } else {
-        let new = if cdp_value.is_nan() {
-            if cf == Cf::Average {
-                pdp_value * elapsed as f64
-            } else {
-                pdp_value
-            }
-        } else {
-            match cf {
-                Cf::Average => cdp_value + pdp_value * elapsed as f64,
-                Cf::Minimum => {
-                    if pdp_value < cdp_value {
-                        pdp_value
-                    } else {
-                        cdp_value
-                    }
-                }
-                Cf::Maximum => {
-                    if pdp_value > cdp_value {
-                        pdp_value
-                    } else {
-                        cdp_value
-                    }
-                }
-                _ => pdp_value,
-            }
-        };
-        scratch[CDP_VAL] = new.to_bits();
     }
 }
 

@@ -31,10 +31,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use rrd_format::{
-    Cf, Dst, Header, CDP_PRIMARY_VAL, CDP_SECONDARY_VAL, CDP_UNKN_PDP_CNT, CDP_VAL, PDP_UNKN_SEC_CNT, PDP_VAL,
-};
+use rrd_format::{Cf, Dst, Header, CDP_PRIMARY_VAL, CDP_SECONDARY_VAL, PDP_UNKN_SEC_CNT, PDP_VAL};
 
+use crate::consolidate::{self, CdpInput};
 use crate::error::{Error, Result};
 use crate::numparse::{self, DNAN};
 use crate::rrd::Rrd;
@@ -552,12 +551,8 @@ impl<'h> Updater<'h> {
         for r in 0..self.header.rra_count() {
             let rra = &self.header.rra[r];
             let (cf, pdp_cnt, row_cnt, xff) = (rra.cf, rra.pdp_count, rra.row_count, rra.xff());
-            let start_pdp_offset = pdp_cnt - proc_pdp_cnt % pdp_cnt;
-            let step_cnt = if start_pdp_offset <= elapsed {
-                ((elapsed - start_pdp_offset) / pdp_cnt + 1).min(row_cnt)
-            } else {
-                0
-            };
+            let (start_pdp_offset, step_cnt) =
+                consolidate::rows_completed(pdp_cnt, row_cnt, proc_pdp_cnt, elapsed);
             steps.push(step_cnt);
             if matches!(cf, Cf::Seasonal | Cf::DevSeasonal) {
                 if step_cnt > 1 {
@@ -574,16 +569,16 @@ impl<'h> Updater<'h> {
             for (d, &temp) in pdp_temp.iter().enumerate() {
                 let idx = r * ds_count + d;
                 if pdp_cnt > 1 {
-                    update_cdp(
-                        &mut self.header.cdp[idx].scratch,
+                    let input = CdpInput {
                         cf,
-                        temp,
-                        step_cnt,
-                        elapsed,
+                        pdp_value: temp,
+                        rows_completed: step_cnt,
+                        elapsed_pdps: elapsed,
                         start_pdp_offset,
-                        pdp_cnt,
+                        pdp_count: pdp_cnt,
                         xff,
-                    );
+                    };
+                    consolidate::update_cdp(&mut self.header.cdp[idx].scratch, &input);
                 } else if elapsed > 2 {
                     self.reset_cdp(r, d, elapsed, temp, bufs)?;
                 }
@@ -630,10 +625,7 @@ impl<'h> Updater<'h> {
                 s[CDP_SECONDARY_VAL] = 0f64.to_bits();
                 crate::hw::erase_violations(s, window);
             }
-            _ => {
-                s[CDP_PRIMARY_VAL] = temp.to_bits();
-                s[CDP_SECONDARY_VAL] = temp.to_bits();
-            }
+            _ => consolidate::fill_one_pdp(s, temp),
         }
         Ok(())
     }
@@ -703,107 +695,6 @@ impl<'h> Updater<'h> {
                 }
             }
         }
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn update_cdp(
-    scratch: &mut [u64; 10],
-    cf: Cf,
-    pdp_temp: f64,
-    step_cnt: u64,
-    elapsed: u64,
-    start_pdp_offset: u64,
-    pdp_cnt: u64,
-    xff: f64,
-) {
-    let get = |s: &[u64; 10], i: usize| f64::from_bits(s[i]);
-    if step_cnt > 0 {
-        if pdp_temp.is_nan() {
-            scratch[CDP_UNKN_PDP_CNT] += start_pdp_offset;
-            scratch[CDP_SECONDARY_VAL] = DNAN.to_bits();
-        } else {
-            scratch[CDP_SECONDARY_VAL] = pdp_temp.to_bits();
-        }
-        let unkn = scratch[CDP_UNKN_PDP_CNT];
-        if unkn as f64 > pdp_cnt as f64 * xff {
-            scratch[CDP_PRIMARY_VAL] = DNAN.to_bits();
-        } else {
-            let cdp_val = get(scratch, CDP_VAL);
-            let primary = match cf {
-                Cf::Average => {
-                    let cum = if cdp_val.is_nan() { 0.0 } else { cdp_val };
-                    let cur = if pdp_temp.is_nan() { 0.0 } else { pdp_temp };
-                    (cum + cur * start_pdp_offset as f64) / (pdp_cnt - unkn) as f64
-                }
-                Cf::Maximum => {
-                    let cum = if cdp_val.is_nan() { f64::NEG_INFINITY } else { cdp_val };
-                    let cur = if pdp_temp.is_nan() { f64::NEG_INFINITY } else { pdp_temp };
-                    if cur > cum {
-                        cur
-                    } else {
-                        cum
-                    }
-                }
-                Cf::Minimum => {
-                    let cum = if cdp_val.is_nan() { f64::INFINITY } else { cdp_val };
-                    let cur = if pdp_temp.is_nan() { f64::INFINITY } else { pdp_temp };
-                    if cur < cum {
-                        cur
-                    } else {
-                        cum
-                    }
-                }
-                _ => pdp_temp,
-            };
-            scratch[CDP_PRIMARY_VAL] = primary.to_bits();
-        }
-        let into_cdp = (elapsed - start_pdp_offset) % pdp_cnt;
-        let carry = if into_cdp == 0 || pdp_temp.is_nan() {
-            match cf {
-                Cf::Maximum => f64::NEG_INFINITY,
-                Cf::Minimum => f64::INFINITY,
-                Cf::Average => 0.0,
-                _ => DNAN,
-            }
-        } else if cf == Cf::Average {
-            pdp_temp * into_cdp as f64
-        } else {
-            pdp_temp
-        };
-        scratch[CDP_VAL] = carry.to_bits();
-        scratch[CDP_UNKN_PDP_CNT] = if pdp_temp.is_nan() { into_cdp } else { 0 };
-    } else if pdp_temp.is_nan() {
-        scratch[CDP_UNKN_PDP_CNT] += elapsed;
-    } else {
-        let cdp_val = get(scratch, CDP_VAL);
-        let new = if cdp_val.is_nan() {
-            if cf == Cf::Average {
-                pdp_temp * elapsed as f64
-            } else {
-                pdp_temp
-            }
-        } else {
-            match cf {
-                Cf::Average => cdp_val + pdp_temp * elapsed as f64,
-                Cf::Minimum => {
-                    if pdp_temp < cdp_val {
-                        pdp_temp
-                    } else {
-                        cdp_val
-                    }
-                }
-                Cf::Maximum => {
-                    if pdp_temp > cdp_val {
-                        pdp_temp
-                    } else {
-                        cdp_val
-                    }
-                }
-                _ => pdp_temp,
-            }
-        };
-        scratch[CDP_VAL] = new.to_bits();
     }
 }
 
@@ -891,4 +782,150 @@ pub fn row_reader<'a, S: Store + ?Sized>(store: &'a S, layout: &'a rrd_format::L
         out.copy_from_slice(&rrd_format::decode_values(&buf));
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    //! The update arithmetic without a file and without rrdtool: cases the
+    //! differential harness exercises (fractional times, counter wraps at
+    //! 2^32 and 2^64, unknowns from the heartbeat, xff, catch-ups over
+    //! several steps, every classic CF), with the expected values worked out
+    //! by hand in the comments.
+    use super::*;
+    use crate::create::{build_header, CreateOptions};
+    use rrd_format::{CDP_UNKN_PDP_CNT, CDP_VAL};
+
+    /// A header with step 10 s, last update at 1000 (a row boundary for
+    /// every archive below, so no row starts with unknown PDPs).
+    fn header(defs: &[&str]) -> Header {
+        let opts = CreateOptions { start: Some(1000), step_secs: Some(10), ..Default::default() };
+        let defs: Vec<String> = defs.iter().map(|s| s.to_string()).collect();
+        build_header(&opts, &defs, 0).unwrap()
+    }
+
+    /// Runs `args` and returns `updatev`'s summary: (time, archive, values).
+    fn run(h: &mut Header, args: &[&str]) -> Vec<(i64, usize, Vec<f64>)> {
+        let mut sink = RowCollector { rows: BTreeMap::new(), summary: Some(Vec::new()) };
+        let mut u = Updater::new(h, &UpdateOptions::default(), Now { secs: 5000, usecs: 0 }).unwrap();
+        for a in args {
+            assert!(u.apply(a, false, &mut sink).unwrap(), "{a} applied");
+        }
+        u.finish(&mut sink).unwrap();
+        sink.summary.unwrap()
+    }
+
+    /// The values written to archive `rra`, DS `ds`, in write order.
+    fn column(summary: &[(i64, usize, Vec<f64>)], rra: usize, ds: usize) -> Vec<f64> {
+        summary.iter().filter(|s| s.1 == rra).map(|s| s.2[ds]).collect()
+    }
+
+    fn same(a: &[f64], b: &[f64]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y || (x.is_nan() && y.is_nan()))
+    }
+
+    #[test]
+    fn fractional_times_weight_each_reading_by_its_seconds() {
+        let mut h = header(&["DS:g:GAUGE:20:U:U", "RRA:AVERAGE:0.5:1:10"]);
+        let s = run(&mut h, &["1005:2", "1012.5:4", "1020:6"]);
+        // [1000,1010]: 2 for 5 s and 4 for 5 s -> 3; [1010,1020]: 4 for
+        // 2.5 s and 6 for 7.5 s -> (10 + 45) / 10 = 5.5.
+        assert_eq!(s, vec![(1010, 0, vec![3.0]), (1020, 0, vec![5.5])]);
+        assert_eq!((h.live.last_up, h.live.last_up_usec), (1020, 0));
+    }
+
+    #[test]
+    fn counters_wrap_at_2_pow_32_and_2_pow_64() {
+        let mut h = header(&["DS:c:COUNTER:20:U:U", "RRA:LAST:0.5:1:10"]);
+        let s = run(
+            &mut h,
+            &["1010:4294967290", "1020:5", "1030:18446744073709549568", "1040:2048", "1050:2047"],
+        );
+        let got = column(&s, 0, 0);
+        // The first reading has no predecessor: unknown. 2^32 wrap: rrdtool
+        // adds 2^32 - 1 (not 2^32) to the negative difference:
+        // 5 - 4294967290 + 4294967295 = 10 over 10 s.
+        // 2^64 wrap: both corrections are added in doubles (the sum is not
+        // exact at this magnitude), so the expectation is that double sum.
+        let wrap64 =
+            (2048.0 - 18_446_744_073_709_549_568.0 + 4_294_967_295.0 + 18_446_744_069_414_584_320.0) / 10.0;
+        // 2047 after 2048: a decrease, read as a 2^32 wrap of 2^32 - 2.
+        let small = (-1.0 + 4_294_967_295.0) / 10.0;
+        assert!(same(&got[..2], &[DNAN, 1.0]) && same(&got[3..], &[wrap64, small]), "{got:?}");
+        // 18446744073709549568 after 5 is an increase, huge but legal; the
+        // digit-wise difference is not correctly rounded (rrdtool's
+        // `rrd_diff`, tested in `numparse`), so only its magnitude here.
+        let jump = (18_446_744_073_709_549_568.0 - 5.0) / 10.0;
+        assert!(((got[2] - jump) / jump).abs() < 1e-15, "{got:?}");
+    }
+
+    #[test]
+    fn a_gap_beyond_the_heartbeat_is_unknown_and_xff_decides_the_row() {
+        let mut h = header(&[
+            "DS:g:GAUGE:15:U:U",
+            "RRA:AVERAGE:0.5:1:10",
+            "RRA:AVERAGE:0.5:4:10",
+            "RRA:AVERAGE:0.2:4:10",
+        ]);
+        // 1010: 8. 1030: 20 s after, beyond the 15 s heartbeat: the PDPs
+        // at 1020 and 1030 are unknown. 1040: 4.
+        let s = run(&mut h, &["1010:8", "1030:1", "1040:4"]);
+        assert!(same(&column(&s, 0, 0), &[8.0, DNAN, DNAN, 4.0]));
+        // Rows of 4 PDPs: 2 unknown of 4 is within xff 0.5 -> (8 + 4) / 2;
+        // not within xff 0.2.
+        assert_eq!(column(&s, 1, 0), vec![6.0]);
+        assert!(same(&column(&s, 2, 0), &[DNAN]));
+        assert_eq!(s.iter().find(|r| r.1 == 1).unwrap().0, 1040);
+    }
+
+    #[test]
+    fn a_catch_up_writes_every_cf_for_every_row_it_crosses() {
+        let mut h = header(&[
+            "DS:g:GAUGE:100:U:U",
+            "RRA:AVERAGE:0.5:1:10",
+            "RRA:MAX:0.5:2:10",
+            "RRA:MIN:0.5:2:10",
+            "RRA:LAST:0.5:2:10",
+            "RRA:AVERAGE:0.5:2:10",
+        ]);
+        // 1010: 7 (one PDP). 1055: 3 over 45 s, 40 of them in the PDPs
+        // ending 1020..1050 (each 3), 5 s left open in the next PDP.
+        let s = run(&mut h, &["1010:7", "1055:3"]);
+        assert_eq!(column(&s, 0, 0), vec![7.0, 3.0, 3.0, 3.0, 3.0]);
+        // Rows of two PDPs: [1010, 1020] = {7, 3} then [1030, 1040] = {3, 3};
+        // the PDP of 1050 opens a third row.
+        assert_eq!(column(&s, 1, 0), vec![7.0, 3.0]);
+        assert_eq!(column(&s, 2, 0), vec![3.0, 3.0]);
+        assert_eq!(column(&s, 3, 0), vec![3.0, 3.0]);
+        assert_eq!(column(&s, 4, 0), vec![5.0, 3.0]);
+        // The open row of the AVERAGE archive carries one PDP of 3; the
+        // open PDP holds 5 s of 3.
+        let cdp = &h.cdp[4].scratch;
+        assert_eq!((f64::from_bits(cdp[CDP_VAL]), cdp[CDP_UNKN_PDP_CNT]), (3.0, 0));
+        assert_eq!(f64::from_bits(h.pdp[0].scratch[PDP_VAL]), 15.0);
+        // The primary row of the first update is stamped with its PDP's end.
+        assert_eq!(s.iter().find(|r| r.1 == 1).unwrap().0, 1020);
+        // Next: 9 at 1060. The PDP ending 1060 is 5 s of 3 and 5 s of 9,
+        // 6; it closes the row {3, 6}: MAX 6, MIN 3, LAST 6, AVERAGE 4.5.
+        let s = run(&mut h, &["1060:9"]);
+        assert_eq!(column(&s, 0, 0), vec![6.0]);
+        assert_eq!(column(&s, 1, 0), vec![6.0]);
+        assert_eq!(column(&s, 2, 0), vec![3.0]);
+        assert_eq!(column(&s, 3, 0), vec![6.0]);
+        assert_eq!(column(&s, 4, 0), vec![4.5]);
+    }
+
+    #[test]
+    fn an_update_not_after_the_last_is_refused_and_changes_nothing() {
+        let mut h = header(&["DS:g:GAUGE:20:U:U", "RRA:AVERAGE:0.5:1:10"]);
+        run(&mut h, &["1010:1"]);
+        let before = h.clone();
+        let mut sink = RowCollector::default();
+        let mut u = Updater::new(&mut h, &UpdateOptions::default(), Now { secs: 5000, usecs: 0 }).unwrap();
+        let err = u.apply("1010:2", false, &mut sink).unwrap_err();
+        assert!(err.contains("minimum one second step"), "{err}");
+        assert_eq!(u.apply("1009:2", true, &mut sink), Ok(false));
+        assert!(sink.rows.is_empty());
+        drop(u);
+        assert_eq!(h.encode(), before.encode());
+    }
 }
