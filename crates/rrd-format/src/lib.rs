@@ -12,6 +12,7 @@
 //! - every name field is NUL-terminated and every DS type and CF is known;
 //! - the file length equals the layout's length, so every row offset is in
 //!   the file.
+#![forbid(unsafe_code)]
 
 pub mod error;
 pub mod header;

@@ -37,6 +37,7 @@
 //!
 //! File I/O goes through [`io::JournalIo`], so tests inject faults with
 //! [`fault::FaultyIo`].
+#![forbid(unsafe_code)]
 
 pub mod fault;
 pub mod io;

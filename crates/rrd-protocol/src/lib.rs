@@ -13,6 +13,7 @@
 //! pure, so the daemon, the client side and fuzzers share one definition.
 //! Deliberately absent: executing commands (the daemon owns that) and
 //! anything about files.
+#![forbid(unsafe_code)]
 
 pub mod address;
 pub mod command;

@@ -35,6 +35,7 @@
 //!
 //! Deliberately not here: GF's MySQL backend, and its
 //! `float_number` and `disable_subtract` modes.
+#![forbid(unsafe_code)]
 
 pub mod edit;
 pub mod guard;
