@@ -337,7 +337,7 @@ fn open_journal(
             d.skipped_bytes
         );
     }
-    let mut journal = match journal_faults()? {
+    let mut journal = match journal_faults() {
         None => rrd_journal::Journal::open(dir, config.sync),
         Some(io) => rrd_journal::Journal::open_with(dir, config.sync, io),
     }
@@ -356,19 +356,34 @@ fn open_journal(
     Ok((journaler, Some((report, first))))
 }
 
-/// The test hook: `RRDSCALE_JOURNAL_FAULTS=write@3=ENOSPC,sync@5=EIO`
-/// makes the journal's I/O fail as told (rrd_journal::fault). For the
-/// end-to-end fault tests only; it says so loudly in the log.
-pub const JOURNAL_FAULTS_ENV: &str = "RRDSCALE_JOURNAL_FAULTS";
+/// Journal I/O faults planned by a test ([`inject_journal_faults`]).
+/// Compiled only with the `fault-injection` feature, which only tests
+/// enable: a release binary has no switch (variable or option) that makes
+/// its journal fail.
+#[cfg(feature = "fault-injection")]
+static JOURNAL_FAULTS: std::sync::OnceLock<(String, Arc<rrd_journal::fault::FaultPlan>)> =
+    std::sync::OnceLock::new();
 
-fn journal_faults() -> Result<Option<Arc<dyn rrd_journal::io::JournalIo>>, RunError> {
-    use rrd_journal::fault::{FaultPlan, FaultyIo};
-    let Ok(spec) = std::env::var(JOURNAL_FAULTS_ENV) else { return Ok(None) };
-    let plan = FaultPlan::parse(&spec).map_err(|e| fail(1, format!("{JOURNAL_FAULTS_ENV}: {e}")))?;
-    tracing::warn!(
-        "{JOURNAL_FAULTS_ENV} is set: journal I/O faults are injected ({spec}); never in production"
-    );
-    Ok(Some(Arc::new(FaultyIo::new(Arc::new(rrd_journal::io::OsIo), Arc::new(plan)))))
+/// Makes the journal of the next [`run`] in this process fail as `spec`
+/// says (`write@3=ENOSPC,sync@5=EIO`: `rrd_journal::fault::FaultPlan::parse`).
+/// For end-to-end fault tests, which run the daemon in a child process of
+/// their own; it says so loudly in the log.
+#[cfg(feature = "fault-injection")]
+pub fn inject_journal_faults(spec: &str) -> Result<(), String> {
+    let plan = rrd_journal::fault::FaultPlan::parse(spec)?;
+    JOURNAL_FAULTS
+        .set((spec.to_string(), Arc::new(plan)))
+        .map_err(|_| "journal faults already set".to_string())
+}
+
+fn journal_faults() -> Option<Arc<dyn rrd_journal::io::JournalIo>> {
+    #[cfg(feature = "fault-injection")]
+    if let Some((spec, plan)) = JOURNAL_FAULTS.get() {
+        use rrd_journal::fault::FaultyIo;
+        tracing::warn!("journal I/O faults are injected ({spec}): a test build, never in production");
+        return Some(Arc::new(FaultyIo::new(Arc::new(rrd_journal::io::OsIo), plan.clone())));
+    }
+    None
 }
 
 fn start(

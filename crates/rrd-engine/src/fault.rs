@@ -5,9 +5,9 @@
 //!
 //! For tests of what a failed update leaves behind (the engine writes rows
 //! in file order, then the live header; a failure stops there), and for
-//! the daemon's flush tests. Always compiled, no cargo feature: it is a
-//! small wrapper with no cost unless used, and the daemon's integration
-//! tests need it from outside this crate.
+//! other crates' tests. Compiled only for tests: this crate's, and other
+//! crates' through the `fault-injection` feature (a dev-dependency
+//! feature), so no release build carries it.
 //!
 //! Counting: every call of each kind is numbered from 1 across the
 //! store's life; a rule names an operation kind, the first number it hits,

@@ -12,6 +12,7 @@ pub mod consolidate;
 pub mod create;
 pub mod dump;
 pub mod error;
+#[cfg(any(test, feature = "fault-injection"))]
 pub mod fault;
 pub mod fetch;
 pub mod hw;

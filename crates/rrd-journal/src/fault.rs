@@ -8,11 +8,11 @@
 //! shared (`Arc`), so a test can lift a fault while the journal runs
 //! ([`FaultPlan::clear`]: "space came back").
 //!
-//! The daemon reads a plan from `RRDSCALE_JOURNAL_FAULTS` (see
-//! [`FaultPlan::parse`] for the syntax): a test hook for end-to-end tests,
-//! never meant for production. Always compiled: it is small, and a hook that
-//! only exists in test builds could not be used by the binary the
-//! end-to-end tests run.
+//! Compiled only for tests: this crate's own, and, through the
+//! `fault-injection` feature, the daemon's (`rrd_daemon::server::
+//! inject_journal_faults` takes a plan in [`FaultPlan::parse`]'s syntax).
+//! No release build contains it, so no environment variable or option of a
+//! production binary can make the journal fail.
 //!
 //! Deliberately absent: faults in replay and segment removal (plain
 //! `std::fs`, see [`crate::io`]).

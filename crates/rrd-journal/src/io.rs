@@ -1,5 +1,5 @@
 //! The journal's file I/O, behind a small trait so tests can inject faults
-//! (see [`crate::fault`]) without a special file system.
+//! (the `fault` module, compiled for tests) without a special file system.
 //!
 //! Only the operations whose failure the journal must handle go through
 //! here: creating a segment (create, header write, sync, directory sync, as

@@ -36,9 +36,11 @@
 //! that is gone. Every later append fails; the daemon stops acknowledging.
 //!
 //! File I/O goes through [`io::JournalIo`], so tests inject faults with
-//! [`fault::FaultyIo`].
+//! `fault::FaultyIo` (compiled only for tests: the `fault-injection`
+//! feature).
 #![forbid(unsafe_code)]
 
+#[cfg(any(test, feature = "fault-injection"))]
 pub mod fault;
 pub mod io;
 mod recover;

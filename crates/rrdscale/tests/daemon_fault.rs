@@ -3,7 +3,9 @@
 //! - /metrics is served while the daemon runs, and its numbers follow
 //!   updates (received, pending values and bytes, journal bytes and syncs)
 //!   and flushes (values written, files synced, pending back to 0);
-//! - a failed journal fdatasync (injected with `RRDSCALE_JOURNAL_FAULTS`):
+//! - a failed journal fdatasync (injected through the `fault-injection`
+//!   feature's `rrd_daemon::server::inject_journal_faults`, see
+//!   [`daemon_child`]):
 //!   that UPDATE and every later one get `-1` replies, /metrics shows the
 //!   journal poisoned, and after kill -9 and a restart the file is
 //!   byte-identical to a copy updated by the real rrdtool with exactly the
@@ -30,30 +32,69 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// Starts our daemon on `dir` (journal `dir/journal`, `-w 3600`), with
-/// `RRDSCALE_JOURNAL_FAULTS=faults` when given and `--metrics` on `port`.
+/// In the child process [`start`] spawns for a run with faults: the fault
+/// plan, and the daemon's arguments one per line.
+const CHILD_FAULTS_ENV: &str = "RRDSCALE_TEST_CHILD_JOURNAL_FAULTS";
+const CHILD_ARGS_ENV: &str = "RRDSCALE_TEST_CHILD_DAEMON_ARGS";
+
+/// Not a test: the daemon process of a run with journal faults. A release
+/// `rrdscale` has no way to inject faults (no variable, no option; the hook
+/// exists only with rrd-daemon's `fault-injection` feature, which this
+/// test crate's dev-dependency enables), so [`start`] runs this test binary
+/// again with only this function selected, and it calls the same
+/// `rrd_daemon::run` as `rrdscale daemon` after planting the faults.
+#[test]
+#[ignore = "the daemon child process of the fault tests; they run it"]
+fn daemon_child() {
+    let (Ok(faults), Ok(args)) = (std::env::var(CHILD_FAULTS_ENV), std::env::var(CHILD_ARGS_ENV)) else {
+        panic!("run only by the fault tests (needs {CHILD_FAULTS_ENV} and {CHILD_ARGS_ENV})");
+    };
+    let args: Vec<String> = args.lines().map(str::to_string).collect();
+    rrd_daemon::server::inject_journal_faults(&faults).expect("a valid fault plan");
+    let status = match rrd_daemon::run(&args, &mut std::io::stdout()) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("{}", e.message);
+            e.status
+        }
+    };
+    std::process::exit(status);
+}
+
+/// Starts our daemon on `dir` (journal `dir/journal`, `-w 3600`), with the
+/// journal faults `faults` when given (in a [`daemon_child`] process; the
+/// real `rrdscale` binary otherwise) and `--metrics` on `port`.
 fn start(dir: &Path, port: u16, faults: Option<&str>) -> Daemon {
     let socket = dir.join("sock");
     let log = dir.join("daemon.log");
     let journal = dir.join("journal");
     std::fs::create_dir_all(&journal).unwrap();
     let logf = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rrdscale"));
-    cmd.arg("daemon")
-        .args(["-g", "-l", &format!("unix:{}", socket.display())])
-        .args(["-b", &dir.display().to_string(), "-j", &journal.display().to_string()])
-        .args(["-p", &dir.join("pid").display().to_string(), "-w", "3600", "-f", "7200"])
-        .args(["--tick-ms", "50", "--metrics", &format!("127.0.0.1:{port}")])
+    let args: Vec<String> = [
+        vec!["-g".to_string(), "-l".to_string(), format!("unix:{}", socket.display())],
+        vec!["-b".to_string(), dir.display().to_string(), "-j".to_string(), journal.display().to_string()],
+        vec!["-p".to_string(), dir.join("pid").display().to_string()],
+        ["-w", "3600", "-f", "7200", "--tick-ms", "50"].map(String::from).to_vec(),
+        vec!["--metrics".to_string(), format!("127.0.0.1:{port}")],
         // The fault semantics under test are those of an fdatasync per ack.
-        .args(["--sync", "always"])
-        .env("TZ", "UTC")
-        .env_remove("RRDSCALE_JOURNAL_FAULTS")
-        .stdin(Stdio::null())
-        .stdout(logf.try_clone().unwrap())
-        .stderr(logf);
-    if let Some(f) = faults {
-        cmd.env("RRDSCALE_JOURNAL_FAULTS", f);
-    }
+        ["--sync", "always"].map(String::from).to_vec(),
+    ]
+    .concat();
+    let mut cmd = match faults {
+        None => {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_rrdscale"));
+            cmd.arg("daemon").args(&args);
+            cmd
+        }
+        Some(f) => {
+            let mut cmd = Command::new(std::env::current_exe().unwrap());
+            cmd.args(["daemon_child", "--exact", "--ignored", "--nocapture", "--test-threads=1", "-q"])
+                .env(CHILD_FAULTS_ENV, f)
+                .env(CHILD_ARGS_ENV, args.join("\n"));
+            cmd
+        }
+    };
+    cmd.env("TZ", "UTC").stdin(Stdio::null()).stdout(logf.try_clone().unwrap()).stderr(logf);
     let child = cmd.spawn().expect("starting rrdscale daemon");
     let d =
         Daemon { kind: Kind::Ours, child, dir: dir.to_path_buf(), socket: socket.clone(), log: log.clone() };
