@@ -320,6 +320,8 @@ pub struct OpenFile {
     ident: Option<(u64, u64)>,
     /// The header our last update left, when the updater keeps it here.
     pub kept: Option<KeptHeader>,
+    /// Updates applied through this descriptor.
+    pub updates: u64,
 }
 
 /// Files kept open for reading and writing, with readahead off, at most
@@ -365,7 +367,7 @@ impl OpenFiles {
         let file = self.root.open(path, true).map_err(open_err)?;
         // Readahead would pull 16-32 pages per update where 2-3 are needed.
         let _ = advise(&file, Advice::Random, 0, 0);
-        let open = OpenFile { path: path.to_path_buf(), file, ident: None, kept: None };
+        let open = OpenFile { path: path.to_path_buf(), file, ident: None, kept: None, updates: 0 };
         let slot = if self.slots.len() < self.max_open {
             self.slots.push(open);
             self.slots.len() - 1
@@ -468,6 +470,12 @@ pub struct BatchUpdater {
     /// Most pages one `prefetch` call asks for (unbounded by default); the
     /// requests past the bound are left for a later call.
     pub max_prefetch_pages: u64,
+    /// Keep a file's header only from its second update on (through one
+    /// open descriptor): a poller that runs once per cycle touches each
+    /// file once, so a header kept after the first update is never used
+    /// and its stamp (`fstat`) and memory are wasted; a file updated again
+    /// pays one header read more, once. Off by default.
+    pub keep_from_second_update: bool,
 }
 
 impl BatchUpdater {
@@ -480,6 +488,7 @@ impl BatchUpdater {
             keep_state_on_write_error: false,
             faults: None,
             max_prefetch_pages: u64::MAX,
+            keep_from_second_update: false,
         }
     }
 
@@ -515,7 +524,10 @@ impl BatchUpdater {
 
     /// Applies one update, with the header kept in the open-file cache.
     pub fn update(&mut self, req: &UpdateRequest, verbose: bool) -> Result<UpdateReport> {
-        let mut kept = self.files.entry(&req.path)?.kept.take();
+        let of = self.files.entry(&req.path)?;
+        let mut kept = of.kept.take();
+        let first_update = of.updates == 0;
+        of.updates += 1;
         // A kept header pays for its memory only if its file is updated
         // again while still open. Once the cache is full and evicting, a
         // pass over more files than it holds never comes back in time, and
@@ -525,7 +537,7 @@ impl BatchUpdater {
         // fstat on a stamp nobody will check).
         let evicting = self.files.len() >= self.files.max_open;
         let keep_headers = self.keep_headers;
-        self.keep_headers = keep_headers && !evicting;
+        self.keep_headers = keep_headers && !evicting && !(first_update && self.keep_from_second_update);
         if evicting {
             kept = None;
         }
