@@ -315,12 +315,15 @@ pub struct OpenFile {
     pub path: PathBuf,
     pub file: File,
     /// Device and inode of `file`, to notice a file renamed over the path;
-    /// `None` until our first write through it (a file opened by path moments
-    /// ago is the path's file: no check needed, no syscall spent).
+    /// `None` until the first stamp taken through it or its second update
+    /// (a file opened by path moments ago is the path's file: no check
+    /// needed, no syscall spent).
     ident: Option<(u64, u64)>,
     /// The header our last update left, when the updater keeps it here.
     pub kept: Option<KeptHeader>,
-    /// Updates applied through this descriptor.
+    /// Updates attempted through this descriptor (under its lock): after
+    /// the first, a descriptor without `ident` has its identity checked
+    /// against the path before the next update.
     pub updates: u64,
 }
 
@@ -527,7 +530,6 @@ impl BatchUpdater {
         let of = self.files.entry(&req.path)?;
         let mut kept = of.kept.take();
         let first_update = of.updates == 0;
-        of.updates += 1;
         // A kept header pays for its memory only if its file is updated
         // again while still open. Once the cache is full and evicting, a
         // pass over more files than it holds never comes back in time, and
@@ -603,6 +605,20 @@ impl BatchUpdater {
             // The file stays open between updates, so the lock is taken and
             // released around each one, as a fresh open/close would.
             lock_file(&of.file, path, true, false, locking)?;
+            if of.ident.is_none() && of.updates > 0 {
+                // Written through before without a stamp (headers not
+                // kept): whether the path still names this descriptor's
+                // file is not known, so learn the descriptor's identity now
+                // and check the path against it below.
+                match FileStamp::of_file(&of.file) {
+                    Ok(st) => of.ident = Some((st.dev, st.ino)),
+                    Err(e) => {
+                        let _ = lock_file(&of.file, path, true, true, locking);
+                        self.files.close(path);
+                        return Err(open_err(e));
+                    }
+                }
+            }
             let stamp = match of.ident {
                 None if !want_stamp => return Ok(None),
                 None => FileStamp::of_file(&of.file),
@@ -642,6 +658,7 @@ impl BatchUpdater {
             Ok(of) => of,
             Err(e) => return (Err(e), None),
         };
+        of.updates += 1;
         let store = HookedFile { file: &of.file, path: &req.path, hook: hook.as_deref() };
         let (header, layout, mut written) = match kept {
             Some(k) => {
@@ -976,6 +993,51 @@ mod tests {
         u.update(&r, false).unwrap();
         update::update_file(&reference, &r.args, &r.opts, false).unwrap();
         assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&reference).unwrap());
+    }
+
+    /// The same when no header was kept after the first update (headers
+    /// off, or kept only from the second update, as pipe mode does): the
+    /// descriptor's identity is checked before its second update, so the
+    /// update does not land in the unlinked file.
+    #[test]
+    fn a_file_renamed_over_the_path_is_reopened_without_kept_headers() {
+        for (keep_headers, from_second) in [(false, false), (true, true)] {
+            let dir = tempfile::tempdir().unwrap();
+            let a = perftest_like(dir.path(), "a.rrd");
+            let fresh = dir.path().join("fresh.rrd");
+            std::fs::copy(&a, &fresh).unwrap();
+            let reference = dir.path().join("ref.rrd");
+            std::fs::copy(&a, &reference).unwrap();
+            let mut u = BatchUpdater::new(4);
+            u.keep_headers = keep_headers;
+            u.keep_from_second_update = from_second;
+            u.update(&req(&a, 1), false).unwrap();
+            std::fs::rename(&fresh, &a).unwrap();
+            let r = req(&a, 2);
+            u.update(&r, false).unwrap();
+            update::update_file(&reference, &r.args, &r.opts, false).unwrap();
+            assert!(
+                std::fs::read(&a).unwrap() == std::fs::read(&reference).unwrap(),
+                "keep_headers {keep_headers}, from second update {from_second}: the update missed the new file"
+            );
+            assert_eq!(u.counters.headers_kept, 0, "{:?}", u.counters);
+        }
+    }
+
+    /// Kept only from the second update: the first update of a file takes
+    /// no stamp and keeps nothing; the third uses the header the second kept.
+    #[test]
+    fn headers_are_kept_from_the_second_update() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = perftest_like(dir.path(), "a.rrd");
+        let mut u = BatchUpdater::new(4);
+        u.keep_from_second_update = true;
+        u.update(&req(&a, 1), false).unwrap();
+        assert!(u.files.entry(&a).unwrap().kept.is_none(), "kept after the first update");
+        u.update(&req(&a, 2), false).unwrap();
+        past_racy_window();
+        u.update(&req(&a, 3), false).unwrap();
+        assert_eq!((u.counters.headers_read, u.counters.headers_kept), (2, 1), "{:?}", u.counters);
     }
 
     /// A bounded prefetch window covers a prefix of the requests and says
