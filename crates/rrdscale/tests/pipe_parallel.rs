@@ -330,3 +330,44 @@ fn a_bad_thread_count_is_an_error() {
     assert!(out.is_empty(), "{out}");
     assert!(err.contains("RRDSCALE_PIPE_THREADS must be a number from 1 to 64"), "{err}");
 }
+
+/// A client that stops reading answers (closes its end of the output)
+/// makes the session end: no thread waits forever for a worker that can
+/// no longer answer.
+#[test]
+fn a_closed_output_ends_the_session() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    for f in 0..8 {
+        rrdtool_create(&d.join(format!("f{f}.rrd")));
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rrdscale"))
+        .arg("-")
+        .current_dir(d)
+        .env("TZ", "UTC")
+        .env("RRDSCALE_PIPE_THREADS", "2")
+        .env_remove("RRDCACHED_ADDRESS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        for k in 1..=3000i64 {
+            let line = format!("update f{}.rrd {}:{k}:{k}\ninfo f0.rrd\n", k % 8, START + 300 * (1 + k / 8));
+            if stdin.write_all(line.as_bytes()).is_err() {
+                return;
+            }
+        }
+    });
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status =
+        rx.recv_timeout(Duration::from_secs(60)).expect("rrdscale - hangs after its output was closed");
+    assert!(!status.unwrap().success(), "writing answers to a closed pipe is an error");
+    writer.join().unwrap();
+}

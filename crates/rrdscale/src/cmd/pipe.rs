@@ -2,12 +2,28 @@
 //! its output and an `OK u:… s:… r:…` or `ERROR: …` line, as `rrdtool -`
 //! does. Commands run in-process, so a long stream costs no process starts.
 //!
-//! Updates go through a [`BatchUpdater`]: files stay open between commands
-//! (bounded), readahead is off, and when several update lines are already
-//! waiting in the input buffer, the pages they will touch are requested
-//! from the disk all at once before the first of them runs. Only lines
-//! already received are looked at, so an interactive client that waits for
-//! each answer before sending the next line is never blocked.
+//! Threads, because a poller (Cacti starts `rrdtool -` once per poll cycle
+//! and feeds one `update` line per file, each file once) is bound by
+//! per-file work on one core, and files are independent:
+//! - the **reader** reads and parses lines; an update line goes to the
+//!   **worker** of its file (sharded by device and inode, so every name of
+//!   one file reaches the same worker and its lines stay in order); any
+//!   other line is a **barrier**: the reader waits until every earlier
+//!   update is applied, then runs it itself (it may read or replace those
+//!   files; `restore -` reads from the same input);
+//! - each worker applies its updates in the order received, through its
+//!   own [`BatchUpdater`] (files kept open, bounded; readahead off; locks
+//!   as rrdtool takes them); while its updates read from the disk it
+//!   prefetches the pages of the updates it already holds ([`PrefetchGate`]);
+//! - the calling thread **writes** the answers in input order (each line
+//!   has a sequence number), and flushes only when no further answer is
+//!   waiting: one `write` per batch for a stream, at once for a client
+//!   that waits for each answer.
+//!
+//! Only lines already received are looked at, so an interactive client
+//! that waits for each answer before sending the next line is never
+//! blocked. `RRDSCALE_PIPE_THREADS` sets the number of workers (default:
+//! the cores, at most 8).
 //!
 //! `rrdscale - DIR` first changes to directory DIR (failing: `ERROR: chdir
 //! DIR <why>` on standard error, exit status errno, as rrdtool). Pipe mode
@@ -426,29 +442,64 @@ enum Job {
 }
 
 /// Updates handed to workers and not yet applied; barriers wait for none.
+/// A worker that stops early (its answers cannot be written, or a bug)
+/// marks it stopped, so that a barrier fails instead of waiting forever.
 struct InFlight {
-    count: Mutex<u64>,
+    state: Mutex<InFlightState>,
     idle: Condvar,
 }
 
+#[derive(Default)]
+struct InFlightState {
+    count: u64,
+    stopped: bool,
+}
+
 impl InFlight {
+    fn new() -> InFlight {
+        InFlight { state: Mutex::new(InFlightState::default()), idle: Condvar::new() }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, InFlightState> {
+        // The state is two numbers, consistent at every unlock.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn add(&self) {
-        *self.count.lock().expect("in-flight count") += 1;
+        self.lock().count += 1;
     }
 
     fn done(&self, n: u64) {
-        let mut c = self.count.lock().expect("in-flight count");
-        *c -= n;
-        if *c == 0 {
+        let mut st = self.lock();
+        st.count -= n;
+        if st.count == 0 {
             self.idle.notify_all();
         }
     }
 
-    fn wait_idle(&self) {
-        let mut c = self.count.lock().expect("in-flight count");
-        while *c > 0 {
-            c = self.idle.wait(c).expect("in-flight count");
+    fn stop(&self) {
+        self.lock().stopped = true;
+        self.idle.notify_all();
+    }
+
+    fn wait_idle(&self) -> Result<()> {
+        let mut st = self.lock();
+        while st.count > 0 && !st.stopped {
+            st = self.idle.wait(st).unwrap_or_else(|p| p.into_inner());
         }
+        if st.count > 0 {
+            bail!("an update worker of pipe mode stopped");
+        }
+        Ok(())
+    }
+}
+
+/// Marks the in-flight count stopped when a worker ends, however it ends.
+struct StopOnExit<'a>(&'a InFlight);
+
+impl Drop for StopOnExit<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
     }
 }
 
@@ -497,6 +548,7 @@ const REPLY_BATCH_MAX: usize = 64;
 /// the order they came, and prefetches the pages of the updates it has
 /// already received (never waiting for more).
 fn update_worker(rx: mpsc::Receiver<Job>, replies: Replies, in_flight: &InFlight, workers: usize) {
+    let _stop = StopOnExit(in_flight);
     let mut access = match Access::from_env(workers) {
         Ok(a) => a,
         // Checked before the workers started.
@@ -604,7 +656,7 @@ pub fn run<R: Read + AsFd + Send>(input: &mut BufReader<R>, out: &mut dyn Write)
     let workers = worker_count()?;
     // A bad RRDSCALE_ACCESS refuses the session before any line is read.
     drop(Access::from_env(workers)?);
-    let in_flight = InFlight { count: Mutex::new(0), idle: Condvar::new() };
+    let in_flight = InFlight::new();
     let (reply_tx, reply_rx) = mpsc::channel::<Vec<Reply>>();
     std::thread::scope(|scope| {
         let mut jobs = Vec::with_capacity(workers);
@@ -650,7 +702,7 @@ fn read_commands<R: Read + AsFd>(
                 || creates.since.is_some_and(|t| t.elapsed() >= CREATE_GROUP_WAIT)
                 || !more_input(input))
         {
-            in_flight.wait_idle();
+            in_flight.wait_idle()?;
             creates.answer(&replies)?;
         }
         line.clear();
@@ -697,7 +749,7 @@ fn read_commands<R: Read + AsFd>(
                 // Held creates are made durable and renamed first: this
                 // update may be for one of them.
                 if !creates.answers.is_empty() {
-                    in_flight.wait_idle();
+                    in_flight.wait_idle()?;
                     creates.answer(&replies)?;
                 }
                 let shard = shard_of(&req.path, jobs.len());
@@ -711,7 +763,7 @@ fn read_commands<R: Read + AsFd>(
         }
         // A barrier: every earlier update is applied, held creates are
         // durable and visible, before this command runs.
-        in_flight.wait_idle();
+        in_flight.wait_idle()?;
         creates.answer(&replies)?;
         let mut body = Vec::new();
         if let Some(prepared) = prepared_create {
@@ -744,7 +796,7 @@ fn read_commands<R: Read + AsFd>(
         };
         send(Reply::of(this, body, result))?;
     }
-    in_flight.wait_idle();
+    in_flight.wait_idle()?;
     creates.answer(&replies)?;
     Ok(())
 }
