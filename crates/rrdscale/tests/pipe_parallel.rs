@@ -371,3 +371,28 @@ fn a_closed_output_ends_the_session() {
     assert!(!status.unwrap().success(), "writing answers to a closed pipe is an error");
     writer.join().unwrap();
 }
+
+/// Pipe mode reads headers with `O_NOATIME` (its owner may): a file's
+/// access time is left where it was, where rrdtool's update would have
+/// refreshed it (relatime: it is older than the last write). What it
+/// writes is unchanged.
+#[test]
+fn updates_leave_the_access_time_alone() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    rrdtool_create(&d.join("a.rrd"));
+    let old = std::time::UNIX_EPOCH + Duration::from_secs(1_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(d.join("a.rrd"))
+        .unwrap()
+        .set_times(std::fs::FileTimes::new().set_accessed(old))
+        .unwrap();
+    let (out, _) =
+        run_pipe(env!("CARGO_BIN_EXE_rrdscale"), d, None, &format!("update a.rrd {}:1:1\n", START + 300));
+    assert_eq!(out, "OK");
+    let m = std::fs::metadata(d.join("a.rrd")).unwrap();
+    assert_eq!(m.atime(), 1_000_000, "the access time moved");
+    assert!(m.mtime() > 1_000_000, "the file was written");
+}

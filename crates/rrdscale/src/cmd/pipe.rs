@@ -92,6 +92,8 @@ impl Access {
                 let mut updater = BatchUpdater::new((max_open_files() / workers).max(1));
                 // A poller's session touches each file once.
                 updater.keep_from_second_update = true;
+                // Update reads leave the access time alone (compatibility.md).
+                updater.files.no_atime = true;
                 updater.bound_prefetch_by_memory();
                 updater.max_prefetch_pages = (updater.max_prefetch_pages / workers as u64).max(64);
                 Ok(Access::Pread(updater))
