@@ -522,7 +522,7 @@ const PROBE_UPDATES: usize = 64;
 /// next chunk is prefetched; fewer (a warm cache with a stray miss, which
 /// costs less than the prefetch's system calls for that many updates)
 /// means the next [`PROBE_UPDATES`] go without. A stream that turns cold
-/// pays one probe chunk of synchronous reads; the first chunk is prefetched.
+/// (or starts cold) pays one probe chunk of synchronous reads.
 #[derive(Default)]
 struct PrefetchGate {
     inblock: Option<i64>,
@@ -545,7 +545,9 @@ impl PrefetchGate {
             ru.ru_inblock
         };
         match self.inblock.replace(now) {
-            None => true,
+            // A session's first chunk is a probe too: a poller's files are
+            // usually resident, and a cold start costs one probe chunk.
+            None => false,
             Some(before) => {
                 // ru_inblock counts 512-byte blocks.
                 let pages = (now - before) / 8;
