@@ -487,7 +487,7 @@ fn preflight(sides: &[Side]) -> Result<(), BenchError> {
     if sides.contains(&Side::Librrd) {
         drop(Librrd::load()?);
     }
-    if sides.contains(&Side::RrdtoolPipe) {
+    if sides.contains(&Side::RrdtoolPipe) || sides.contains(&Side::RrdtoolPipeCycle) {
         let ok =
             Command::new("rrdtool").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).status();
         if ok.is_err() {

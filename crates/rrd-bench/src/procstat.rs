@@ -124,6 +124,12 @@ impl Meter {
         Ok(Meter { pid, started: Instant::now(), before })
     }
 
+    /// A meter of a process started at `started` or later (a fresh child):
+    /// its counters began at zero.
+    pub fn of_new_process(pid: u32, started: Instant) -> Meter {
+        Meter { pid, started, before: Sample::default() }
+    }
+
     pub fn stop(self) -> std::io::Result<Counters> {
         let secs = self.started.elapsed().as_secs_f64();
         let after = sample(self.pid)?;

@@ -18,6 +18,9 @@ pub enum Mode {
     Batch,
     /// `rrdscale -` fed one update line per update.
     Pipe,
+    /// A fresh `rrdscale -` per pass, fed one update line per file, as
+    /// Cacti's poller starts `rrdtool -` once per poll cycle.
+    PipeCycle,
     /// `rrd_engine::mapped::MappedFiles`: files kept mapped (no descriptor,
     /// no lock), the pages of a chunk of updates prefetched at once
     /// (`MADV_WILLNEED`), then one update call per file per step.
@@ -31,6 +34,8 @@ pub enum Versus {
     Rrdtool,
     /// `rrdtool -` fed one update line per update.
     RrdtoolPipe,
+    /// A fresh `rrdtool -` per pass (Cacti's poller).
+    RrdtoolPipeCycle,
 }
 
 /// One side of a run.
@@ -39,6 +44,7 @@ pub enum Side {
     Rrdscale(Mode),
     Librrd,
     RrdtoolPipe,
+    RrdtoolPipeCycle,
 }
 
 impl Side {
@@ -55,6 +61,7 @@ impl Side {
             let s = match v {
                 Versus::Rrdtool => Side::Librrd,
                 Versus::RrdtoolPipe => Side::RrdtoolPipe,
+                Versus::RrdtoolPipeCycle => Side::RrdtoolPipeCycle,
             };
             if !sides.contains(&s) {
                 sides.push(s);
@@ -70,8 +77,10 @@ impl Side {
             Side::Rrdscale(Mode::Batch) => "rrdscale-batch",
             Side::Rrdscale(Mode::Pipe) => "rrdscale-pipe",
             Side::Rrdscale(Mode::Mapped) => "rrdscale-mapped",
+            Side::Rrdscale(Mode::PipeCycle) => "rrdscale-pipe-cycle",
             Side::Librrd => "librrd",
             Side::RrdtoolPipe => "rrdtool-pipe",
+            Side::RrdtoolPipeCycle => "rrdtool-pipe-cycle",
         }
     }
 
@@ -79,7 +88,7 @@ impl Side {
     pub fn tool(self) -> &'static str {
         match self {
             Side::Rrdscale(_) => "rrdscale",
-            Side::Librrd | Side::RrdtoolPipe => "rrdtool 1.7.2",
+            Side::Librrd | Side::RrdtoolPipe | Side::RrdtoolPipeCycle => "rrdtool 1.7.2",
         }
     }
 
@@ -90,8 +99,10 @@ impl Side {
             Side::Rrdscale(Mode::Batch) => "batch",
             Side::Rrdscale(Mode::Pipe) => "pipe",
             Side::Rrdscale(Mode::Mapped) => "mapped",
+            Side::Rrdscale(Mode::PipeCycle) => "pipe-cycle",
             Side::Librrd => "librrd",
             Side::RrdtoolPipe => "pipe",
+            Side::RrdtoolPipeCycle => "pipe-cycle",
         }
     }
 
@@ -101,6 +112,7 @@ impl Side {
             Side::Rrdscale(_) => format!("rrdscale {}", self.mode()),
             Side::Librrd => "librrd".to_string(),
             Side::RrdtoolPipe => "rrdtool pipe".to_string(),
+            Side::RrdtoolPipeCycle => "rrdtool pipe-cycle".to_string(),
         }
     }
 
@@ -110,7 +122,15 @@ impl Side {
 
     /// Whether the updates run in a child process fed through a pipe.
     pub fn is_pipe(self) -> bool {
-        matches!(self, Side::Rrdscale(Mode::Pipe) | Side::RrdtoolPipe)
+        matches!(
+            self,
+            Side::Rrdscale(Mode::Pipe | Mode::PipeCycle) | Side::RrdtoolPipe | Side::RrdtoolPipeCycle
+        )
+    }
+
+    /// Whether a fresh process runs each pass (Cacti's poller).
+    pub fn is_per_cycle(self) -> bool {
+        matches!(self, Side::Rrdscale(Mode::PipeCycle) | Side::RrdtoolPipeCycle)
     }
 }
 

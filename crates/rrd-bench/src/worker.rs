@@ -144,6 +144,18 @@ trait Runner {
     ) -> Result<Prepared, BenchError>;
     /// Runs prepared updates or creates, calling `progress(done)` now and then.
     fn run(&mut self, work: &Prepared, failures: &mut Failures, progress: &mut dyn FnMut(u64));
+    /// [`Runner::run`], measured: the counters of the process doing the I/O.
+    fn run_metered(
+        &mut self,
+        work: &Prepared,
+        failures: &mut Failures,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Counters, BenchError> {
+        let meter =
+            Meter::start(self.measured_pid()).map_err(|e| BenchError::io("reading /proc counters", e))?;
+        self.run(work, failures, progress);
+        meter.stop().map_err(|e| BenchError::io("reading /proc counters", e))
+    }
     /// Called before the files are evicted from the page cache: a runner
     /// holding mappings drops their page-table entries, since
     /// `POSIX_FADV_DONTNEED` leaves mapped pages in place.
@@ -325,16 +337,25 @@ impl Runner for LibrrdRunner {
 
 /// `rrdscale -` or `rrdtool -`, fed lines by a writer thread while this
 /// thread reads the answers, so the tool always has lines waiting (which
-/// rrdscale's pipe mode looks ahead into).
+/// rrdscale's pipe mode looks ahead into). One process for the whole run,
+/// or (`per_cycle`, Cacti's poller) a fresh one per step, whose start and
+/// exit are inside the step's clock and counters.
 struct PipeRunner {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    program: PathBuf,
+    per_cycle: bool,
+    /// The running tool (always, unless `per_cycle`).
+    child: Option<PipeChild>,
     version: String,
 }
 
-impl PipeRunner {
-    fn spawn(program: &Path, version: String) -> Result<PipeRunner, BenchError> {
+struct PipeChild {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl PipeChild {
+    fn spawn(program: &Path) -> Result<PipeChild, BenchError> {
         let mut child = Command::new(program)
             .arg("-")
             .env("TZ", "UTC")
@@ -346,50 +367,11 @@ impl PipeRunner {
             .map_err(|e| BenchError::io(format!("starting '{} -'", program.display()), e))?;
         let stdin = child.stdin.take();
         let stdout = BufReader::with_capacity(1 << 16, child.stdout.take().expect("piped stdout"));
-        Ok(PipeRunner { child, stdin, stdout, version })
+        Ok(PipeChild { child, stdin, stdout })
     }
-}
 
-fn pipe_word(p: &Path) -> Result<String, BenchError> {
-    let s = p.to_string_lossy().into_owned();
-    if s.chars().any(|c| c.is_whitespace() || c == '"' || c == '\'') {
-        return Err(BenchError::Invalid(format!(
-            "pipe mode needs a directory without spaces or quotes, not {}",
-            p.display()
-        )));
-    }
-    Ok(s)
-}
-
-impl Runner for PipeRunner {
-    fn measured_pid(&self) -> u32 {
-        self.child.id()
-    }
-    fn version(&self) -> String {
-        self.version.clone()
-    }
-    fn prepare_updates(&self, jobs: Vec<UpdateRequest>) -> Result<Prepared, BenchError> {
-        let mut lines = Vec::with_capacity(jobs.len());
-        for j in jobs {
-            lines.push(format!("update {} {}\n", pipe_word(&j.path)?, j.args.join(" ")));
-        }
-        Ok(Prepared::Lines(lines))
-    }
-    fn prepare_creates(
-        &self,
-        paths: Vec<PathBuf>,
-        start: i64,
-        schema: &Schema,
-    ) -> Result<Prepared, BenchError> {
-        let tail = format!("-b {start} -s {} {}", schema.step_secs, schema.defs.join(" "));
-        let mut lines = Vec::with_capacity(paths.len());
-        for p in paths {
-            lines.push(format!("create {} {tail}\n", pipe_word(&p)?));
-        }
-        Ok(Prepared::Lines(lines))
-    }
-    fn run(&mut self, work: &Prepared, failures: &mut Failures, progress: &mut dyn FnMut(u64)) {
-        let Prepared::Lines(lines) = work else { unreachable!("pipes run lines") };
+    /// Writes `lines` (from a thread) and reads one answer per line.
+    fn feed(&mut self, lines: &[String], failures: &mut Failures, progress: &mut dyn FnMut(u64)) {
         let Some(stdin) = self.stdin.as_mut() else {
             failures.record("the pipe to the tool is closed");
             return;
@@ -435,12 +417,119 @@ impl Runner for PipeRunner {
             }
         });
     }
+
+    /// Closes the tool's input and waits for it to exit, leaving it a
+    /// zombie (`waitid(WNOWAIT)`) so that its final counters can still be
+    /// read from /proc; [`PipeChild::reap`] then collects it.
+    fn end_without_reaping(&mut self) -> std::io::Result<()> {
+        drop(self.stdin.take());
+        // SAFETY: waitid writes one siginfo_t we own; the pid is our child,
+        // not yet reaped (WNOWAIT leaves it so).
+        let rc = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(libc::P_PID, self.child.id(), &mut info, libc::WEXITED | libc::WNOWAIT)
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn reap(mut self) -> std::io::Result<std::process::ExitStatus> {
+        drop(self.stdin.take());
+        self.child.wait()
+    }
+}
+
+impl PipeRunner {
+    fn spawn(program: &Path, version: String, per_cycle: bool) -> Result<PipeRunner, BenchError> {
+        let child = if per_cycle { None } else { Some(PipeChild::spawn(program)?) };
+        Ok(PipeRunner { program: program.to_path_buf(), per_cycle, child, version })
+    }
+}
+
+fn pipe_word(p: &Path) -> Result<String, BenchError> {
+    let s = p.to_string_lossy().into_owned();
+    if s.chars().any(|c| c.is_whitespace() || c == '"' || c == '\'') {
+        return Err(BenchError::Invalid(format!(
+            "pipe mode needs a directory without spaces or quotes, not {}",
+            p.display()
+        )));
+    }
+    Ok(s)
+}
+
+impl Runner for PipeRunner {
+    fn measured_pid(&self) -> u32 {
+        // Per cycle, each step measures its own fresh child.
+        self.child.as_ref().map_or(std::process::id(), |c| c.child.id())
+    }
+    fn version(&self) -> String {
+        self.version.clone()
+    }
+    fn prepare_updates(&self, jobs: Vec<UpdateRequest>) -> Result<Prepared, BenchError> {
+        let mut lines = Vec::with_capacity(jobs.len());
+        for j in jobs {
+            lines.push(format!("update {} {}\n", pipe_word(&j.path)?, j.args.join(" ")));
+        }
+        Ok(Prepared::Lines(lines))
+    }
+    fn prepare_creates(
+        &self,
+        paths: Vec<PathBuf>,
+        start: i64,
+        schema: &Schema,
+    ) -> Result<Prepared, BenchError> {
+        let tail = format!("-b {start} -s {} {}", schema.step_secs, schema.defs.join(" "));
+        let mut lines = Vec::with_capacity(paths.len());
+        for p in paths {
+            lines.push(format!("create {} {tail}\n", pipe_word(&p)?));
+        }
+        Ok(Prepared::Lines(lines))
+    }
+    fn run(&mut self, work: &Prepared, failures: &mut Failures, progress: &mut dyn FnMut(u64)) {
+        let Prepared::Lines(lines) = work else { unreachable!("pipes run lines") };
+        match self.child.as_mut() {
+            Some(child) => child.feed(lines, failures, progress),
+            None => failures.record("the pipe to the tool is closed"),
+        }
+    }
+    fn run_metered(
+        &mut self,
+        work: &Prepared,
+        failures: &mut Failures,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Counters, BenchError> {
+        if !self.per_cycle {
+            let meter =
+                Meter::start(self.measured_pid()).map_err(|e| BenchError::io("reading /proc counters", e))?;
+            self.run(work, failures, progress);
+            return meter.stop().map_err(|e| BenchError::io("reading /proc counters", e));
+        }
+        let Prepared::Lines(lines) = work else { unreachable!("pipes run lines") };
+        // The clock starts before the process does: Cacti pays the start.
+        let started = Instant::now();
+        let mut child = PipeChild::spawn(&self.program)?;
+        let meter = Meter::of_new_process(child.child.id(), started);
+        child.feed(lines, failures, progress);
+        let ended = child.end_without_reaping();
+        let counters = ended
+            .and_then(|()| meter.stop())
+            .map_err(|e| BenchError::io("reading the finished tool's /proc counters", e));
+        match child.reap() {
+            Ok(status) if !status.success() => failures.record(format!("the tool exited with {status}")),
+            Ok(_) => {}
+            Err(e) => failures.record(format!("waiting for the tool: {e}")),
+        }
+        counters
+    }
 }
 
 impl Drop for PipeRunner {
     fn drop(&mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.wait();
+        if let Some(child) = self.child.take() {
+            let _ = child.reap();
+        }
     }
 }
 
@@ -490,6 +579,12 @@ fn make_runner(spec: &WorkerSpec) -> Result<Box<dyn Runner>, BenchError> {
         Side::Rrdscale(Mode::Pipe) => Box::new(PipeRunner::spawn(
             &spec.rrdscale_exe,
             format!("rrdscale {} (pipe)", env!("CARGO_PKG_VERSION")),
+            false,
+        )?),
+        Side::Rrdscale(Mode::PipeCycle) => Box::new(PipeRunner::spawn(
+            &spec.rrdscale_exe,
+            format!("rrdscale {} (pipe, one process per pass)", env!("CARGO_PKG_VERSION")),
+            true,
         )?),
         Side::Librrd => Box::new(LibrrdRunner {
             lib: Librrd::load()?,
@@ -497,8 +592,13 @@ fn make_runner(spec: &WorkerSpec) -> Result<Box<dyn Runner>, BenchError> {
             defs: schema.defs.clone(),
         }),
         Side::RrdtoolPipe => {
-            Box::new(PipeRunner::spawn(Path::new("rrdtool"), "rrdtool 1.7.2 (pipe)".into())?)
+            Box::new(PipeRunner::spawn(Path::new("rrdtool"), "rrdtool 1.7.2 (pipe)".into(), false)?)
         }
+        Side::RrdtoolPipeCycle => Box::new(PipeRunner::spawn(
+            Path::new("rrdtool"),
+            "rrdtool 1.7.2 (pipe, one process per pass)".into(),
+            true,
+        )?),
     })
 }
 
@@ -564,7 +664,6 @@ pub fn main(spec: &str, out: &mut dyn Write) -> Result<(), BenchError> {
             ));
         }
         let r = runner.as_mut();
-        let pid = r.measured_pid();
         let mut failures = Failures::default();
         match step {
             Step::CreateBench { round, count, start_time } => {
@@ -575,11 +674,9 @@ pub fn main(spec: &str, out: &mut dyn Write) -> Result<(), BenchError> {
                 }
                 let paths: Vec<PathBuf> = (0..*count).map(|i| file_path(&scratch, i)).collect();
                 let work = r.prepare_creates(paths, *start_time, &schema)?;
-                let meter = Meter::start(pid).map_err(|e| BenchError::io("reading /proc counters", e))?;
-                r.run(&work, &mut failures, &mut |done| {
+                let counters = r.run_metered(&work, &mut failures, &mut |done| {
                     let _ = emit(out, &Event::Progress { step: index, done });
-                });
-                let counters = meter.stop().map_err(|e| BenchError::io("reading /proc counters", e))?;
+                })?;
                 std::fs::remove_dir_all(&scratch)
                     .map_err(|e| BenchError::io(format!("removing {}", scratch.display()), e))?;
                 emit(
@@ -613,11 +710,9 @@ pub fn main(spec: &str, out: &mut dyn Write) -> Result<(), BenchError> {
                 }
                 let updates = jobs.len() as u64;
                 let work = r.prepare_updates(jobs)?;
-                let meter = Meter::start(pid).map_err(|e| BenchError::io("reading /proc counters", e))?;
-                r.run(&work, &mut failures, &mut |done| {
+                let counters = r.run_metered(&work, &mut failures, &mut |done| {
                     let _ = emit(out, &Event::Progress { step: index, done });
-                });
-                let counters = meter.stop().map_err(|e| BenchError::io("reading /proc counters", e))?;
+                })?;
                 emit(
                     out,
                     &Event::Passed {

@@ -162,6 +162,54 @@ fn perftest_against_rrdtool_in_every_mode() {
     }
 }
 
+/// Cacti's pattern: a fresh `rrdscale -` and `rrdtool -` per pass. The
+/// counters of each pass are the fresh process's own (read from its
+/// zombie before it is reaped): a new process always takes minor faults,
+/// and every update writes.
+#[test]
+fn perftest_with_a_process_per_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("b");
+    let json = dir.path().join("r.json");
+    let report = bench(&[
+        "perftest",
+        "--files",
+        "40",
+        "--updates-per-round",
+        "3",
+        "--mode",
+        "pipe-cycle,pipe",
+        "--vs",
+        "rrdtool,rrdtool-pipe-cycle",
+        "--dir",
+        d.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(row_count(&report, "| rrdscale | 40 | perftest | pipe-cycle |"), 1, "{report}");
+    assert_eq!(row_count(&report, "| rrdtool 1.7.2 | 40 | perftest | pipe-cycle |"), 1, "{report}");
+    assert!(report.contains("Byte-identical across sides: 40 of 40 compared files"), "{report}");
+    check_files(&report, &["rrdscale pipe-cycle", "rrdscale pipe", "librrd", "rrdtool pipe-cycle"]);
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for side in j["sides"].as_array().unwrap() {
+        let label = side["label"].as_str().unwrap();
+        if !label.ends_with("pipe-cycle") {
+            continue;
+        }
+        let passes = side["passes"].as_array().unwrap();
+        assert_eq!(passes.len(), 3, "{label}");
+        for p in passes {
+            let c = &p["counters"];
+            assert_eq!(p["errors"].as_u64(), Some(0), "{label}: {p}");
+            assert!(c["minflt"].as_u64().unwrap() > 50, "{label}: not a fresh process's counters: {c}");
+            assert!(
+                c["write_bytes"].as_u64().unwrap() > 0 || c["syscw"].as_u64().unwrap() >= 40,
+                "{label}: {c}"
+            );
+        }
+    }
+}
+
 #[test]
 fn perftest_alone_has_no_ratio() {
     let dir = tempfile::tempdir().unwrap();

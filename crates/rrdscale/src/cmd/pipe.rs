@@ -2,12 +2,28 @@
 //! its output and an `OK u:… s:… r:…` or `ERROR: …` line, as `rrdtool -`
 //! does. Commands run in-process, so a long stream costs no process starts.
 //!
-//! Updates go through a [`BatchUpdater`]: files stay open between commands
-//! (bounded), readahead is off, and when several update lines are already
-//! waiting in the input buffer, the pages they will touch are requested
-//! from the disk all at once before the first of them runs. Only lines
-//! already received are looked at, so an interactive client that waits for
-//! each answer before sending the next line is never blocked.
+//! Threads, because a poller (Cacti starts `rrdtool -` once per poll cycle
+//! and feeds one `update` line per file, each file once) is bound by
+//! per-file work on one core, and files are independent:
+//! - the **reader** reads and parses lines; an update line goes to the
+//!   **worker** of its file (sharded by device and inode, so every name of
+//!   one file reaches the same worker and its lines stay in order); any
+//!   other line is a **barrier**: the reader waits until every earlier
+//!   update is applied, then runs it itself (it may read or replace those
+//!   files; `restore -` reads from the same input);
+//! - each worker applies its updates in the order received, through its
+//!   own [`BatchUpdater`] (files kept open, bounded; readahead off; locks
+//!   as rrdtool takes them); while its updates read from the disk it
+//!   prefetches the pages of the updates it already holds ([`PrefetchGate`]);
+//! - the calling thread **writes** the answers in input order (each line
+//!   has a sequence number), and flushes only when no further answer is
+//!   waiting: one `write` per batch for a stream, at once for a client
+//!   that waits for each answer.
+//!
+//! Only lines already received are looked at, so an interactive client
+//! that waits for each answer before sending the next line is never
+//! blocked. `RRDSCALE_PIPE_THREADS` sets the number of workers (default:
+//! the cores, at most 8).
 //!
 //! `rrdscale - DIR` first changes to directory DIR (failing: `ERROR: chdir
 //! DIR <why>` on standard error, exit status errno, as rrdtool). Pipe mode
@@ -43,10 +59,13 @@
 //! update lines are prefetched as in the default mode (`MADV_WILLNEED` on the
 //! mappings, same window). The default, `pread`, takes rrdtool's locks.
 
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::DirBuilderExt;
+use std::path::Path;
+use std::sync::{mpsc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
@@ -64,17 +83,29 @@ enum Access {
 }
 
 impl Access {
-    fn from_env() -> Result<Access> {
+    /// The access `RRDSCALE_ACCESS` names, for one of `workers` workers:
+    /// each gets its share of the open files and of the prefetch window.
+    fn from_env(workers: usize) -> Result<Access> {
+        let workers = workers.max(1);
         match std::env::var("RRDSCALE_ACCESS").as_deref() {
             Err(_) | Ok("") | Ok("pread") => {
-                let mut updater = BatchUpdater::new(max_open_files());
+                let mut updater = BatchUpdater::new((max_open_files() / workers).max(1));
+                // A poller's session touches each file once.
+                updater.keep_from_second_update = true;
+                // Update reads leave the access time alone (compatibility.md).
+                updater.files.no_atime = true;
                 updater.bound_prefetch_by_memory();
+                updater.max_prefetch_pages = (updater.max_prefetch_pages / workers as u64).max(64);
                 Ok(Access::Pread(updater))
             }
             Ok("mmap") => {
-                let mut files = MappedFiles::default();
+                let mut files = MappedFiles::new(
+                    (rrd_engine::mapped::DEFAULT_MAX_FILES / workers).max(1),
+                    rrd_engine::mapped::DEFAULT_MAX_BYTES / workers as u64,
+                );
                 files.keep_headers = true;
                 files.bound_prefetch_by_memory();
+                files.max_prefetch_pages = (files.max_prefetch_pages / workers as u64).max(64);
                 Ok(Access::Mmap(files))
             }
             Ok(other) => anyhow::bail!("RRDSCALE_ACCESS must be 'pread' or 'mmap', not '{other}'"),
@@ -281,6 +312,24 @@ fn more_input<R: Read + AsFd>(input: &BufReader<R>) -> bool {
     unsafe { libc::poll(&mut fd, 1, 0) > 0 }
 }
 
+/// The answer to one command line: what the command printed, then `OK …`
+/// or `ERROR: …`. `seq` is the line's place in the input: the writer
+/// prints answers in that order whatever order they arrive in.
+struct Reply {
+    seq: u64,
+    body: Vec<u8>,
+    error: Option<String>,
+}
+
+impl Reply {
+    fn of(seq: u64, body: Vec<u8>, result: Result<()>) -> Reply {
+        Reply { seq, body, error: result.err().map(|e| super::error_message(&e)) }
+    }
+}
+
+/// Answers travel to the writer in batches (one wake-up per batch).
+type Replies = mpsc::Sender<Vec<Reply>>;
+
 /// Creates waiting for their group's sync, and the answers held back
 /// behind them (answers keep the order of the lines).
 struct HeldCreates {
@@ -290,10 +339,11 @@ struct HeldCreates {
 }
 
 enum Held {
-    /// A staged create: OK once its group is durable, or its error.
-    Staged(usize),
+    /// A staged create (index in the group, line number): OK once its
+    /// group is durable, or its error.
+    Staged(usize, u64),
     /// A create refused before anything was written.
-    Failed(String),
+    Failed(String, u64),
 }
 
 impl HeldCreates {
@@ -303,52 +353,387 @@ impl HeldCreates {
         HeldCreates { group, answers: Vec::new(), since: None }
     }
 
-    /// Makes the staged files durable, then prints the held answers.
-    fn answer(&mut self, out: &mut dyn Write, start: Instant) -> Result<()> {
+    /// Makes the staged files durable, then sends the held answers. The
+    /// caller has waited for the updates before them: a commit renames
+    /// files, which must not happen under an earlier update of that name.
+    fn answer(&mut self, replies: &Replies) -> Result<()> {
         if self.answers.is_empty() {
             return Ok(());
         }
         let mut results: Vec<Option<rrd_engine::Result<()>>> =
             self.group.commit().into_iter().map(Some).collect();
+        let mut batch = Vec::with_capacity(self.answers.len());
         for held in self.answers.drain(..) {
-            match held {
-                Held::Staged(i) => match results[i].take().expect("one answer per staged file") {
-                    Ok(()) => ok_line(out, start)?,
-                    Err(e) => writeln!(out, "ERROR: {}", super::error_message(&e.into()))?,
-                },
-                Held::Failed(msg) => writeln!(out, "ERROR: {msg}")?,
-            }
+            batch.push(match held {
+                Held::Staged(i, seq) => {
+                    let result = results[i].take().expect("one answer per staged file");
+                    Reply::of(seq, Vec::new(), result.map_err(anyhow::Error::from))
+                }
+                Held::Failed(msg, seq) => Reply { seq, body: Vec::new(), error: Some(msg) },
+            });
         }
         self.since = None;
+        replies.send(batch).map_err(|_| anyhow!("the output of pipe mode is closed"))
+    }
+}
+
+/// The status line's times: CPU of the whole process (every thread, as
+/// `getrusage(RUSAGE_SELF)` counts) and elapsed, sampled at most once per
+/// millisecond (the line shows hundredths of a second).
+struct StatusClock {
+    start: Instant,
+    sampled: Option<(Instant, f64, f64)>,
+}
+
+impl StatusClock {
+    const RESAMPLE: Duration = Duration::from_millis(1);
+
+    fn line(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        let now = Instant::now();
+        let (u, s) = match self.sampled {
+            Some((at, u, s)) if now.duration_since(at) < Self::RESAMPLE => (u, s),
+            _ => {
+                let (u, s) = cpu_times();
+                self.sampled = Some((now, u, s));
+                (u, s)
+            }
+        };
+        writeln!(out, "OK u:{u:.2} s:{s:.2} r:{:.2}", now.duration_since(self.start).as_secs_f64())
+    }
+}
+
+/// The writer (the calling thread): prints answers in input order, and
+/// flushes whenever no further answer is waiting, so a client that waits
+/// for each answer gets it at once and a stream of them costs one `write`
+/// per batch, not per line.
+fn write_replies(rx: mpsc::Receiver<Vec<Reply>>, out: &mut dyn Write, start: Instant) -> std::io::Result<()> {
+    let mut pending: BTreeMap<u64, Reply> = BTreeMap::new();
+    let mut next = 0u64;
+    let mut clock = StatusClock { start, sampled: None };
+    while let Ok(batch) = rx.recv() {
+        let mut take = |batch: Vec<Reply>| {
+            for r in batch {
+                pending.insert(r.seq, r);
+            }
+        };
+        take(batch);
+        while let Ok(more) = rx.try_recv() {
+            take(more);
+        }
+        while let Some(r) = pending.remove(&next) {
+            out.write_all(&r.body)?;
+            match r.error {
+                None => clock.line(out)?,
+                Some(msg) => writeln!(out, "ERROR: {msg}")?,
+            }
+            next += 1;
+        }
         out.flush()?;
+    }
+    // Answers left here follow a line that was never answered: the reader
+    // stopped on an error in that line, which `run` returns.
+    Ok(())
+}
+
+/// Work for an update worker.
+enum Job {
+    /// An update line that goes through the batch path.
+    Update { seq: u64, req: UpdateRequest, verbose: bool },
+    /// The directory changed (`cd`): forget open files and mappings, which
+    /// are kept by path.
+    Reset,
+}
+
+/// Updates handed to workers and not yet applied; barriers wait for none.
+/// A worker that stops early (its answers cannot be written, or a bug)
+/// marks it stopped, so that a barrier fails instead of waiting forever.
+struct InFlight {
+    state: Mutex<InFlightState>,
+    idle: Condvar,
+}
+
+#[derive(Default)]
+struct InFlightState {
+    count: u64,
+    stopped: bool,
+}
+
+impl InFlight {
+    fn new() -> InFlight {
+        InFlight { state: Mutex::new(InFlightState::default()), idle: Condvar::new() }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, InFlightState> {
+        // The state is two numbers, consistent at every unlock.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn add(&self) {
+        self.lock().count += 1;
+    }
+
+    fn done(&self, n: u64) {
+        let mut st = self.lock();
+        st.count -= n;
+        if st.count == 0 {
+            self.idle.notify_all();
+        }
+    }
+
+    fn stop(&self) {
+        self.lock().stopped = true;
+        self.idle.notify_all();
+    }
+
+    fn wait_idle(&self) -> Result<()> {
+        let mut st = self.lock();
+        while st.count > 0 && !st.stopped {
+            st = self.idle.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        if st.count > 0 {
+            bail!("an update worker of pipe mode stopped");
+        }
         Ok(())
     }
 }
 
-fn ok_line(out: &mut dyn Write, start: Instant) -> std::io::Result<()> {
-    let (u, s) = cpu_times();
-    writeln!(out, "OK u:{u:.2} s:{s:.2} r:{:.2}", start.elapsed().as_secs_f64())
+/// Marks the in-flight count stopped when a worker ends, however it ends.
+struct StopOnExit<'a>(&'a InFlight);
+
+impl Drop for StopOnExit<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
 }
 
-pub fn run<R: Read + AsFd>(input: &mut BufReader<R>, out: &mut dyn Write) -> Result<()> {
-    let start = Instant::now();
-    let mut access = Access::from_env()?;
+/// Updates applied without prefetch before the worker looks again whether
+/// they read from the disk.
+const PROBE_UPDATES: usize = 64;
+
+/// Whether a worker's next updates are prefetched: only while its recent
+/// updates (or their prefetch) read from the disk often enough.
+///
+/// Why: prefetching costs a header read and one or two `fadvise` calls per
+/// update (about a third of a warm update's system calls), all wasted when
+/// the pages are resident, as they are for a poller's files between two
+/// cycles. The thread's own block-input count (`getrusage(RUSAGE_THREAD)`:
+/// reads it submitted, synchronous or WILLNEED) tells, once per chunk, how
+/// many pages the updates since the last look read: at least one per
+/// [`UPDATES_PER_READ_PAGE_MAX`] updates means pages are cold, and the
+/// next chunk is prefetched; fewer (a warm cache with a stray miss, which
+/// costs less than the prefetch's system calls for that many updates)
+/// means the next [`PROBE_UPDATES`] go without. A stream that turns cold
+/// (or starts cold) pays one probe chunk of synchronous reads.
+#[derive(Default)]
+struct PrefetchGate {
+    inblock: Option<i64>,
+}
+
+/// Fewer pages read than one per this many updates: not worth prefetching
+/// (about 3 system calls per update, ~1 µs each, against a synchronous
+/// read of ~100 µs).
+const UPDATES_PER_READ_PAGE_MAX: i64 = 32;
+
+impl PrefetchGate {
+    /// Whether to prefetch after `updates` updates since the last call.
+    fn prefetch_next(&mut self, updates: usize) -> bool {
+        // SAFETY: getrusage fills the struct we pass and has no other effects.
+        let now = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            if libc::getrusage(libc::RUSAGE_THREAD, &mut ru) != 0 {
+                return true;
+            }
+            ru.ru_inblock
+        };
+        match self.inblock.replace(now) {
+            // A session's first chunk is a probe too: a poller's files are
+            // usually resident, and a cold start costs one probe chunk.
+            None => false,
+            Some(before) => {
+                // ru_inblock counts 512-byte blocks.
+                let pages = (now - before) / 8;
+                pages * UPDATES_PER_READ_PAGE_MAX >= updates as i64 && now > before
+            }
+        }
+    }
+}
+
+/// Answers a worker sends at once, at most (fewer when it runs out of work).
+const REPLY_BATCH_MAX: usize = 64;
+
+/// One update worker: applies the updates of its share of the files, in
+/// the order they came, and prefetches the pages of the updates it has
+/// already received (never waiting for more).
+fn update_worker(rx: mpsc::Receiver<Job>, replies: Replies, in_flight: &InFlight, workers: usize) {
+    let _stop = StopOnExit(in_flight);
+    let mut access = match Access::from_env(workers) {
+        Ok(a) => a,
+        // Checked before the workers started.
+        Err(e) => unreachable!("RRDSCALE_ACCESS was checked: {e}"),
+    };
+    let mut queue: VecDeque<Job> = VecDeque::new();
     let mut prefetched_ahead = 0usize;
+    let mut gate = PrefetchGate::default();
+    // Updates since the gate last decided.
+    let mut since_gate = 0usize;
+    let mut answers: Vec<Reply> = Vec::new();
+    let mut applied = 0u64;
+    loop {
+        if queue.is_empty() {
+            // Out of work: what is done is answered before waiting.
+            if !answers.is_empty() && replies.send(std::mem::take(&mut answers)).is_err() {
+                return;
+            }
+            in_flight.done(std::mem::take(&mut applied));
+            match rx.recv() {
+                Ok(job) => queue.push_back(job),
+                Err(_) => return,
+            }
+        }
+        while queue.len() < LOOKAHEAD_MAX {
+            match rx.try_recv() {
+                Ok(job) => queue.push_back(job),
+                Err(_) => break,
+            }
+        }
+        match queue.pop_front().expect("a job is queued") {
+            Job::Reset => {
+                access = Access::from_env(workers).unwrap_or_else(|e| unreachable!("checked: {e}"));
+                prefetched_ahead = 0;
+            }
+            Job::Update { seq, req, verbose } => {
+                if prefetched_ahead == 0 && !gate.prefetch_next(since_gate) {
+                    // Resident so far: the next updates go without asking.
+                    prefetched_ahead = PROBE_UPDATES;
+                    since_gate = 0;
+                } else if prefetched_ahead == 0 {
+                    since_gate = 0;
+                    // This update and the ones queued behind it, up to a reset.
+                    let mut reqs: Vec<&UpdateRequest> = vec![&req];
+                    for job in &queue {
+                        match job {
+                            Job::Update { req, .. } => reqs.push(req),
+                            Job::Reset => break,
+                        }
+                    }
+                    // Within the memory-bounded window: the rest is
+                    // prefetched when its turn comes.
+                    prefetched_ahead = match &mut access {
+                        Access::Pread(updater) => updater.prefetch(&reqs),
+                        Access::Mmap(files) => files.prefetch(&reqs),
+                    }
+                    .max(1);
+                }
+                prefetched_ahead -= 1;
+                since_gate += 1;
+                let outcome = match &mut access {
+                    Access::Pread(updater) => updater.update(&req, verbose),
+                    Access::Mmap(files) => files.update(&req.path, &req.args, &req.opts, verbose),
+                };
+                let mut body = Vec::new();
+                let result = super::update::report(&mut body, &req.path, outcome, verbose);
+                answers.push(Reply::of(seq, body, result));
+                applied += 1;
+            }
+        }
+        if answers.len() >= REPLY_BATCH_MAX {
+            if replies.send(std::mem::take(&mut answers)).is_err() {
+                return;
+            }
+            in_flight.done(std::mem::take(&mut applied));
+        }
+    }
+}
+
+/// Update workers: the machine's cores (at most 8), or `RRDSCALE_PIPE_THREADS`.
+fn worker_count() -> Result<usize> {
+    match std::env::var("RRDSCALE_PIPE_THREADS").as_deref() {
+        Err(_) | Ok("") => Ok(std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)),
+        Ok(v) => match v.parse::<usize>() {
+            Ok(n) if (1..=64).contains(&n) => Ok(n),
+            _ => bail!("RRDSCALE_PIPE_THREADS must be a number from 1 to 64, not '{v}'"),
+        },
+    }
+}
+
+/// Which worker updates `path`: by device and inode, so that two names of
+/// one file (`a.rrd`, `./a.rrd`, a link) go to the same worker and stay in
+/// order (two workers would also refuse each other's lock). A path that
+/// cannot be stat'ed is sharded by its name: its update fails anyway.
+fn shard_of(path: &Path, workers: usize) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    match std::fs::metadata(path) {
+        Ok(m) => {
+            use std::os::unix::fs::MetadataExt;
+            (m.dev(), m.ino()).hash(&mut h)
+        }
+        Err(_) => path.hash(&mut h),
+    }
+    (h.finish() % workers as u64) as usize
+}
+
+pub fn run<R: Read + AsFd + Send>(input: &mut BufReader<R>, out: &mut dyn Write) -> Result<()> {
+    let start = Instant::now();
+    let workers = worker_count()?;
+    // A bad RRDSCALE_ACCESS refuses the session before any line is read.
+    drop(Access::from_env(workers)?);
+    let in_flight = InFlight::new();
+    let (reply_tx, reply_rx) = mpsc::channel::<Vec<Reply>>();
+    std::thread::scope(|scope| {
+        let mut jobs = Vec::with_capacity(workers);
+        for _ in 0..workers {
+            let (tx, rx) = mpsc::sync_channel::<Job>(JOB_QUEUE_MAX);
+            let replies = reply_tx.clone();
+            let in_flight = &in_flight;
+            scope.spawn(move || update_worker(rx, replies, in_flight, workers));
+            jobs.push(tx);
+        }
+        let reader = scope.spawn({
+            let in_flight = &in_flight;
+            move || read_commands(input, jobs, reply_tx, in_flight)
+        });
+        let written = write_replies(reply_rx, out, start);
+        let read = reader.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        // A closed output stops the reader too (its answers cannot be sent).
+        written?;
+        read
+    })
+}
+
+/// Update lines queued per worker before the reader waits.
+const JOB_QUEUE_MAX: usize = 4096;
+
+/// The reader: reads and parses each line; hands batchable updates to the
+/// worker of their file; runs anything else itself once every earlier
+/// update is applied (a barrier: it may read or replace their files).
+fn read_commands<R: Read + AsFd>(
+    input: &mut BufReader<R>,
+    jobs: Vec<mpsc::SyncSender<Job>>,
+    replies: Replies,
+    in_flight: &InFlight,
+) -> Result<()> {
+    let closed = || anyhow!("the output of pipe mode is closed");
+    let send = |r: Reply| replies.send(vec![r]).map_err(|_| closed());
     let mut line = String::new();
     let mut creates = HeldCreates::new();
+    let mut seq = 0u64;
     loop {
         if !creates.answers.is_empty()
             && (creates.group.is_full()
                 || creates.since.is_some_and(|t| t.elapsed() >= CREATE_GROUP_WAIT)
                 || !more_input(input))
         {
-            creates.answer(out, start)?;
+            in_flight.wait_idle()?;
+            creates.answer(&replies)?;
         }
         line.clear();
         if input.read_line(&mut line)? == 0 {
             break;
         }
         let args = split_line(&line);
+        let this = seq;
+        seq += 1;
         let mut prepared_create = None;
         if args.first().map(String::as_str) == Some("create") {
             match super::create::prepare(&args[1..]) {
@@ -357,7 +742,8 @@ pub fn run<R: Read + AsFd>(input: &mut BufReader<R>, out: &mut dyn Write) -> Res
                         && options.sources.is_empty()
                         && !creates.group.is_staged(&file) =>
                 {
-                    // Written now, durable and answered with its group.
+                    // Written now (to a temporary name), durable, renamed
+                    // and answered with its group.
                     let held = match rrd_engine::create::create_in(
                         &mut creates.group,
                         &file,
@@ -365,8 +751,8 @@ pub fn run<R: Read + AsFd>(input: &mut BufReader<R>, out: &mut dyn Write) -> Res
                         &defs,
                         now,
                     ) {
-                        Ok(i) => Held::Staged(i),
-                        Err(e) => Held::Failed(super::error_message(&e.into())),
+                        Ok(i) => Held::Staged(i, this),
+                        Err(e) => Held::Failed(super::error_message(&e.into()), this),
                     };
                     creates.answers.push(held);
                     creates.since.get_or_insert_with(Instant::now);
@@ -375,80 +761,64 @@ pub fn run<R: Read + AsFd>(input: &mut BufReader<R>, out: &mut dyn Write) -> Res
                 Ok(p) => prepared_create = Some(Ok(p)),
                 Err(e) if creates.answers.is_empty() => prepared_create = Some(Err(e)),
                 Err(e) => {
-                    creates.answers.push(Held::Failed(super::error_message(&e)));
+                    creates.answers.push(Held::Failed(super::error_message(&e), this));
                     continue;
                 }
             }
         }
-        // Anything else may read what the held creates wrote: they become
-        // durable and visible, and are answered, first.
-        creates.answer(out, start)?;
-        if let Some(prepared) = prepared_create {
-            let result = prepared.and_then(|p| super::create::execute(p, out));
-            match result {
-                Ok(()) => ok_line(out, start)?,
-                Err(e) => writeln!(out, "ERROR: {}", super::error_message(&e))?,
+        if prepared_create.is_none() {
+            if let Some((req, verbose)) = batchable(&args) {
+                // Held creates are made durable and renamed first: this
+                // update may be for one of them.
+                if !creates.answers.is_empty() {
+                    in_flight.wait_idle()?;
+                    creates.answer(&replies)?;
+                }
+                let shard = shard_of(&req.path, jobs.len());
+                in_flight.add();
+                if jobs[shard].send(Job::Update { seq: this, req, verbose }).is_err() {
+                    in_flight.done(1);
+                    return Err(closed());
+                }
+                continue;
             }
-            out.flush()?;
+        }
+        // A barrier: every earlier update is applied, held creates are
+        // durable and visible, before this command runs.
+        in_flight.wait_idle()?;
+        creates.answer(&replies)?;
+        let mut body = Vec::new();
+        if let Some(prepared) = prepared_create {
+            let result = prepared.and_then(|p| super::create::execute(p, &mut body));
+            send(Reply::of(this, body, result))?;
             continue;
         }
         // A blank line gets the usage text and an OK, as in rrdtool (a
         // client waiting for the answer is not left hanging).
-        let remote_result = if args.is_empty() {
-            Some(super::dispatch(&[], out))
+        let result = if args.is_empty() {
+            super::dispatch(&[], &mut body)
         } else {
-            match remote(&args, out) {
-                Remote::No => None,
+            match remote(&args, &mut body) {
+                Remote::No if args[0] == "restore" => {
+                    // `restore -` reads the XML from the same stream as the commands.
+                    super::restore::run_with_input(&args[1..], &mut body, input)
+                }
+                Remote::No => super::dispatch(&args, &mut body),
                 Remote::Quit => break,
                 Remote::ChangedDirectory => {
                     // Open files and mappings are kept by path, and a
                     // relative path now names another file.
-                    access = Access::from_env()?;
-                    prefetched_ahead = 0;
-                    Some(Ok(()))
+                    for tx in &jobs {
+                        tx.send(Job::Reset).map_err(|_| closed())?;
+                    }
+                    Ok(())
                 }
-                Remote::Done(r) => Some(r),
+                Remote::Done(r) => r,
             }
         };
-        let result = match (remote_result, batchable(&args), &mut access) {
-            (Some(r), _, _) => r,
-            (None, Some((req, verbose)), access) => {
-                if prefetched_ahead == 0 {
-                    // This update and the update lines already buffered behind it.
-                    let buffered = String::from_utf8_lossy(input.buffer()).into_owned();
-                    let mut reqs = vec![req.clone()];
-                    for l in buffered.lines().take(LOOKAHEAD_MAX) {
-                        match batchable(&split_line(l)) {
-                            Some((r, _)) => reqs.push(r),
-                            None => break,
-                        }
-                    }
-                    let refs: Vec<&UpdateRequest> = reqs.iter().collect();
-                    // Within the memory-bounded window: the rest is
-                    // prefetched when its turn comes.
-                    prefetched_ahead = match access {
-                        Access::Pread(updater) => updater.prefetch(&refs),
-                        Access::Mmap(files) => files.prefetch(&refs),
-                    }
-                    .max(1);
-                }
-                prefetched_ahead -= 1;
-                let outcome = match access {
-                    Access::Pread(updater) => updater.update(&req, verbose),
-                    Access::Mmap(files) => files.update(&req.path, &req.args, &req.opts, verbose),
-                };
-                super::update::report(out, &req.path, outcome, verbose)
-            }
-            // `restore -` reads the XML from the same stream as the commands.
-            (None, None, _) if args[0] == "restore" => super::restore::run_with_input(&args[1..], out, input),
-            (None, None, _) => super::dispatch(&args, out),
-        };
-        match result {
-            Ok(()) => ok_line(out, start)?,
-            Err(e) => writeln!(out, "ERROR: {}", super::error_message(&e))?,
-        }
-        out.flush()?;
+        send(Reply::of(this, body, result))?;
     }
-    creates.answer(out, start)?;
+    in_flight.wait_idle()?;
+    creates.answer(&replies)?;
     Ok(())
 }
