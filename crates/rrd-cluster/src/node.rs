@@ -1,0 +1,449 @@
+//! The owner side: this node's share of the update topic, applied to its
+//! own files through the single-node daemon's cache and paced flusher.
+//!
+//! One thread polls a group consumer. Each record goes into the cache the
+//! way the journal replay puts values there (`rrd_daemon::replay`): a
+//! value not later than the file's newest is skipped, which makes applying
+//! a partition twice harmless; a CREATE of a file that exists is skipped
+//! too (so replay never overwrites a file with its older self).
+//!
+//! Offsets are committed only for values that are in synced files. The
+//! cache already tracks that for the journal: each file's entry names the
+//! oldest journal "segment" its pending (or in-flight) values came from,
+//! and `Cache::oldest_needed_seq` is the oldest still needed. Here a
+//! "segment" is one poll round (an epoch): the thread notes, per epoch, the
+//! next offset of each partition it applied; every epoch below the oldest
+//! needed one is fully synced, so the highest offsets noted for those
+//! epochs are committed. The flusher, its pacing and its page-level writes
+//! are the single node's, unchanged.
+//!
+//! Where a partition starts (rebalance, `rebalance` below): at the
+//! committed offset if this very node (same node id and the same state
+//! directory incarnation, so the disk is the one that synced those
+//! values) committed it; otherwise at the partition's beginning, replaying
+//! everything, idempotently. Revocation first writes and syncs every
+//! pending value and commits, then drops the revoked files' entries.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
+use rdkafka::error::KafkaResult;
+use rdkafka::message::Message;
+use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use rdkafka::types::RDKafkaRespErr;
+use rdkafka::ClientContext;
+use rrd_daemon::cache::{unix_now, Entry, Key};
+use rrd_daemon::commands::{self, update_value_time, Args};
+use rrd_daemon::state::Daemon;
+use rrd_protocol::Command;
+
+use crate::hash::partition_of;
+use crate::kafka::{base_config, Names};
+use crate::record::{Kind, Record};
+use crate::ClusterError;
+
+/// What the applier shares with the request side and the metrics.
+pub struct Shared {
+    pub names: Names,
+    pub partitions: i32,
+    pub node_id: String,
+    /// `node_id/incarnation`: the metadata of our commits.
+    pub tag: String,
+    pub daemon: Arc<Daemon>,
+    pub owned: RwLock<HashSet<i32>>,
+    /// Next offset applied to the cache, per owned partition.
+    pub applied: Mutex<HashMap<i32, i64>>,
+    /// Last committed offset per partition (ours).
+    pub committed: Mutex<HashMap<i32, i64>>,
+    /// Bumped when the owned set changes (members republished).
+    pub ownership_changes: AtomicU64,
+    pub records_applied: AtomicU64,
+    pub values_skipped: AtomicU64,
+    pub records_unreadable: AtomicU64,
+    pub rebalances: AtomicU64,
+    pub stopping: AtomicBool,
+    pub runtime: tokio::runtime::Handle,
+}
+
+impl Shared {
+    /// The base directory's absolute path joined with `relative`.
+    pub fn key_of(&self, relative: &str) -> String {
+        format!("{}/{}", self.daemon.paths.base().display(), relative)
+    }
+
+    /// `key` relative to the base directory (`None`: outside it).
+    pub fn relative_of<'a>(&self, key: &'a str) -> Option<&'a str> {
+        let base = self.daemon.paths.base().to_str()?;
+        let rest = key.strip_prefix(base)?;
+        let rest = if base == "/" { rest } else { rest.strip_prefix('/')? };
+        (!rest.is_empty()).then_some(rest)
+    }
+
+    pub fn owns(&self, partition: i32) -> bool {
+        self.owned.read().expect("owned lock").contains(&partition)
+    }
+}
+
+/// The state directory's incarnation: a random number made when the
+/// directory is first used, so a node whose disk was wiped never resumes
+/// from offsets its former self committed.
+pub fn incarnation(state_dir: &Path) -> Result<String, ClusterError> {
+    let path = state_dir.join("incarnation");
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let t = text.trim().to_string();
+        if !t.is_empty() {
+            return Ok(t);
+        }
+    }
+    std::fs::create_dir_all(state_dir)
+        .map_err(|e| ClusterError::Io { what: format!("creating {}", state_dir.display()), source: e })?;
+    let mut bytes = [0u8; 8];
+    let f = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes).map(|_| f));
+    f.map_err(|e| ClusterError::Io { what: "reading /dev/urandom".into(), source: e })?;
+    let t = format!("{:016x}", u64::from_le_bytes(bytes));
+    let tmp = state_dir.join("incarnation.tmp");
+    std::fs::write(&tmp, format!("{t}\n"))
+        .and_then(|_| std::fs::File::open(&tmp)?.sync_all())
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .and_then(|_| std::fs::File::open(state_dir)?.sync_all())
+        .map_err(|e| ClusterError::Io { what: format!("writing {}", path.display()), source: e })?;
+    Ok(t)
+}
+
+/// The consumer's context: the rebalance callbacks.
+pub struct Ctx {
+    pub shared: Arc<Shared>,
+    /// Epoch bookkeeping (see the module doc), shared with the poll loop.
+    pub book: Arc<Mutex<Book>>,
+}
+
+#[derive(Default)]
+pub struct Book {
+    /// The epoch the next applied values are tagged with (from 1).
+    pub epoch: u64,
+    /// Per epoch: the next offset of each partition applied in it.
+    pub offsets: BTreeMap<u64, HashMap<i32, i64>>,
+}
+
+impl ClientContext for Ctx {}
+
+impl ConsumerContext for Ctx {
+    fn rebalance(&self, consumer: &BaseConsumer<Self>, err: RDKafkaRespErr, tpl: &mut TopicPartitionList) {
+        self.shared.rebalances.fetch_add(1, Ordering::Relaxed);
+        match err {
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS => self.assign(consumer, tpl),
+            RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
+                let revoked: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
+                self.revoke(consumer, &revoked);
+                if let Err(e) = consumer.unassign() {
+                    tracing::error!("cluster: unassign failed: {e}");
+                }
+            }
+            other => {
+                tracing::error!("cluster: rebalance error {other:?}; giving up the assignment");
+                let owned: Vec<i32> = self.shared.owned.read().expect("owned lock").iter().copied().collect();
+                self.revoke(consumer, &owned);
+                let _ = consumer.unassign();
+            }
+        }
+    }
+
+    fn commit_callback(&self, result: KafkaResult<()>, offsets: &TopicPartitionList) {
+        match result {
+            Ok(()) => {
+                let mut c = self.shared.committed.lock().expect("committed lock");
+                for e in offsets.elements() {
+                    if let Offset::Offset(o) = e.offset() {
+                        c.insert(e.partition(), o);
+                    }
+                }
+            }
+            Err(e) => tracing::warn!("cluster: offset commit failed: {e} (retried at the next round)"),
+        }
+    }
+}
+
+impl Ctx {
+    fn assign(&self, consumer: &BaseConsumer<Self>, tpl: &mut TopicPartitionList) {
+        let shared = &self.shared;
+        let committed = consumer.committed_offsets(tpl.clone(), Duration::from_secs(20));
+        let mut plan = Vec::new();
+        for e in tpl.elements() {
+            let p = e.partition();
+            let ours = committed.as_ref().ok().and_then(|c| {
+                c.find_partition(&shared.names.updates, p).and_then(|c| match c.offset() {
+                    Offset::Offset(o) if c.metadata() == shared.tag => Some(o),
+                    _ => None,
+                })
+            });
+            plan.push((p, ours));
+        }
+        if let Err(e) = &committed {
+            tracing::warn!("cluster: cannot read committed offsets ({e}); replaying assigned partitions from their beginning");
+        }
+        let mut applied = shared.applied.lock().expect("applied lock");
+        for (p, ours) in &plan {
+            let offset = match ours {
+                Some(o) => Offset::Offset(*o),
+                None => Offset::Beginning,
+            };
+            if let Err(e) = tpl.set_partition_offset(&shared.names.updates, *p, offset) {
+                tracing::error!("cluster: cannot set partition {p}'s start: {e}");
+            }
+            applied.insert(*p, ours.unwrap_or(0));
+            tracing::info!(
+                "cluster: partition {p} assigned; {}",
+                match ours {
+                    Some(o) => format!("resuming at our committed offset {o}"),
+                    None => "replaying from its beginning (not committed by this disk)".into(),
+                }
+            );
+        }
+        drop(applied);
+        if let Err(e) = consumer.assign(tpl) {
+            tracing::error!("cluster: assign failed: {e}");
+            return;
+        }
+        shared.owned.write().expect("owned lock").extend(plan.iter().map(|(p, _)| *p));
+        shared.ownership_changes.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Writes and syncs every pending value, commits, and forgets the
+    /// revoked partitions' files.
+    fn revoke(&self, consumer: &BaseConsumer<Self>, revoked: &[i32]) {
+        let shared = &self.shared;
+        tracing::info!("cluster: partitions {revoked:?} revoked; writing their pending values first");
+        let cache = &shared.daemon.cache;
+        rrd_daemon::flusher::enqueue_all(cache);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let upper = self.book.lock().expect("book lock").epoch;
+            if cache.oldest_needed_seq(upper) == upper || Instant::now() > deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        commit_synced(shared, &self.book, consumer, CommitMode::Sync);
+        let gone: HashSet<i32> = revoked.iter().copied().collect();
+        cache.retain(|key, e| {
+            let keep = stays(shared.relative_of(key), shared.partitions, &gone);
+            if !keep {
+                cache.count_pending(&e.pending, false);
+            }
+            keep
+        });
+        let mut owned = shared.owned.write().expect("owned lock");
+        for p in revoked {
+            owned.remove(p);
+            shared.applied.lock().expect("applied lock").remove(p);
+        }
+        drop(owned);
+        shared.ownership_changes.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Whether a cache entry stays after `gone` were revoked: entries outside
+/// the base directory (none in cluster mode) and those of other partitions.
+fn stays(relative: Option<&str>, partitions: i32, gone: &HashSet<i32>) -> bool {
+    match relative {
+        None => true,
+        Some(rel) => !gone.contains(&partition_of(rel, partitions)),
+    }
+}
+
+/// Commits, per partition, the highest offset of the epochs whose values
+/// are all in synced files.
+pub fn commit_synced<C: ConsumerContext>(
+    shared: &Shared,
+    book: &Mutex<Book>,
+    consumer: &BaseConsumer<C>,
+    mode: CommitMode,
+) {
+    let mut book = book.lock().expect("book lock");
+    let upper = book.epoch;
+    // Read the upper bound before the cache (as the journal's removal rule).
+    let needed = shared.daemon.cache.oldest_needed_seq(upper);
+    let mut done: HashMap<i32, i64> = HashMap::new();
+    let synced: Vec<u64> = book.offsets.range(..needed).map(|(e, _)| *e).collect();
+    for e in synced {
+        for (p, o) in book.offsets.remove(&e).expect("listed") {
+            let slot = done.entry(p).or_insert(o);
+            *slot = (*slot).max(o);
+        }
+    }
+    drop(book);
+    let owned = shared.owned.read().expect("owned lock");
+    let mut tpl = TopicPartitionList::new();
+    for (p, o) in done {
+        if !owned.contains(&p) {
+            continue;
+        }
+        if let Ok(mut e) = tpl
+            .add_partition_offset(&shared.names.updates, p, Offset::Offset(o))
+            .map(|_| tpl.find_partition(&shared.names.updates, p).expect("just added"))
+        {
+            e.set_metadata(shared.tag.clone());
+        }
+    }
+    drop(owned);
+    if tpl.count() > 0 {
+        if let Err(e) = consumer.commit(&tpl, mode) {
+            tracing::warn!("cluster: offset commit failed: {e} (retried at the next round)");
+        }
+    }
+}
+
+/// Applies one record to the cache (module doc). `epoch` tags its values.
+fn apply(shared: &Shared, record: &Record, epoch: u64) {
+    let daemon = &shared.daemon;
+    let key = shared.key_of(&record.path);
+    match record.kind {
+        Kind::Create => {
+            if Path::new(&key).exists() {
+                tracing::debug!("cluster: CREATE of existing {key} skipped (replayed)");
+                return;
+            }
+            let mut args = vec![key.clone()];
+            args.extend(record.args.iter().cloned());
+            let d = daemon.clone();
+            let outcome = shared.runtime.block_on(async move {
+                commands::execute(&d, Command::Create, Args::new(args), false).await
+            });
+            if let commands::Outcome::Reply(r) = outcome {
+                if r.is_error() {
+                    tracing::warn!("cluster: CREATE {key} failed on apply: {}", r.message);
+                }
+            }
+        }
+        Kind::Update => {
+            let cache = &daemon.cache;
+            let now = unix_now();
+            let k: Key = key.as_str().into();
+            let exists = cache.shard(&key).contains_key(&k);
+            let fresh = if exists {
+                None
+            } else {
+                match commands::open_entry(daemon, &key, None) {
+                    Ok(found) => Some(found),
+                    Err(r) => {
+                        shared.records_unreadable.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!("cluster: update of {key} skipped: {}", r.message);
+                        return;
+                    }
+                }
+            };
+            let mut shard = cache.shard(&key);
+            let entry = shard.entry(k.clone()).or_insert_with(|| {
+                let (last_up, kept) = fresh.expect("opened above");
+                let mut e = Entry::new(last_up, cache.jitter(), now);
+                e.inode = kept.stamp.ino;
+                e.kept = cache.keep(kept);
+                e
+            });
+            for value in &record.args {
+                match update_value_time(value) {
+                    Some(t) if t > entry.last_stamp => {
+                        let before = entry.pending.bytes();
+                        if entry.pending.is_empty() {
+                            entry.first_pending_at = now;
+                            entry.oldest_seq = epoch;
+                            cache.add_timer(entry.due_at(cache.write_interval_secs), k.clone());
+                        }
+                        entry.last_stamp = t;
+                        entry.pending.push(t, value);
+                        entry.last_activity = now;
+                        cache.pending_values.fetch_add(1, Ordering::SeqCst);
+                        cache.pending_bytes.fetch_add(entry.pending.bytes() - before, Ordering::SeqCst);
+                    }
+                    _ => {
+                        shared.values_skipped.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    }
+    shared.records_applied.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The applier thread: subscribe, poll, apply, commit synced offsets once
+/// a second; at `stopping`, write everything, commit, leave the group.
+pub fn run(shared: Arc<Shared>, bootstrap: String) -> Result<(), ClusterError> {
+    let book = Arc::new(Mutex::new(Book { epoch: 1, offsets: BTreeMap::new() }));
+    let ctx = Ctx { shared: shared.clone(), book: book.clone() };
+    let consumer: BaseConsumer<Ctx> = base_config(&bootstrap)
+        .set("group.id", &shared.names.group)
+        .set("client.id", format!("rrdscale-{}", shared.node_id))
+        .set("group.instance.id", "")
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("session.timeout.ms", "6000")
+        .set("heartbeat.interval.ms", "1000")
+        .set("fetch.wait.max.ms", "20")
+        .set("partition.assignment.strategy", "range")
+        .create_with_context(ctx)
+        .map_err(|e| ClusterError::Kafka { what: "creating the group consumer".into(), source: e })?;
+    consumer
+        .subscribe(&[&shared.names.updates])
+        .map_err(|e| ClusterError::Kafka { what: "subscribing".into(), source: e })?;
+    let mut last_commit = Instant::now();
+    let budget = shared.daemon.config.max_pending_bytes;
+    while !shared.stopping.load(Ordering::SeqCst) {
+        // Backpressure: the pending budget of one node holds; the log keeps
+        // the rest.
+        while shared.daemon.cache.pending_bytes.load(Ordering::Relaxed) >= budget
+            && !shared.stopping.load(Ordering::SeqCst)
+        {
+            rrd_daemon::flusher::enqueue_all(&shared.daemon.cache);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut round: HashMap<i32, i64> = HashMap::new();
+        let epoch = book.lock().expect("book lock").epoch;
+        let mut polled = 0;
+        let mut timeout = Duration::from_millis(100);
+        while polled < 4096 {
+            let Some(m) = consumer.poll(timeout) else { break };
+            timeout = Duration::ZERO;
+            let m = match m {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!("cluster: consumer: {e}");
+                    break;
+                }
+            };
+            polled += 1;
+            let p = m.partition();
+            match Record::decode(m.key(), m.payload()) {
+                Ok(r) if partition_of(&r.path, shared.partitions) == p => apply(&shared, &r, epoch),
+                Ok(r) => tracing::error!(
+                    "cluster: record for {} found in partition {p}, not {}: skipped (a producer with another hash?)",
+                    r.path,
+                    partition_of(&r.path, shared.partitions)
+                ),
+                Err(e) => tracing::error!("cluster: partition {p} offset {}: {e}; skipped", m.offset()),
+            }
+            round.insert(p, m.offset() + 1);
+            shared.applied.lock().expect("applied lock").insert(p, m.offset() + 1);
+        }
+        if !round.is_empty() {
+            let mut b = book.lock().expect("book lock");
+            b.offsets.insert(epoch, round);
+            b.epoch += 1;
+        }
+        if last_commit.elapsed() >= Duration::from_secs(1) {
+            commit_synced(&shared, &book, &consumer, CommitMode::Async);
+            last_commit = Instant::now();
+        }
+    }
+    // Stopping: everything to disk, committed, then leave the group.
+    let owned: Vec<i32> = shared.owned.read().expect("owned lock").iter().copied().collect();
+    consumer.context().revoke(&consumer, &owned);
+    consumer.unsubscribe();
+    drop(consumer);
+    Ok(())
+}
