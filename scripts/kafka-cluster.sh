@@ -78,6 +78,10 @@ transaction.state.log.min.isr=2
 auto.create.topics.enable=false
 group.initial.rebalance.delay.ms=0
 group.min.session.timeout.ms=3000
+# A dead broker is fenced (and its partitions get new leaders) after 4 s,
+# not the default 9 s: writes to its partitions stall that long.
+broker.session.timeout.ms=4000
+broker.heartbeat.interval.ms=1000
 num.network.threads=2
 num.io.threads=2
 num.recovery.threads.per.data.dir=1

@@ -27,7 +27,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rrd_daemon::cache::unix_now;
 use rrd_daemon::commands::{self, update_value_time, Args, Outcome};
@@ -53,7 +52,6 @@ const FUTURE_SECS_MAX: i64 = rrd_daemon::commands::FUTURE_SECS_MAX;
 pub struct Front {
     pub shared: Arc<Shared>,
     pub producer: FutureProducer,
-    pub watermarks: Arc<BaseConsumer>,
     pub table: Arc<Table>,
 }
 
@@ -202,15 +200,23 @@ impl Front {
     /// Waits until this node applied `partition` up to the log end the
     /// broker reports now (bounded by [`CATCH_UP_MAX`]).
     async fn catch_up(&self, partition: i32) {
-        let w = self.watermarks.clone();
-        let topic = self.shared.names.updates.clone();
-        let high = tokio::task::spawn_blocking(move || w.fetch_watermarks(&topic, partition, CATCH_UP_MAX))
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .map(|(_, h)| h);
-        let Some(high) = high else { return };
         let deadline = Instant::now() + CATCH_UP_MAX;
+        // The log end now; retried while a broker is failing over.
+        let high = loop {
+            let shared = self.shared.clone();
+            let asked =
+                tokio::task::spawn_blocking(move || shared.log_end(partition, Duration::from_secs(1))).await;
+            match asked {
+                Ok(Ok(h)) => break h,
+                Ok(Err(e)) if Instant::now() >= deadline => {
+                    tracing::warn!(
+                        "cluster: a read of partition {partition} did not wait for the log end: {e}"
+                    );
+                    return;
+                }
+                _ => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        };
         while Instant::now() < deadline {
             let applied = self.shared.applied.lock().expect("applied lock").get(&partition).copied();
             match applied {
@@ -218,6 +224,9 @@ impl Front {
                 _ => return,
             }
         }
+        tracing::warn!(
+            "cluster: a read of partition {partition} answered before the node applied the log up to {high}"
+        );
     }
 
     /// Forwards `line` to `address` and returns the reply's bytes.
@@ -260,14 +269,9 @@ impl Front {
             v.sort_unstable();
             v
         };
-        let w = self.watermarks.clone();
-        let topic = s.names.updates.clone();
-        let parts = owned.clone();
+        let (parts, shared) = (owned.clone(), s.clone());
         let highs: Vec<(i32, Option<i64>)> = tokio::task::spawn_blocking(move || {
-            parts
-                .iter()
-                .map(|&p| (p, w.fetch_watermarks(&topic, p, Duration::from_secs(2)).ok().map(|x| x.1)))
-                .collect()
+            parts.iter().map(|&p| (p, shared.log_end(p, Duration::from_secs(2)).ok())).collect()
         })
         .await
         .unwrap_or_default();

@@ -51,6 +51,9 @@ pub fn base_config(bootstrap: &str) -> ClientConfig {
     c.set("bootstrap.servers", bootstrap)
         .set("socket.keepalive.enable", "true")
         .set("reconnect.backoff.max.ms", "1000")
+        // Leaders move when a broker dies: learn it within seconds even on
+        // a client that has had no error to make it ask.
+        .set("topic.metadata.refresh.interval.ms", "5000")
         .set("log_level", "4");
     c
 }

@@ -218,6 +218,7 @@ pub fn run(args: &[String]) -> Result<(), ClusterError> {
         rebalances: AtomicU64::new(0),
         stopping: AtomicBool::new(false),
         runtime: runtime.handle().clone(),
+        group: Mutex::new(None),
     });
     let flush_threads = rrd_daemon::server::spawn_flush_threads(&daemon);
     let applier = {
@@ -244,15 +245,8 @@ pub fn run(args: &[String]) -> Result<(), ClusterError> {
             .spawn(move || members::reader(c, s, t))
             .map_err(|e| ClusterError::Io { what: "starting the members reader".into(), source: e })?
     };
-    let front = Arc::new(front::Front {
-        shared: shared.clone(),
-        producer: kafka::producer(&opts.bootstrap)?,
-        watermarks: Arc::new(kafka::plain_consumer(
-            &opts.bootstrap,
-            &format!("{}.reads.{}", shared.names.group, opts.node_id),
-        )?),
-        table,
-    });
+    let front =
+        Arc::new(front::Front { shared: shared.clone(), producer: kafka::producer(&opts.bootstrap)?, table });
     let publisher =
         runtime.spawn(members::publisher(kafka::producer(&opts.bootstrap)?, shared.clone(), advertise));
     runtime.block_on(serve(front.clone(), listeners));

@@ -67,6 +67,10 @@ pub struct Shared {
     pub rebalances: AtomicU64,
     pub stopping: AtomicBool,
     pub runtime: tokio::runtime::Handle,
+    /// The group consumer, while it runs: reads ask it for a partition's
+    /// log end (it follows the partition leaders, so it knows where to
+    /// ask after a broker failed over; an idle client may not).
+    pub group: Mutex<Option<Arc<BaseConsumer<Ctx>>>>,
 }
 
 impl Shared {
@@ -81,6 +85,15 @@ impl Shared {
         let rest = key.strip_prefix(base)?;
         let rest = if base == "/" { rest } else { rest.strip_prefix('/')? };
         (!rest.is_empty()).then_some(rest)
+    }
+
+    /// The log end of `partition` (`None`: not known within `timeout`).
+    pub fn log_end(&self, partition: i32, timeout: Duration) -> Result<i64, String> {
+        let consumer = self.group.lock().expect("group lock").clone().ok_or("the applier is not running")?;
+        consumer
+            .fetch_watermarks(&self.names.updates, partition, timeout)
+            .map(|(_, h)| h)
+            .map_err(|e| e.to_string())
     }
 
     pub fn owns(&self, partition: i32) -> bool {
@@ -375,7 +388,7 @@ fn apply(shared: &Shared, record: &Record, epoch: u64) {
 pub fn run(shared: Arc<Shared>, bootstrap: String) -> Result<(), ClusterError> {
     let book = Arc::new(Mutex::new(Book { epoch: 1, offsets: BTreeMap::new() }));
     let ctx = Ctx { shared: shared.clone(), book: book.clone() };
-    let consumer: BaseConsumer<Ctx> = base_config(&bootstrap)
+    let consumer: Arc<BaseConsumer<Ctx>> = base_config(&bootstrap)
         .set("group.id", &shared.names.group)
         .set("client.id", format!("rrdscale-{}", shared.node_id))
         .set("group.instance.id", "")
@@ -387,7 +400,9 @@ pub fn run(shared: Arc<Shared>, bootstrap: String) -> Result<(), ClusterError> {
         .set("fetch.wait.max.ms", "20")
         .set("partition.assignment.strategy", "range")
         .create_with_context(ctx)
+        .map(Arc::new)
         .map_err(|e| ClusterError::Kafka { what: "creating the group consumer".into(), source: e })?;
+    *shared.group.lock().expect("group lock") = Some(consumer.clone());
     consumer
         .subscribe(&[&shared.names.updates])
         .map_err(|e| ClusterError::Kafka { what: "subscribing".into(), source: e })?;
@@ -444,6 +459,12 @@ pub fn run(shared: Arc<Shared>, bootstrap: String) -> Result<(), ClusterError> {
     let owned: Vec<i32> = shared.owned.read().expect("owned lock").iter().copied().collect();
     consumer.context().revoke(&consumer, &owned);
     consumer.unsubscribe();
+    // The last reference: dropping it closes the consumer (leaves the group).
+    shared.group.lock().expect("group lock").take();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Arc::strong_count(&consumer) > 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     drop(consumer);
     Ok(())
 }
