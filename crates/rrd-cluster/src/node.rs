@@ -337,12 +337,18 @@ fn apply(shared: &Shared, record: &Record, epoch: u64) {
             let cache = &daemon.cache;
             let now = unix_now();
             let k: Key = key.as_str().into();
-            let exists = cache.shard(&key).contains_key(&k);
-            let fresh = if exists {
-                None
-            } else {
+            // The file is opened (outside the shard lock) when it has no
+            // entry; the entry may also vanish meanwhile (idle entries are
+            // dropped), hence the loop.
+            let mut fresh = None;
+            let mut shard = loop {
+                let shard = cache.shard(&key);
+                if shard.contains_key(&k) || fresh.is_some() {
+                    break shard;
+                }
+                drop(shard);
                 match commands::open_entry(daemon, &key, None) {
-                    Ok(found) => Some(found),
+                    Ok(found) => fresh = Some(found),
                     Err(r) => {
                         shared.records_unreadable.fetch_add(1, Ordering::Relaxed);
                         tracing::warn!("cluster: update of {key} skipped: {}", r.message);
@@ -350,9 +356,8 @@ fn apply(shared: &Shared, record: &Record, epoch: u64) {
                     }
                 }
             };
-            let mut shard = cache.shard(&key);
             let entry = shard.entry(k.clone()).or_insert_with(|| {
-                let (last_up, kept) = fresh.expect("opened above");
+                let (last_up, kept) = fresh.take().expect("opened when there was no entry");
                 let mut e = Entry::new(last_up, cache.jitter(), now);
                 e.inode = kept.stamp.ino;
                 e.kept = cache.keep(kept);
