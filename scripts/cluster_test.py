@@ -19,7 +19,10 @@ Phases, each asserting what it proves:
  6. Node 2 restarts with its disk intact; after the rebalance the files are
     still equal to the reference (nothing applied twice).
  7. Node 3 is killed -9, its disk wiped, and it restarts: the files it owns
-    again are rebuilt from the log, equal to the reference.
+    again are restored from snapshots and completed from the log, equal to
+    the reference.
+Snapshots: after the kill the new owners must have restored files from the
+snapshot topic (not only replayed the log).
 """
 
 import argparse
@@ -101,7 +104,7 @@ class Node:
         self.proc = subprocess.Popen(
             [self.args.rrdscale, "daemon", "-g", "-V", "LOG_INFO", "--cluster", self.args.bootstrap,
              "--cluster-name", "test", "--node-id", self.id, "-b", os.path.join(self.dir, "files"),
-             "-l", self.addr, "-w", "120", "-z", "1", "-o", os.path.join(self.dir, "log")],
+             "-l", self.addr, "-w", "3", "-z", "1", "-o", os.path.join(self.dir, "log")],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, "stderr"), "ab"))
         with open(os.path.join(self.args.work, "pids"), "a") as f:
             f.write(f"{self.proc.pid}\n")
@@ -282,6 +285,11 @@ def main():
     live = [nodes[0], nodes[2]]
     owner = owners(live)
     say(f"n2's partitions moved within {time.time() - t_kill:.1f} s of the kill")
+    restored = sum(int(stats(n.addr)["ClusterFilesRestored"]) for n in live)
+    published = sum(int(stats(n.addr)["ClusterSnapshotsPublished"]) for n in live)
+    if restored == 0:
+        fail("the new owners restored no file from snapshots")
+    say(f"the new owners restored {restored} files from snapshots ({published} snapshots published by them)")
 
     # Reads through every live node while values are pending.
     pending = sum(int(stats(n.addr)["PendingValues"]) for n in live)
@@ -366,7 +374,10 @@ def main():
     rebuilt = [name for name in names if owner[partition(name)] is nodes[2]]
     if not rebuilt:
         fail("n3 owns no file after its restart: the wiped-disk case proved nothing")
-    say(f"n3 rebuilt the {len(rebuilt)} files it owns from the log")
+    n3_restored = int(stats(nodes[2].addr)["ClusterFilesRestored"])
+    if n3_restored == 0:
+        fail("n3 restored no file from snapshots after its disk was wiped")
+    say(f"n3 rebuilt the {len(rebuilt)} files it owns ({n3_restored} restored from snapshots, the rest from the log)")
     s = {n.id: stats(n.addr) for n in nodes}
     say("values skipped as already applied: "
           + ", ".join(f"{k} {v['ClusterValuesSkipped']}" for k, v in s.items()))

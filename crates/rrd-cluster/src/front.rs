@@ -297,6 +297,10 @@ impl Front {
             ("ClusterValuesSkipped", s.values_skipped.load(Ordering::Relaxed).to_string()),
             ("ClusterRecordsUnreadable", s.records_unreadable.load(Ordering::Relaxed).to_string()),
             ("ClusterRebalances", s.rebalances.load(Ordering::Relaxed).to_string()),
+            ("ClusterSnapshotsPublished", s.snapshots_published.load(Ordering::Relaxed).to_string()),
+            ("ClusterSnapshotBytes", s.snapshot_bytes.load(Ordering::Relaxed).to_string()),
+            ("ClusterSnapshotLagSecs", s.snapshot_lag_secs.load(Ordering::Relaxed).to_string()),
+            ("ClusterFilesRestored", s.files_restored.load(Ordering::Relaxed).to_string()),
         ] {
             body.extend_from_slice(format!("{name}: {value}\n").as_bytes());
         }

@@ -32,6 +32,7 @@ pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(20);
 #[derive(Clone, Debug)]
 pub struct Names {
     pub updates: String,
+    pub snapshots: String,
     pub members: String,
     pub group: String,
 }
@@ -40,6 +41,7 @@ impl Names {
     pub fn new(cluster: &str) -> Names {
         Names {
             updates: format!("rrdscale.{cluster}.updates"),
+            snapshots: format!("rrdscale.{cluster}.snapshots"),
             members: format!("rrdscale.{cluster}.members"),
             group: format!("rrdscale.{cluster}"),
         }
@@ -57,6 +59,23 @@ pub fn base_config(bootstrap: &str) -> ClientConfig {
         .set("log_level", "4");
     c
 }
+
+/// The snapshot producer: whole files as messages (crate::snapshot).
+pub fn snapshot_producer(bootstrap: &str) -> Result<FutureProducer, ClusterError> {
+    base_config(bootstrap)
+        .set("acks", "all")
+        .set("enable.idempotence", "true")
+        .set("linger.ms", "5")
+        .set("message.max.bytes", SNAPSHOT_MESSAGE_BYTES)
+        .set("compression.type", "lz4")
+        .set("message.timeout.ms", SEND_TIMEOUT.as_millis().to_string())
+        .create()
+        .map_err(|e| ClusterError::Kafka { what: "creating the snapshot producer".into(), source: e })
+}
+
+/// The snapshot topic's and producer's message size limit (above
+/// crate::snapshot::SNAPSHOT_BYTES_MAX).
+pub const SNAPSHOT_MESSAGE_BYTES: &str = "16777216";
 
 pub fn producer(bootstrap: &str) -> Result<FutureProducer, ClusterError> {
     base_config(bootstrap)
@@ -94,13 +113,18 @@ pub async fn ensure_topics(bootstrap: &str, names: &Names, partitions: i32) -> R
         // partition, so nothing may expire (docs/cluster.md, "Costs").
         .set("retention.ms", "-1")
         .set("retention.bytes", "-1");
+    let snapshots = NewTopic::new(&names.snapshots, partitions, TopicReplication::Fixed(REPLICATION))
+        .set("cleanup.policy", "compact")
+        .set("min.insync.replicas", "2")
+        .set("unclean.leader.election.enable", "false")
+        .set("max.message.bytes", SNAPSHOT_MESSAGE_BYTES);
     let members = NewTopic::new(&names.members, 1, TopicReplication::Fixed(REPLICATION))
         .set("cleanup.policy", "compact")
         .set("min.insync.replicas", "2");
     let opts =
         AdminOptions::new().operation_timeout(Some(ADMIN_TIMEOUT)).request_timeout(Some(ADMIN_TIMEOUT));
     let results = admin
-        .create_topics([&updates, &members], &opts)
+        .create_topics([&updates, &snapshots, &members], &opts)
         .await
         .map_err(|e| ClusterError::Kafka { what: "creating the topics".into(), source: e })?;
     for r in results {
@@ -152,5 +176,22 @@ pub async fn ensure_topics(bootstrap: &str, names: &Names, partitions: i32) -> R
             why: format!("has min.insync.replicas {min_isr:?}; cluster mode needs at least {MIN_INSYNC}"),
         });
     }
-    Ok(t.partitions().len() as i32)
+    let count = t.partitions().len();
+    let snap_client = plain_consumer(bootstrap, &format!("{}.admin", names.group))?;
+    let topic = names.snapshots.clone();
+    let snap = tokio::task::spawn_blocking(move || snap_client.fetch_metadata(Some(&topic), ADMIN_TIMEOUT))
+        .await
+        .expect("metadata task")
+        .map_err(|e| ClusterError::Kafka {
+            what: "reading the snapshot topic's metadata".into(),
+            source: e,
+        })?;
+    let snap_count = snap.topics().first().map_or(0, |t| t.partitions().len());
+    if snap_count != count {
+        return Err(ClusterError::Topic {
+            topic: names.snapshots.clone(),
+            why: format!("has {snap_count} partitions; it needs the update topic's {count}"),
+        });
+    }
+    Ok(count as i32)
 }

@@ -17,6 +17,8 @@
 //!   through the single-node daemon's cache and flusher and commits offsets
 //!   only for values in synced files.
 //! - [`members`]: who owns which partition, and at which address.
+//! - [`snapshot`]: synced files published to a compacted topic, so a new
+//!   owner restores them instead of replaying a partition's whole history.
 //!
 //! Why a separate crate: the single-node daemon (rrd-daemon) stays as it
 //! is, with no Kafka client linked into its code paths; this crate uses its
@@ -31,6 +33,7 @@ pub mod kafka;
 pub mod members;
 pub mod node;
 pub mod record;
+pub mod snapshot;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -77,6 +80,8 @@ pub struct ClusterOptions {
     pub node_id: String,
     pub partitions: i32,
     pub advertise: Option<String>,
+    /// `--cluster-snapshots on|off` (default on).
+    pub snapshots: bool,
 }
 
 /// Whether a daemon command line asks for cluster mode.
@@ -88,7 +93,14 @@ pub fn wanted(args: &[String]) -> bool {
 pub fn split_args(args: &[String]) -> Result<(ClusterOptions, Vec<String>), ClusterError> {
     let mut rest = Vec::new();
     let mut found: HashMap<&str, String> = HashMap::new();
-    let names = ["--cluster", "--cluster-name", "--node-id", "--cluster-partitions", "--advertise"];
+    let names = [
+        "--cluster",
+        "--cluster-name",
+        "--node-id",
+        "--cluster-partitions",
+        "--advertise",
+        "--cluster-snapshots",
+    ];
     let mut i = 0;
     while i < args.len() {
         let a = &args[i];
@@ -136,7 +148,12 @@ pub fn split_args(args: &[String]) -> Result<(ClusterOptions, Vec<String>), Clus
             .ok_or_else(|| ClusterError::Usage(format!("--cluster-partitions {p}: 1 to 10000")))?,
     };
     let advertise = found.remove("--advertise");
-    Ok((ClusterOptions { bootstrap, name, node_id, partitions, advertise }, rest))
+    let snapshots = match found.remove("--cluster-snapshots").as_deref() {
+        None | Some("on") => true,
+        Some("off") => false,
+        Some(other) => return Err(ClusterError::Usage(format!("--cluster-snapshots {other}: on or off"))),
+    };
+    Ok((ClusterOptions { bootstrap, name, node_id, partitions, advertise, snapshots }, rest))
 }
 
 /// `rrdscale daemon --cluster ...`: runs a node until SIGTERM/SIGINT.
@@ -206,7 +223,11 @@ pub fn run(args: &[String]) -> Result<(), ClusterError> {
         names,
         partitions,
         node_id: opts.node_id.clone(),
-        tag: format!("{}/{incarnation}", opts.node_id),
+        tag: format!(
+            "{}/{incarnation}{}",
+            opts.node_id,
+            if opts.snapshots { node::SNAPSHOT_TAG } else { "" }
+        ),
         daemon: daemon.clone(),
         owned: RwLock::new(HashSet::new()),
         applied: Mutex::new(HashMap::new()),
@@ -219,6 +240,12 @@ pub fn run(args: &[String]) -> Result<(), ClusterError> {
         stopping: AtomicBool::new(false),
         runtime: runtime.handle().clone(),
         group: Mutex::new(None),
+        snapshots: if opts.snapshots { Some(kafka::snapshot_producer(&opts.bootstrap)?) } else { None },
+        bootstrap: opts.bootstrap.clone(),
+        snapshots_published: AtomicU64::new(0),
+        snapshot_bytes: AtomicU64::new(0),
+        files_restored: AtomicU64::new(0),
+        snapshot_lag_secs: AtomicU64::new(0),
     });
     let flush_threads = rrd_daemon::server::spawn_flush_threads(&daemon);
     let applier = {
@@ -353,6 +380,7 @@ mod tests {
         assert_eq!(o.node_id, "n1");
         assert_eq!(o.partitions, 6);
         assert_eq!(o.name, "rrdscale");
+        assert!(o.snapshots);
         assert_eq!(rest, s(&["-g", "-b", "/d", "-l", "127.0.0.1:5"]));
         assert!(wanted(&s(&["--cluster=x"])));
         assert!(!wanted(&s(&["-g"])));

@@ -44,6 +44,7 @@ use rrd_protocol::Command;
 use crate::hash::partition_of;
 use crate::kafka::{base_config, Names};
 use crate::record::{Kind, Record};
+use crate::snapshot::{self, Dirty};
 use crate::ClusterError;
 
 /// What the applier shares with the request side and the metrics.
@@ -71,6 +72,14 @@ pub struct Shared {
     /// log end (it follows the partition leaders, so it knows where to
     /// ask after a broker failed over; an idle client may not).
     pub group: Mutex<Option<Arc<BaseConsumer<Ctx>>>>,
+    /// The snapshot producer (None: `--cluster-snapshots off`).
+    pub snapshots: Option<rdkafka::producer::FutureProducer>,
+    pub bootstrap: String,
+    pub snapshots_published: AtomicU64,
+    pub snapshot_bytes: AtomicU64,
+    pub files_restored: AtomicU64,
+    /// Seconds since the oldest record not yet covered by a snapshot.
+    pub snapshot_lag_secs: AtomicU64,
 }
 
 impl Shared {
@@ -141,6 +150,11 @@ pub struct Book {
     pub epoch: u64,
     /// Per epoch: the next offset of each partition applied in it.
     pub offsets: BTreeMap<u64, HashMap<i32, i64>>,
+    /// Files not yet covered by a published snapshot.
+    pub dirty: Dirty,
+    /// Per partition: the next offset whose predecessors are all in synced
+    /// files (what the commit may say, snapshots permitting).
+    pub synced: HashMap<i32, i64>,
 }
 
 impl ClientContext for Ctx {}
@@ -188,36 +202,65 @@ impl Ctx {
         let mut plan = Vec::new();
         for e in tpl.elements() {
             let p = e.partition();
-            let ours = committed.as_ref().ok().and_then(|c| {
+            let found = committed.as_ref().ok().and_then(|c| {
                 c.find_partition(&shared.names.updates, p).and_then(|c| match c.offset() {
-                    Offset::Offset(o) if c.metadata() == shared.tag => Some(o),
+                    Offset::Offset(o) => Some((o, c.metadata().to_string())),
                     _ => None,
                 })
             });
-            plan.push((p, ours));
+            let start = match found {
+                // Our own disk synced everything before it.
+                Some((o, m)) if m == shared.tag => Start::Ours(o),
+                // Committed under the snapshot rule: snapshots cover it.
+                Some((o, m)) if shared.snapshots.is_some() && m.ends_with(SNAPSHOT_TAG) => {
+                    Start::Snapshots(o)
+                }
+                _ => Start::Beginning,
+            };
+            plan.push((p, start));
         }
         if let Err(e) = &committed {
             tracing::warn!("cluster: cannot read committed offsets ({e}); replaying assigned partitions from their beginning");
         }
-        let mut applied = shared.applied.lock().expect("applied lock");
-        for (p, ours) in &plan {
-            let offset = match ours {
-                Some(o) => Offset::Offset(*o),
-                None => Offset::Beginning,
+        for (p, start) in &plan {
+            let restored = match start {
+                Start::Ours(_) => None,
+                _ if shared.snapshots.is_none() => None,
+                _ => Some(restore_partition(shared, *p)),
+            };
+            let offset = match start {
+                Start::Ours(o) | Start::Snapshots(o) => Offset::Offset(*o),
+                Start::Beginning => Offset::Beginning,
             };
             if let Err(e) = tpl.set_partition_offset(&shared.names.updates, *p, offset) {
                 tracing::error!("cluster: cannot set partition {p}'s start: {e}");
             }
-            applied.insert(*p, ours.unwrap_or(0));
+            let from = match start {
+                Start::Ours(o) | Start::Snapshots(o) => *o,
+                Start::Beginning => 0,
+            };
+            shared.applied.lock().expect("applied lock").insert(*p, from);
             tracing::info!(
-                "cluster: partition {p} assigned; {}",
-                match ours {
-                    Some(o) => format!("resuming at our committed offset {o}"),
-                    None => "replaying from its beginning (not committed by this disk)".into(),
+                "cluster: partition {p} assigned; {}{}",
+                match start {
+                    Start::Ours(o) => format!("resuming at our committed offset {o}"),
+                    Start::Snapshots(o) => format!("resuming at the committed offset {o}"),
+                    Start::Beginning => "replaying from its beginning".into(),
+                },
+                match &restored {
+                    Some(Ok((files, bytes))) =>
+                        format!(", {files} files restored from snapshots ({bytes} bytes read)"),
+                    Some(Err(e)) => format!(", snapshots not restored: {e}"),
+                    None => String::new(),
                 }
             );
+            if let (Some(Err(_)), Start::Snapshots(_)) = (&restored, start) {
+                // Without the snapshots the committed offset is no
+                // start: replay everything instead.
+                let _ = tpl.set_partition_offset(&shared.names.updates, *p, Offset::Beginning);
+                shared.applied.lock().expect("applied lock").insert(*p, 0);
+            }
         }
-        drop(applied);
         if let Err(e) = consumer.assign(tpl) {
             tracing::error!("cluster: assign failed: {e}");
             return;
@@ -241,7 +284,15 @@ impl Ctx {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+        publish_snapshots(shared, &self.book);
         commit_synced(shared, &self.book, consumer, CommitMode::Sync);
+        {
+            let mut book = self.book.lock().expect("book lock");
+            book.dirty.forget_partitions(revoked);
+            for p in revoked {
+                book.synced.remove(p);
+            }
+        }
         let gone: HashSet<i32> = revoked.iter().copied().collect();
         cache.retain(|key, e| {
             let keep = stays(shared.relative_of(key), shared.partitions, &gone);
@@ -269,6 +320,48 @@ fn stays(relative: Option<&str>, partitions: i32, gone: &HashSet<i32>) -> bool {
     }
 }
 
+/// The tag's suffix on commits made under the snapshot rule.
+pub const SNAPSHOT_TAG: &str = "/snap";
+
+/// Where a newly assigned partition starts.
+enum Start {
+    Ours(i64),
+    Snapshots(i64),
+    Beginning,
+}
+
+/// Restores partition `p`'s files from their snapshots.
+fn restore_partition(shared: &Shared, p: i32) -> Result<(u64, u64), String> {
+    let consumer = crate::kafka::plain_consumer(
+        &shared.bootstrap,
+        &format!("{}.restore.{}", shared.names.group, shared.node_id),
+    )
+    .map_err(|e| e.to_string())?;
+    let (files, bytes) = snapshot::restore(shared, &consumer, p)?;
+    shared.files_restored.fetch_add(files, Ordering::Relaxed);
+    Ok((files, bytes))
+}
+
+/// Publishes the snapshots that are ready (see crate::snapshot).
+fn publish_snapshots(shared: &Shared, book: &Mutex<Book>) {
+    let Some(producer) = &shared.snapshots else { return };
+    let mut dirty = std::mem::take(&mut book.lock().expect("book lock").dirty);
+    let before = dirty.files.len();
+    let bytes = snapshot::publish_ready(shared, producer, &mut dirty);
+    let published = before.saturating_sub(dirty.files.len());
+    shared.snapshots_published.fetch_add(published as u64, Ordering::Relaxed);
+    shared.snapshot_bytes.fetch_add(bytes, Ordering::Relaxed);
+    shared.snapshot_lag_secs.store(dirty.lag_secs(unix_now()) as u64, Ordering::Relaxed);
+    let mut b = book.lock().expect("book lock");
+    // Files touched while publishing (none: the applier thread publishes).
+    let newer = std::mem::take(&mut b.dirty);
+    for (rel, (p, first, last)) in newer.files {
+        dirty.touch(&rel, p, first);
+        dirty.touch(&rel, p, last);
+    }
+    b.dirty = dirty;
+}
+
 /// Commits, per partition, the highest offset of the epochs whose values
 /// are all in synced files.
 pub fn commit_synced<C: ConsumerContext>(
@@ -281,12 +374,20 @@ pub fn commit_synced<C: ConsumerContext>(
     let upper = book.epoch;
     // Read the upper bound before the cache (as the journal's removal rule).
     let needed = shared.daemon.cache.oldest_needed_seq(upper);
-    let mut done: HashMap<i32, i64> = HashMap::new();
     let synced: Vec<u64> = book.offsets.range(..needed).map(|(e, _)| *e).collect();
     for e in synced {
         for (p, o) in book.offsets.remove(&e).expect("listed") {
-            let slot = done.entry(p).or_insert(o);
+            let slot = book.synced.entry(p).or_insert(o);
             *slot = (*slot).max(o);
+        }
+    }
+    let mut done: HashMap<i32, i64> = book.synced.clone();
+    if shared.snapshots.is_some() {
+        // Only offsets whose records' files have published snapshots.
+        for (p, o) in done.iter_mut() {
+            if let Some(u) = book.dirty.oldest_uncovered(*p) {
+                *o = (*o).min(u);
+            }
         }
     }
     drop(book);
@@ -312,14 +413,15 @@ pub fn commit_synced<C: ConsumerContext>(
 }
 
 /// Applies one record to the cache (module doc). `epoch` tags its values.
-fn apply(shared: &Shared, record: &Record, epoch: u64) {
+/// Returns whether the record reached a file (to be covered by a snapshot).
+fn apply(shared: &Shared, record: &Record, epoch: u64) -> bool {
     let daemon = &shared.daemon;
     let key = shared.key_of(&record.path);
     match record.kind {
         Kind::Create => {
             if Path::new(&key).exists() {
                 tracing::debug!("cluster: CREATE of existing {key} skipped (replayed)");
-                return;
+                return false;
             }
             let mut args = vec![key.clone()];
             args.extend(record.args.iter().cloned());
@@ -352,7 +454,7 @@ fn apply(shared: &Shared, record: &Record, epoch: u64) {
                     Err(r) => {
                         shared.records_unreadable.fetch_add(1, Ordering::Relaxed);
                         tracing::warn!("cluster: update of {key} skipped: {}", r.message);
-                        return;
+                        return false;
                     }
                 }
             };
@@ -386,12 +488,13 @@ fn apply(shared: &Shared, record: &Record, epoch: u64) {
         }
     }
     shared.records_applied.fetch_add(1, Ordering::Relaxed);
+    true
 }
 
 /// The applier thread: subscribe, poll, apply, commit synced offsets once
 /// a second; at `stopping`, write everything, commit, leave the group.
 pub fn run(shared: Arc<Shared>, bootstrap: String) -> Result<(), ClusterError> {
-    let book = Arc::new(Mutex::new(Book { epoch: 1, offsets: BTreeMap::new() }));
+    let book = Arc::new(Mutex::new(Book { epoch: 1, ..Book::default() }));
     let ctx = Ctx { shared: shared.clone(), book: book.clone() };
     let consumer: Arc<BaseConsumer<Ctx>> = base_config(&bootstrap)
         .set("group.id", &shared.names.group)
@@ -423,6 +526,7 @@ pub fn run(shared: Arc<Shared>, bootstrap: String) -> Result<(), ClusterError> {
             std::thread::sleep(Duration::from_millis(20));
         }
         let mut round: HashMap<i32, i64> = HashMap::new();
+        let mut touched: Vec<(String, i32, i64)> = Vec::new();
         let epoch = book.lock().expect("book lock").epoch;
         let mut polled = 0;
         let mut timeout = Duration::from_millis(100);
@@ -439,7 +543,11 @@ pub fn run(shared: Arc<Shared>, bootstrap: String) -> Result<(), ClusterError> {
             polled += 1;
             let p = m.partition();
             match Record::decode(m.key(), m.payload()) {
-                Ok(r) if partition_of(&r.path, shared.partitions) == p => apply(&shared, &r, epoch),
+                Ok(r) if partition_of(&r.path, shared.partitions) == p => {
+                    if apply(&shared, &r, epoch) {
+                        touched.push((r.path, p, m.offset()));
+                    }
+                }
                 Ok(r) => tracing::error!(
                     "cluster: record for {} found in partition {p}, not {}: skipped (a producer with another hash?)",
                     r.path,
@@ -454,8 +562,14 @@ pub fn run(shared: Arc<Shared>, bootstrap: String) -> Result<(), ClusterError> {
             let mut b = book.lock().expect("book lock");
             b.offsets.insert(epoch, round);
             b.epoch += 1;
+            if shared.snapshots.is_some() {
+                for (rel, p, o) in touched {
+                    b.dirty.touch(&rel, p, o);
+                }
+            }
         }
         if last_commit.elapsed() >= Duration::from_secs(1) {
+            publish_snapshots(&shared, &book);
             commit_synced(&shared, &book, &consumer, CommitMode::Async);
             last_commit = Instant::now();
         }
