@@ -10,6 +10,8 @@ for tool in java mvn python3 cargo; do
 done
 work=$(mktemp -d /tmp/rrdscale-cluster-bench.XXXXXX)
 export KAFKA_PORT_BASE=${KAFKA_PORT_BASE:-29192}
+# Brokers with the full JIT (the tests' C1-only brokers are slower).
+export KAFKA_JIT=${KAFKA_JIT-}
 cleanup() {
     local rc=$?
     [ -f "$work/pids" ] && while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done <"$work/pids"
