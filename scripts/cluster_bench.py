@@ -81,6 +81,7 @@ def main():
     args = ap.parse_args()
     names = [f"b{j}.rrd" for j in range(FILES)]
     rows = []
+    extra = []
 
     # The single node, same workload, same machine.
     ref_dir = os.path.join(args.work, "single")
@@ -117,6 +118,8 @@ def main():
         addrs = [nodes[k % n_nodes].addr for k in range(3)]
         total, elapsed = drive(addrs, names)
         rows.append((f"cluster of {n_nodes} node(s), 3 clients spread over them", n_nodes, total, elapsed))
+        if n_nodes == 3:
+            extra.extend(failover(nodes, names, args.work))
         for n in nodes:
             n.stop()
 
@@ -124,6 +127,58 @@ def main():
     print("| --- | --- | --- | --- | --- | --- |")
     for label, n, total, elapsed in rows:
         print(f"| {label} | {n} | {total} | {elapsed:.2f} | {total / elapsed:,.0f} | {total / elapsed / n:,.0f} |")
+    print()
+    for line in extra:
+        print(line)
+
+
+def failover(nodes, names, work):
+    """Snapshot bytes after one flush of every file, then kill -9 of node 3:
+    the time until every one of its files answers FETCH at a live node."""
+    out = []
+    for n in nodes:
+        ct.request(n.addr, ["FLUSHALL"])
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        s = [ct.stats(n.addr) for n in nodes]
+        if all(x["PendingValues"] == "0" and x["ClusterSnapshotLagSecs"] == "0" for x in s) and \
+                sum(int(x["ClusterSnapshotsPublished"]) for x in s) >= len(names):
+            break
+        time.sleep(1)
+    published = sum(int(x["ClusterSnapshotsPublished"]) for x in s)
+    raw = sum(int(x["ClusterSnapshotBytes"]) for x in s)
+    on_disk = 0
+    kdir = os.path.join(work, "kafka")
+    for root, _, files in os.walk(kdir):
+        if ".snapshots-" in root:
+            on_disk += sum(os.path.getsize(os.path.join(root, f)) for f in files if f.endswith(".log"))
+    out.append(f"- snapshots: {published} published (every file at least once), {raw / max(published, 1):,.0f} bytes "
+               f"each before compression; snapshot topic on the brokers' disks: {on_disk:,} bytes for all replicas "
+               f"({on_disk / 3 / max(published, 1):,.0f} bytes per snapshot per replica, lz4)")
+    dead = nodes[2]
+    theirs = [n for n in names if ct.partition(n) in
+              {int(p) for p in ct.stats(dead.addr)["ClusterPartitions"].split(",") if p}]
+    t0 = time.time()
+    dead.kill9()
+    live = nodes[:2]
+    ct.owners(live, timeout=300)
+    t_owned = time.time() - t0
+    pending = list(theirs)
+    while pending and time.time() - t0 < 600:
+        still = []
+        for name in pending:
+            (st, _, _), = ct.request(live[0].addr, [f"LAST {name}"])
+            if st != 0:
+                still.append(name)
+        pending = still
+        if pending:
+            time.sleep(0.2)
+    t_all = time.time() - t0
+    restored = sum(int(ct.stats(n.addr)["ClusterFilesRestored"]) for n in live)
+    out.append(f"- failover: node 3 (owner of {len(theirs)} of {len(names)} files) killed -9; its partitions owned "
+               f"again after {t_owned:.1f} s, all its files answering LAST at a live node after {t_all:.1f} s "
+               f"({restored} files restored from snapshots)")
+    return out
 
 
 def start(node, cluster, work):
