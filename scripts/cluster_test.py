@@ -104,7 +104,7 @@ class Node:
         self.proc = subprocess.Popen(
             [self.args.rrdscale, "daemon", "-g", "-V", "LOG_INFO", "--cluster", self.args.bootstrap,
              "--cluster-name", "test", "--node-id", self.id, "-b", os.path.join(self.dir, "files"),
-             "-l", self.addr, "-w", "3", "-z", "1", "-o", os.path.join(self.dir, "log")],
+             "-l", self.addr, "-w", "8", "-z", "1", "-o", os.path.join(self.dir, "log")],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, "stderr"), "ab"))
         with open(os.path.join(self.args.work, "pids"), "a") as f:
             f.write(f"{self.proc.pid}\n")
