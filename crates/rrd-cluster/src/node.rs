@@ -257,6 +257,7 @@ impl Ctx {
             if let (Some(Err(_)), Start::Snapshots(_)) = (&restored, start) {
                 // Without the snapshots the committed offset is no
                 // start: replay everything instead.
+                tracing::warn!("cluster: partition {p}: replaying from its beginning instead (no snapshots)");
                 let _ = tpl.set_partition_offset(&shared.names.updates, *p, Offset::Beginning);
                 shared.applied.lock().expect("applied lock").insert(*p, 0);
             }

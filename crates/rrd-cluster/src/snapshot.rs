@@ -31,9 +31,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
+use rdkafka::types::RDKafkaErrorCode;
 use rrd_engine::batch::KeptHeader;
 
 use crate::node::Shared;
@@ -187,7 +189,16 @@ pub fn restore(shared: &Shared, consumer: &BaseConsumer, p: i32) -> Result<(u64,
             return Err("reading the snapshots took more than 300 s".into());
         }
         let Some(m) = consumer.poll(Duration::from_millis(500)) else { continue };
-        let m = m.map_err(|e| e.to_string())?;
+        let m = match m {
+            Ok(m) => m,
+            // A broker that is down is reported as a consumption error
+            // while the partition's leader is elsewhere: not fatal (the
+            // deadline above bounds a partition that cannot be read).
+            Err(KafkaError::MessageConsumption(
+                RDKafkaErrorCode::BrokerTransportFailure | RDKafkaErrorCode::AllBrokersDown,
+            )) => continue,
+            Err(e) => return Err(e.to_string()),
+        };
         let at = m.offset();
         if let (Some(k), Some(v)) = (m.key(), m.payload()) {
             read += v.len() as u64;
