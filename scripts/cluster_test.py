@@ -223,6 +223,17 @@ def fetch_all(addr, names):
     return out
 
 
+def graph_print(program, daemon, name):
+    """PRINTs of a graph over the whole stream (AVERAGE and MAX of both DS)."""
+    r = subprocess.run([program, "graph"] + daemon + ["/dev/null", "--start", str(T0), "--end",
+                        str(T0 + STEP * ROUNDS), f"DEF:a={name}:a:AVERAGE", f"DEF:b={name}:b:AVERAGE",
+                        "PRINT:a:AVERAGE:%.6lf", "PRINT:a:MAX:%.6lf", "PRINT:b:AVERAGE:%.6lf",
+                        "PRINT:b:MAX:%.6lf"], capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"{program} graph {' '.join(daemon)} {name}: {r.stderr}")
+    return r.stdout.splitlines()[1:]
+
+
 def dump(path):
     r = subprocess.run(["rrdtool", "dump", path], capture_output=True, text=True)
     if r.returncode != 0:
@@ -296,6 +307,10 @@ def main():
     if pending == 0:
         fail("no value was pending when the reads ran: they prove nothing")
     before = {n.id: fetch_all(n.addr, names) for n in live}
+    # rrdscale's own client (graph --daemon) through both nodes, pending
+    # values included: compared with rrdtool graph on the flushed files below.
+    graphed = {(n.id, name): graph_print(args.rrdscale, ["--daemon", n.addr], name)
+               for n in live for name in names[:6]}
     for n in live:
         request(n.addr, ["FLUSHALL"])
     # FLUSHALL queues; FLUSH of each file waits for its write.
@@ -308,7 +323,15 @@ def main():
         for name in names:
             if got[name] != after[name]:
                 fail(f"FETCH {name} through {nid} before the flush differs from after it")
-    say(f"FETCH through both live nodes saw the pending values ({pending} pending at the time)")
+    owner = owners(live)
+    for (nid, name), got in graphed.items():
+        want = graph_print("rrdtool", [], os.path.join(owner[partition(name)].dir, "files", name))
+        if got != want:
+            fail(f"rrdscale graph --daemon through {nid} of {name}: {got} != rrdtool graph of the flushed file {want}")
+    say(f"FETCH (rrdtool) and graph --daemon (rrdscale) through both live nodes saw the pending values "
+        f"({pending} pending at the time; e.g. {names[0]}: {graphed[(live[0].id, names[0])]})")
+    if any("nan" in v for vals in graphed.values() for v in vals):
+        fail("a graph PRINT is NaN: the comparison proves nothing")
 
     # The reference: a single-node daemon fed the same acknowledged stream.
     ref_dir = os.path.join(args.work, "reference")

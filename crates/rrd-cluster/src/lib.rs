@@ -184,6 +184,10 @@ pub fn run(args: &[String]) -> Result<(), ClusterError> {
     config.prepare().map_err(|e| ClusterError::Usage(e.message))?;
     let listeners =
         rrd_daemon::server::bind_all(&config.listen).map_err(|e| ClusterError::Daemon(e.message))?;
+    // `--metrics`: the node's own counters (the single node's endpoint);
+    // the cluster's are in STATS.
+    let metrics_listener =
+        config.metrics.as_deref().map(rrd_daemon::metrics::bind).transpose().map_err(ClusterError::Daemon)?;
     let advertise = match &opts.advertise {
         Some(a) => a.clone(),
         None => config
@@ -248,6 +252,10 @@ pub fn run(args: &[String]) -> Result<(), ClusterError> {
         snapshot_lag_secs: AtomicU64::new(0),
     });
     let flush_threads = rrd_daemon::server::spawn_flush_threads(&daemon);
+    if let Some(l) = metrics_listener {
+        rrd_daemon::metrics::spawn(l, daemon.clone())
+            .map_err(|e| ClusterError::Io { what: "starting the metrics thread".into(), source: e })?;
+    }
     let applier = {
         let (s, b) = (shared.clone(), opts.bootstrap.clone());
         std::thread::Builder::new()
