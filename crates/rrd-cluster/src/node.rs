@@ -17,12 +17,19 @@
 //! epochs are committed. The flusher, its pacing and its page-level writes
 //! are the single node's, unchanged.
 //!
-//! Where a partition starts (rebalance, `rebalance` below): at the
-//! committed offset if this very node (same node id and the same state
-//! directory incarnation, so the disk is the one that synced those
-//! values) committed it; otherwise at the partition's beginning, replaying
-//! everything, idempotently. Revocation first writes and syncs every
-//! pending value and commits, then drops the revoked files' entries.
+//! With snapshots (crate::snapshot), a commit also waits until every file
+//! touched by the records before it has a published snapshot including
+//! them.
+//!
+//! Where a partition starts (the rebalance callback, [`Ctx::rebalance`]):
+//! at the committed offset if this very node (same node id and the same
+//! state directory incarnation, so the disk is the one that synced those
+//! values) committed it; at the committed offset after restoring the
+//! snapshots if another node committed it under the snapshot rule;
+//! otherwise at the partition's beginning (after restoring snapshots, when
+//! on), replaying everything idempotently. Revocation first writes and
+//! syncs every pending value, publishes the snapshots and commits, then
+//! drops the revoked files' entries. docs/cluster.md argues each case.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
