@@ -259,6 +259,12 @@ def main():
 
     names = [f"d{j % 4}/f{j}.rrd" for j in range(FILES)]
     create_files(nodes, names)
+    # A bad definition is refused by the node that takes the CREATE, as one
+    # node refuses it, instead of an OK for a file that never appears.
+    r = subprocess.run(["rrdtool", "create", "--daemon", nodes[1].addr, "bad.rrd", "-b", str(T0), "-s", "300",
+                        "DS:x:GAUGE:600:U:U", "RRA:AVERAGE:2:1:10"], capture_output=True, text=True)
+    if r.returncode == 0 or "RRD Error" not in r.stderr:
+        fail(f"a CREATE with xff 2 was not refused: {r.returncode} {r.stderr!r}")
 
     acked = []
     progress = [0, 0, 0]

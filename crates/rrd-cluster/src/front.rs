@@ -186,6 +186,7 @@ impl Front {
         if !rest.iter().any(|t| t.starts_with("DS:")) || !rest.iter().any(|t| t.starts_with("RRA:")) {
             return Err(commands::syntax_error(Command::Create));
         }
+        check_create(&rest)?;
         let mut fields = rest;
         if !fields.iter().any(|t| t.starts_with("-b")) {
             // rrdcached's default start: ten seconds ago.
@@ -306,6 +307,38 @@ impl Front {
         }
         Reply::ok("Statistics follow", body)
     }
+}
+
+/// A CREATE's definitions checked as the owner will apply them (the
+/// daemon's parsing of `-b`, `-s`, `-O`, DS and RRA, then the engine's
+/// header built without writing), so that the client gets the error the
+/// single node gives instead of an OK for a file that will never exist.
+fn check_create(fields: &[String]) -> Result<(), Reply> {
+    use rrd_daemon::commands::fetch::c_strtol;
+    let mut opts = rrd_engine::create::CreateOptions::default();
+    let mut defs = Vec::new();
+    let mut it = fields.iter();
+    while let Some(tok) = it.next() {
+        if tok.starts_with("-b") || tok.starts_with("-s") {
+            let Some(value) = it.next() else { return Err(commands::syntax_error(Command::Create)) };
+            let n = c_strtol(value).unwrap_or(0);
+            if tok.starts_with("-b") {
+                if n < 3600 * 24 * 365 * 10 {
+                    return Err(Reply::error("The first entry must be after 1980."));
+                }
+                opts.start = Some(n);
+            } else if n > 0 {
+                opts.step_secs = Some(n as u64);
+            }
+        } else if tok.starts_with("DS:") || tok.starts_with("RRA:") {
+            defs.push(tok.clone());
+        } else if !tok.starts_with("-O") {
+            return Err(commands::syntax_error(Command::Create));
+        }
+    }
+    rrd_engine::create::build_header(&opts, &defs, unix_now())
+        .map(|_| ())
+        .map_err(|e| Reply::error(format!("RRD Error: {e}")))
 }
 
 impl Session {
