@@ -262,8 +262,7 @@ pub fn run(args: &[String]) -> Result<(), ClusterError> {
             .name("cluster-apply".into())
             .spawn(move || {
                 if let Err(e) = node::run(s.clone(), b) {
-                    tracing::error!("cluster: the applier stopped: {e}");
-                    s.stopping.store(true, Ordering::SeqCst);
+                    s.fatal(&format!("the applier stopped: {e}"));
                 }
             })
             .map_err(|e| ClusterError::Io { what: "starting the applier".into(), source: e })?

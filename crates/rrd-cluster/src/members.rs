@@ -103,8 +103,7 @@ pub fn reader(consumer: BaseConsumer, shared: Arc<Shared>, table: Arc<Table>) {
         .add_partition_offset(&shared.names.members, 0, Offset::Beginning)
         .and_then(|_| consumer.assign(&tpl));
     if let Err(e) = assigned {
-        tracing::error!("cluster: cannot read the members topic: {e}");
-        shared.stopping.store(true, Ordering::SeqCst);
+        shared.fatal(&format!("cannot read the members topic: {e}"));
         return;
     }
     while !shared.stopping.load(Ordering::SeqCst) {

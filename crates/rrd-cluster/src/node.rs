@@ -112,6 +112,16 @@ impl Shared {
             .map_err(|e| e.to_string())
     }
 
+    /// A part of the node cannot go on (the applier, the members reader):
+    /// the whole node stops, as after SIGTERM, rather than accept updates
+    /// it would never apply.
+    pub fn fatal(&self, why: &str) {
+        tracing::error!("cluster: {why}; stopping the node");
+        self.stopping.store(true, Ordering::SeqCst);
+        // SAFETY: kill(2) on our own process with a signal the node handles.
+        unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+    }
+
     pub fn owns(&self, partition: i32) -> bool {
         self.owned.read().expect("owned lock").contains(&partition)
     }
