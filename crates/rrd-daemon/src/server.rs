@@ -42,14 +42,14 @@ fn fail(status: i32, message: impl Into<String>) -> RunError {
     RunError { message: message.into(), status }
 }
 
-enum BoundKind {
+pub enum BoundKind {
     Unix(std::os::unix::net::UnixListener, PathBuf),
     Tcp(std::net::TcpListener),
 }
 
-struct Bound {
-    kind: BoundKind,
-    permissions: Permissions,
+pub struct Bound {
+    pub kind: BoundKind,
+    pub permissions: Permissions,
 }
 
 fn bind_unix(path: &str, spec: &ListenSpec) -> Result<Bound, RunError> {
@@ -120,7 +120,8 @@ fn bind_tcp(host: &str, port: u16, spec: &ListenSpec) -> Result<Vec<Bound>, RunE
     Ok(bound)
 }
 
-fn bind_all(specs: &[ListenSpec]) -> Result<Vec<Bound>, RunError> {
+/// Binds every `-l` address (public for the cluster mode, crates/rrd-cluster).
+pub fn bind_all(specs: &[ListenSpec]) -> Result<Vec<Bound>, RunError> {
     let mut all = Vec::new();
     for spec in specs {
         match &spec.address {
@@ -451,7 +452,8 @@ fn start(
     Ok(())
 }
 
-fn spawn_flush_threads(daemon: &Arc<Daemon>) -> Vec<std::thread::JoinHandle<()>> {
+/// The flush workers and the scheduler (public for the cluster mode).
+pub fn spawn_flush_threads(daemon: &Arc<Daemon>) -> Vec<std::thread::JoinHandle<()>> {
     let mut threads = Vec::new();
     for i in 0..daemon.config.write_threads {
         let cache: Arc<Cache> = daemon.cache.clone();

@@ -26,7 +26,8 @@ mod suspend;
 mod update;
 
 pub use update::value_time as update_value_time;
-pub(crate) use update::{open_entry, update_values, Accepted};
+pub use update::{open_entry, FUTURE_SECS_MAX};
+pub(crate) use update::{update_values, Accepted};
 
 /// What a command produced.
 pub enum Outcome {

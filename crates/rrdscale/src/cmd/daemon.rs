@@ -7,6 +7,22 @@ use std::io::Write;
 use anyhow::Result;
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
+    // `--cluster`: a node of a cluster (crates/rrd-cluster, docs/cluster.md).
+    #[cfg(feature = "cluster")]
+    if rrd_cluster::wanted(args) {
+        return match rrd_cluster::run(args) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(e.status());
+            }
+        };
+    }
+    #[cfg(not(feature = "cluster"))]
+    if args.iter().any(|a| a == "--cluster" || a.starts_with("--cluster=")) {
+        eprintln!("this build has no cluster mode (built without the `cluster` feature)");
+        std::process::exit(1);
+    }
     match rrd_daemon::run(args, out) {
         Ok(()) => Ok(()),
         Err(e) => {

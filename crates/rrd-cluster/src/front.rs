@@ -1,0 +1,593 @@
+//! The request side of a node: rrdcached's protocol, unchanged for
+//! clients, answered cluster-wide.
+//!
+//! - UPDATE and CREATE become records of the update topic, in the
+//!   partition of their file ([`crate::hash`]), and are answered only when
+//!   Kafka acknowledged them with `acks=all` (so on at least
+//!   `min.insync.replicas` = 2 brokers). Lines already received are all
+//!   sent before any reply is awaited, so a pipelining client or a BATCH
+//!   costs one broker round trip, not one per line. What a single node
+//!   checks from the file (the value later than the file's last update)
+//!   is checked by the owner when it applies the record, where a value at
+//!   or before the last update is skipped, as rrdtool would refuse it.
+//! - FETCH, INFO, FIRST, LAST, FLUSH name a file: the owner of its
+//!   partition answers. On the owner, the read first waits (at most
+//!   [`CATCH_UP_MAX`]) until the node has applied its partition up to the
+//!   log's end as it was when the read arrived, so a read sees every update
+//!   acknowledged before it, pending values merged as on one node. On
+//!   another node the line is forwarded to the owner's address (from the
+//!   members topic) over the same protocol, preceded by `CLUSTER-FORWARDED`
+//!   so that a forwarded read is never forwarded again (during a
+//!   rebalance a node that does not own the file answers with an error).
+//! - FORGET is refused: the log, not the cache, holds the values.
+//! - Anything else (STATS with cluster lines added, PENDING, QUEUE,
+//!   FLUSHALL, LIST, SUSPEND, ...) is this node's own.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use rrd_daemon::cache::unix_now;
+use rrd_daemon::commands::{self, update_value_time, Args, Outcome};
+use rrd_protocol::reply::BatchErrors;
+use rrd_protocol::{Command, Context, Fields, Permissions, Reply, LINE_LEN_MAX};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+
+use crate::hash::partition_of;
+use crate::members::Table;
+use crate::node::Shared;
+use crate::record::{Kind, Record};
+
+/// How long a read on the owner waits for the node to apply what the log
+/// held when the read arrived.
+pub const CATCH_UP_MAX: Duration = Duration::from_secs(5);
+/// How long a forwarded request may take.
+pub const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
+/// The line a forwarding node sends first.
+pub const FORWARDED: &str = "CLUSTER-FORWARDED";
+/// How far beyond the clock an update's time may be (as on one node).
+const FUTURE_SECS_MAX: i64 = rrd_daemon::commands::FUTURE_SECS_MAX;
+
+pub struct Front {
+    pub shared: Arc<Shared>,
+    pub producer: FutureProducer,
+    pub table: Arc<Table>,
+}
+
+enum Queued {
+    Ready(Reply),
+    Raw(Vec<u8>),
+    Sent(Vec<DeliveryFuture>, Reply),
+}
+
+struct Batch {
+    count: u64,
+    errors: Vec<(u64, String)>,
+    sends: Vec<(u64, DeliveryFuture)>,
+}
+
+struct Session {
+    front: Arc<Front>,
+    permissions: Permissions,
+    batch: Option<Batch>,
+    queue: Vec<Queued>,
+    forwarded: bool,
+}
+
+fn kafka_error(why: impl std::fmt::Display) -> String {
+    format!("Kafka did not take the update, not acknowledged: {why}")
+}
+
+async fn delivered(f: DeliveryFuture) -> Result<(), String> {
+    match f.await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err((e, _))) => Err(kafka_error(e)),
+        Err(_) => Err(kafka_error("the producer stopped")),
+    }
+}
+
+impl Front {
+    /// Sends one record to its partition; the future resolves when Kafka
+    /// acknowledged it (acks=all).
+    fn send(&self, record: &Record) -> Result<DeliveryFuture, String> {
+        let p = partition_of(&record.path, self.shared.partitions);
+        let value = record.encode_value();
+        let r = FutureRecord::to(&self.shared.names.updates).partition(p).key(&record.path).payload(&value);
+        self.producer.send_result(r).map_err(|(e, _)| kafka_error(e))
+    }
+
+    /// The file's key and path relative to the base directory.
+    fn locate(&self, file: &str) -> Result<(String, String), Reply> {
+        let key = self
+            .shared
+            .daemon
+            .paths
+            .resolve(file)
+            .map_err(|d| Reply::error(format!("{}: Permission denied", d.shown)))?;
+        let rel = self.shared.relative_of(&key).map(str::to_string).ok_or_else(|| {
+            Reply::error(format!(
+                "{file}: outside the base directory; cluster mode shards files by their path beneath it"
+            ))
+        })?;
+        Ok((key, rel))
+    }
+
+    /// UPDATE: rrdcached's checks of the values' form (not of the file),
+    /// then one record of the accepted prefix.
+    fn update(&self, args: Vec<String>) -> Result<(Vec<DeliveryFuture>, Reply), Reply> {
+        let mut it = args.into_iter();
+        let Some(file) = it.next() else { return Err(commands::syntax_error(Command::Update)) };
+        let (_, rel) = self.locate(&file)?;
+        let values: Vec<String> = it.collect();
+        if values.is_empty() {
+            return Err(Reply::error("No values updated."));
+        }
+        let now = unix_now();
+        let mut error = None;
+        let mut last = f64::NEG_INFINITY;
+        let mut count = 0;
+        for v in &values {
+            if let Some(bad) = v.bytes().find(u8::is_ascii_control) {
+                error = Some(format!("illegal character 0x{bad:02x} in value '{}'", v.escape_debug()));
+                break;
+            }
+            match update_value_time(v) {
+                None => {
+                    error = Some(format!("Cannot find timestamp in '{v}'!"));
+                    break;
+                }
+                Some(t) if !t.is_finite() || t > (now + FUTURE_SECS_MAX) as f64 => {
+                    error = Some(format!(
+                        "illegal attempt to update using time {t:.6}: more than {} days in the future",
+                        FUTURE_SECS_MAX / 86_400
+                    ));
+                    break;
+                }
+                Some(t) if t <= last => {
+                    error = Some(format!(
+                        "illegal attempt to update using time {t:.6} when last update time is {last:.6} \
+                         (minimum one second step)"
+                    ));
+                    break;
+                }
+                Some(t) => {
+                    last = t;
+                    count += 1;
+                }
+            }
+        }
+        let reply = match &error {
+            Some(e) => Reply::error(e.clone()),
+            None => Reply::ok_line(format!("errors, enqueued {count} value(s).")),
+        };
+        if count == 0 {
+            return Err(reply);
+        }
+        let record = Record { kind: Kind::Update, path: rel, args: values[..count].to_vec() };
+        let sent = self.send(&record).map_err(Reply::error)?;
+        rrd_daemon::stats::Stats::add(&self.shared.daemon.stats.updates_received, 1);
+        Ok((vec![sent], reply))
+    }
+
+    /// CREATE: the start time made explicit (a replay on another node, or
+    /// later, must create the same file), `-r`/`-t` refused (their files
+    /// live on their own owners).
+    fn create(&self, args: Vec<String>) -> Result<(Vec<DeliveryFuture>, Reply), Reply> {
+        let mut it = args.into_iter();
+        let Some(file) = it.next() else { return Err(commands::syntax_error(Command::Create)) };
+        let (_, rel) = self.locate(&file)?;
+        let rest: Vec<String> = it.collect();
+        if rest.iter().any(|t| t.starts_with("-r") || t.starts_with("-t")) {
+            return Err(Reply::error(
+                "CREATE with -r or -t is not available in cluster mode (the source file lives on its own owner)",
+            ));
+        }
+        if !rest.iter().any(|t| t.starts_with("DS:")) || !rest.iter().any(|t| t.starts_with("RRA:")) {
+            return Err(commands::syntax_error(Command::Create));
+        }
+        check_create(&rest)?;
+        let mut fields = rest;
+        if !fields.iter().any(|t| t.starts_with("-b")) {
+            // rrdcached's default start: ten seconds ago.
+            fields.insert(0, "-b".into());
+            fields.insert(1, (unix_now() - 10).to_string());
+        }
+        let record = Record { kind: Kind::Create, path: rel, args: fields };
+        let sent = self.send(&record).map_err(Reply::error)?;
+        Ok((vec![sent], Reply::ok_line("RRD created OK")))
+    }
+
+    /// Waits until this node applied `partition` up to the log end the
+    /// broker reports now (bounded by [`CATCH_UP_MAX`]).
+    async fn catch_up(&self, partition: i32) {
+        let deadline = Instant::now() + CATCH_UP_MAX;
+        // The log end now; retried while a broker is failing over.
+        let high = loop {
+            let shared = self.shared.clone();
+            let asked =
+                tokio::task::spawn_blocking(move || shared.log_end(partition, Duration::from_secs(1))).await;
+            match asked {
+                Ok(Ok(h)) => break h,
+                Ok(Err(e)) if Instant::now() >= deadline => {
+                    tracing::warn!(
+                        "cluster: a read of partition {partition} did not wait for the log end: {e}"
+                    );
+                    return;
+                }
+                _ => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        };
+        while Instant::now() < deadline {
+            let applied = self.shared.applied.lock().expect("applied lock").get(&partition).copied();
+            match applied {
+                Some(a) if a < high => tokio::time::sleep(Duration::from_millis(2)).await,
+                _ => return,
+            }
+        }
+        tracing::warn!(
+            "cluster: a read of partition {partition} answered before the node applied the log up to {high}"
+        );
+    }
+
+    /// Forwards `line` to `address` and returns the reply's bytes.
+    async fn forward(&self, address: &str, line: &[u8]) -> Result<Vec<u8>, String> {
+        let work = async {
+            let stream = tokio::net::TcpStream::connect(address).await?;
+            stream.set_nodelay(true)?;
+            let (rd, mut wr) = stream.into_split();
+            let mut request = Vec::with_capacity(line.len() + 32);
+            request.extend_from_slice(FORWARDED.as_bytes());
+            request.push(b'\n');
+            request.extend_from_slice(line);
+            request.extend_from_slice(b"\nQUIT\n");
+            wr.write_all(&request).await?;
+            let mut rd = BufReader::new(rd);
+            let mut out = Vec::new();
+            rd.read_until(b'\n', &mut out).await?;
+            let status: i64 = std::str::from_utf8(&out)
+                .ok()
+                .and_then(|s| s.split(' ').next())
+                .and_then(|n| n.trim().parse().ok())
+                .ok_or_else(|| std::io::Error::other("the owner's reply has no status"))?;
+            for _ in 0..status.max(0) {
+                rd.read_until(b'\n', &mut out).await?;
+            }
+            Ok::<_, std::io::Error>(out)
+        };
+        match tokio::time::timeout(FORWARD_TIMEOUT, work).await {
+            Ok(Ok(bytes)) => Ok(bytes),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("timed out".into()),
+        }
+    }
+
+    /// STATS: the node's own counters, then the cluster's.
+    async fn stats(&self, daemon_reply: Reply) -> Reply {
+        let s = &self.shared;
+        let owned: Vec<i32> = {
+            let mut v: Vec<i32> = s.owned.read().expect("owned lock").iter().copied().collect();
+            v.sort_unstable();
+            v
+        };
+        let (parts, shared) = (owned.clone(), s.clone());
+        let highs: Vec<(i32, Option<i64>)> = tokio::task::spawn_blocking(move || {
+            parts.iter().map(|&p| (p, shared.log_end(p, Duration::from_secs(2)).ok())).collect()
+        })
+        .await
+        .unwrap_or_default();
+        let applied = s.applied.lock().expect("applied lock").clone();
+        let committed = s.committed.lock().expect("committed lock").clone();
+        let (mut lag, mut uncommitted) = (0i64, 0i64);
+        for (p, h) in highs {
+            if let Some(h) = h {
+                lag += (h - applied.get(&p).copied().unwrap_or(0)).max(0);
+                uncommitted += (h - committed.get(&p).copied().unwrap_or(0)).max(0);
+            }
+        }
+        let list: Vec<String> = owned.iter().map(i32::to_string).collect();
+        let mut body = daemon_reply.body;
+        for (name, value) in [
+            ("ClusterNode", s.node_id.clone()),
+            ("ClusterPartitionsTotal", s.partitions.to_string()),
+            ("ClusterPartitionsOwned", owned.len().to_string()),
+            ("ClusterPartitions", list.join(",")),
+            ("ClusterConsumerLag", lag.to_string()),
+            ("ClusterUncommitted", uncommitted.to_string()),
+            ("ClusterRecordsApplied", s.records_applied.load(Ordering::Relaxed).to_string()),
+            ("ClusterValuesSkipped", s.values_skipped.load(Ordering::Relaxed).to_string()),
+            ("ClusterRecordsUnreadable", s.records_unreadable.load(Ordering::Relaxed).to_string()),
+            ("ClusterRebalances", s.rebalances.load(Ordering::Relaxed).to_string()),
+            ("ClusterSnapshotsPublished", s.snapshots_published.load(Ordering::Relaxed).to_string()),
+            ("ClusterSnapshotBytes", s.snapshot_bytes.load(Ordering::Relaxed).to_string()),
+            ("ClusterSnapshotLagSecs", s.snapshot_lag_secs.load(Ordering::Relaxed).to_string()),
+            ("ClusterFilesRestored", s.files_restored.load(Ordering::Relaxed).to_string()),
+        ] {
+            body.extend_from_slice(format!("{name}: {value}\n").as_bytes());
+        }
+        Reply::ok("Statistics follow", body)
+    }
+}
+
+/// A CREATE's definitions checked as the owner will apply them (the
+/// daemon's parsing of `-b`, `-s`, `-O`, DS and RRA, then the engine's
+/// header built without writing), so that the client gets the error the
+/// single node gives instead of an OK for a file that will never exist.
+fn check_create(fields: &[String]) -> Result<(), Reply> {
+    use rrd_daemon::commands::fetch::c_strtol;
+    let mut opts = rrd_engine::create::CreateOptions::default();
+    let mut defs = Vec::new();
+    let mut it = fields.iter();
+    while let Some(tok) = it.next() {
+        if tok.starts_with("-b") || tok.starts_with("-s") {
+            let Some(value) = it.next() else { return Err(commands::syntax_error(Command::Create)) };
+            let n = c_strtol(value).unwrap_or(0);
+            if tok.starts_with("-b") {
+                if n < 3600 * 24 * 365 * 10 {
+                    return Err(Reply::error("The first entry must be after 1980."));
+                }
+                opts.start = Some(n);
+            } else if n > 0 {
+                opts.step_secs = Some(n as u64);
+            }
+        } else if tok.starts_with("DS:") || tok.starts_with("RRA:") {
+            defs.push(tok.clone());
+        } else if !tok.starts_with("-O") {
+            return Err(commands::syntax_error(Command::Create));
+        }
+    }
+    rrd_engine::create::build_header(&opts, &defs, unix_now())
+        .map(|_| ())
+        .map_err(|e| Reply::error(format!("RRD Error: {e}")))
+}
+
+impl Session {
+    fn reply(&mut self, r: Reply) {
+        match &mut self.batch {
+            Some(b) if r.is_error() => b.errors.push((b.count, r.message)),
+            Some(_) => {}
+            None => self.queue.push(Queued::Ready(r)),
+        }
+    }
+
+    fn sent(&mut self, futures: Vec<DeliveryFuture>, reply: Reply) {
+        match &mut self.batch {
+            Some(b) => {
+                if reply.is_error() {
+                    b.errors.push((b.count, reply.message));
+                }
+                for f in futures {
+                    b.sends.push((b.count, f));
+                }
+            }
+            None => self.queue.push(Queued::Sent(futures, reply)),
+        }
+    }
+
+    /// Returns false to close the connection.
+    async fn line(&mut self, line: &[u8]) -> bool {
+        let mut fields = Fields::new(line);
+        let Some(Ok(name)) = fields.next_field() else {
+            self.reply(Reply::error("Unable to parse command (a lone backslash ends the line)"));
+            return true;
+        };
+        if name == FORWARDED.as_bytes() && self.batch.is_none() {
+            self.forwarded = true;
+            return true;
+        }
+        if let Some(b) = &mut self.batch {
+            b.count += 1;
+        }
+        let name_text = String::from_utf8_lossy(&name).into_owned();
+        let Some(command) = Command::find(&name) else {
+            self.reply(Reply::error(format!("Unknown command: {name_text}")));
+            return true;
+        };
+        if !self.permissions.allows(command) {
+            self.reply(Reply::error("Permission denied."));
+            return true;
+        }
+        let context = if self.batch.is_some() { Context::Batch } else { Context::Client };
+        if !command.allowed_in(context) {
+            self.reply(Reply::error(format!("Can't use '{name_text}' here.")));
+            return true;
+        }
+        let mut args = Vec::new();
+        for f in fields {
+            match f.ok().and_then(|b| String::from_utf8(b).ok()) {
+                Some(t) => args.push(t),
+                None => {
+                    self.reply(Reply::error(format!(
+                        "Usage: {} (fields must be UTF-8 and not end in a lone backslash)",
+                        command.syntax().unwrap_or("").trim_end()
+                    )));
+                    return true;
+                }
+            }
+        }
+        let front = self.front.clone();
+        match command {
+            Command::Batch => {
+                self.reply(Reply::ok_line("Go ahead.  End with dot '.' on its own line."));
+                self.batch = Some(Batch { count: 0, errors: Vec::new(), sends: Vec::new() });
+            }
+            Command::BatchEnd => {
+                let b = self.batch.take().expect("`.` is only allowed inside a BATCH");
+                let mut errors = b.errors;
+                for (n, f) in b.sends {
+                    if let Err(why) = delivered(f).await {
+                        errors.push((n, why));
+                    }
+                }
+                errors.sort_by_key(|(n, _)| *n);
+                let mut out = BatchErrors::default();
+                for (n, m) in errors {
+                    out.push(n, m);
+                }
+                self.queue.push(Queued::Ready(out.into_reply()));
+            }
+            Command::Update => match front.update(args) {
+                Ok((f, r)) => self.sent(f, r),
+                Err(r) => self.reply(r),
+            },
+            Command::Create => match front.create(args) {
+                Ok((f, r)) => self.sent(f, r),
+                Err(r) => self.reply(r),
+            },
+            Command::Forget => self.reply(Reply::error(
+                "FORGET is not available in cluster mode: the replicated log, not the cache, holds the values",
+            )),
+            Command::FetchBin => self.reply(Reply::error("FETCHBIN is not available in cluster mode; use FETCH")),
+            Command::Fetch | Command::Info | Command::First | Command::Last | Command::Flush => {
+                self.routed(command, args, line).await;
+            }
+            Command::Stats => {
+                if let Outcome::Reply(r) = commands::execute(&front.shared.daemon, command, Args::new(args), false).await {
+                    let r = front.stats(r).await;
+                    self.reply(r);
+                }
+            }
+            _ => match commands::execute(&front.shared.daemon, command, Args::new(args), self.batch.is_some()).await
+            {
+                Outcome::Reply(r) | Outcome::AfterCommit(_, r) => self.reply(r),
+                Outcome::ReplyThenClose(r) => {
+                    if self.batch.is_none() {
+                        self.queue.push(Queued::Ready(r));
+                    }
+                    return false;
+                }
+                Outcome::Close => return false,
+            },
+        }
+        true
+    }
+
+    /// A command about one file: answered here if this node owns it, else
+    /// by the owner.
+    async fn routed(&mut self, command: Command, args: Vec<String>, line: &[u8]) {
+        let front = self.front.clone();
+        let Some(file) = args.first() else {
+            self.reply(commands::syntax_error(command));
+            return;
+        };
+        let (_, rel) = match front.locate(file) {
+            Ok(found) => found,
+            Err(r) => return self.reply(r),
+        };
+        let p = partition_of(&rel, front.shared.partitions);
+        if front.shared.owns(p) {
+            front.catch_up(p).await;
+            match commands::execute(&front.shared.daemon, command, Args::new(args), false).await {
+                Outcome::Reply(r) | Outcome::AfterCommit(_, r) | Outcome::ReplyThenClose(r) => self.reply(r),
+                Outcome::Close => {}
+            }
+            return;
+        }
+        if self.forwarded {
+            self.reply(Reply::error(format!(
+                "this node does not own partition {p} of {file} (ownership is moving; try again)"
+            )));
+            return;
+        }
+        match front.table.owner(p) {
+            None => self.reply(Reply::error(format!("no node owns partition {p} of {file} yet; try again"))),
+            Some((node, address)) => match front.forward(&address, line).await {
+                Ok(bytes) if self.batch.is_none() => self.queue.push(Queued::Raw(bytes)),
+                Ok(_) => {}
+                Err(e) => self.reply(Reply::error(format!(
+                    "cannot reach node {node} ({address}), the owner of {file}: {e}"
+                ))),
+            },
+        }
+    }
+
+    async fn write_replies<W: AsyncWrite + Unpin>(&mut self, w: &mut W) -> std::io::Result<()> {
+        let mut out = Vec::new();
+        for q in self.queue.drain(..) {
+            match q {
+                Queued::Ready(r) => r.encode(&mut out),
+                Queued::Raw(bytes) => out.extend_from_slice(&bytes),
+                Queued::Sent(futures, r) => {
+                    let mut failure = None;
+                    for f in futures {
+                        if let Err(why) = delivered(f).await {
+                            failure = Some(why);
+                        }
+                    }
+                    match failure {
+                        Some(why) => Reply::error(why).encode(&mut out),
+                        None => r.encode(&mut out),
+                    }
+                }
+            }
+        }
+        if !out.is_empty() {
+            w.write_all(&out).await?;
+            w.flush().await?;
+        }
+        Ok(())
+    }
+}
+
+/// Serves one client connection until it leaves, QUIT, or shutdown.
+pub async fn serve<S>(front: Arc<Front>, stream: S, permissions: Permissions)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let daemon = front.shared.daemon.clone();
+    rrd_daemon::stats::Stats::add(&daemon.stats.connections, 1);
+    let mut shutdown = daemon.shutdown.subscribe();
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    let mut session = Session { front, permissions, batch: None, queue: Vec::new(), forwarded: false };
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let mut skipping = false;
+    loop {
+        if *shutdown.borrow() {
+            break;
+        }
+        buf.reserve(64 * 1024);
+        tokio::select! {
+            r = rd.read_buf(&mut buf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            },
+            _ = shutdown.changed() => break,
+        }
+        let mut consumed = 0;
+        let mut close = false;
+        while let Some(pos) = memchr(b'\n', &buf[consumed..]) {
+            let end = consumed + pos;
+            let mut line = buf[consumed..end].to_vec();
+            consumed = end + 1;
+            if skipping {
+                skipping = false;
+                continue;
+            }
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            if !session.line(&line).await {
+                close = true;
+                break;
+            }
+        }
+        buf.drain(..consumed);
+        if !close && buf.len() > LINE_LEN_MAX {
+            buf.clear();
+            if !skipping {
+                skipping = true;
+                session
+                    .reply(Reply::error(format!("Line too long (more than {LINE_LEN_MAX} bytes); ignored")));
+            }
+        }
+        if session.write_replies(&mut wr).await.is_err() || close {
+            break;
+        }
+    }
+    let _ = session.write_replies(&mut wr).await;
+    let _ = wr.shutdown().await;
+}
+
+fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&b| b == needle)
+}
