@@ -130,7 +130,7 @@ impl Stack {
 
 /// C's `(int)` of a double on x86_64: truncation, and INT_MIN for NaN and
 /// anything out of range.
-pub(crate) fn c_int(x: f64) -> i32 {
+pub fn c_int(x: f64) -> i32 {
     if x.is_nan() || x >= 2_147_483_648.0 || x <= -2_147_483_649.0 {
         i32::MIN
     } else {
@@ -176,7 +176,7 @@ fn rrd_compare(x: f64, y: f64) -> i32 {
 /// `n / 2` and takes from the left run while the comparison is `<= 0`.
 /// With a consistent comparator any stable sort would do; with rrdtool's
 /// the exact algorithm decides the result.
-pub(crate) fn glibc_msort(v: &mut [f64]) {
+pub fn glibc_msort(v: &mut [f64]) {
     let n = v.len();
     if n <= 1 {
         return;
