@@ -36,22 +36,9 @@ pub fn atof(s: &[u8]) -> f64 {
     unsafe { libc::atof(c.as_ptr()) }
 }
 
-/// `strerror(code)`: the C library's sentence for an errno value.
-pub fn strerror(code: i32) -> String {
-    let text = std::io::Error::from_raw_os_error(code).to_string();
-    match text.rfind(" (os error ") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
-}
-
-/// The C library's sentence for an I/O error (its errno's `strerror`).
-pub fn io_text(e: &std::io::Error) -> String {
-    match e.raw_os_error() {
-        Some(code) => strerror(code),
-        None => e.to_string(),
-    }
-}
+/// `strerror` and the text of an I/O error: `rrd-lang`'s, which the engine
+/// and the daemon print too.
+pub use rrd_lang::ctext::{io_text, strerror};
 
 /// `gai_strerror(code)`.
 pub fn gai_strerror(code: i32) -> String {
@@ -95,8 +82,6 @@ mod tests {
     #[test]
     fn c_conversions_and_texts() {
         assert_eq!(atof(b"5.0000000000e+02"), 500.0);
-        assert_eq!(strerror(libc::ENOENT), "No such file or directory");
-        assert_eq!(strerror(libc::ENOBUFS), "No buffer space available");
         assert_eq!(gai_strerror(libc::EAI_NONAME), "Name or service not known");
     }
 }

@@ -819,7 +819,7 @@ impl<'a> Pull<'a> {
 /// The first word of `text`, cut to 64 characters (an error message quotes
 /// it; a document of one huge word must not make a huge message).
 fn first_token(text: &str) -> &str {
-    let t = text.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8));
+    let t = numparse::trim_c_space(text);
     let end = t.bytes().position(is_c_space).unwrap_or(t.len());
     let cut = t.char_indices().nth(64).map_or(end, |(i, _)| i.min(end));
     &t[..cut]

@@ -155,7 +155,7 @@ fn strtodbl(s: &str) -> (u32, f64) {
 /// glibc `sscanf("%lf")` on a prefix: the longest leading run that parses as
 /// a double (after white space). Hexadecimal floats are not recognised.
 fn scan_c_double(s: &str) -> Option<f64> {
-    let t = s.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8));
+    let t = numparse::trim_c_space(s);
     let end = t
         .char_indices()
         .map(|(i, c)| i + c.len_utf8())
@@ -400,7 +400,7 @@ impl<S: Store> Tuner<S> {
 
 /// `%ld` after white space: sign and digits, clamped like `strtol`.
 fn scan_long(s: &str) -> Option<i64> {
-    let t = s.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8));
+    let t = numparse::trim_c_space(s);
     if t.starts_with(['+', '-']) && !t[1..].starts_with(|c: char| c.is_ascii_digit()) {
         return None;
     }
@@ -526,7 +526,7 @@ impl ModifyPlan {
 /// `%u` as glibc's scanf reads it: white space, a sign, decimal digits,
 /// stored as `unsigned int`. Returns the value and the rest.
 fn scan_unsigned(s: &str) -> Option<(u32, &str)> {
-    let t = s.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8));
+    let t = numparse::trim_c_space(s);
     let b = t.as_bytes();
     let mut p = usize::from(t.starts_with(['+', '-']));
     let start = p;

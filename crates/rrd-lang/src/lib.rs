@@ -7,6 +7,8 @@
 //!   behaviour), rrdtool's own decimal parser (`rrd_strtod`), its counter
 //!   difference and its scaled durations (`5m`, `1d`).
 //! - [`attime`]: AT-style times (`-1d`, `noon yesterday`, `end-2h`).
+//! - [`ctext`]: the C library's sentences for errors (`strerror`), as
+//!   rrdtool prints them.
 //! - [`rpn`]: RPN expressions (COMPUTE data sources, CDEFs) as a stack
 //!   machine; what an expression needs from a time series comes through
 //!   [`rpn::Context`], so this crate has no engine behind it.
@@ -16,5 +18,6 @@
 //! ([`rpn::Program::to_par`]).
 
 pub mod attime;
+pub mod ctext;
 pub mod numparse;
 pub mod rpn;

@@ -49,6 +49,11 @@ pub fn is_c_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
 }
 
+/// `s` after the white space C's conversions skip (the `isspace` loop).
+pub fn trim_c_space(s: &str) -> &str {
+    s.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8))
+}
+
 /// What one of C's `strto*` conversions reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Converted<T> {
@@ -421,6 +426,8 @@ mod tests {
         // A no-break space (UTF-8) or a file separator is not white space.
         assert_eq!(strtol("\u{a0}42", 10).consumed, 0);
         assert_eq!(atoi(b"\x1c42"), 0);
+        assert_eq!(trim_c_space(" \t\n\x0b\x0c\r x "), "x ");
+        assert_eq!(trim_c_space("\u{a0}x"), "\u{a0}x");
     }
 
     #[test]
