@@ -183,3 +183,18 @@ fn read_and_change_numbers_match_rrdtool() {
     }
     finish("fetch, first, resize, tune", failures, count);
 }
+
+/// `resize` by strtol's saturated row count: rrdtool starts writing 2^63 - 1
+/// rows and never ends (so it is not run here); rrdscale refuses with a
+/// clear error, writes no `resize.rrd`, and does not panic.
+#[test]
+fn resize_by_a_saturated_count_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let create = ["create", "f.rrd", "-b", START, "-s", "300", "DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"];
+    assert!(run("rrdtool", &create, dir.path()).status.success());
+    let out = run(OURS, &["resize", "f.rrd", "0", "GROW", "99999999999999999999"], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.starts_with("ERROR: ") && stderr.contains("too large"), "{stderr}");
+    assert!(!dir.path().join("resize.rrd").exists());
+}
