@@ -42,9 +42,9 @@ use rrd_format::Cf;
 use crate::attime;
 use crate::error::{Error, Result};
 use crate::fetch::{fetch, rrd_snprintf_e, FetchResult, FILL_NAN, MAX_FETCH_VALUES};
+use crate::numparse::c_int;
 use crate::numparse::rrd_strtod;
 use crate::reduce::{fetch_reduced, reduce_result};
-use crate::rpn::eval::c_int;
 use crate::rpn::{Context, Node, Op, Program, RpnError, Stack};
 use crate::rrd::Rrd;
 

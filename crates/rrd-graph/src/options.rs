@@ -554,7 +554,7 @@ impl<'a> Scan<'a> {
     fn int(&mut self) -> Option<i64> {
         let b = self.s.as_bytes();
         let mut p = self.pos;
-        while p < b.len() && b[p].is_ascii_whitespace() {
+        while p < b.len() && numparse::is_c_space(b[p]) {
             p += 1;
         }
         let start = p;

@@ -136,6 +136,16 @@ pub fn strtoul(s: impl AsRef<[u8]>, base: u32) -> Converted<u64> {
     Converted { value, consumed, overflow: false }
 }
 
+/// C's `(int)` of a double on x86_64 (`cvttsd2si`): truncation toward
+/// zero, and `INT_MIN` for NaN and anything out of range.
+pub fn c_int(x: f64) -> i32 {
+    if x.is_nan() || x >= 2_147_483_648.0 || x <= -2_147_483_649.0 {
+        i32::MIN
+    } else {
+        x as i32
+    }
+}
+
 /// C's `atoi`: glibc's `(int) strtol(s, NULL, 10)`, so a value beyond `int`
 /// keeps its low 32 bits; 0 when there are no digits.
 pub fn atoi(s: impl AsRef<[u8]>) -> i32 {
@@ -512,6 +522,18 @@ mod tests {
         assert_eq!(atoi("-99999999999999999999"), 0);
         assert_eq!(atol("99999999999999999999"), i64::MAX);
         assert_eq!(atol("-1000000800 "), -1_000_000_800);
+    }
+
+    #[test]
+    fn int_of_double_is_x86_64s() {
+        assert_eq!(c_int(2.9), 2);
+        assert_eq!(c_int(-2.9), -2);
+        assert_eq!(c_int(2_147_483_647.9), i32::MAX);
+        assert_eq!(c_int(-2_147_483_648.9), i32::MIN);
+        assert_eq!(c_int(2_147_483_648.0), i32::MIN);
+        assert_eq!(c_int(f64::NAN), i32::MIN);
+        assert_eq!(c_int(f64::INFINITY), i32::MIN);
+        assert_eq!(c_int(f64::NEG_INFINITY), i32::MIN);
     }
 
     /// The C library itself is the oracle: glibc's conversions on random

@@ -24,6 +24,7 @@
 
 use super::op::Op;
 use super::{Node, RpnError, DNAN};
+use crate::numparse::c_int;
 
 /// Most values the stack may hold. rrdtool has no limit; a limit keeps a
 /// hostile expression (DEPTH,COPY doubles the stack) from exhausting memory.
@@ -125,16 +126,6 @@ impl Stack {
 
     fn top_value(&self) -> f64 {
         self.get(self.top)
-    }
-}
-
-/// C's `(int)` of a double on x86_64: truncation, and INT_MIN for NaN and
-/// anything out of range.
-pub fn c_int(x: f64) -> i32 {
-    if x.is_nan() || x >= 2_147_483_648.0 || x <= -2_147_483_649.0 {
-        i32::MIN
-    } else {
-        x as i32
     }
 }
 
