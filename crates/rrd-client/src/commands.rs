@@ -16,7 +16,9 @@
 
 use crate::address::{is_local, ENV_STRIP_PATH};
 use crate::connection::Client;
-use crate::ctext::{atof, atoi, atol, io_text, strtod_whole, strtol};
+use rrd_lang::numparse::{atoi, atol, strtol};
+
+use crate::ctext::{atof, io_text, strtod_whole};
 use crate::error::ClientError;
 
 /// One `key type value` line of an INFO reply, read as librrd reads it.
@@ -263,10 +265,11 @@ fn header(line: &str) -> Option<(&str, &str)> {
 fn numeric_header(line: &str, name: &str) -> Result<i64, ClientError> {
     let bad = || ClientError::Fetch(format!("Unable to parse header `{name}'"));
     let (key, value) = header(line).ok_or_else(bad)?;
-    let (v, consumed, overflow) = strtol(value.as_bytes(), 0);
-    if consumed == 0 || overflow {
+    let long = strtol(value, 0);
+    if long.consumed == 0 || long.overflow {
         return Err(bad());
     }
+    let v = long.value;
     if !key.eq_ignore_ascii_case(name) {
         return Err(ClientError::Fetch(format!("Unexpected header line: Expected `{name}', got `{key}'")));
     }
@@ -331,8 +334,8 @@ pub fn parse_fetch(lines: &[String]) -> Result<FetchReply, ClientError> {
         let bad = || ClientError::Fetch("Cannot parse value line".into());
         let (stamp, value) = header(line).ok_or_else(bad)?;
         let values = fields(value, want).ok_or_else(bad)?;
-        let (_, consumed, overflow) = strtol(stamp.as_bytes(), 10);
-        if consumed == 0 || overflow {
+        let stamp = strtol(stamp, 10);
+        if stamp.consumed == 0 || stamp.overflow {
             return Err(bad());
         }
         for v in values {

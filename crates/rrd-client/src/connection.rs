@@ -16,8 +16,10 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
 
+use rrd_lang::numparse::strtol;
+
 use crate::address::Endpoint;
-use crate::ctext::{gai_strerror, io_text, strtol};
+use crate::ctext::{gai_strerror, io_text};
 use crate::error::ClientError;
 
 /// librrd's request buffer (`RRD_CMD_MAX`): the longest line, newline included.
@@ -269,13 +271,13 @@ fn read_line<R: BufRead>(reader: &mut R) -> Option<Vec<u8>> {
 /// number; `Some(Err(message))`: a negative status.
 fn read_response<R: BufRead>(reader: &mut R) -> Option<Result<Response, String>> {
     let first = read_line(reader)?;
-    let (status, consumed, _) = strtol(&first, 0);
-    if consumed == 0 {
+    let status = strtol(&first, 0);
+    if status.consumed == 0 {
         return None;
     }
+    let rest = &first[status.consumed..];
     // The status is a C int.
-    let status = status as i32;
-    let rest = &first[consumed..];
+    let status = status.value as i32;
     let skip = rest.iter().take_while(|&&b| b == b' ' || b == b'\t').count();
     let message = String::from_utf8_lossy(&rest[skip..]).into_owned();
     if status < 0 {

@@ -1,7 +1,8 @@
-//! The C library's text conversions, called directly: librrd's client reads
-//! every number in a reply with `strtol`, `strtod`, `atof`, `atol` or
-//! `atoi`, and prints `strerror` texts, so the exact C functions are what
-//! makes our output equal rrdtool's for any reply, odd ones included.
+//! The text conversions librrd's client applies to replies that are not
+//! integers, and the C library's error texts: `atof` (called directly: it is
+//! glibc's correctly rounded `strtod`), rrdtool's `rrd_strtodbl` for FETCH
+//! values, `strerror` and `gai_strerror`. Integers (`strtol`, `atol`,
+//! `atoi`) are `rrd_lang::numparse`'s, which are glibc's to the bit.
 //!
 //! Invariant: every function takes arbitrary bytes (a C string ends at its
 //! first NUL, so these do too) and never panics.
@@ -11,47 +12,21 @@
 use std::ffi::{CStr, CString};
 
 /// `s` up to its first NUL, as C would see it.
+fn c_bytes(s: &[u8]) -> &[u8] {
+    &s[..s.iter().position(|&b| b == 0).unwrap_or(s.len())]
+}
+
 fn c_string(s: &[u8]) -> CString {
-    let end = s.iter().position(|&b| b == 0).unwrap_or(s.len());
-    CString::new(&s[..end]).unwrap_or_default()
+    CString::new(c_bytes(s)).unwrap_or_default()
 }
 
-fn clear_errno() {
-    // SAFETY: __errno_location returns this thread's errno slot, always valid.
-    unsafe { *libc::__errno_location() = 0 };
-}
-
-fn errno() -> i32 {
-    // SAFETY: as above; reading our own thread's errno.
-    unsafe { *libc::__errno_location() }
-}
-
-/// What `strtol(s, &end, base)` returns: the value, how many bytes were
-/// consumed (0: no digits), and whether errno was set (overflow).
-pub fn strtol(s: &[u8], base: i32) -> (i64, usize, bool) {
-    let c = c_string(s);
-    let mut end: *mut libc::c_char = std::ptr::null_mut();
-    clear_errno();
-    // SAFETY: `c` is a valid NUL-terminated string that outlives the call;
-    // strtol stores into `end` a pointer inside it.
-    let value = unsafe { libc::strtol(c.as_ptr(), &mut end, base) };
-    let failed = errno() != 0;
-    let consumed = (end as usize).saturating_sub(c.as_ptr() as usize);
-    (value, consumed, failed)
-}
-
-/// `strtod`, accepted only when it consumes the whole string (librrd's
-/// `rrd_strtodbl(...) == 2`).
+/// librrd's `rrd_strtodbl(s, ...) == 2`: rrdtool's own decimal parser
+/// (not glibc's `strtod`) reads the whole C string, or it starts with
+/// `nan`/`inf`/`-nan`/`-inf`.
 pub fn strtod_whole(s: &[u8]) -> Option<f64> {
-    let c = c_string(s);
-    if c.as_bytes().is_empty() {
-        return None;
-    }
-    let mut end: *mut libc::c_char = std::ptr::null_mut();
-    // SAFETY: as in `strtol`.
-    let value = unsafe { libc::strtod(c.as_ptr(), &mut end) };
-    let consumed = (end as usize).saturating_sub(c.as_ptr() as usize);
-    (consumed == c.as_bytes().len()).then_some(value)
+    // Bytes beyond ASCII are never part of a number; lossy decoding keeps
+    // every ASCII byte where it was.
+    rrd_lang::numparse::parse_double(&String::from_utf8_lossy(c_bytes(s))).ok()
 }
 
 /// `atof`.
@@ -61,36 +36,9 @@ pub fn atof(s: &[u8]) -> f64 {
     unsafe { libc::atof(c.as_ptr()) }
 }
 
-/// `atol`.
-pub fn atol(s: &[u8]) -> i64 {
-    let c = c_string(s);
-    // SAFETY: `c` is a valid NUL-terminated string.
-    unsafe { libc::atol(c.as_ptr()) }
-}
-
-/// `atoi`.
-pub fn atoi(s: &[u8]) -> i32 {
-    let c = c_string(s);
-    // SAFETY: `c` is a valid NUL-terminated string.
-    unsafe { libc::atoi(c.as_ptr()) }
-}
-
-/// `strerror(code)`: the C library's sentence for an errno value.
-pub fn strerror(code: i32) -> String {
-    let text = std::io::Error::from_raw_os_error(code).to_string();
-    match text.rfind(" (os error ") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
-}
-
-/// The C library's sentence for an I/O error (its errno's `strerror`).
-pub fn io_text(e: &std::io::Error) -> String {
-    match e.raw_os_error() {
-        Some(code) => strerror(code),
-        None => e.to_string(),
-    }
-}
+/// `strerror` and the text of an I/O error: `rrd-lang`'s, which the engine
+/// and the daemon print too.
+pub use rrd_lang::ctext::{io_text, strerror};
 
 /// `gai_strerror(code)`.
 pub fn gai_strerror(code: i32) -> String {
@@ -110,17 +58,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn strtol_reports_consumption_and_overflow() {
-        assert_eq!(strtol(b"17 Success", 0), (17, 2, false));
-        assert_eq!(strtol(b"-1 err", 0), (-1, 2, false));
-        assert_eq!(strtol(b"0x10", 0), (16, 4, false));
-        assert_eq!(strtol(b"  12", 10), (12, 4, false));
-        assert_eq!(strtol(b"Success", 0).1, 0);
-        assert!(strtol(b"99999999999999999999999", 10).2);
-        assert_eq!(strtol(b"5\0junk", 10), (5, 1, false));
-    }
-
-    #[test]
     fn strtod_needs_the_whole_string() {
         assert_eq!(strtod_whole(b"1.5e+00"), Some(1.5));
         let n = strtod_whole(b"-nan").unwrap();
@@ -130,16 +67,21 @@ mod tests {
         assert_eq!(strtod_whole(b"-inf"), Some(f64::NEG_INFINITY));
         assert_eq!(strtod_whole(b"1.5x"), None);
         assert_eq!(strtod_whole(b""), None);
+        assert_eq!(strtod_whole(b"2.5\0junk"), Some(2.5));
+        assert_eq!(strtod_whole(b"nan\xff").map(f64::is_nan), Some(true));
+        // rrdtool's parser, not a correctly rounded one: 19 digits
+        // accumulated in a double, then three divisions.
+        let mut n = 0.0f64;
+        for c in "1234567890123456789".bytes() {
+            n = n * 10.0 + f64::from(c - b'0');
+        }
+        let rrdtool = n / 10.0 / 100.0 / 1e16;
+        assert_eq!(strtod_whole(b"0.1234567890123456789").map(f64::to_bits), Some(rrdtool.to_bits()));
     }
 
     #[test]
     fn c_conversions_and_texts() {
-        assert_eq!(atol(b"1000000800"), 1_000_000_800);
-        assert_eq!(atol(b"RRD Error"), 0);
-        assert_eq!(atoi(b"2 GAUGE"), 2);
         assert_eq!(atof(b"5.0000000000e+02"), 500.0);
-        assert_eq!(strerror(libc::ENOENT), "No such file or directory");
-        assert_eq!(strerror(libc::ENOBUFS), "No buffer space available");
         assert_eq!(gai_strerror(libc::EAI_NONAME), "Name or service not known");
     }
 }

@@ -28,11 +28,6 @@ impl Error {
 }
 
 /// The C library's wording of an I/O error ("No such file or directory"),
-/// without Rust's "(os error N)" suffix, as rrdtool prints it.
-pub fn os_message(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.rfind(" (os error ") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
-}
+/// without Rust's "(os error N)" suffix, as rrdtool prints it (one copy, in
+/// `rrd-lang`).
+pub use rrd_lang::ctext::io_text as os_message;

@@ -6,7 +6,6 @@
 //! [`store::Store`], so the I/O policy (pread/pwrite, mmap, a cache in a
 //! daemon) belongs to the caller, not the math.
 
-pub mod attime;
 pub mod batch;
 pub mod consolidate;
 pub mod create;
@@ -20,7 +19,6 @@ pub mod info;
 pub mod list;
 pub mod mapped;
 pub mod newfile;
-pub mod numparse;
 pub mod overlay;
 pub mod pagecache;
 pub mod pagesim;
@@ -30,13 +28,16 @@ pub mod reduce;
 pub mod resize;
 pub mod restore;
 pub mod root;
-pub mod rpn;
 pub mod rrd;
 pub mod store;
 pub mod tempclean;
 pub mod tune;
 pub mod update;
 pub mod xport;
+
+/// RRDtool's language lives in `rrd-lang`; re-exported under the engine's
+/// old paths for the engine's own modules and its callers.
+pub use rrd_lang::{attime, numparse, rpn};
 
 pub use error::{Error, Result};
 pub use rrd::Rrd;

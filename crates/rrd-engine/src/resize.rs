@@ -74,6 +74,24 @@ pub fn resized<S: Store>(
         }
     }
     let ds = header.ds_count();
+    if delta_rows > 0 {
+        // rrdtool writes the new rows one by one whatever their number
+        // (a saturated strtol's 2^63 - 1 rows never ends); the data is built
+        // in memory here, so the grown file is held to create's size limit.
+        let mut row_counts: Vec<u64> = header.rra.iter().map(|r| r.row_count).collect();
+        row_counts[target] = row_count.saturating_add(delta_rows as u64);
+        let len = rrd_format::Layout::new(ds as u64, header.version.live_head_len(), &row_counts)
+            .map_err(|e| Error::invalid(format!("the RRD would be too large: {e}")))?
+            .file_len;
+        let max = create::max_create_bytes()?;
+        if len > max {
+            return Err(Error::invalid(format!(
+                "resizing: the file would be {len} bytes ({}), more than the limit of {max} bytes ({}); set RRDSCALE_CREATE_MAX_BYTES to allow it",
+                crate::newfile::human(len),
+                crate::newfile::human(max)
+            )));
+        }
+    }
     let cur_row = header.rra_ptr[target];
     let mut data = Vec::new();
     for r in 0..header.rra_count() {
@@ -151,5 +169,22 @@ mod tests {
     fn refusals_use_rrdtool_messages() {
         assert_eq!(resized(&rrd(3, 0), 0, -3).unwrap_err().to_string(), "This RRA is not that big");
         assert_eq!(resized(&rrd(3, 0), 1, 1).unwrap_err().to_string(), "no such RRA in this RRD");
+    }
+
+    /// `resize f.rrd 0 GROW 99999999999999999999` reaches here as strtol's
+    /// saturated i64::MAX rows: an error, not an allocation failure.
+    #[test]
+    fn absurd_growth_is_refused_before_any_allocation() {
+        let e = resized(&rrd(3, 0), 0, i64::MAX).unwrap_err().to_string();
+        assert!(e.starts_with("the RRD would be too large"), "{e}");
+        // 2^40 rows of 8 bytes: beyond the limit unless the environment
+        // lifted it.
+        if create::max_create_bytes().unwrap() < 8 << 40 {
+            let e = resized(&rrd(3, 0), 0, 1 << 40).unwrap_err().to_string();
+            assert!(
+                e.starts_with("resizing: the file would be ") && e.contains("RRDSCALE_CREATE_MAX_BYTES"),
+                "{e}"
+            );
+        }
     }
 }

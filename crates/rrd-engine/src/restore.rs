@@ -45,7 +45,7 @@ use rrd_format::{
 };
 
 /// The NaN RRDtool stores for unknown values: x86's default NaN, sign bit set.
-use crate::numparse::DNAN;
+use crate::numparse::{self, is_c_space, DNAN};
 
 /// Bytes of a FAILURES history RRDtool restores (`MAX_CDP_PAR_EN`): the
 /// rest of a longer window reads back as zeros.
@@ -265,7 +265,7 @@ impl DocBuild {
     /// C's `atoi` of the version, which decides how RRA parameters are laid
     /// out in the XML (version 1 had `<xff>` directly in `<rra>`).
     fn version_number(&self) -> i64 {
-        c_atoi(&self.version)
+        i64::from(numparse::atoi(&self.version))
     }
 
     fn build(self) -> Result<Restored, RestoreError> {
@@ -597,89 +597,16 @@ fn compute_par(expr: &str, ds_names: &[&str]) -> Result<Par, String> {
 // ---------------------------------------------------------------------------
 // Values, parsed as RRDtool's C library calls parse them.
 
-/// C's `isspace` in the C locale.
-fn is_c_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
-}
-
-/// C's `atoi`: leading blanks, a sign, digits; 0 when there are none.
-fn c_atoi(s: &str) -> i64 {
-    let b = s.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8)).as_bytes();
-    let (neg, digits) = match b.first() {
-        Some(b'-') => (true, &b[1..]),
-        Some(b'+') => (false, &b[1..]),
-        _ => (false, b),
-    };
-    let mut v: i64 = 0;
-    for &c in digits.iter().take_while(|c| c.is_ascii_digit()) {
-        v = v.saturating_mul(10).saturating_add(i64::from(c - b'0'));
-    }
-    if neg {
-        -v
-    } else {
-        v
-    }
-}
-
-/// The magnitude C's `strtoul`/`strtoll` with base 0 read from `s`: sign,
-/// `0x` hex, leading-0 octal or decimal, stopping at the first other
-/// character (no digits: 0). `None` when the magnitude overflows 64 bits.
-fn c_strto_magnitude(s: &str) -> (bool, Option<u64>) {
-    let b = s.as_bytes();
-    let mut p = 0;
-    while p < b.len() && is_c_space(b[p]) {
-        p += 1;
-    }
-    let mut negative = false;
-    if p < b.len() && (b[p] == b'-' || b[p] == b'+') {
-        negative = b[p] == b'-';
-        p += 1;
-    }
-    let base: u64 =
-        if b.len() > p + 2 && b[p] == b'0' && (b[p + 1] | 0x20) == b'x' && b[p + 2].is_ascii_hexdigit() {
-            p += 2;
-            16
-        } else if p < b.len() && b[p] == b'0' {
-            8
-        } else {
-            10
-        };
-    let mut v: u64 = 0;
-    let mut overflow = false;
-    while p < b.len() {
-        let d = match (b[p] as char).to_digit(16) {
-            Some(d) if u64::from(d) < base => u64::from(d),
-            _ => break,
-        };
-        match v.checked_mul(base).and_then(|x| x.checked_add(d)) {
-            Some(x) => v = x,
-            None => overflow = true,
-        }
-        p += 1;
-    }
-    (negative, if overflow { None } else { Some(v) })
-}
-
 /// C's `strtoul(s, NULL, 0)`; `None` where it sets `ERANGE`.
 fn c_strtoul(s: &str) -> Option<u64> {
-    let (negative, v) = c_strto_magnitude(s);
-    let v = v?;
-    Some(if negative { v.wrapping_neg() } else { v })
+    let r = numparse::strtoul(s, 0);
+    (!r.overflow).then_some(r.value)
 }
 
 /// C's `strtoll(s, NULL, 0)`; `None` where it sets `ERANGE`.
 fn c_strtoll(s: &str) -> Option<i64> {
-    let (negative, v) = c_strto_magnitude(s);
-    let v = v?;
-    if negative {
-        if v > 1u64 << 63 {
-            None
-        } else {
-            Some((v as i64).wrapping_neg())
-        }
-    } else {
-        i64::try_from(v).ok()
-    }
+    let r = numparse::strtol(s, 0);
+    (!r.overflow).then_some(r.value)
 }
 
 /// A double as RRDtool's restore reads one: any token containing `nan`
@@ -892,7 +819,7 @@ impl<'a> Pull<'a> {
 /// The first word of `text`, cut to 64 characters (an error message quotes
 /// it; a document of one huge word must not make a huge message).
 fn first_token(text: &str) -> &str {
-    let t = text.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8));
+    let t = numparse::trim_c_space(text);
     let end = t.bytes().position(is_c_space).unwrap_or(t.len());
     let cut = t.char_indices().nth(64).map_or(end, |(i, _)| i.min(end));
     &t[..cut]
@@ -925,9 +852,6 @@ mod tests {
         assert_eq!(c_strtoll("-9223372036854775808"), Some(i64::MIN));
         assert_eq!(c_strtoll("9223372036854775808"), None);
         assert_eq!(c_strtoll("1000000700"), Some(1_000_000_700));
-        assert_eq!(c_atoi("0003"), 3);
-        assert_eq!(c_atoi(""), 0);
-        assert_eq!(c_atoi("9x"), 9);
     }
 
     #[test]

@@ -55,7 +55,7 @@ use rrd_format::{
 
 use crate::create;
 use crate::error::{Error, Result};
-use crate::numparse::{self, NumberError, DNAN};
+use crate::numparse::{self, is_c_space, NumberError, DNAN};
 use crate::rrd::Rrd;
 use crate::store::Store;
 
@@ -113,55 +113,6 @@ fn err(msg: impl Into<String>) -> Error {
 // ---------------------------------------------------------------------------
 // C conversions, as rrdtool's sscanf/atoi/strtod calls see their input.
 
-fn is_c_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
-}
-
-/// C's `strtol` without the end pointer: leading white space, a sign, digits
-/// in `radix` (0: `0x` hex, `0` octal, else decimal), clamped to `i64` on
-/// overflow. `None` when no digit was read.
-pub fn c_strtol(s: &str, radix: u32) -> Option<i64> {
-    let b = s.as_bytes();
-    let mut p = 0;
-    while p < b.len() && is_c_space(b[p]) {
-        p += 1;
-    }
-    let mut negative = false;
-    if p < b.len() && (b[p] == b'-' || b[p] == b'+') {
-        negative = b[p] == b'-';
-        p += 1;
-    }
-    let mut radix = radix;
-    let hex_prefix = b.len() > p + 2
-        && b[p] == b'0'
-        && (b[p + 1] | 0x20) == b'x'
-        && (b[p + 2] as char).is_ascii_hexdigit();
-    if (radix == 0 || radix == 16) && hex_prefix {
-        p += 2;
-        radix = 16;
-    } else if radix == 0 {
-        radix = if p < b.len() && b[p] == b'0' { 8 } else { 10 };
-    }
-    let mut value: i128 = 0;
-    let mut digits = 0;
-    while p < b.len() {
-        let Some(d) = (b[p] as char).to_digit(radix) else { break };
-        value = (value * i128::from(radix) + i128::from(d)).min(i128::from(u64::MAX) + 1);
-        p += 1;
-        digits += 1;
-    }
-    if digits == 0 {
-        return None;
-    }
-    let signed = if negative { -value } else { value };
-    Some(signed.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
-}
-
-/// C's `atoi` (glibc: `(int) strtol(s, NULL, 10)`, so an overflow wraps).
-pub fn c_atoi(s: &str) -> i32 {
-    c_strtol(s, 10).unwrap_or(0) as i32
-}
-
 /// `%19[a-zA-Z0-9_-]`: a DS name at the start of `s`, and what follows.
 fn scan_ds_name(s: &str) -> Option<(&str, &str)> {
     let n = s.bytes().take(19).take_while(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-').count();
@@ -204,7 +155,7 @@ fn strtodbl(s: &str) -> (u32, f64) {
 /// glibc `sscanf("%lf")` on a prefix: the longest leading run that parses as
 /// a double (after white space). Hexadecimal floats are not recognised.
 fn scan_c_double(s: &str) -> Option<f64> {
-    let t = s.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8));
+    let t = numparse::trim_c_space(s);
     let end = t
         .char_indices()
         .map(|(i, c)| i + c.len_utf8())
@@ -352,7 +303,7 @@ impl<S: Store> Tuner<S> {
                 let ds = self.ds_match(name)?;
                 self.reset_aberrant(ds)?;
             }
-            TuneOption::Step(arg) => self.new_step = c_atoi(arg),
+            TuneOption::Step(arg) => self.new_step = numparse::atoi(arg),
             TuneOption::Daemon(_) => {}
         }
         Ok(())
@@ -392,7 +343,7 @@ impl<S: Store> Tuner<S> {
     /// `set_windowarg`: sets a count of the first FAILURES archive and
     /// forgets the violations recorded so far.
     fn set_window(&mut self, slot: usize, arg: &str) -> Result<()> {
-        let value = i64::from(c_atoi(arg)) as u64;
+        let value = i64::from(numparse::atoi(arg)) as u64;
         if !(1..=MAX_FAILURES_WINDOW_LEN).contains(&value) {
             return Err(err(format!("Parameter must be between 1 and {MAX_FAILURES_WINDOW_LEN}")));
         }
@@ -449,11 +400,12 @@ impl<S: Store> Tuner<S> {
 
 /// `%ld` after white space: sign and digits, clamped like `strtol`.
 fn scan_long(s: &str) -> Option<i64> {
-    let t = s.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8));
+    let t = numparse::trim_c_space(s);
     if t.starts_with(['+', '-']) && !t[1..].starts_with(|c: char| c.is_ascii_digit()) {
         return None;
     }
-    c_strtol(t, 10)
+    let long = numparse::strtol(t, 10);
+    (long.consumed > 0).then_some(long.value)
 }
 
 /// `erase_violations`: zero the first `window_len` bytes of the scratch
@@ -574,7 +526,7 @@ impl ModifyPlan {
 /// `%u` as glibc's scanf reads it: white space, a sign, decimal digits,
 /// stored as `unsigned int`. Returns the value and the rest.
 fn scan_unsigned(s: &str) -> Option<(u32, &str)> {
-    let t = s.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8));
+    let t = numparse::trim_c_space(s);
     let b = t.as_bytes();
     let mut p = usize::from(t.starts_with(['+', '-']));
     let start = p;
@@ -625,7 +577,7 @@ pub fn parse_modify_args(args: &[String]) -> Result<ModifyPlan> {
                 final_row_count: 0,
             });
         } else if let Some(index) = arg.strip_prefix("DELRRA:").filter(|r| !r.is_empty()) {
-            let index = c_atoi(index);
+            let index = numparse::atoi(index);
             if index < 0 {
                 return Err(err("DELRRA requires a non-negative, integer argument"));
             }
@@ -966,7 +918,7 @@ fn parse_hw_rra(
             par[RRA_DEPENDENT_RRA_IDX] = u64::MAX;
         }
     }
-    let index_arg = |t: &str| i64::from(c_atoi(t).wrapping_sub(1)) as u64;
+    let index_arg = |t: &str| i64::from(numparse::atoi(t).wrapping_sub(1)) as u64;
     let fraction = |t: &str, lo_open: bool, what: &str| -> Result<f64> {
         let (status, v) = strtodbl(t);
         if status != 2 || outside_unit(v, !lo_open) {
@@ -989,7 +941,7 @@ fn parse_hw_rra(
                 par[RRA_SEASONAL_SMOOTH_IDX] = if row_count == 0 { 0 } else { hash % row_count };
             }
             (2, Cf::Failures) => {
-                let n = c_atoi(token);
+                let n = numparse::atoi(token);
                 par[RRA_FAILURE_THRESHOLD] = i64::from(n) as u64;
                 if !(1..=MAX_FAILURES_WINDOW_LEN as i32).contains(&n) {
                     return Err(err(format!(
@@ -1003,7 +955,7 @@ fn parse_hw_rra(
             }
             (3, Cf::Seasonal | Cf::DevSeasonal) => par[RRA_DEPENDENT_RRA_IDX] = index_arg(token),
             (3, Cf::Failures) => {
-                let n = c_atoi(token);
+                let n = numparse::atoi(token);
                 par[RRA_WINDOW_LEN] = i64::from(n) as u64;
                 let mut problem = None;
                 if !(1..=MAX_FAILURES_WINDOW_LEN as i32).contains(&n) {
@@ -1042,7 +994,7 @@ fn parse_hw_rra(
                 }
             }
             (4, Cf::HwPredict | Cf::MhwPredict) => {
-                let period = c_atoi(token) as u16;
+                let period = numparse::atoi(token) as u16;
                 if u64::from(period) > row_count {
                     return Err(err("Length of seasonal cycle exceeds length of HW prediction array"));
                 }
@@ -1407,14 +1359,8 @@ mod tests {
     }
 
     #[test]
-    fn c_conversions_match_libc() {
-        assert_eq!(c_strtol("0x1f", 0), Some(31));
-        assert_eq!(c_strtol(" 010", 0), Some(8));
-        assert_eq!(c_strtol("-3abc", 0), Some(-3));
-        assert_eq!(c_strtol("abc", 0), None);
-        assert_eq!(c_strtol("99999999999999999999", 10), Some(i64::MAX));
-        assert_eq!(c_atoi("99999999999999999999"), -1);
-        assert_eq!(c_atoi("12x"), 12);
+    fn scans_match_libc() {
+        assert_eq!(scan_long("99999999999999999999"), Some(i64::MAX));
         assert_eq!(scan_long(" -5x"), Some(-5));
         assert_eq!(scan_long("- 5"), None);
         assert_eq!(scan_unsigned("-1"), Some((u32::MAX, "")));

@@ -42,9 +42,9 @@ use rrd_format::Cf;
 use crate::attime;
 use crate::error::{Error, Result};
 use crate::fetch::{fetch, rrd_snprintf_e, FetchResult, FILL_NAN, MAX_FETCH_VALUES};
+use crate::numparse::c_int;
 use crate::numparse::rrd_strtod;
 use crate::reduce::{fetch_reduced, reduce_result};
-use crate::rpn::eval::c_int;
 use crate::rpn::{Context, Node, Op, Program, RpnError, Stack};
 use crate::rrd::Rrd;
 
@@ -987,13 +987,8 @@ fn parse_elements(range: &XportRange, elements: &[String]) -> Result<Parsed> {
 
 /// RRDtool's `getLong` (base 10): `strtol` that must read the whole text.
 fn parse_long(s: &str) -> Option<i64> {
-    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
-    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    // strtol saturates.
-    Some(t.parse::<i64>().unwrap_or(if t.starts_with('-') { i64::MIN } else { i64::MAX }))
+    let long = crate::numparse::strtol(s, 10);
+    (long.consumed > 0 && long.consumed == s.len()).then_some(long.value)
 }
 
 /// RRDtool's `vdef_calc` over the rows of `src`.
@@ -1304,10 +1299,6 @@ pub fn xport_with(
     Ok(XportResult { start, end, step_secs: step, legends: columns.into_iter().map(|c| c.1).collect(), data })
 }
 
-fn strip_leading_space(s: &str) -> &str {
-    s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r'])
-}
-
 /// Writes the table as `rrdtool xport` prints its XML.
 pub fn write_xml(r: &XportResult, format: XportFormat, out: &mut dyn Write) -> io::Result<()> {
     let mut s = String::with_capacity(512 + r.data.len() * 24);
@@ -1319,7 +1310,7 @@ pub fn write_xml(r: &XportResult, format: XportFormat, out: &mut dyn Write) -> i
     s.push_str(&format!("    <columns>{}</columns>\n", r.legends.len()));
     s.push_str("    <legend>\n");
     for legend in &r.legends {
-        s.push_str(&format!("      <entry>{}</entry>\n", strip_leading_space(legend)));
+        s.push_str(&format!("      <entry>{}</entry>\n", crate::numparse::trim_c_space(legend)));
     }
     s.push_str("    </legend>\n  </meta>\n  <data>\n");
     for row in 0..r.row_count() {
@@ -1356,7 +1347,7 @@ pub fn write_json(r: &XportResult, format: XportFormat, out: &mut dyn Write) -> 
     for (j, legend) in r.legends.iter().enumerate() {
         // 1.7.2 writes legends unescaped.
         s.push_str("      \"");
-        s.push_str(strip_leading_space(legend));
+        s.push_str(crate::numparse::trim_c_space(legend));
         s.push('"');
         if j + 1 < r.legends.len() {
             s.push(',');

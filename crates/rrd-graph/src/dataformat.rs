@@ -18,6 +18,7 @@
 //! The table itself (which rows, which step) is computed in `graph`.
 
 use rrd_engine::fetch::rrd_snprintf_e;
+use rrd_lang::numparse::trim_c_space;
 
 /// The data formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,11 +74,6 @@ pub(crate) enum MetaEntry {
     Hrule,
     /// A VRULE's text: `0`, or its time under the label format.
     Vrule(String),
-}
-
-/// C's `isspace` in the C locale.
-fn strip_space(s: &str) -> &str {
-    s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r'])
 }
 
 /// What `snprintf(buf, 256, ...)` keeps of a line.
@@ -147,7 +143,7 @@ fn write_sv(sep: char, t: &Table) -> String {
     let mut s = String::with_capacity(1024 + (12 + 19 * cols) * (1 + t.rows()));
     s.push_str("\"time\"");
     for legend in &t.legends {
-        s.push_str(&cut(format!("{sep}\"{}\"", strip_space(legend)), 254));
+        s.push_str(&cut(format!("{sep}\"{}\"", trim_c_space(legend)), 254));
     }
     s.push_str("\r\n");
     for row in 0..t.rows() {
@@ -173,7 +169,7 @@ fn meta_lists(meta: &[MetaEntry], json: bool) -> (String, String, String) {
             MetaEntry::Print(t) => (&mut prints, "print", t.clone()),
             MetaEntry::Gprint(t) => (&mut gprints, "gprint", t.clone()),
             MetaEntry::Comment(t) => (&mut gprints, "comment", t.clone()),
-            MetaEntry::Line(t) => (&mut gprints, "line", strip_space(t).to_string()),
+            MetaEntry::Line(t) => (&mut gprints, "line", trim_c_space(t).to_string()),
             MetaEntry::Area(t) => (&mut gprints, "area", t.clone()),
             MetaEntry::Align(a) => (&mut gprints, "align", a.to_string()),
             MetaEntry::Hrule => (&mut rules, "hrule", value_e(0.0)),
@@ -200,7 +196,7 @@ fn write_xml(t: &Table, meta: &[MetaEntry], enum_ds: bool) -> String {
     s.push_str(&format!("    <columns>{cols}</columns>\n"));
     s.push_str("    <legend>\n");
     for legend in &t.legends {
-        s.push_str(&cut(format!("      <entry>{}</entry>\n", strip_space(legend)), 255));
+        s.push_str(&cut(format!("      <entry>{}</entry>\n", trim_c_space(legend)), 255));
     }
     s.push_str("    </legend>\n");
     let (prints, gprints, rules) = meta_lists(meta, false);
@@ -237,7 +233,7 @@ fn write_json(t: &Table, meta: &[MetaEntry], show_time: bool) -> String {
     s.push_str(&format!("    \"step\": {},\n", t.step));
     s.push_str("    \"legend\": [\n");
     for (j, legend) in t.legends.iter().enumerate() {
-        s.push_str(&cut(format!("      \"{}\"", strip_space(legend)), 255));
+        s.push_str(&cut(format!("      \"{}\"", trim_c_space(legend)), 255));
         if j + 1 < cols {
             s.push(',');
         }

@@ -19,6 +19,8 @@
 //! `--alt-y-mrtg` is a no-op as in rrdtool. `--font`'s font name picks a
 //! font of the machine (see `text`).
 
+use rrd_lang::numparse;
+
 use crate::error::{GraphError, Result};
 
 /// A colour with straight (not premultiplied) alpha, components 0..=255.
@@ -471,32 +473,15 @@ pub const OPTION_SPECS: &[OptionSpec] = &[
     spec("graph-type", None, true),
 ];
 
-/// C's `atol`/`atoi`: optional space and sign, then digits; 0 when none.
-pub(crate) fn c_atol(s: &str) -> i64 {
-    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    let (negative, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let end = digits.bytes().position(|c| !c.is_ascii_digit()).unwrap_or(digits.len());
-    let v: i64 = digits[..end].parse().unwrap_or(if end == 0 { 0 } else { i64::MAX });
-    if negative {
-        -v
-    } else {
-        v
-    }
-}
-
 /// C's `strtod`: RRDtool's number syntax plus `nan`, `inf` and
 /// `infinity` in any case, with an optional sign. Returns the value and
 /// the bytes used (0: no number).
 pub(crate) fn c_strtod(s: &str) -> (f64, usize) {
-    let (v, used) = rrd_engine::numparse::rrd_strtod(s);
+    let (v, used) = numparse::rrd_strtod(s);
     if used > 0 {
         return (v, used);
     }
-    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let t = numparse::trim_c_space(s);
     let lead = s.len() - t.len();
     let (sign, body) = match t.as_bytes().first() {
         Some(b'-') => (-1.0, &t[1..]),
@@ -569,7 +554,7 @@ impl<'a> Scan<'a> {
     fn int(&mut self) -> Option<i64> {
         let b = self.s.as_bytes();
         let mut p = self.pos;
-        while p < b.len() && b[p].is_ascii_whitespace() {
+        while p < b.len() && numparse::is_c_space(b[p]) {
             p += 1;
         }
         let start = p;
@@ -583,7 +568,7 @@ impl<'a> Scan<'a> {
         if p == digits {
             return None;
         }
-        let v = c_atol(&self.s[start..p]);
+        let v = numparse::atol(&self.s[start..p]);
         self.pos = p;
         Some(v)
     }
@@ -708,7 +693,7 @@ impl Options {
                 }
             }
             "base" => {
-                self.base = c_atol(v);
+                self.base = numparse::atol(v);
                 if self.base != 1000 && self.base != 1024 {
                     return Err(GraphError::invalid(
                         "the only sensible value for base apart from 1000 is 1024",
@@ -726,14 +711,14 @@ impl Options {
             "force-rules-legend" => self.force_rules_legend = true,
             "no-legend" => self.no_legend = true,
             "height" => {
-                let h = c_atol(v);
+                let h = numparse::atol(v);
                 if h < 10 {
                     return Err(GraphError::invalid("height below 10 pixels"));
                 }
                 self.height = h;
             }
             "width" => {
-                let w = c_atol(v);
+                let w = numparse::atol(v);
                 if w < 10 {
                     return Err(GraphError::invalid("width below 10 pixels"));
                 }
@@ -742,19 +727,19 @@ impl Options {
             "no-minor" => self.no_minor = true,
             "only-graph" => self.only_graph = true,
             "units-length" => {
-                self.units_length = c_atol(v) as i32 as i64;
+                self.units_length = i64::from(numparse::atoi(v));
                 self.force_left_space = true;
             }
             "lower-limit" => self.lower_limit = parse_double(v, "-l")?,
             "upper-limit" => self.upper_limit = parse_double(v, "-u")?,
             "logarithmic" => self.logarithmic = true,
             "rigid" => self.rigid = true,
-            "step" => self.step_secs = c_atol(v) as i32 as i64,
+            "step" => self.step_secs = i64::from(numparse::atoi(v)),
             "tabwidth" => self.tab_width = parse_double(v, "-T")?,
             "title" => self.title = v.to_string(),
             "vertical-label" => self.vertical_label = v.to_string(),
             "watermark" => self.watermark = v.to_string(),
-            "units-exponent" => self.units_exponent = Some(c_atol(v) as i32),
+            "units-exponent" => self.units_exponent = Some(numparse::atoi(v)),
             "x-grid" => {
                 if v == "none" {
                     self.draw_x_grid = false;
@@ -884,7 +869,7 @@ impl Options {
                 self.units_si = true;
             }
             "disable-rrdtool-tag" => self.no_rrdtool_tag = true,
-            "border" => self.border = c_atol(v) as i32 as i64,
+            "border" => self.border = i64::from(numparse::atoi(v)),
             "daemon" => {
                 if self.daemon_given {
                     return Err(GraphError::invalid("You cannot specify --daemon more than once."));

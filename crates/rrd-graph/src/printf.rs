@@ -403,13 +403,7 @@ pub(crate) fn format_double(v: f64, c: Conversion) -> String {
 }
 
 /// C's `(int)` conversion of a double on x86_64 (INT_MIN when out of range).
-pub(crate) fn c_int(x: f64) -> i32 {
-    if x.is_nan() || x >= 2_147_483_648.0 || x <= -2_147_483_649.0 {
-        i32::MIN
-    } else {
-        x as i32
-    }
-}
+pub(crate) use rrd_lang::numparse::c_int;
 
 /// RRDtool's `auto_scale`: the value divided by its SI magnitude, the
 /// prefix ("?" beyond Exa/atto) and the magnitude factor.

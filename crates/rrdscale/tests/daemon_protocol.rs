@@ -91,6 +91,10 @@ fn stream() -> Vec<(String, Cmp)> {
     add("FIRST a.rrd", Exact);
     add("FIRST a.rrd -1", Exact);
     add("FIRST a.rrd x", Exact);
+    // rrdcached's index is glibc's atoi: base 10, an int cut from a long.
+    add("FIRST a.rrd 0x1", Exact);
+    add("FIRST a.rrd 4294967297", Exact);
+    add("FIRST a.rrd 99999999999999999999", Exact);
     // rrdcached rounds even the file's own last update down to the step.
     add("LAST a.rrd", ErrorOnly);
     add(&format!("FETCH a.rrd AVERAGE {} {}", T0 - 3000, T0 + 3000), Exact);
@@ -141,6 +145,9 @@ fn stream() -> Vec<(String, Cmp)> {
     add("FETCH a.rrd AVERAGE abc", Exact);
     add(&format!("FETCH a.rrd AVERAGE {} abc", T0), Exact);
     add(&format!("FETCH a.rrd AVERAGE 0x{:x} {}", T0, T0 + 1500), Exact);
+    // strtol's ERANGE is refused, whichever the sign.
+    add("FETCH a.rrd AVERAGE 99999999999999999999", Exact);
+    add(&format!("FETCH a.rrd AVERAGE {} -99999999999999999999", T0), Exact);
     add("FETCH a.rrd", Exact);
     add("FETCH nofile.rrd AVERAGE", Exact);
     // After FETCH (which flushed a.rrd in rrdcached) a.rrd has no pending
@@ -189,6 +196,11 @@ fn stream() -> Vec<(String, Cmp)> {
     add("CREATE new.rrd -z DS:a:GAUGE:600:U:U", Exact);
     add(&format!("CREATE new.rrd -b {T0} -s 60 DS:a:GAUGE:600:U:U RRA:AVERAGE:0.5:1:10"), Exact);
     add(&format!("UPDATE new.rrd {}:42", T0 + 60), Exact);
+    // CREATE's -b and -s are rrdcached's atol: base 10, so 0x... is 0
+    // (before 1980) and 060 is sixty seconds (FIRST shows the step).
+    add(&format!("CREATE hex.rrd -b 0x{T0:x} DS:a:GAUGE:600:U:U RRA:AVERAGE:0.5:1:10"), Exact);
+    add(&format!("CREATE oct.rrd -b {} -s 060 DS:a:GAUGE:600:U:U RRA:AVERAGE:0.5:1:10", T0 + 7), Exact);
+    add("FIRST oct.rrd 0", Exact);
     add("STATS", StatsNames);
     add("FLUSHALL", Exact);
     s

@@ -48,10 +48,9 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
         if tok.starts_with("-b") || tok.starts_with("-s") || tok.starts_with("-r") || tok.starts_with("-t") {
             let Some(value) = args.next() else { return syntax_error(Command::Create).into() };
             match &tok[..2] {
-                "-b" => last_up = crate::commands::fetch::c_strtol(&value).unwrap_or(0),
-                "-s" => {
-                    opts.step_secs = Some(crate::commands::fetch::c_strtol(&value).unwrap_or(0).max(0) as u64)
-                }
+                // rrdcached reads both with `atol` (base 10, saturating).
+                "-b" => last_up = rrd_lang::numparse::atol(&value),
+                "-s" => opts.step_secs = Some(rrd_lang::numparse::atol(&value).max(0) as u64),
                 // Sources and templates are read from disk: write their
                 // pending values first (as rrdcached flushes them).
                 "-r" | "-t" => {

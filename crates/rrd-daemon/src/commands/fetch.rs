@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use rrd_engine::fetch::{fetch, printf_e};
 use rrd_format::Cf;
+use rrd_lang::numparse;
 use rrd_protocol::{Command, Reply};
 
 use super::{access_denied, blocking, syntax_error, Args, Outcome};
@@ -21,49 +22,18 @@ use crate::cache::unix_now;
 use crate::reader;
 use crate::state::Daemon;
 
-/// C's `strtol(s, &end, 0)`: `None` when no digits were read or the value
-/// overflows (errno ERANGE); trailing text is ignored.
-pub fn c_strtol(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    let mut p = 0;
-    while p < b.len() && matches!(b[p], b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r') {
-        p += 1;
-    }
-    let negative = b.get(p) == Some(&b'-');
-    if matches!(b.get(p), Some(b'-') | Some(b'+')) {
-        p += 1;
-    }
-    let mut radix = 10;
-    if b.get(p) == Some(&b'0')
-        && matches!(b.get(p + 1), Some(b'x') | Some(b'X'))
-        && b.get(p + 2).is_some_and(u8::is_ascii_hexdigit)
-    {
-        radix = 16;
-        p += 2;
-    } else if b.get(p) == Some(&b'0') {
-        radix = 8;
-    }
-    let start = p;
-    let mut value: i128 = 0;
-    while let Some(d) = b.get(p).and_then(|&c| (c as char).to_digit(radix)) {
-        value = value * radix as i128 + d as i128;
-        if value > i64::MAX as i128 + 1 {
-            return None;
-        }
-        p += 1;
-    }
-    if p == start {
-        return None;
-    }
-    let value = if negative { -value } else { value };
-    i64::try_from(value).ok()
-}
-
+/// A FETCH time as rrdcached reads it: C's `strtol(text, &end, 0)`, refused
+/// when nothing was converted or `errno` was set (overflow); trailing text is
+/// ignored.
 fn parse_time(text: Option<&String>, default: i64, now: i64, which: &str) -> Result<i64, Reply> {
     let Some(text) = text else { return Ok(default) };
-    let v = c_strtol(text).ok_or_else(|| {
-        Reply::error(format!("Cannot parse {which} time `{text}': Only simple integers are allowed."))
-    })?;
+    let long = numparse::strtol(text, 0);
+    if long.consumed == 0 || long.overflow {
+        return Err(Reply::error(format!(
+            "Cannot parse {which} time `{text}': Only simple integers are allowed."
+        )));
+    }
+    let v = long.value;
     Ok(if v > 0 { v } else { now + v })
 }
 
@@ -188,18 +158,20 @@ pub async fn run(daemon: &Arc<Daemon>, args: Args, binary: bool) -> Outcome {
 
 #[cfg(test)]
 mod tests {
-    use super::c_strtol;
+    use super::parse_time;
 
     #[test]
-    fn strtol_base_zero() {
-        assert_eq!(c_strtol("12"), Some(12));
-        assert_eq!(c_strtol("-300"), Some(-300));
-        assert_eq!(c_strtol("0x10"), Some(16));
-        assert_eq!(c_strtol("010"), Some(8));
-        assert_eq!(c_strtol("0"), Some(0));
-        assert_eq!(c_strtol("12abc"), Some(12));
-        assert_eq!(c_strtol("abc"), None);
-        assert_eq!(c_strtol(""), None);
-        assert_eq!(c_strtol("99999999999999999999"), None);
+    fn times_are_strtol_base_zero() {
+        let t = |text: &str| parse_time(Some(&text.to_string()), -1, 1000, "start").ok();
+        assert_eq!(t("12"), Some(12));
+        assert_eq!(t("-300"), Some(700));
+        assert_eq!(t("0x10"), Some(16));
+        assert_eq!(t("010"), Some(8));
+        assert_eq!(t("0"), Some(1000));
+        assert_eq!(t("12abc"), Some(12));
+        assert_eq!(t("abc"), None);
+        assert_eq!(t(""), None);
+        assert_eq!(t("99999999999999999999"), None);
+        assert_eq!(parse_time(None, -1, 1000, "start").ok(), Some(-1));
     }
 }

@@ -53,21 +53,6 @@ pub async fn info(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     .into()
 }
 
-/// C's `atoi`: leading blanks, a sign, digits; anything else ends it.
-pub fn c_atoi(s: &str) -> i32 {
-    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    let (negative, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let mut v: i64 = 0;
-    for c in digits.bytes().take_while(u8::is_ascii_digit) {
-        v = (v * 10 + i64::from(c - b'0')).min(i64::from(u32::MAX));
-    }
-    (if negative { -v } else { v }) as i32
-}
-
 pub async fn first(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     let Some(file) = args.next() else { return syntax_error(Command::First).into() };
     let key = match key_of(daemon, &file) {
@@ -75,7 +60,8 @@ pub async fn first(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
         Err(r) => return r.into(),
     };
     let Some(index_text) = args.next() else { return syntax_error(Command::First).into() };
-    let index = c_atoi(&index_text);
+    // rrdcached's `atoi`: glibc's, an int truncated from strtol's long.
+    let index = rrd_lang::numparse::atoi(&index_text);
     if index < 0 {
         return Reply::error(format!("Invalid index specified ({index})")).into();
     }
@@ -118,17 +104,4 @@ pub async fn last(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     .await
     .unwrap_or_else(|e| e)
     .into()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::c_atoi;
-
-    #[test]
-    fn atoi_like_c() {
-        assert_eq!(c_atoi("3"), 3);
-        assert_eq!(c_atoi("x"), 0);
-        assert_eq!(c_atoi("-1"), -1);
-        assert_eq!(c_atoi(" 7z"), 7);
-    }
 }

@@ -4,8 +4,7 @@
 //! `%10lu: %0.10e ...` rows, unknowns as glibc prints NaN: `nan`/`-nan`).
 //!
 //! Also home to the small helpers the read-only commands share: opening a
-//! file read-only, AT-style start/end, C's `strtol`, and RRDtool's scaled
-//! durations.
+//! file read-only and AT-style start/end.
 //!
 //! With `--daemon ADDR` (or `RRDCACHED_ADDRESS`) the rows come from the
 //! daemon's FETCH instead, as rrdtool 1.7.2 does: times are resolved here
@@ -23,6 +22,7 @@ use rrd_client::Daemon;
 use rrd_engine::fetch::{fetch, printf_e10, FetchResult};
 use rrd_engine::{attime, Rrd};
 use rrd_format::Cf;
+use rrd_lang::numparse;
 
 use crate::opts;
 
@@ -34,68 +34,6 @@ pub(crate) const EARLIEST_START: i64 = 3600 * 24 * 365 * 10;
 /// RRDtool's `opening 'f.rrd': No such file or directory`.
 pub(crate) fn open_rrd(path: &str) -> Result<Rrd> {
     Ok(Rrd::open(Path::new(path), false)?)
-}
-
-/// C's `strtol(s, &end, base)` with base 0 (decimal, `0x` hex, `0` octal),
-/// ignoring trailing garbage and returning 0 when there are no digits, as
-/// RRDtool's option parsing relies on. Overflow saturates like glibc.
-pub(crate) fn c_strtol(s: &str) -> i64 {
-    let b = s.as_bytes();
-    let mut p = 0;
-    while p < b.len() && matches!(b[p], b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r') {
-        p += 1;
-    }
-    let negative = p < b.len() && b[p] == b'-';
-    if p < b.len() && (b[p] == b'-' || b[p] == b'+') {
-        p += 1;
-    }
-    let mut radix = 10;
-    if b.len() > p + 1
-        && b[p] == b'0'
-        && (b[p + 1] | 0x20) == b'x'
-        && b.get(p + 2).is_some_and(u8::is_ascii_hexdigit)
-    {
-        radix = 16;
-        p += 2;
-    } else if p < b.len() && b[p] == b'0' {
-        radix = 8;
-    }
-    let mut value: i128 = 0;
-    while p < b.len() {
-        let Some(d) = (b[p] as char).to_digit(radix) else { break };
-        value = (value * radix as i128 + d as i128).min(i64::MAX as i128 + 1);
-        p += 1;
-    }
-    let value = if negative { -value } else { value };
-    value.clamp(i64::MIN as i128, i64::MAX as i128) as i64
-}
-
-/// RRDtool's `rrd_scaled_duration(token, 1)`: a positive count of seconds,
-/// or digits followed by a unit letter (s, m, h, d, w, M, y) of which only
-/// the first character after the digits is looked at.
-pub(crate) fn scaled_duration_secs(token: &str) -> Result<u64, &'static str> {
-    let b = token.as_bytes();
-    if !b.first().is_some_and(u8::is_ascii_digit) {
-        return Err("value must be (suffixed) positive number");
-    }
-    let digits = b.iter().position(|c| !c.is_ascii_digit()).unwrap_or(b.len());
-    // strtoul saturates at ULONG_MAX on overflow.
-    let value: u64 = token[..digits].parse().unwrap_or(u64::MAX);
-    let scale: u64 = match b.get(digits) {
-        None | Some(b's') => 1,
-        Some(b'm') => 60,
-        Some(b'h') => 3600,
-        Some(b'd') => 86_400,
-        Some(b'w') => 7 * 86_400,
-        Some(b'M') => 31 * 86_400,
-        Some(b'y') => 366 * 86_400,
-        Some(_) => return Err("value has trailing garbage"),
-    };
-    let secs = value.wrapping_mul(scale);
-    if secs == 0 {
-        return Err("value must be positive");
-    }
-    Ok(secs)
 }
 
 /// Parses `-s`/`-e` values in command-line order, then resolves them against
@@ -153,7 +91,7 @@ pub fn rows_and_error(args: &[String]) -> Result<(Option<FetchResult>, Option<an
     let mut resolution_secs: u64 = 1;
     for (name, value) in &parsed.opts {
         if *name == "resolution" {
-            resolution_secs = scaled_duration_secs(value.as_deref().unwrap_or(""))
+            resolution_secs = numparse::scaled_duration(value.as_deref().unwrap_or(""), 1)
                 .map_err(|e| anyhow!("resolution: {e}"))?;
         }
     }
@@ -216,33 +154,4 @@ fn write_rows(result: &FetchResult, out: &mut dyn Write) -> Result<()> {
     }
     out.write_all(text.as_bytes())?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn strtol_follows_c() {
-        assert_eq!(c_strtol("12"), 12);
-        assert_eq!(c_strtol("0x1f"), 31);
-        assert_eq!(c_strtol("010"), 8);
-        assert_eq!(c_strtol("2x"), 2);
-        assert_eq!(c_strtol("abc"), 0);
-        assert_eq!(c_strtol(" -3"), -3);
-        assert_eq!(c_strtol("0x"), 0);
-        assert_eq!(c_strtol("99999999999999999999"), i64::MAX);
-    }
-
-    #[test]
-    fn scaled_durations_follow_rrdtool() {
-        assert_eq!(scaled_duration_secs("300"), Ok(300));
-        assert_eq!(scaled_duration_secs("5m"), Ok(300));
-        assert_eq!(scaled_duration_secs("1d"), Ok(86_400));
-        // Only the first character after the digits is looked at.
-        assert_eq!(scaled_duration_secs("10mx"), Ok(600));
-        assert_eq!(scaled_duration_secs("0"), Err("value must be positive"));
-        assert_eq!(scaled_duration_secs("-5"), Err("value must be (suffixed) positive number"));
-        assert_eq!(scaled_duration_secs("5q"), Err("value has trailing garbage"));
-    }
 }

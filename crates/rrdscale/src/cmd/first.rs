@@ -17,7 +17,7 @@ use anyhow::{anyhow, bail, Result};
 use rrd_client::Daemon;
 use rrd_format::Header;
 
-use super::fetch::{c_strtol, open_rrd};
+use super::fetch::open_rrd;
 use super::last::split;
 use crate::opts;
 
@@ -38,7 +38,7 @@ fn parse(args: &[String]) -> Result<(i32, String, Option<String>)> {
     for (name, value) in &parsed.opts {
         if *name == "rraindex" {
             // strtol into an int, as rrdtool does (so "abc" is 0).
-            rra_index = c_strtol(value.as_deref().unwrap_or("")) as i32;
+            rra_index = rrd_lang::numparse::strtol(value.as_deref().unwrap_or(""), 0).value as i32;
             if rra_index < 0 {
                 bail!("invalid rraindex number");
             }

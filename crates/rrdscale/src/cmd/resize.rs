@@ -11,7 +11,7 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 use rrd_engine::resize::{resize, RESIZE_OUTPUT};
-use rrd_engine::tune::c_strtol;
+use rrd_lang::numparse::strtol;
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let Some(file) = args.first() else {
@@ -24,13 +24,13 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
         bail!("wrong number of parameters");
     };
     // strtol's value, converted to unsigned long as rrdtool stores it.
-    let rra_index = c_strtol(rra, 0).unwrap_or(0) as u64;
+    let rra_index = strtol(rra, 0).value as u64;
     let shrink = match how.as_str() {
         "GROW" => false,
         "SHRINK" => true,
         _ => bail!("I can only GROW or SHRINK"),
     };
-    let rows = c_strtol(rows, 0).unwrap_or(0);
+    let rows = strtol(rows, 0).value;
     if rows < 1 {
         bail!("Please grow or shrink with at least 1 row");
     }

@@ -15,27 +15,11 @@ use rrd_client::Daemon;
 use rrd_engine::xport::{
     write_json, write_xml, xport_with, XportFormat, XportRange, XportResult, DEFAULT_MAX_ROWS,
 };
+use rrd_lang::numparse;
 
 use super::client::DaemonFetch;
 use super::fetch::{start_end, EARLIEST_START};
 use crate::opts;
-
-/// C's `atoi`/`atol`: leading digits with an optional sign, 0 when none.
-fn c_atol(s: &str) -> i64 {
-    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    let (negative, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let end = digits.bytes().position(|c| !c.is_ascii_digit()).unwrap_or(digits.len());
-    let v: i64 = digits[..end].parse().unwrap_or(if end == 0 { 0 } else { i64::MAX });
-    if negative {
-        -v
-    } else {
-        v
-    }
-}
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let (result, format, json) = compute(args)?;
@@ -69,9 +53,9 @@ pub fn compute(args: &[String]) -> Result<(XportResult, XportFormat, bool)> {
         let value = value.as_deref().unwrap_or("");
         match *name {
             // `atoi`, so `--step 5m` is 5 seconds, as in rrdtool.
-            "step" => step_secs = c_atol(value) as i32 as i64,
+            "step" => step_secs = i64::from(numparse::atoi(value)),
             "maxrows" => {
-                max_rows = c_atol(value);
+                max_rows = numparse::atol(value);
                 if max_rows < 10 {
                     bail!("maxrows below 10 rows");
                 }
@@ -101,17 +85,4 @@ pub fn compute(args: &[String]) -> Result<(XportResult, XportFormat, bool)> {
     let result = xport_with(&range, &parsed.operands, &mut DaemonFetch::new(daemon))?;
     let format = XportFormat { show_time: parsed.has("showtime"), enum_ds: parsed.has("enumds") };
     Ok((result, format, parsed.has("json")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::c_atol;
-
-    #[test]
-    fn atol_reads_leading_digits_only() {
-        assert_eq!(c_atol("300"), 300);
-        assert_eq!(c_atol("5m"), 5);
-        assert_eq!(c_atol(" -7x"), -7);
-        assert_eq!(c_atol("abc"), 0);
-    }
 }

@@ -32,6 +32,8 @@
 
 use thiserror::Error;
 
+use crate::numparse::{self, is_c_space};
+
 /// A time specification rrdtool would refuse; the messages are rrdtool's.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum AtTimeError {
@@ -286,57 +288,6 @@ const UNITS: &[(&str, Tok)] = &[
     ("y", Tok::Years),
 ];
 
-/// C's `strtol(s, NULL, 10)`: leading space, a sign, digits; saturating.
-fn c_strtol(s: &[u8]) -> i64 {
-    let mut i = 0;
-    while i < s.len() && is_c_space(s[i]) {
-        i += 1;
-    }
-    let negative = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let mut value: i64 = 0;
-    let mut saturated = false;
-    while let Some(&c) = s.get(i).filter(|c| c.is_ascii_digit()) {
-        let digit = i64::from(c - b'0');
-        // Accumulate toward the sign so that i64::MIN stays representable.
-        let next = value.checked_mul(10).and_then(|v| {
-            if negative {
-                v.checked_sub(digit)
-            } else {
-                v.checked_add(digit)
-            }
-        });
-        match next {
-            Some(v) if !saturated => value = v,
-            _ => {
-                saturated = true;
-                value = if negative { i64::MIN } else { i64::MAX };
-            }
-        }
-        i += 1;
-    }
-    value
-}
-
-/// C's `atoi`: `strtol` truncated to `int`, as glibc does it.
-fn c_atoi(s: &[u8]) -> i32 {
-    c_strtol(s) as i32
-}
-
-/// C's `isspace` in the "C" locale.
-fn is_c_space(c: u8) -> bool {
-    matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
-}
-
 fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -439,11 +390,11 @@ impl<'a> Parser<'a> {
     }
 
     fn atoi(&self) -> i32 {
-        c_atoi(&self.text)
+        numparse::atoi(&self.text)
     }
 
     fn atol(&self) -> i64 {
-        c_strtol(&self.text)
+        numparse::atol(&self.text)
     }
 
     fn parse(mut self) -> Result<AtTime, AtTimeError> {
@@ -633,7 +584,7 @@ impl<'a> Parser<'a> {
                     // YYYYMMDD, cut by character position as rrdtool does.
                     let field = |from: usize, to: usize| {
                         let text = &self.text;
-                        c_strtol(&text[from.min(text.len())..to.min(text.len())])
+                        numparse::atol(&text[from.min(text.len())..to.min(text.len())])
                     };
                     year = Some(field(0, 4));
                     mon = field(4, 6);

@@ -24,6 +24,7 @@
 
 use super::op::Op;
 use super::{Node, RpnError, DNAN};
+use crate::numparse::c_int;
 
 /// Most values the stack may hold. rrdtool has no limit; a limit keeps a
 /// hostile expression (DEPTH,COPY doubles the stack) from exhausting memory.
@@ -128,16 +129,6 @@ impl Stack {
     }
 }
 
-/// C's `(int)` of a double on x86_64: truncation, and INT_MIN for NaN and
-/// anything out of range.
-pub(crate) fn c_int(x: f64) -> i32 {
-    if x.is_nan() || x >= 2_147_483_648.0 || x <= -2_147_483_649.0 {
-        i32::MIN
-    } else {
-        x as i32
-    }
-}
-
 /// rrdtool's `rpn_compare_double`: unknown sorts first; an infinite value
 /// compares by its own sign whichever side it is on (so +inf on the right
 /// claims to be smaller), which is inconsistent but is what it does.
@@ -176,7 +167,7 @@ fn rrd_compare(x: f64, y: f64) -> i32 {
 /// `n / 2` and takes from the left run while the comparison is `<= 0`.
 /// With a consistent comparator any stable sort would do; with rrdtool's
 /// the exact algorithm decides the result.
-pub(crate) fn glibc_msort(v: &mut [f64]) {
+pub fn glibc_msort(v: &mut [f64]) {
     let n = v.len();
     if n <= 1 {
         return;

@@ -1,0 +1,23 @@
+//! RRDtool's language: the text its commands read, parsed as RRDtool 1.7.2
+//! parses it, in one place so that every command, the daemon and the client
+//! agree byte for byte.
+//!
+//! - [`numparse`]: the C library's conversions as rrdtool calls them
+//!   (`isspace`, `strtol`, `strtoul`, `atoi`, `atol`, with glibc's overflow
+//!   behaviour), rrdtool's own decimal parser (`rrd_strtod`), its counter
+//!   difference and its scaled durations (`5m`, `1d`).
+//! - [`attime`]: AT-style times (`-1d`, `noon yesterday`, `end-2h`).
+//! - [`ctext`]: the C library's sentences for errors (`strerror`), as
+//!   rrdtool prints them.
+//! - [`rpn`]: RPN expressions (COMPUTE data sources, CDEFs) as a stack
+//!   machine; what an expression needs from a time series comes through
+//!   [`rpn::Context`], so this crate has no engine behind it.
+//!
+//! Deliberately absent: files and I/O. The only dependency on the file
+//! format is the 80-byte `par` array a COMPUTE expression is stored in
+//! ([`rpn::Program::to_par`]).
+
+pub mod attime;
+pub mod ctext;
+pub mod numparse;
+pub mod rpn;
