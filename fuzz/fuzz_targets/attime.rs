@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rrd_engine::attime;
+use rrd_lang::attime;
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 4 {

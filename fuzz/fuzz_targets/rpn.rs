@@ -8,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rrd_engine::rpn::{Node, Program};
+use rrd_lang::rpn::{Node, Program};
 
 const NAMES: [&str; 3] = ["a", "b", "c"];
 

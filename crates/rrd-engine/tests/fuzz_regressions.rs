@@ -3,7 +3,7 @@
 //! which target found it and what was decided. (How to run the fuzzers:
 //! `scripts/fuzz.sh`.)
 
-use rrd_engine::rpn::{Node, Program};
+use rrd_lang::rpn::{Node, Program};
 
 /// fuzz/rpn: `525,` is a COMPUTE program (a number is a number only when a
 /// comma follows it), and it prints as `525`, which does not parse: a
