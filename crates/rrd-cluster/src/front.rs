@@ -314,14 +314,14 @@ impl Front {
 /// header built without writing), so that the client gets the error the
 /// single node gives instead of an OK for a file that will never exist.
 fn check_create(fields: &[String]) -> Result<(), Reply> {
-    use rrd_daemon::commands::fetch::c_strtol;
     let mut opts = rrd_engine::create::CreateOptions::default();
     let mut defs = Vec::new();
     let mut it = fields.iter();
     while let Some(tok) = it.next() {
         if tok.starts_with("-b") || tok.starts_with("-s") {
             let Some(value) = it.next() else { return Err(commands::syntax_error(Command::Create)) };
-            let n = c_strtol(value).unwrap_or(0);
+            // rrdcached reads both with `atol`, as the single node does.
+            let n = rrd_engine::numparse::atol(value);
             if tok.starts_with("-b") {
                 if n < 3600 * 24 * 365 * 10 {
                     return Err(Reply::error("The first entry must be after 1980."));
