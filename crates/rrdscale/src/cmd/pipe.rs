@@ -468,8 +468,8 @@ impl InFlight {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn add(&self) {
-        self.lock().count += 1;
+    fn add(&self, n: u64) {
+        self.lock().count += n;
     }
 
     fn done(&self, n: u64) {
@@ -564,7 +564,7 @@ const REPLY_BATCH_MAX: usize = 64;
 /// One update worker: applies the updates of its share of the files, in
 /// the order they came, and prefetches the pages of the updates it has
 /// already received (never waiting for more).
-fn update_worker(rx: mpsc::Receiver<Job>, replies: Replies, in_flight: &InFlight, workers: usize) {
+fn update_worker(rx: mpsc::Receiver<Vec<Job>>, replies: Replies, in_flight: &InFlight, workers: usize) {
     let _stop = StopOnExit(in_flight);
     let mut access = match Access::from_env(workers) {
         Ok(a) => a,
@@ -586,13 +586,13 @@ fn update_worker(rx: mpsc::Receiver<Job>, replies: Replies, in_flight: &InFlight
             }
             in_flight.done(std::mem::take(&mut applied));
             match rx.recv() {
-                Ok(job) => queue.push_back(job),
+                Ok(jobs) => queue.extend(jobs),
                 Err(_) => return,
             }
         }
         while queue.len() < LOOKAHEAD_MAX {
             match rx.try_recv() {
-                Ok(job) => queue.push_back(job),
+                Ok(jobs) => queue.extend(jobs),
                 Err(_) => break,
             }
         }
@@ -673,9 +673,36 @@ fn shard_of(path: &Path, workers: usize) -> usize {
     (h.finish() % workers as u64) as usize
 }
 
+/// Grows the process's descriptor table to hold `files` more descriptors
+/// while the process has one thread.
+///
+/// Why: the kernel grows the table by doubling as descriptors are opened,
+/// and in a process with more than one thread each growth waits for an RCU
+/// grace period (`expand_fdtable` → `synchronize_rcu`), milliseconds on a
+/// virtual machine during which the opening worker sleeps. A poller's
+/// session opens thousands of files (kept open up to [`max_open_files`]),
+/// so a table grown once, here, took a quarter of a 5,000-file cycle's
+/// time off. Best effort: a descriptor limit below that only means the
+/// growths happen later.
+fn reserve_descriptors(files: usize) {
+    use std::os::fd::AsRawFd;
+    let Ok(probe) = std::fs::File::open("/dev/null") else { return };
+    let Ok(target) = libc::c_int::try_from(files) else { return };
+    // SAFETY: F_DUPFD_CLOEXEC duplicates a descriptor we own to the lowest
+    // free number >= target; the duplicate is closed at once.
+    unsafe {
+        let high = libc::fcntl(probe.as_raw_fd(), libc::F_DUPFD_CLOEXEC, target);
+        if high >= 0 {
+            libc::close(high);
+        }
+    }
+}
+
 pub fn run<R: Read + AsFd + Send>(input: &mut BufReader<R>, out: &mut dyn Write) -> Result<()> {
     let start = Instant::now();
     let workers = worker_count()?;
+    // Open files of every worker, the session's own and a margin.
+    reserve_descriptors(max_open_files() + 64);
     // A bad RRDSCALE_ACCESS refuses the session before any line is read.
     drop(Access::from_env(workers)?);
     let in_flight = InFlight::new();
@@ -683,7 +710,7 @@ pub fn run<R: Read + AsFd + Send>(input: &mut BufReader<R>, out: &mut dyn Write)
     std::thread::scope(|scope| {
         let mut jobs = Vec::with_capacity(workers);
         for _ in 0..workers {
-            let (tx, rx) = mpsc::sync_channel::<Job>(JOB_QUEUE_MAX);
+            let (tx, rx) = mpsc::sync_channel::<Vec<Job>>(JOB_QUEUE_MAX / SEND_BATCH_MAX);
             let replies = reply_tx.clone();
             let in_flight = &in_flight;
             scope.spawn(move || update_worker(rx, replies, in_flight, workers));
@@ -704,12 +731,68 @@ pub fn run<R: Read + AsFd + Send>(input: &mut BufReader<R>, out: &mut dyn Write)
 /// Update lines queued per worker before the reader waits.
 const JOB_QUEUE_MAX: usize = 4096;
 
+/// Update lines the reader gathers for one worker before handing them over
+/// (fewer when the input pauses or a barrier comes): one channel send, and
+/// at most one wake-up of a sleeping worker, per batch instead of per line.
+const SEND_BATCH_MAX: usize = 32;
+
+/// Update lines read and not yet handed to their workers.
+struct Pending<'a> {
+    jobs: &'a [mpsc::SyncSender<Vec<Job>>],
+    held: Vec<Vec<Job>>,
+    in_flight: &'a InFlight,
+}
+
+impl<'a> Pending<'a> {
+    fn new(jobs: &'a [mpsc::SyncSender<Vec<Job>>], in_flight: &'a InFlight) -> Pending<'a> {
+        Pending { jobs, held: jobs.iter().map(|_| Vec::new()).collect(), in_flight }
+    }
+
+    fn push(&mut self, shard: usize, job: Job) -> Result<()> {
+        self.held[shard].push(job);
+        if self.held[shard].len() >= SEND_BATCH_MAX {
+            self.send(shard)?;
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, shard: usize) -> Result<()> {
+        let batch = std::mem::take(&mut self.held[shard]);
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let n = batch.len() as u64;
+        self.in_flight.add(n);
+        if self.jobs[shard].send(batch).is_err() {
+            self.in_flight.done(n);
+            bail!("the output of pipe mode is closed");
+        }
+        Ok(())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.held.iter().all(Vec::is_empty)
+    }
+
+    /// Hands every held line over (before a barrier waits for them, or
+    /// when no further input is ready).
+    fn send_all(&mut self) -> Result<()> {
+        (0..self.held.len()).try_for_each(|shard| self.send(shard))
+    }
+
+    /// Every held line handed over and applied: what a barrier waits for.
+    fn wait_idle(&mut self) -> Result<()> {
+        self.send_all()?;
+        self.in_flight.wait_idle()
+    }
+}
+
 /// The reader: reads and parses each line; hands batchable updates to the
 /// worker of their file; runs anything else itself once every earlier
 /// update is applied (a barrier: it may read or replace their files).
 fn read_commands<R: Read + AsFd>(
     input: &mut BufReader<R>,
-    jobs: Vec<mpsc::SyncSender<Job>>,
+    jobs: Vec<mpsc::SyncSender<Vec<Job>>>,
     replies: Replies,
     in_flight: &InFlight,
 ) -> Result<()> {
@@ -718,13 +801,19 @@ fn read_commands<R: Read + AsFd>(
     let mut line = String::new();
     let mut creates = HeldCreates::new();
     let mut seq = 0u64;
+    let mut pending = Pending::new(&jobs, in_flight);
     loop {
+        if !pending.is_empty() && !more_input(input) {
+            // The input pauses (a client waiting for its answers): what
+            // was read goes to work now.
+            pending.send_all()?;
+        }
         if !creates.answers.is_empty()
             && (creates.group.is_full()
                 || creates.since.is_some_and(|t| t.elapsed() >= CREATE_GROUP_WAIT)
                 || !more_input(input))
         {
-            in_flight.wait_idle()?;
+            pending.wait_idle()?;
             creates.answer(&replies)?;
         }
         line.clear();
@@ -771,21 +860,17 @@ fn read_commands<R: Read + AsFd>(
                 // Held creates are made durable and renamed first: this
                 // update may be for one of them.
                 if !creates.answers.is_empty() {
-                    in_flight.wait_idle()?;
+                    pending.wait_idle()?;
                     creates.answer(&replies)?;
                 }
                 let shard = shard_of(&req.path, jobs.len());
-                in_flight.add();
-                if jobs[shard].send(Job::Update { seq: this, req, verbose }).is_err() {
-                    in_flight.done(1);
-                    return Err(closed());
-                }
+                pending.push(shard, Job::Update { seq: this, req, verbose })?;
                 continue;
             }
         }
         // A barrier: every earlier update is applied, held creates are
         // durable and visible, before this command runs.
-        in_flight.wait_idle()?;
+        pending.wait_idle()?;
         creates.answer(&replies)?;
         let mut body = Vec::new();
         if let Some(prepared) = prepared_create {
@@ -809,7 +894,7 @@ fn read_commands<R: Read + AsFd>(
                     // Open files and mappings are kept by path, and a
                     // relative path now names another file.
                     for tx in &jobs {
-                        tx.send(Job::Reset).map_err(|_| closed())?;
+                        tx.send(vec![Job::Reset]).map_err(|_| closed())?;
                     }
                     Ok(())
                 }
@@ -818,7 +903,7 @@ fn read_commands<R: Read + AsFd>(
         };
         send(Reply::of(this, body, result))?;
     }
-    in_flight.wait_idle()?;
+    pending.wait_idle()?;
     creates.answer(&replies)?;
     Ok(())
 }
