@@ -7,6 +7,7 @@
 //! daemon) belongs to the caller, not the math.
 
 pub mod batch;
+pub mod cgroup;
 pub mod consolidate;
 pub mod create;
 pub mod dump;

@@ -216,8 +216,9 @@ impl Drop for Mapping {
     }
 }
 
-/// The memory this process may use: its memory cgroup's limit (v1 or v2)
-/// when it has one, else the machine's memory. Budgets derive from it (the
+/// The memory this process may use: the tightest limit of its memory
+/// cgroup and their ancestors (v1 or v2, [`crate::cgroup`]) when there is
+/// one, else the machine's memory. Budgets derive from it (the
 /// batch updater's prefetch window, the daemon's pending values and kept
 /// headers), so that a memory cgroup sized for the page cache is not
 /// overrun by our own buffers.
@@ -229,26 +230,10 @@ pub fn memory_limit() -> u64 {
             line.split_whitespace().nth(1)?.parse::<u64>().ok()
         })
         .map_or(u64::MAX, |kib| kib.saturating_mul(1024));
-    let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let mut limit = machine;
-    for line in cgroups.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
-            continue;
-        };
-        let file = if controllers.split(',').any(|c| c == "memory") {
-            format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
-        } else if controllers.is_empty() {
-            format!("/sys/fs/cgroup{path}/memory.max")
-        } else {
-            continue;
-        };
-        // cgroup v2 says "max" when unlimited: no number, no bound.
-        if let Some(n) = std::fs::read_to_string(file).ok().and_then(|t| t.trim().parse::<u64>().ok()) {
-            limit = limit.min(n);
-        }
-    }
-    limit
+    // Without a readable cgroup (no /proc, no memory controller), the
+    // machine's memory is the bound.
+    let cgroup = crate::cgroup::own_memory_cgroup().ok().and_then(|c| crate::cgroup::limit_of(&c));
+    cgroup.map_or(machine, |c| c.min(machine))
 }
 
 #[cfg(test)]
