@@ -14,6 +14,7 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+mod ahead;
 mod client;
 mod ffi;
 mod util;

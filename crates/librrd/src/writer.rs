@@ -31,6 +31,9 @@
 //! retried once. At most [`MAX_KEPT`] headers are kept, taking at most
 //! 1/16 of the process's memory limit (its cgroup's, else the machine's).
 //!
+//! When memory is short (kept headers over their bound), [`crate::ahead`]
+//! reads ahead for the files the caller's order predicts.
+//!
 //! Shards by path so that threads updating different files rarely wait for
 //! each other. `RRDSCALE_LIBRRD_KEEP=0` turns all of it off (every update
 //! then opens, reads its header and closes, as librrd does).
@@ -124,6 +127,23 @@ fn kept_budget() -> usize {
     *BUDGET.get_or_init(|| usize::try_from(rrd_engine::pagecache::memory_limit() / 16).unwrap_or(usize::MAX))
 }
 
+/// The pages the file's next update will need, as far as its header now
+/// tells: the header's (read when it is not kept) and the page of the
+/// first archive's next row (which every update writes). Archives that
+/// consolidate next time are left out (steps away, and rarely due).
+fn next_pages(k: &KeptHeader) -> Vec<u64> {
+    let last_header_page = k.layout.data_off.saturating_sub(1) / 4096;
+    let mut pages: Vec<u64> = (0..=last_header_page).collect();
+    let rows = k.layout.row_counts.first().copied().unwrap_or(0);
+    if let (Some(&cur), true) = (k.header.rra_ptr.first(), rows > 0) {
+        let page = k.layout.row_off(0, (cur + 1) % rows) / 4096;
+        if page > last_header_page {
+            pages.push(page);
+        }
+    }
+    pages
+}
+
 /// The bound on kept descriptors, in all shards (see the module doc).
 static MAX_OPEN: AtomicUsize = AtomicUsize::new(usize::MAX);
 
@@ -157,18 +177,23 @@ pub fn update(path: &Path, values: Vec<String>, opts: &UpdateOptions) -> rrd_eng
     }
     let mut s = shard_of(path).lock().unwrap_or_else(|p| p.into_inner());
     let req = UpdateRequest { path: path.to_path_buf(), args: values, opts: opts.clone() };
-    let mut result = s.update_once(&req);
+    let (mut result, mut pages) = s.update_once(&req);
     if result.as_ref().is_err_and(is_out_of_descriptors) {
         // The caller's descriptors ran out: give back ours and keep fewer.
         s.kept_open = BatchUpdater::new(usize::MAX);
         let _ = MAX_OPEN.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(max_open().min(v) / 2));
-        result = s.update_once(&req);
+        (result, pages) = s.update_once(&req);
+    }
+    drop(s);
+    if result.is_ok() {
+        crate::ahead::after_update(path, &pages);
     }
     result
 }
 
 impl Shard {
-    fn update_once(&mut self, req: &UpdateRequest) -> rrd_engine::Result<UpdateReport> {
+    /// One update; also returns the pages it wrote.
+    fn update_once(&mut self, req: &UpdateRequest) -> (rrd_engine::Result<UpdateReport>, Vec<u64>) {
         let (key, mut kept) = match self.kept.remove_entry(req.path.as_os_str()) {
             Some((key, k)) => {
                 self.kept_bytes -= kept_bytes(&k);
@@ -193,14 +218,28 @@ impl Shard {
             self.transient.files.close(&req.path);
             r
         };
+        // The pages the next update will need, for the read-ahead of the
+        // next cycle (the kept header's list of pages written is emptied:
+        // nothing here releases pages, so it would only grow).
+        let pages = kept
+            .as_mut()
+            .map(|k| {
+                k.written_pages.clear();
+                next_pages(k)
+            })
+            .unwrap_or_default();
         if let Some(k) = kept {
             let bytes = kept_bytes(&k);
             if self.kept.len() < MAX_KEPT / SHARDS && self.kept_bytes + bytes <= kept_budget() / SHARDS {
                 self.kept_bytes += bytes;
                 self.kept.insert(key.unwrap_or_else(|| req.path.as_os_str().to_owned()), k);
+            } else if self.kept_bytes + bytes > kept_budget() / SHARDS {
+                // Memory is short: the files' pages will not stay cached
+                // from one cycle to the next either.
+                crate::ahead::activate();
             }
         }
-        result
+        (result, pages)
     }
 
     fn admit_replacement(&mut self) -> bool {
@@ -228,6 +267,37 @@ impl Shard {
         if high >= 0 {
             // SAFETY: `high` is a fresh descriptor nothing else owns.
             of.file = unsafe { std::fs::File::from_raw_fd(high) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The read-ahead asks for the header's pages and the page of the
+    /// first archive's next row: the page its next update writes.
+    #[test]
+    fn next_pages_are_the_header_and_the_first_archives_next_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.rrd");
+        let defs: Vec<String> = ["DS:in:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:2000", "RRA:MAX:0.5:6:600"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let opts = rrd_engine::create::CreateOptions { start: Some(1_700_000_000), ..Default::default() };
+        rrd_engine::create::create(&path, &opts, &defs, 1_700_000_000).unwrap();
+        let mut k = KeptHeader::read(&path).unwrap();
+        let last_header_page = (k.layout.data_off - 1) / 4096;
+        for cur in [0u64, 254, 255, 1999] {
+            k.header.rra_ptr[0] = cur;
+            let next_row = (cur + 1) % 2000;
+            let row_page = (k.layout.rra_data_off[0] + next_row * 8) / 4096;
+            let mut want: Vec<u64> = (0..=last_header_page).collect();
+            if row_page > last_header_page {
+                want.push(row_page);
+            }
+            assert_eq!(next_pages(&k), want, "current row {cur}");
         }
     }
 }

@@ -62,6 +62,8 @@ fn bad_arguments_set_errors_as_librrd_and_memcheck_finds_nothing() {
 
     let ours_dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new("/usr/bin/valgrind");
+    // The read-ahead across calls forced on, so memcheck sees it too.
+    cmd.env("RRDSCALE_LIBRRD_AHEAD", "always");
     cmd.args(["-q", "--error-exitcode=1", "--leak-check=full", "--errors-for-leak-kinds=definite"])
         .arg(&exe)
         .arg(ours_dir.path());
