@@ -8,8 +8,9 @@
 //! avoid that by asking for many files' pages at once; a library can only
 //! do so by predicting the next calls. This module remembers, for each
 //! file, which file was updated after it and which pages its next update
-//! will need (the header's, and the page of the first archive's next row,
-//! as the header its last update left says: `writer::next_pages`), and
+//! will need (the header's, and the page of the next row of each archive
+//! that consolidates at the next step, as the header its last update left
+//! says: `writer::next_pages`), and
 //! keeps [`WINDOW`] files ahead of the caller asked for with
 //! `POSIX_FADV_WILLNEED`.
 //!
@@ -39,8 +40,8 @@ use rrd_engine::pagecache::{advise, Advice};
 pub const WINDOW: usize = 48;
 /// Files remembered.
 pub const MAX_FILES: usize = 1 << 20;
-/// Pages remembered per file (the header's and the first archive's row).
-const PAGES: usize = 6;
+/// Pages remembered per file (the header's and the archives' next rows).
+const PAGES: usize = 12;
 const PAGE_LEN: u64 = 4096;
 
 #[derive(Default)]

@@ -128,16 +128,23 @@ fn kept_budget() -> usize {
 }
 
 /// The pages the file's next update will need, as far as its header now
-/// tells: the header's (read when it is not kept) and the page of the
-/// first archive's next row (which every update writes). Archives that
-/// consolidate next time are left out (steps away, and rarely due).
+/// tells, for a caller that updates once per step (collectd, MRTG): the
+/// header's (read when it is not kept) and the page of the next row of
+/// every archive that consolidates at the next step (the first archive,
+/// one step per row, always).
 fn next_pages(k: &KeptHeader) -> Vec<u64> {
     let last_header_page = k.layout.data_off.saturating_sub(1) / 4096;
     let mut pages: Vec<u64> = (0..=last_header_page).collect();
-    let rows = k.layout.row_counts.first().copied().unwrap_or(0);
-    if let (Some(&cur), true) = (k.header.rra_ptr.first(), rows > 0) {
-        let page = k.layout.row_off(0, (cur + 1) % rows) / 4096;
-        if page > last_header_page {
+    let step = k.header.pdp_step.max(1);
+    let next_pdp = u64::try_from(k.header.live.last_up).unwrap_or(0) / step + 1;
+    for (i, rra) in k.header.rra.iter().enumerate() {
+        let rows = k.layout.row_counts.get(i).copied().unwrap_or(0);
+        let (Some(&cur), true) = (k.header.rra_ptr.get(i), rows > 0 && rra.pdp_count > 0) else { continue };
+        if next_pdp % rra.pdp_count != 0 {
+            continue;
+        }
+        let page = k.layout.row_off(i, (cur + 1) % rows) / 4096;
+        if page > last_header_page && !pages.contains(&page) {
             pages.push(page);
         }
     }
@@ -289,15 +296,26 @@ mod tests {
         rrd_engine::create::create(&path, &opts, &defs, 1_700_000_000).unwrap();
         let mut k = KeptHeader::read(&path).unwrap();
         let last_header_page = (k.layout.data_off - 1) / 4096;
+        let page_of = |k: &KeptHeader, rra: usize, rows: u64| {
+            (k.layout.rra_data_off[rra] + (k.header.rra_ptr[rra] + 1) % rows * 8) / 4096
+        };
+        k.header.rra_ptr[1] = 10;
         for cur in [0u64, 254, 255, 1999] {
             k.header.rra_ptr[0] = cur;
-            let next_row = (cur + 1) % 2000;
-            let row_page = (k.layout.rra_data_off[0] + next_row * 8) / 4096;
             let mut want: Vec<u64> = (0..=last_header_page).collect();
+            let row_page = page_of(&k, 0, 2000);
             if row_page > last_header_page {
                 want.push(row_page);
             }
+            // The next step is not a multiple of 6 steps: the MAX archive
+            // does not consolidate.
+            k.header.live.last_up = 300 * 5_666_667;
+            assert_ne!((k.header.live.last_up as u64 / 300 + 1) % 6, 0);
             assert_eq!(next_pages(&k), want, "current row {cur}");
+            // One step before a multiple of 6: it does, one row on.
+            k.header.live.last_up = 300 * (6 * 944_445) - 300;
+            want.push(page_of(&k, 1, 600));
+            assert_eq!(next_pages(&k), want, "current row {cur}, consolidating");
         }
     }
 }
