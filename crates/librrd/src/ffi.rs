@@ -93,6 +93,20 @@ pub unsafe fn text(s: *const c_char) -> String {
     unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
 }
 
+/// A file name as the C string's bytes (not necessarily UTF-8).
+///
+/// # Safety
+/// `s` is NULL (an empty path) or a NUL-terminated string.
+pub unsafe fn path(s: *const c_char) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    if s.is_null() {
+        return std::path::PathBuf::new();
+    }
+    // SAFETY: the caller promises a NUL-terminated string.
+    let bytes = unsafe { CStr::from_ptr(s) }.to_bytes();
+    std::ffi::OsStr::from_bytes(bytes).into()
+}
+
 /// `argv[0..argc]` as Rust strings.
 ///
 /// # Safety

@@ -14,6 +14,7 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+mod ahead;
 mod client;
 mod ffi;
 mod util;
@@ -75,9 +76,9 @@ fn bare_call_error(command: &str) -> &'static str {
     match command {
         "create" => "need name of an rrd file to create",
         "update" | "updatev" => "Not enough arguments",
-        "dump" => "usage rrdtool dump [--header|-h {none,xsd,dtd}] [--no-header|-n] [--daemon|-d address] file.rrd [file.xml]",
+        "dump" => "usage rrdtool dump [--header|-h {none,xsd,dtd}]\n[--no-header|-n]\n[--daemon|-d address]\nfile.rrd [file.xml]",
         "restore" => "usage rrdtool restore [--range-check|-r] [--force-overwrite|-f] file.xml file.rrd",
-        "tune" => "Usage: rrdtool tune <filename> [options]",
+        "tune" => "missing file name",
         "resize" => "wrong number of parameters",
         "graph" | "graphv" => "missing filename",
         _ => "Not enough arguments",
@@ -340,7 +341,7 @@ pub unsafe extern "C" fn rrd_update(argc: c_int, argv: *const *const c_char) -> 
         // as the command line sends it.
         match cmd::update::parse(a, false)? {
             Some((req, daemon)) if rrd_client::chosen(daemon.as_deref()).is_none() => {
-                match writer::update(&req.path, &req.args, &req.opts)?.error {
+                match writer::update(&req.path, req.args, &req.opts)?.error {
                     Some(e) => Err(e.into()),
                     None => Ok(()),
                 }
@@ -472,8 +473,8 @@ pub unsafe extern "C" fn rrd_updatex_r(
 ) -> c_int {
     // SAFETY: librrd's contract: strings and argc values.
     let (file, opts, values) =
-        unsafe { (ffi::text(filename), update_options(template, extra_flags), ffi::strings(argc, argv)) };
-    guard(-1, || match writer::update(Path::new(&file), &values, &opts) {
+        unsafe { (ffi::path(filename), update_options(template, extra_flags), ffi::strings(argc, argv)) };
+    guard(-1, || match writer::update(&file, values, &opts) {
         Ok(r) => match r.error {
             Some(e) => {
                 ffi::set_error(&e.to_string());

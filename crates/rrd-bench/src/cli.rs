@@ -105,7 +105,9 @@ pub struct Common {
     /// librrd; batch = batch updater, prefetching --chunk updates at once;
     /// pipe = `rrdscale -` fed update lines; mapped = files kept mapped
     /// (no descriptors, no locks), the pages of --chunk updates prefetched
-    /// at once (MADV_WILLNEED), then one update call per file.
+    /// at once (MADV_WILLNEED), then one update call per file;
+    /// librrd = rrdscale's drop-in librrd.so.8 (--librrd) through
+    /// rrd_update_r, as the `--vs rrdtool` side calls Debian's.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "direct")]
     pub mode: Vec<Mode>,
     /// Also run rrdtool 1.7.2 on copies of the same files: `rrdtool` =
@@ -129,6 +131,10 @@ pub struct Common {
     /// Files the batch updater keeps open (least recently used closed first).
     #[arg(long, default_value_t = 1024)]
     pub max_open: usize,
+    /// rrdscale's librrd.so.8 for `--mode librrd` (scripts/build-librrd.sh
+    /// builds it). Default: librrd.so beside the rrdscale binary.
+    #[arg(long)]
+    pub librrd: Option<PathBuf>,
     /// Time (epoch seconds) from which the first round's steps count.
     /// Default 2023-11-15 10:00 UTC, so a perftest run crosses 12:00.
     #[arg(long, default_value_t = 1_700_042_400)]

@@ -482,10 +482,19 @@ fn build(cli: &Cli) -> Result<(Workload, &Common), BenchError> {
     }
 }
 
+/// rrdscale's librrd.so.8 for `--mode librrd`: `--librrd`, else the
+/// cdylib beside the binary (`target/release/librrd.so`).
+fn our_librrd(common: &Common, exe: &Path) -> PathBuf {
+    common.librrd.clone().unwrap_or_else(|| exe.with_file_name("librrd.so"))
+}
+
 /// Checks that every tool a side needs is there, before creating anything.
-fn preflight(sides: &[Side]) -> Result<(), BenchError> {
+fn preflight(sides: &[Side], common: &Common, exe: &Path) -> Result<(), BenchError> {
     if sides.contains(&Side::Librrd) {
         drop(Librrd::load()?);
+    }
+    if sides.contains(&Side::Rrdscale(crate::side::Mode::Librrd)) {
+        drop(Librrd::load_path(&our_librrd(common, exe))?);
     }
     if sides.contains(&Side::RrdtoolPipe) || sides.contains(&Side::RrdtoolPipeCycle) {
         let ok =
@@ -529,7 +538,7 @@ pub fn run(cli: &Cli, args: &[String], exe: &Path, out: &mut dyn Write) -> Resul
         return Err(BenchError::Usage("--mode needs at least one mode".into()));
     }
     let sides = Side::all(&common.mode, &common.vs);
-    preflight(&sides)?;
+    preflight(&sides, common, exe)?;
     let command = std::iter::once("rrdscale bench".to_string())
         .chain(args.iter().map(|a| shell_quote(a)))
         .collect::<Vec<_>>()
@@ -642,6 +651,7 @@ fn run_sides(
             chunk: common.chunk,
             max_open: common.max_open,
             rrdscale_exe: exe.to_path_buf(),
+            rrdscale_librrd: our_librrd(common, exe),
         };
         workers.push(Worker::spawn(exe, &spec, cg)?);
     }

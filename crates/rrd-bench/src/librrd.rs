@@ -43,17 +43,42 @@ fn cstring(what: &str, s: &str) -> Result<CString, String> {
 }
 
 impl Librrd {
+    /// Loads rrdscale's drop-in librrd.so.8 by its path (the `--mode
+    /// librrd` side): refused unless it is rrdscale's (it exports
+    /// `rrdc_flushall`, which Debian's librrd8 does not).
+    pub fn load_path(path: &Path) -> Result<Librrd, BenchError> {
+        if !path.is_file() {
+            return Err(BenchError::Librrd(format!(
+                "rrdscale's librrd.so.8 is not at {} (build it with scripts/build-librrd.sh, or give --librrd)",
+                path.display()
+            )));
+        }
+        let mut lib = Librrd::open(Some(path.as_os_str()))?;
+        // SAFETY: only the symbol's presence is checked; it is not called.
+        let ours = unsafe { lib._lib.get::<*const ()>(b"rrdc_flushall\0") }.is_ok();
+        if !ours {
+            return Err(BenchError::Librrd(format!("{} is not rrdscale's librrd", path.display())));
+        }
+        lib.version = format!("{} (rrdscale's {})", lib.version, path.display());
+        Ok(lib)
+    }
+
     /// Loads librrd by its soname.
     pub fn load() -> Result<Librrd, BenchError> {
+        Librrd::open(Some(std::ffi::OsStr::new(SONAME)))
+    }
+
+    fn open(name: Option<&std::ffi::OsStr>) -> Result<Librrd, BenchError> {
         // RTLD_NODELETE: librrd keeps its error context in thread-specific
         // data with a destructor inside the library; unloading it would
         // leave every thread that used it to call freed code on exit.
         // SAFETY: loading librrd runs its initialisers, which only set up
         // its own globals (and those of glib/cairo it links).
         let flags = libloading::os::unix::RTLD_NOW | libc::RTLD_NODELETE;
-        let lib = unsafe { libloading::os::unix::Library::open(Some(SONAME), flags) }.map_err(|e| {
+        let lib = unsafe { libloading::os::unix::Library::open(name, flags) }.map_err(|e| {
             BenchError::Librrd(format!(
-                "cannot load {SONAME} ({e}); install rrdtool 1.7's library (Debian: apt-get install librrd8)"
+                "cannot load {} ({e}); install rrdtool 1.7's library (Debian: apt-get install librrd8)",
+                name.unwrap_or_default().to_string_lossy()
             ))
         })?;
         // SAFETY: the types match librrd 1.7's rrd.h declarations of these

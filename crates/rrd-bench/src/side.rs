@@ -25,6 +25,12 @@ pub enum Mode {
     /// no lock), the pages of a chunk of updates prefetched at once
     /// (`MADV_WILLNEED`), then one update call per file per step.
     Mapped,
+    /// rrdscale's drop-in `librrd.so.8` (crates/librrd), loaded in the
+    /// side's worker by its path (`--librrd`) and called as the `librrd`
+    /// side calls Debian's: `rrd_create_r`, then `rrd_update_r` once per
+    /// file per step. Each library lives in its own worker process, so
+    /// both run in one invocation.
+    Librrd,
 }
 
 /// Which rrdtool a comparison runs against.
@@ -78,6 +84,7 @@ impl Side {
             Side::Rrdscale(Mode::Pipe) => "rrdscale-pipe",
             Side::Rrdscale(Mode::Mapped) => "rrdscale-mapped",
             Side::Rrdscale(Mode::PipeCycle) => "rrdscale-pipe-cycle",
+            Side::Rrdscale(Mode::Librrd) => "rrdscale-librrd",
             Side::Librrd => "librrd",
             Side::RrdtoolPipe => "rrdtool-pipe",
             Side::RrdtoolPipeCycle => "rrdtool-pipe-cycle",
@@ -100,6 +107,7 @@ impl Side {
             Side::Rrdscale(Mode::Pipe) => "pipe",
             Side::Rrdscale(Mode::Mapped) => "mapped",
             Side::Rrdscale(Mode::PipeCycle) => "pipe-cycle",
+            Side::Rrdscale(Mode::Librrd) => "librrd.so.8",
             Side::Librrd => "librrd",
             Side::RrdtoolPipe => "pipe",
             Side::RrdtoolPipeCycle => "pipe-cycle",

@@ -50,6 +50,9 @@ pub struct WorkerSpec {
     pub max_open: usize,
     /// The rrdscale binary (pipe mode runs `rrdscale -`).
     pub rrdscale_exe: PathBuf,
+    /// rrdscale's `librrd.so.8` (librrd.so.8 mode loads it by this path).
+    #[serde(default)]
+    pub rrdscale_librrd: PathBuf,
 }
 
 /// What a worker reports, one JSON object per line.
@@ -586,6 +589,11 @@ fn make_runner(spec: &WorkerSpec) -> Result<Box<dyn Runner>, BenchError> {
             format!("rrdscale {} (pipe, one process per pass)", env!("CARGO_PKG_VERSION")),
             true,
         )?),
+        Side::Rrdscale(Mode::Librrd) => Box::new(LibrrdRunner {
+            lib: Librrd::load_path(&spec.rrdscale_librrd)?,
+            step_secs: schema.step_secs,
+            defs: schema.defs.clone(),
+        }),
         Side::Librrd => Box::new(LibrrdRunner {
             lib: Librrd::load()?,
             step_secs: schema.step_secs,

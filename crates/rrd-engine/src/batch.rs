@@ -56,6 +56,7 @@
 //! wrote and did not release are not prefetched again.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -336,8 +337,9 @@ pub struct OpenFile {
 /// than the cache LRU misses on every single update, while random eviction
 /// keeps about `max_open / N` of them hitting. Both operations are O(1).
 pub struct OpenFiles {
-    /// Path -> slot in `slots`.
-    index: HashMap<PathBuf, usize>,
+    /// Path (its bytes: hashing a `Path` walks its components, which
+    /// costs more than the rest of a lookup) -> slot in `slots`.
+    index: HashMap<OsString, usize>,
     slots: Vec<OpenFile>,
     max_open: usize,
     rng: u64,
@@ -371,7 +373,7 @@ impl OpenFiles {
 
     /// The open file for `path` with what is kept about it, opening it if needed.
     pub fn entry(&mut self, path: &Path) -> Result<&mut OpenFile> {
-        if let Some(&slot) = self.index.get(path) {
+        if let Some(&slot) = self.index.get(path.as_os_str()) {
             return Ok(&mut self.slots[slot]);
         }
         let open_err = |source| Error::Open { path: path.to_path_buf(), source };
@@ -400,22 +402,47 @@ impl OpenFiles {
             self.rng ^= self.rng << 17;
             let victim = (self.rng % self.slots.len() as u64) as usize;
             let old = std::mem::replace(&mut self.slots[victim], open);
-            self.index.remove(&old.path);
+            self.index.remove(old.path.as_os_str());
             victim
         };
-        self.index.insert(path.to_path_buf(), slot);
+        self.index.insert(path.as_os_str().to_owned(), slot);
         Ok(&mut self.slots[slot])
     }
 
     /// Forgets an open file (after an error, or when it was replaced).
     pub fn close(&mut self, path: &Path) {
-        if let Some(slot) = self.index.remove(path) {
+        if let Some(slot) = self.index.remove(path.as_os_str()) {
             self.slots.swap_remove(slot);
             if slot < self.slots.len() {
                 let moved = self.slots[slot].path.clone();
-                self.index.insert(moved, slot);
+                self.index.insert(moved.into_os_string(), slot);
             }
         }
+    }
+
+    /// Whether `path` is open here.
+    pub fn contains(&self, path: &Path) -> bool {
+        self.index.contains_key(path.as_os_str())
+    }
+
+    /// The open file for `path`, without opening it.
+    pub fn peek_mut(&mut self, path: &Path) -> Option<&mut OpenFile> {
+        let slot = *self.index.get(path.as_os_str())?;
+        Some(&mut self.slots[slot])
+    }
+
+    /// Closes one open file, chosen as `entry` chooses when full (callers
+    /// that bound the cache below `max_open` themselves).
+    pub fn evict_one(&mut self) {
+        if self.slots.is_empty() {
+            return;
+        }
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let victim = (self.rng % self.slots.len() as u64) as usize;
+        let path = self.slots[victim].path.clone();
+        self.close(&path);
     }
 
     pub fn len(&self) -> usize {

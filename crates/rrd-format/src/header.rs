@@ -562,7 +562,11 @@ impl Header {
     /// Encodes the live part of the header, which starts at
     /// [`Layout::live_head_off`] and ends at the data area.
     pub fn encode_live(&self) -> Vec<u8> {
-        let mut out = Vec::new();
+        // Sized up front: growing by doubling costs more than the encoding
+        // (it runs on every update).
+        let pdp_len: usize = self.pdp.iter().map(|p| p.last_ds.len() + p.pad.len() + 80).sum();
+        let len = 16 + pdp_len + self.cdp.len() * 80 + self.rra_ptr.len() * 8;
+        let mut out = Vec::with_capacity(len);
         self.encode_live_into(&mut out);
         out
     }

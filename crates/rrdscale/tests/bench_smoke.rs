@@ -341,3 +341,49 @@ fn bad_options_are_errors() {
     assert!(help.status.success());
     assert!(String::from_utf8_lossy(&help.stdout).contains("growthforecast"));
 }
+
+/// `--mode librrd`: rrdscale's own librrd.so.8 (the cdylib the workspace
+/// build leaves in `target/<profile>/deps/`) beside Debian's in one run,
+/// each in its own worker; both sides' files byte-identical.
+#[test]
+fn our_librrd_against_debians_in_one_run() {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_rrdscale"));
+    let ours = exe.with_file_name("deps").join("librrd.so");
+    assert!(
+        ours.is_file(),
+        "{} is missing: build the workspace (cargo test --workspace builds it)",
+        ours.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("b");
+    let report = bench(&[
+        "perftest",
+        "--files",
+        "40",
+        "--updates-per-round",
+        "3",
+        "--mode",
+        "librrd",
+        "--vs",
+        "rrdtool",
+        "--librrd",
+        ours.to_str().unwrap(),
+        "--dir",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(row_count(&report, "| rrdscale | 40 | perftest | librrd.so.8 |"), 1, "{report}");
+    assert_eq!(row_count(&report, "| rrdtool 1.7.2 | 40 | perftest | librrd |"), 1, "{report}");
+    assert!(report.contains(&format!("rrdscale's {}", ours.display())), "ours named in the tools: {report}");
+    assert!(report.contains("Byte-identical across sides: 40 of 40 compared files"), "{report}");
+    check_files(&report, &["rrdscale librrd.so.8", "librrd"]);
+    // A library that is not ours is refused, by name.
+    let out = rrdscale()
+        .args(["bench", "perftest", "--files", "2", "--mode", "librrd", "--librrd"])
+        .arg("/usr/lib/x86_64-linux-gnu/librrd.so.8")
+        .arg("--dir")
+        .arg(dir.path().join("c"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not rrdscale's librrd"), "{out:?}");
+}

@@ -32,7 +32,13 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     if args.is_empty() {
         return super::command_usage(out, SYNOPSIS);
     }
-    let usage = || anyhow!("usage rrdscale {SYNOPSIS}");
+    // rrdtool's text, line breaks included (librrd callers read it from
+    // rrd_get_error).
+    let usage = || {
+        anyhow!(
+            "usage rrdtool dump [--header|-h {{none,xsd,dtd}}]\n[--no-header|-n]\n[--daemon|-d address]\nfile.rrd [file.xml]"
+        )
+    };
     let parsed = opts::parse(args, SPECS).map_err(|_| usage())?;
     let mut options = DumpOptions::default();
     // Later options win, as in rrdtool's getopt loop.

@@ -60,7 +60,7 @@ fn execute(args: &[String], out: &mut dyn Write, input: Option<&mut dyn BufRead>
     };
     let [xml_path, rrd_path] = parsed.operands.as_slice() else {
         return Err(anyhow!(
-            "usage rrdscale restore [--range-check|-r] [--force-overwrite|-f] file.xml file.rrd"
+            "usage rrdtool restore [--range-check|-r] [--force-overwrite|-f] file.xml file.rrd"
         ));
     };
     let xml = if xml_path == "-" {
