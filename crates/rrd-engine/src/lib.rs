@@ -22,7 +22,6 @@ pub mod mapped;
 pub mod newfile;
 pub mod overlay;
 pub mod pagecache;
-pub mod pagesim;
 pub mod plan;
 pub mod prefill;
 pub mod reduce;

@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use anyhow::{bail, Context, Result};
-use rrd_engine::pagesim::{self, Config, Report, Schema, TodBucket};
+use rrd_pagesim::{self as pagesim, Config, Report, Schema, TodBucket};
 
 use crate::opts;
 

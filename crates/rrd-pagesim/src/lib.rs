@@ -5,8 +5,8 @@
 //! # What it owns
 //! - [`Schema`]: the schemas of the seeds (MRTG, the perftest, GrowthForecast)
 //!   or any `create` line.
-//! - [`Trace::record`]: creates a header with [`crate::create::build_header`]
-//!   and replays one update per step through [`crate::plan::plan_update`],
+//! - [`Trace::record`]: creates a header with [`rrd_engine::create::build_header`]
+//!   and replays one update per step through [`rrd_engine::plan::plan_update`],
 //!   feeding `header_after` back each time, so the rows each update writes are
 //!   exactly those the engine writes. The RRAs' starting rows (random in
 //!   rrdtool) come from a seed, so runs are reproducible.
@@ -100,10 +100,10 @@ use std::ops::Range;
 
 use rrd_format::{Dst, Header, Layout};
 
-use crate::create::{build_header, CreateOptions};
-use crate::error::{Error, Result};
-use crate::plan::{plan_update, PAGE_LEN};
-use crate::update::{Now, UpdateOptions};
+use rrd_engine::create::{build_header, CreateOptions};
+use rrd_engine::error::{Error, Result};
+use rrd_engine::plan::{plan_update, PAGE_LEN};
+use rrd_engine::update::{Now, UpdateOptions};
 
 /// Seconds in a day; time-of-day buckets are minutes of the UTC day.
 const DAY_SECS: i64 = 86_400;
