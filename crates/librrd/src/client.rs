@@ -295,3 +295,106 @@ pub unsafe extern "C" fn rrdc_create_r2(
     };
     guard(-1, || with_session(-1, |s| s.create(&req).map(|()| 0)))
 }
+
+/// `rrdc_stats_t`: one line of the daemon's `STATS` reply, as librrd keeps
+/// it (a list linked by `next`, freed with [`rrdc_stats_free`]).
+#[repr(C)]
+pub struct RrdcStats {
+    name: *mut c_char,
+    kind: u16,
+    flags: u16,
+    /// A union in C: `uint64_t counter` or `double gauge` (its bits).
+    value: u64,
+    next: *mut RrdcStats,
+}
+
+const RRDC_STATS_TYPE_GAUGE: u16 = 1;
+const RRDC_STATS_TYPE_COUNTER: u16 = 2;
+
+/// One `Name: value` line as librrd reads it: the names librrd knows as
+/// gauges (rrdtool's number parser) or counters (`strtoll`, base 0), the
+/// whole value converted; anything else is left out.
+fn stats_line(line: &str) -> Option<(&str, u16, u64)> {
+    let (key, value) = line.split_once(':')?;
+    let value = value.trim_start_matches([' ', '\t']);
+    match key {
+        "QueueLength" | "TreeDepth" | "TreeNodesNumber" => {
+            let (v, used) = rrd_lang::numparse::rrd_strtod(value);
+            (used > 0 && used == value.len()).then_some((key, RRDC_STATS_TYPE_GAUGE, v.to_bits()))
+        }
+        "DataSetsWritten" | "FlushesReceived" | "JournalBytes" | "JournalRotate" | "UpdatesReceived"
+        | "UpdatesWritten" => {
+            let c = rrd_lang::numparse::strtol(value, 0);
+            (c.consumed > 0 && c.consumed == value.len()).then_some((
+                key,
+                RRDC_STATS_TYPE_COUNTER,
+                c.value as u64,
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// The daemon's statistics as a `malloc`ed list: 0, or `ENOTCONN` when not
+/// connected (no error text), `EIO` for a refused `STATS`, `EPROTO` when no
+/// line is one librrd knows, a connection failure's status with its text.
+#[no_mangle]
+pub unsafe extern "C" fn rrdc_stats_get(ret_stats: *mut *mut RrdcStats) -> c_int {
+    guard(-1, || {
+        let Some(mut session) = rrd_client::any_connected() else { return libc::ENOTCONN };
+        let response = match session.request(&["STATS"]) {
+            Ok(r) if r.status > 0 => r,
+            Ok(_) | Err(ClientError::Daemon { .. }) => return libc::EIO,
+            Err(e) => return fail(&e),
+        };
+        let mut head: *mut RrdcStats = std::ptr::null_mut();
+        let mut tail: *mut RrdcStats = std::ptr::null_mut();
+        for (name, kind, value) in response.lines.iter().filter_map(|l| stats_line(l)) {
+            let node = ffi::alloc(std::mem::size_of::<RrdcStats>()) as *mut RrdcStats;
+            if node.is_null() {
+                continue;
+            }
+            let stats = RrdcStats {
+                name: ffi::c_string(name.as_bytes()),
+                kind,
+                flags: 0,
+                value,
+                next: std::ptr::null_mut(),
+            };
+            // SAFETY: node is a fresh allocation of the struct's size and
+            // alignment (malloc's); tail is the last node written.
+            unsafe {
+                node.write(stats);
+                if tail.is_null() {
+                    head = node;
+                } else {
+                    (*tail).next = node;
+                }
+            }
+            tail = node;
+        }
+        if head.is_null() {
+            return libc::EPROTO;
+        }
+        if !ret_stats.is_null() {
+            // SAFETY: a pointer to the caller's list pointer, per the contract.
+            unsafe { *ret_stats = head };
+        }
+        0
+    })
+}
+
+/// Frees a list from [`rrdc_stats_get`] (NULL is nothing).
+#[no_mangle]
+pub unsafe extern "C" fn rrdc_stats_free(ret_stats: *mut RrdcStats) {
+    let mut node = ret_stats;
+    while !node.is_null() {
+        // SAFETY: a node of rrdc_stats_get's list: malloc'ed, name malloc'ed.
+        unsafe {
+            let next = (*node).next;
+            libc::free((*node).name as *mut libc::c_void);
+            libc::free(node as *mut libc::c_void);
+            node = next;
+        }
+    }
+}

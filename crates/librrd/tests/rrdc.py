@@ -133,7 +133,37 @@ rows = (end.value - start.value) // step.value if rc == 0 else 0
 record("fetch unreachable", [rc, start.value, end.value, [repr(data[i]) for i in range(rows * cnt.value)]])
 del os.environ["RRDCACHED_ADDRESS"]
 record("update --daemon unreachable", lib.rrd_update(*argv("update", "--daemon", "unix:/nonexistent/sock", g, "1600001500:7000")))
+
+
+class Stats(C.Structure):
+    pass
+
+
+class StatsVal(C.Union):
+    _fields_ = [("counter", C.c_uint64), ("gauge", C.c_double)]
+
+
+Stats._fields_ = [("name", C.c_char_p), ("type", C.c_uint16), ("flags", C.c_uint16), ("value", StatsVal),
+                  ("next", C.POINTER(Stats))]
+
+
+def stats():
+    head = C.POINTER(Stats)()
+    rc = lib.rrdc_stats_get(C.byref(head))
+    out = []
+    q = head
+    while rc == 0 and q:
+        n = q.contents
+        out.append([n.name.decode(), n.type, n.flags, repr(n.value.gauge) if n.type == 1 else n.value.counter])
+        q = n.next
+    lib.rrdc_stats_free(head)
+    return [rc, out]
+
+
+record("connect for stats", lib.rrdc_connect(daemon.encode()))
+record("stats_get", stats())
 record("disconnect", lib.rrdc_disconnect())
+record("stats_get disconnected", stats())
 record("is_any_connected after", lib.rrdc_is_any_connected())
 record("update disconnected", lib.rrdc_update(f, 1, vals))
 json.dump(log, sys.stdout, indent=0)

@@ -55,4 +55,6 @@ fn rrdc_calls_match_librrd_against_rrdcached() {
     assert_same_text(&ours, &theirs, "rrdc_* results");
     assert!(ours.contains("\"fetch\""), "the script ran to the end");
     assert!(ours.contains("ds[v].last_ds"), "INFO came back through the daemon");
+    assert!(ours.contains("\"UpdatesReceived\""), "rrdc_stats_get listed the daemon's counters");
+    assert!(ours.contains("\"QueueLength\""), "rrdc_stats_get listed the daemon's gauges");
 }
