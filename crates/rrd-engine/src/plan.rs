@@ -134,12 +134,12 @@ pub fn plan_update_with_rows(
         }));
         for arg in args {
             if let Err(e) = updater.apply(arg, opts.skip_past_updates, &mut sink) {
-                error = Some(e);
+                error = Some(e.to_string());
                 break;
             }
         }
         if error.is_none() {
-            error = updater.finish(&mut sink).err();
+            error = updater.finish(&mut sink).err().map(|e| e.to_string());
         }
     }
     let mut writes = sink.ranges;

@@ -109,6 +109,23 @@ enum ArgError {
     Fatal(String),
 }
 
+/// Why [`Updater::apply`] or [`Updater::finish`] refused. The text is
+/// rrdtool's own (callers prefix the file name), so `Display` is just it;
+/// the kind lets a caller tell a value that came too early (which
+/// `--skip-past-updates` and a cache of pending values treat differently)
+/// from everything else, without matching on the text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UpdateError {
+    /// The time is not after the file's last update ("illegal attempt to
+    /// update using time … when last update time is …").
+    #[error("{0}")]
+    TooEarly(String),
+    /// Anything else rrdtool refuses: a malformed argument, a value a data
+    /// source cannot take, a seasonal row that could not be read.
+    #[error("{0}")]
+    Refused(String),
+}
+
 /// The seasonal rows looked up during one argument (rrdtool keeps two
 /// buffers per argument, shared by every SEASONAL and DEVSEASONAL archive).
 #[derive(Default)]
@@ -240,7 +257,7 @@ impl<'h> Updater<'h> {
     /// Ends the call: runs the seasonal smoother if one of the arguments
     /// scheduled it (at most once per call, as rrdtool does). Call it only
     /// when every argument succeeded; rrdtool skips it after an error.
-    pub fn finish(&mut self, sink: &mut dyn RowSink) -> Result<(), String> {
+    pub fn finish(&mut self, sink: &mut dyn RowSink) -> std::result::Result<(), UpdateError> {
         if !self.smooth_scheduled {
             return Ok(());
         }
@@ -251,7 +268,7 @@ impl<'h> Updater<'h> {
                 continue;
             }
             let row_cnt = self.header.rra[rra].row_count;
-            let mut values = self.read_rows(rra, 0, row_cnt)?;
+            let mut values = self.read_rows(rra, 0, row_cnt).map_err(UpdateError::Refused)?;
             if crate::hw::apply_smoother(self.header, rra, &mut values) {
                 for (row, v) in values.chunks_exact(ds_count).enumerate() {
                     sink.smoothed_row(rra, row as u64, v);
@@ -264,11 +281,17 @@ impl<'h> Updater<'h> {
 
     /// Applies one argument (`time:v1:v2...` or `time@...`). `Ok(false)`
     /// means it was skipped as too early under `--skip-past-updates`.
-    pub fn apply(&mut self, arg: &str, skip_past: bool, sink: &mut dyn RowSink) -> Result<bool, String> {
+    pub fn apply(
+        &mut self,
+        arg: &str,
+        skip_past: bool,
+        sink: &mut dyn RowSink,
+    ) -> std::result::Result<bool, UpdateError> {
         match self.process_arg(arg, sink) {
             Ok(()) => Ok(true),
             Err(ArgError::TooEarly(_)) if skip_past => Ok(false),
-            Err(ArgError::TooEarly(m)) | Err(ArgError::Fatal(m)) => Err(m),
+            Err(ArgError::TooEarly(m)) => Err(UpdateError::TooEarly(m)),
+            Err(ArgError::Fatal(m)) => Err(UpdateError::Refused(m)),
         }
     }
 
@@ -922,7 +945,7 @@ mod tests {
         let mut sink = RowCollector::default();
         let mut u = Updater::new(&mut h, &UpdateOptions::default(), Now { secs: 5000, usecs: 0 }).unwrap();
         let err = u.apply("1010:2", false, &mut sink).unwrap_err();
-        assert!(err.contains("minimum one second step"), "{err}");
+        assert!(matches!(&err, UpdateError::TooEarly(m) if m.contains("minimum one second step")), "{err}");
         assert_eq!(u.apply("1009:2", true, &mut sink), Ok(false));
         assert!(sink.rows.is_empty());
         drop(u);
