@@ -376,19 +376,24 @@ impl OpenFiles {
         if let Some(&slot) = self.index.get(path.as_os_str()) {
             return Ok(&mut self.slots[slot]);
         }
-        let open_err = |source| Error::Open { path: path.to_path_buf(), source };
-        let no_atime = if self.no_atime && matches!(self.root, Root::Anywhere) {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOATIME).open(path).ok()
-        } else {
-            None
-        };
-        let file = match no_atime {
-            Some(f) => f,
-            // Not allowed (EPERM: not the owner), or not asked: as usual,
-            // so that errors are those of a plain open.
-            None => self.root.open(path, true).map_err(open_err)?,
-        };
+        let file = match self.open(path) {
+            // Out of descriptors (the process's limit is lower than our
+            // bound, or the caller holds many): keep half as many from now
+            // on and try once more, as rrdtool, which keeps none, would
+            // have succeeded.
+            Err(e)
+                if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+                    && !self.slots.is_empty() =>
+            {
+                self.max_open = (self.slots.len() / 2).max(1);
+                while self.slots.len() >= self.max_open {
+                    self.evict_one();
+                }
+                self.open(path)
+            }
+            r => r,
+        }
+        .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
         // Readahead would pull 16-32 pages per update where 2-3 are needed.
         let _ = advise(&file, Advice::Random, 0, 0);
         let open = OpenFile { path: path.to_path_buf(), file, ident: None, kept: None, updates: 0 };
@@ -396,17 +401,38 @@ impl OpenFiles {
             self.slots.push(open);
             self.slots.len() - 1
         } else {
-            // xorshift64: any slot will do, it only has to be cheap and spread.
-            self.rng ^= self.rng << 13;
-            self.rng ^= self.rng >> 7;
-            self.rng ^= self.rng << 17;
-            let victim = (self.rng % self.slots.len() as u64) as usize;
+            let victim = self.victim();
             let old = std::mem::replace(&mut self.slots[victim], open);
             self.index.remove(old.path.as_os_str());
             victim
         };
         self.index.insert(path.as_os_str().to_owned(), slot);
         Ok(&mut self.slots[slot])
+    }
+
+    /// Opens `path` for reading and writing, without access-time updates
+    /// when asked and allowed.
+    fn open(&self, path: &Path) -> std::io::Result<File> {
+        if self.no_atime && matches!(self.root, Root::Anywhere) {
+            use std::os::unix::fs::OpenOptionsExt;
+            let opts =
+                std::fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOATIME).open(path);
+            // Not allowed (EPERM: not the owner): as usual below, so that
+            // errors are those of a plain open.
+            if let Ok(f) = opts {
+                return Ok(f);
+            }
+        }
+        self.root.open(path, true)
+    }
+
+    /// A slot to reuse: any will do, it only has to be cheap and spread
+    /// (xorshift64). `slots` is not empty.
+    fn victim(&mut self) -> usize {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng % self.slots.len() as u64) as usize
     }
 
     /// Forgets an open file (after an error, or when it was replaced).
@@ -437,10 +463,7 @@ impl OpenFiles {
         if self.slots.is_empty() {
             return;
         }
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        let victim = (self.rng % self.slots.len() as u64) as usize;
+        let victim = self.victim();
         let path = self.slots[victim].path.clone();
         self.close(&path);
     }

@@ -396,3 +396,52 @@ fn updates_leave_the_access_time_alone() {
     assert_eq!(m.atime(), 1_000_000, "the access time moved");
     assert!(m.mtime() > 1_000_000, "the file was written");
 }
+
+/// A descriptor limit below what pipe mode would keep open (48 here, the
+/// bound is at least 512) is not an error: rrdtool, which keeps none, gets
+/// every update through, and so must we (kept files are given back when an
+/// open runs out of descriptors).
+#[test]
+fn a_low_descriptor_limit_costs_kept_files_not_updates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let seed = tmp.path().join("seed");
+    std::fs::create_dir(&seed).unwrap();
+    let files: i64 = 150;
+    for i in 0..files {
+        rrdtool_create(&seed.join(format!("f{i}.rrd")));
+    }
+    let mut input = String::new();
+    for round in 1..=2 {
+        for i in 0..files {
+            input.push_str(&format!("update f{i}.rrd {}:{i}:{}\n", START + 300 * round, i * round));
+        }
+    }
+    let want = tmp.path().join("rrdtool");
+    copy_dir(&seed, &want);
+    let (want_out, _) = run_pipe("rrdtool", &want, None, &input);
+    let got = tmp.path().join("rrdscale");
+    copy_dir(&seed, &got);
+    let mut child = Command::new("sh")
+        .args(["-c", "ulimit -n 48 && exec \"$0\" -", env!("CARGO_BIN_EXE_rrdscale")])
+        .current_dir(&got)
+        .env("TZ", "UTC")
+        .env_remove("RRDCACHED_ADDRESS")
+        .env_remove("RRDSCALE_ACCESS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    let got_out = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| if l.starts_with("OK u:") { "OK" } else { l })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_eq!(want_out.lines().filter(|l| *l == "OK").count() as i64, 2 * files, "rrdtool: {want_out}");
+    assert_eq!(got_out, want_out, "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_same_files(&want, &got, "rrdscale under ulimit -n 48");
+}
