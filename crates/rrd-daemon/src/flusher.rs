@@ -116,8 +116,8 @@ pub fn is_transient(e: &Error) -> bool {
     match e {
         Error::Io { .. } => true,
         Error::Open { source, .. } => source.kind() != std::io::ErrorKind::NotFound,
-        Error::Invalid(m) => m == "could not lock RRD",
-        Error::Format { .. } => false,
+        Error::Locked => true,
+        Error::Invalid(_) | Error::Format { .. } => false,
     }
 }
 

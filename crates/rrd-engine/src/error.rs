@@ -17,6 +17,10 @@ pub enum Error {
     /// The message is a sentence that says what was wrong.
     #[error("{0}")]
     Invalid(String),
+    /// Another process (or open file description) holds a conflicting
+    /// lock on the file; worded as rrdtool words it.
+    #[error("could not lock RRD")]
+    Locked,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -194,7 +194,7 @@ pub fn lock_file(file: &File, path: &Path, exclusive: bool, unlock: bool, mode: 
     }
     let err = std::io::Error::last_os_error();
     match err.raw_os_error() {
-        Some(libc::EAGAIN) | Some(libc::EACCES) => Err(Error::invalid("could not lock RRD")),
+        Some(libc::EAGAIN) | Some(libc::EACCES) => Err(Error::Locked),
         _ => Err(Error::Io { path: path.to_path_buf(), source: err }),
     }
 }

@@ -123,7 +123,31 @@ pub fn refused_times(message: &str) -> Option<(i64, i64)> {
 
 /// The file's last update time (one header read).
 pub fn last_update(path: &Path) -> Result<i64, WebError> {
-    Ok(rrd_engine::Rrd::open(path, false)?.header.live.last_up)
+    Ok(open_waiting(path, false)?.header.live.last_up)
+}
+
+/// How long an embedded write waits for a file lock held elsewhere.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Opens and locks `path` as [`rrd_engine::Rrd::open`] does, but waits (up
+/// to [`LOCK_WAIT`]) for a lock held elsewhere instead of failing at once:
+/// a POST is one value a client expects stored, not a command a user can
+/// rerun. Locks are held briefly by whoever holds them: an `rrdtool` run
+/// by hand, or this very process, whose closed descriptor lives on in a
+/// child between its fork and exec (the lock belongs to the open file
+/// description, which the child shares until exec closes it).
+fn open_waiting(path: &Path, write: bool) -> Result<rrd_engine::Rrd<std::fs::File>, WebError> {
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match rrd_engine::Rrd::open(path, write) {
+            Err(rrd_engine::Error::Locked) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            other => return Ok(other?),
+        }
+    }
 }
 
 /// Writes one update with the engine (the embedded path). The file's own
@@ -131,7 +155,7 @@ pub fn last_update(path: &Path) -> Result<i64, WebError> {
 /// same second is [`Outcome::SameSecond`], an earlier one
 /// [`WebError::TooEarly`].
 pub fn update_direct(path: &Path, u: &Update) -> Result<Outcome, WebError> {
-    let mut rrd = rrd_engine::Rrd::open(path, true)?;
+    let mut rrd = open_waiting(path, true)?;
     if let Some(outcome) = judge(u.time, rrd.header.live.last_up)? {
         return Ok(outcome);
     }
@@ -189,6 +213,36 @@ mod tests {
         remove(dir.path(), 7).unwrap();
         assert!(!long.exists() && !short.exists());
         remove(dir.path(), 7).unwrap();
+    }
+
+    #[test]
+    fn a_write_waits_for_a_lock_held_briefly_elsewhere_and_names_one_held_too_long() {
+        use rrd_engine::rrd::{lock_file, Locking};
+        let dir = tempfile::tempdir().unwrap();
+        let file = path(dir.path(), 3, Resolution::OneMinute);
+        ensure(&file, Resolution::OneMinute, false, 1_700_000_000).unwrap();
+        // Another open file description holds the write lock for 200 ms.
+        let holder = std::fs::OpenOptions::new().read(true).write(true).open(&file).unwrap();
+        lock_file(&holder, &file, true, false, Locking::Try).unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            drop(holder);
+        });
+        let at = |time| Update { time, number: 1, sub: None };
+        let started = std::time::Instant::now();
+        assert_eq!(update_direct(&file, &at(1_700_000_060)).unwrap(), Outcome::Written);
+        assert!(started.elapsed() >= std::time::Duration::from_millis(150), "it waited for the lock");
+        release.join().unwrap();
+        assert_eq!(last_update(&file).unwrap(), 1_700_000_060);
+        // Held past the wait: the POST fails with rrdtool's words.
+        let holder = std::fs::OpenOptions::new().read(true).write(true).open(&file).unwrap();
+        lock_file(&holder, &file, true, false, Locking::Try).unwrap();
+        match update_direct(&file, &at(1_700_000_120)) {
+            Err(WebError::Engine(rrd_engine::Error::Locked)) => {}
+            other => panic!("{other:?}"),
+        }
+        drop(holder);
+        assert_eq!(last_update(&file).unwrap(), 1_700_000_060, "the refused value was not written");
     }
 
     #[test]
