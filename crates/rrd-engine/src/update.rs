@@ -400,11 +400,15 @@ impl<'h> Updater<'h> {
                 ArgError::Fatal(format!("error while parsing time in get_time_from_reading - {e}"))
             })?;
             if t < 0.0 {
-                t += self.now.secs as f64 + self.now.usecs as f64 * 1e-6;
+                // rrdtool scales the microseconds by the float constant
+                // 1e-6f, which is not 1e-6 as a double.
+                t += self.now.secs as f64 + self.now.usecs as f64 * f64::from(1e-6f32);
             }
-            let floor = t.floor();
-            secs = floor as i64;
-            usecs = ((t - floor) * 1e6) as i64;
+            // C's `time_t = floor(t)`: a time beyond 64 bits (or NaN)
+            // becomes LONG_MIN, which the check below then refuses, with
+            // that number in the message, as rrdtool does.
+            secs = numparse::c_long(t.floor());
+            usecs = numparse::c_long((t - secs as f64) * 1e6);
         }
         if self.header.version.0 < 3 {
             usecs = 0;

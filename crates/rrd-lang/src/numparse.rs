@@ -146,6 +146,18 @@ pub fn c_int(x: f64) -> i32 {
     }
 }
 
+/// C's `(long)` of a double on x86_64 (`cvttsd2si` with a 64-bit
+/// destination): truncation toward zero, and `LONG_MIN` for NaN and
+/// anything out of range (rrdtool's `time_t t = floor(x)` of a huge time).
+pub fn c_long(x: f64) -> i64 {
+    // 2^63 is exact in f64; -2^63 itself converts, anything below does not.
+    if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&x) {
+        x as i64
+    } else {
+        i64::MIN
+    }
+}
+
 /// C's `atoi`: glibc's `(int) strtol(s, NULL, 10)`, so a value beyond `int`
 /// keeps its low 32 bits; 0 when there are no digits.
 pub fn atoi(s: impl AsRef<[u8]>) -> i32 {
@@ -360,6 +372,17 @@ pub fn scaled_duration(token: &str, divisor_secs: u64) -> Result<u64, &'static s
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn c_long_is_x86_64s_truncating_conversion() {
+        assert_eq!(c_long(1.9), 1);
+        assert_eq!(c_long(-1.9), -1);
+        assert_eq!(c_long(9_223_372_036_854_774_784.0), 9_223_372_036_854_774_784);
+        assert_eq!(c_long(-9_223_372_036_854_775_808.0), i64::MIN);
+        for out in [9_223_372_036_854_775_808.0, 1e19, -1e19, f64::INFINITY, f64::NEG_INFINITY, f64::NAN] {
+            assert_eq!(c_long(out), i64::MIN, "{out}");
+        }
+    }
 
     #[test]
     fn strtod_matches_rrdtool_forms() {

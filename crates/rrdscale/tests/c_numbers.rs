@@ -198,3 +198,37 @@ fn resize_by_a_saturated_count_is_refused() {
     assert!(stderr.starts_with("ERROR: ") && stderr.contains("too large"), "{stderr}");
     assert!(!dir.path().join("resize.rrd").exists());
 }
+
+/// `update`'s time stamp is read as a double and floored into a `time_t`:
+/// a time beyond 64 bits becomes LONG_MIN (x86_64's conversion of an out of
+/// range double), so rrdtool refuses it as too early and names that number.
+/// Each case is one `update` after one at 1000000300.
+#[test]
+fn update_times_beyond_64_bits_match_rrdtool() {
+    let create: &[&str] =
+        &["create", "f.rrd", "-b", START, "-s", "300", "DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"];
+    let update: &[&str] = &["update", "f.rrd", "1000000300:1"];
+    let setup = [create, update];
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for time in [
+        "99999999999",
+        "9223372036854775807",
+        "9223372036854775808",
+        "9999999999999999999",
+        "1e19",
+        "1e300",
+        "1e400",
+        "-1e300",
+        "inf",
+        "nan",
+        "1000000600.5",
+        "0x3B9ACD58",
+    ] {
+        let value = format!("{time}:5");
+        let args = ["update", "f.rrd", &value];
+        count += 1;
+        failures.extend(compare(&setup, &args, Some("f.rrd")));
+    }
+    finish("update times", failures, count);
+}
