@@ -234,42 +234,42 @@ struct Def {
     daemon: Option<String>,
 }
 
+/// One DEF's read: the file, the consolidation function of the archive
+/// wanted, the range and resolution asked for, and the DEF's own
+/// `:daemon=` address, when it has one.
+#[derive(Clone, Copy, Debug)]
+pub struct FetchRequest<'a> {
+    pub file: &'a str,
+    pub cf: Cf,
+    pub start: i64,
+    pub end: i64,
+    pub resolution_secs: u64,
+    pub daemon: Option<&'a str>,
+}
+
+/// How a DEF's rows finer than its step are consolidated: to at least
+/// `min_step` seconds a row, with `cf` (rrdtool's `rrd_reduce_data`).
+#[derive(Clone, Copy, Debug)]
+pub struct Reduction {
+    pub min_step: i64,
+    pub cf: Cf,
+}
+
 /// Where DEFs get their rows. [`LocalFiles`] reads the files; the CLI's
 /// `--daemon` implementation asks a caching daemon (FETCH), as rrdtool's
 /// graph and xport do, so pending values are seen without a flush.
 pub trait FetchSource {
-    /// The rows of `file`'s best archive for `cf` over `start..end`.
-    /// `daemon` is the DEF's own `:daemon=` address, when it has one.
-    fn fetch(
-        &mut self,
-        file: &str,
-        cf: Cf,
-        start: i64,
-        end: i64,
-        resolution_secs: u64,
-        daemon: Option<&str>,
-    ) -> Result<FetchResult>;
+    /// The rows of the file's best archive for the request.
+    fn fetch(&mut self, req: &FetchRequest) -> Result<FetchResult>;
 
-    /// [`FetchSource::fetch`], then consolidated with `reduce` to at least
-    /// `min_step` seconds a row when the archive is finer, as a DEF's rows
-    /// are (rrdtool's `rrd_reduce_data`). The default consolidates the
+    /// [`FetchSource::fetch`], then consolidated as `reduce` says when the
+    /// archive is finer, as a DEF's rows are. The default consolidates the
     /// fetched rows; [`LocalFiles`] consolidates while reading, so a long
     /// range over a fine archive costs memory in the output rows only
     /// ([`crate::reduce`]).
-    #[allow(clippy::too_many_arguments)]
-    fn fetch_reduced(
-        &mut self,
-        file: &str,
-        cf: Cf,
-        start: i64,
-        end: i64,
-        resolution_secs: u64,
-        daemon: Option<&str>,
-        min_step: i64,
-        reduce: Cf,
-    ) -> Result<FetchResult> {
-        let got = self.fetch(file, cf, start, end, resolution_secs, daemon)?;
-        reduce_result(got, min_step, reduce)
+    fn fetch_reduced(&mut self, req: &FetchRequest, reduce: Reduction) -> Result<FetchResult> {
+        let got = self.fetch(req)?;
+        reduce_result(got, reduce.min_step, reduce.cf)
     }
 }
 
@@ -277,32 +277,14 @@ pub trait FetchSource {
 pub struct LocalFiles;
 
 impl FetchSource for LocalFiles {
-    fn fetch(
-        &mut self,
-        file: &str,
-        cf: Cf,
-        start: i64,
-        end: i64,
-        resolution_secs: u64,
-        _daemon: Option<&str>,
-    ) -> Result<FetchResult> {
-        let rrd = Rrd::open(Path::new(file), false)?;
-        fetch(&rrd, cf, start, end, resolution_secs)
+    fn fetch(&mut self, req: &FetchRequest) -> Result<FetchResult> {
+        let rrd = Rrd::open(Path::new(req.file), false)?;
+        fetch(&rrd, req.cf, req.start, req.end, req.resolution_secs)
     }
 
-    fn fetch_reduced(
-        &mut self,
-        file: &str,
-        cf: Cf,
-        start: i64,
-        end: i64,
-        resolution_secs: u64,
-        _daemon: Option<&str>,
-        min_step: i64,
-        reduce: Cf,
-    ) -> Result<FetchResult> {
-        let rrd = Rrd::open(Path::new(file), false)?;
-        fetch_reduced(&rrd, cf, start, end, resolution_secs, min_step, reduce)
+    fn fetch_reduced(&mut self, req: &FetchRequest, reduce: Reduction) -> Result<FetchResult> {
+        let rrd = Rrd::open(Path::new(req.file), false)?;
+        fetch_reduced(&rrd, req.cf, req.start, req.end, req.resolution_secs, reduce.min_step, reduce.cf)
     }
 }
 
@@ -765,16 +747,16 @@ struct FetchKey {
 /// Fetches a DEF's archive and consolidates it up to the global step:
 /// the rows (every DS of the file) and the file's DS names.
 fn fetch_def(def: &Def, global_step: i64, source: &mut dyn FetchSource) -> Result<(Series, Vec<String>)> {
-    let got = source.fetch_reduced(
-        &def.file,
-        def.cf,
-        def.start,
-        def.end,
-        def.step.max(0) as u64,
-        def.daemon.as_deref(),
-        def.step.max(global_step),
-        def.reduce.unwrap_or(def.cf),
-    )?;
+    let req = FetchRequest {
+        file: &def.file,
+        cf: def.cf,
+        start: def.start,
+        end: def.end,
+        resolution_secs: def.step.max(0) as u64,
+        daemon: def.daemon.as_deref(),
+    };
+    let reduce = Reduction { min_step: def.step.max(global_step), cf: def.reduce.unwrap_or(def.cf) };
+    let got = source.fetch_reduced(&req, reduce)?;
     let ds_count = got.ds_names.len();
     let series = Series {
         start: got.start,

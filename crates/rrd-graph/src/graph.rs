@@ -39,7 +39,7 @@
 
 use rrd_engine::attime;
 use rrd_engine::xport::{
-    evaluate_with, Evaluation, FetchSource, LocalFiles, SeriesData, Variable, XportRange,
+    evaluate_with, Evaluation, FetchRequest, FetchSource, LocalFiles, SeriesData, Variable, XportRange,
 };
 use rrd_format::Cf;
 
@@ -2256,22 +2256,17 @@ struct EmptyOnFailure<'a> {
 }
 
 impl FetchSource for EmptyOnFailure<'_> {
-    fn fetch(
-        &mut self,
-        file: &str,
-        cf: Cf,
-        start: i64,
-        end: i64,
-        resolution_secs: u64,
-        daemon: Option<&str>,
-    ) -> rrd_engine::Result<rrd_engine::fetch::FetchResult> {
-        match self.inner.fetch(file, cf, start, end, resolution_secs, daemon) {
+    fn fetch(&mut self, req: &FetchRequest) -> rrd_engine::Result<rrd_engine::fetch::FetchResult> {
+        match self.inner.fetch(req) {
             Ok(r) => Ok(r),
             Err(_) => {
-                let step =
-                    if resolution_secs == 0 { ((end - start) / 100).max(1) } else { resolution_secs as i64 };
-                let start = start - start.rem_euclid(step);
-                let end = end + (step - end.rem_euclid(step));
+                let step = if req.resolution_secs == 0 {
+                    ((req.end - req.start) / 100).max(1)
+                } else {
+                    req.resolution_secs as i64
+                };
+                let start = req.start - req.start.rem_euclid(step);
+                let end = req.end + (step - req.end.rem_euclid(step));
                 let rows = ((end - start) / step).max(0) as usize;
                 let ds_names = self.ds_names.clone();
                 let data = vec![f64::NAN; rows.saturating_mul(ds_names.len()).min(1 << 26)];

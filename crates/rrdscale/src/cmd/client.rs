@@ -18,8 +18,7 @@
 use anyhow::{anyhow, Result};
 use rrd_client::{ClientError, Daemon};
 use rrd_engine::fetch::FetchResult;
-use rrd_engine::xport::{FetchSource, LocalFiles};
-use rrd_format::Cf;
+use rrd_engine::xport::{FetchRequest, FetchSource, LocalFiles, Reduction};
 
 /// DEFs' rows from a daemon: each DEF's `:daemon=`, else the command's
 /// `--daemon`, else `RRDCACHED_ADDRESS`; a DEF with none of them, or whose
@@ -66,57 +65,51 @@ fn fetch_error(file: &str, e: ClientError) -> rrd_engine::Error {
     )
 }
 
-impl FetchSource for DaemonFetch {
-    fn fetch(
-        &mut self,
-        file: &str,
-        cf: Cf,
-        start: i64,
-        end: i64,
-        resolution_secs: u64,
-        daemon: Option<&str>,
-    ) -> rrd_engine::Result<FetchResult> {
+impl DaemonFetch {
+    /// The session a DEF reads through, or `None` when it reads its file:
+    /// no daemon named, or the one named is unreachable (remembered for
+    /// [`DaemonFetch::finish`]).
+    fn session(&mut self, daemon: Option<&str>) -> Option<rrd_client::Session> {
         match rrd_client::daemon(daemon.or(self.option.as_deref())) {
-            Daemon::Absent => LocalFiles.fetch(file, cf, start, end, resolution_secs, None),
+            Daemon::Absent => None,
             Daemon::Unreachable(e) => {
                 self.unreachable = Some(e);
-                LocalFiles.fetch(file, cf, start, end, resolution_secs, None)
+                None
             }
-            // The resolution is not sent: rrdtool's client does not send it
-            // either, and the caller consolidates to its own step.
-            Daemon::Connected(mut session) => match session.fetch(file, cf.name(), start, end) {
-                Ok(r) => Ok(fetch_result(r)),
-                Err(e) => Err(fetch_error(file, e)),
-            },
+            Daemon::Connected(session) => Some(session),
+        }
+    }
+
+    /// FETCH through `session`. The resolution is not sent: rrdtool's
+    /// client does not send it either, and the caller consolidates to its
+    /// own step.
+    fn fetch_from(session: &mut rrd_client::Session, req: &FetchRequest) -> rrd_engine::Result<FetchResult> {
+        session
+            .fetch(req.file, req.cf.name(), req.start, req.end)
+            .map(fetch_result)
+            .map_err(|e| fetch_error(req.file, e))
+    }
+}
+
+impl FetchSource for DaemonFetch {
+    fn fetch(&mut self, req: &FetchRequest) -> rrd_engine::Result<FetchResult> {
+        match self.session(req.daemon) {
+            Some(mut session) => Self::fetch_from(&mut session, req),
+            None => LocalFiles.fetch(req),
         }
     }
 
     /// Without a daemon the file is read and consolidated at once (bounded
     /// memory, see rrd_engine::reduce); a daemon's FETCH reply holds every
     /// row of the range (the protocol has no step), consolidated after.
-    fn fetch_reduced(
-        &mut self,
-        file: &str,
-        cf: Cf,
-        start: i64,
-        end: i64,
-        resolution_secs: u64,
-        daemon: Option<&str>,
-        min_step: i64,
-        reduce: Cf,
-    ) -> rrd_engine::Result<FetchResult> {
-        match rrd_client::daemon(daemon.or(self.option.as_deref())) {
-            Daemon::Absent => {
-                LocalFiles.fetch_reduced(file, cf, start, end, resolution_secs, None, min_step, reduce)
-            }
-            Daemon::Unreachable(e) => {
-                self.unreachable = Some(e);
-                LocalFiles.fetch_reduced(file, cf, start, end, resolution_secs, None, min_step, reduce)
-            }
-            Daemon::Connected(mut session) => match session.fetch(file, cf.name(), start, end) {
-                Ok(r) => rrd_engine::reduce::reduce_result(fetch_result(r), min_step, reduce),
-                Err(e) => Err(fetch_error(file, e)),
-            },
+    fn fetch_reduced(&mut self, req: &FetchRequest, reduce: Reduction) -> rrd_engine::Result<FetchResult> {
+        match self.session(req.daemon) {
+            Some(mut session) => rrd_engine::reduce::reduce_result(
+                Self::fetch_from(&mut session, req)?,
+                reduce.min_step,
+                reduce.cf,
+            ),
+            None => LocalFiles.fetch_reduced(req, reduce),
         }
     }
 }
