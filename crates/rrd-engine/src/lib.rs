@@ -6,34 +6,21 @@
 //! [`store::Store`], so the I/O policy (pread/pwrite, mmap, a cache in a
 //! daemon) belongs to the caller, not the math.
 
-pub mod batch;
-pub mod cgroup;
-pub mod consolidate;
-pub mod create;
-pub mod dump;
+pub mod access;
+pub mod commands;
 pub mod error;
+pub mod file;
+pub mod math;
+
+// The modules' paths before the layers were folders (`rrd_engine::batch`,
+// `crate::update`, ...), kept so callers and the engine's own `use` lines
+// did not change with the move.
+pub use access::{batch, mapped, overlay, plan};
+pub use commands::{create, dump, fetch, info, list, reduce, resize, restore, tune, xport};
 #[cfg(any(test, feature = "fault-injection"))]
-pub mod fault;
-pub mod fetch;
-pub mod hw;
-pub mod info;
-pub mod list;
-pub mod mapped;
-pub mod newfile;
-pub mod overlay;
-pub mod pagecache;
-pub mod plan;
-pub mod prefill;
-pub mod reduce;
-pub mod resize;
-pub mod restore;
-pub mod root;
-pub mod rrd;
-pub mod store;
-pub mod tempclean;
-pub mod tune;
-pub mod update;
-pub mod xport;
+pub use file::fault;
+pub use file::{cgroup, newfile, pagecache, root, rrd, store, tempclean};
+pub use math::{consolidate, hw, prefill, update};
 
 /// RRDtool's language lives in `rrd-lang`; re-exported under the engine's
 /// old paths for the engine's own modules and its callers.
