@@ -2,7 +2,7 @@
 //! fresh header, and write the file atomically (temporary file + rename, so
 //! a reader never sees a half-written RRD).
 //!
-//! `--source` prefill is [`crate::prefill`]'s; this module only picks the
+//! `--source` prefill is `prefill`'s; this module only picks the
 //! last update time from the sources and writes what prefill computes.
 //!
 //! Holt-Winters archives (HWPREDICT, MHWPREDICT and their SEASONAL,
@@ -28,6 +28,10 @@ use crate::error::{Error, Result};
 use crate::newfile::NewFiles;
 use crate::numparse::{self, DNAN};
 use crate::rrd::Rrd;
+
+/// `--source`'s checks, made while parsing options (prefill's, which is
+/// internal).
+pub use crate::prefill::check_source_paths;
 
 /// Options of `rrdtool create`.
 #[derive(Clone, Debug, Default)]
