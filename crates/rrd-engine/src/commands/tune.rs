@@ -59,8 +59,8 @@ use crate::numparse::{self, is_c_space, NumberError, DNAN};
 use crate::rrd::Rrd;
 use crate::store::Store;
 
-/// Largest failure window (`MAX_FAILURES_WINDOW_LEN`).
-const MAX_FAILURES_WINDOW_LEN: u64 = 28;
+/// Largest failure window (`MAX_FAILURES_WINDOW_LEN`, one copy: `hw`'s).
+const MAX_FAILURES_WINDOW_LEN: u64 = crate::hw::MAX_FAILURES_WINDOW_LEN as u64;
 /// `RRA_period`: the seasonal period of a HWPREDICT archive while parsing
 /// (the slot later holds the smoothing index of seasonal archives).
 const RRA_PERIOD: usize = 4;

@@ -31,7 +31,7 @@
 //!
 //! With [`NewFiles::remove_temps_on_signal`], the temporary files of a group
 //! are removed when SIGINT, SIGTERM or SIGHUP ends the process (see
-//! [`crate::tempclean`]).
+//! `tempclean`).
 //!
 //! The cost of `syncfs`: it also writes back whatever else is dirty on the
 //! filesystem (other processes' writes); small groups, such as one
@@ -99,7 +99,7 @@ impl NewFiles {
 
     /// Removes this group's temporary files when SIGINT, SIGTERM or SIGHUP
     /// ends the process (for single-threaded command-line use: see
-    /// [`crate::tempclean`]).
+    /// `tempclean`).
     pub fn remove_temps_on_signal(&mut self, on: bool) {
         self.signal_cleanup = on;
     }

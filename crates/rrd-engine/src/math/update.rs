@@ -8,7 +8,7 @@
 //! once. That is the whole I/O of an update of a classic file: no data
 //! rows are read.
 //!
-//! Holt-Winters files (the formulas are [`crate::hw`]'s) also read rows of
+//! Holt-Winters files (the formulas are `hw`'s) also read rows of
 //! their SEASONAL and DEVSEASONAL archives, through a [`RowReader`] the
 //! caller gives ([`Updater::set_row_reader`]); the updater lays the rows it
 //! already wrote in this call over what the reader returns, as rrdtool's
