@@ -54,7 +54,7 @@ use rrd_format::{
 };
 
 use crate::create;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unknown};
 use crate::numparse::{self, is_c_space, NumberError, DNAN};
 use crate::rrd::Rrd;
 use crate::store::Store;
@@ -215,7 +215,7 @@ impl<S: Store> Tuner<S> {
     }
 
     fn ds_match(&self, name: &str) -> Result<usize> {
-        self.rrd.header.ds_index(name).ok_or_else(|| err(format!("unknown data source name '{name}'")))
+        self.rrd.header.ds_index(name).ok_or_else(|| Error::Unknown(Unknown::TuneDs(name.to_string())))
     }
 
     fn first_rra(&self, cf: Cf) -> Option<usize> {
