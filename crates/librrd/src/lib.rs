@@ -1080,7 +1080,7 @@ pub struct RrdTimeValue {
 /// parsed into. The engine keeps a spec as the edits rrdtool makes, which
 /// `rrd_time_value_t` cannot hold, so `rrd_proc_start_end` finds them here;
 /// callers (Perl's `RRDs::times`) pass the same values to both calls.
-static PARSED_TIMES: std::sync::Mutex<Vec<(usize, rrd_engine::attime::AtTime)>> =
+static PARSED_TIMES: std::sync::Mutex<Vec<(usize, rrd_lang::attime::AtTime)>> =
     std::sync::Mutex::new(Vec::new());
 
 /// Parses an AT-style time spec: NULL, or the error text (in this thread's
@@ -1091,9 +1091,9 @@ pub unsafe extern "C" fn rrd_parsetime(spec: *const c_char, ptv: *mut RrdTimeVal
     let spec = unsafe { ffi::text(spec) };
     guard(ptr::null_mut(), || {
         let ctx = ffi::context();
-        match rrd_engine::attime::parse(&spec) {
+        match rrd_lang::attime::parse(&spec) {
             Ok(at) => {
-                use rrd_engine::attime::AtTimeKind as K;
+                use rrd_lang::attime::AtTimeKind as K;
                 let kind = match at.kind() {
                     K::Absolute => 0,
                     K::RelativeToStart => 1,
@@ -1147,7 +1147,7 @@ pub unsafe extern "C" fn rrd_proc_start_end(
             return -1;
         };
         drop(parsed);
-        match rrd_engine::attime::resolve_start_end(&s, &e, cmd::now_secs()) {
+        match rrd_lang::attime::resolve_start_end(&s, &e, cmd::now_secs()) {
             Ok((a, b)) => {
                 // SAFETY: out-parameters per the contract.
                 unsafe {

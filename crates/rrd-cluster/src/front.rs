@@ -321,7 +321,7 @@ fn check_create(fields: &[String]) -> Result<(), Reply> {
         if tok.starts_with("-b") || tok.starts_with("-s") {
             let Some(value) = it.next() else { return Err(commands::syntax_error(Command::Create)) };
             // rrdcached reads both with `atol`, as the single node does.
-            let n = rrd_engine::numparse::atol(value);
+            let n = rrd_lang::numparse::atol(value);
             if tok.starts_with("-b") {
                 if n < 3600 * 24 * 365 * 10 {
                     return Err(Reply::error("The first entry must be after 1980."));

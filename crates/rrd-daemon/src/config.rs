@@ -270,7 +270,7 @@ const FLAG_LETTERS: &str = "BFghLOR";
 /// rrdcached's `rrd_scaled_duration(arg, 1)`: seconds, or a count with a
 /// unit suffix (`5m`).
 fn duration_secs(what: &str, value: &str, status: i32) -> Result<u64, ConfigError> {
-    rrd_engine::numparse::scaled_duration(value, 1)
+    rrd_lang::numparse::scaled_duration(value, 1)
         .map_err(|e| err(status, format!("Invalid {what} {value}: {e}")))
 }
 
@@ -622,7 +622,7 @@ fn trim_trailing_slashes(p: &Path) -> PathBuf {
 }
 
 pub(crate) fn os_text(e: &std::io::Error) -> String {
-    rrd_engine::error::os_message(e)
+    rrd_lang::ctext::io_text(e)
 }
 
 #[cfg(test)]

@@ -116,8 +116,17 @@ pub fn is_transient(e: &Error) -> bool {
     match e {
         Error::Io { .. } => true,
         Error::Open { source, .. } => source.kind() != std::io::ErrorKind::NotFound,
-        Error::Locked => true,
-        Error::Invalid(_) | Error::Format { .. } => false,
+        // Renamed over at every open (a tool replacing the file): the next
+        // open will likely find it settled.
+        Error::Locked | Error::Replaced { .. } => true,
+        Error::Invalid(_)
+        | Error::Format { .. }
+        | Error::Update { .. }
+        | Error::NotRegularFile { .. }
+        | Error::Exists { .. }
+        | Error::TooLarge { .. }
+        | Error::Unknown(_)
+        | Error::Time { .. } => false,
     }
 }
 
@@ -398,6 +407,18 @@ pub fn enqueue_all(cache: &Cache) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file renamed over at every open is retried (its values are kept);
+    /// a refusal of the file itself drops them.
+    #[test]
+    fn a_replaced_file_is_retried_a_directory_is_not() {
+        let path = std::path::PathBuf::from("/d/a.rrd");
+        assert!(is_transient(&Error::Replaced { path: path.clone() }));
+        assert!(is_transient(&Error::Locked));
+        assert!(!is_transient(&Error::NotRegularFile { path: path.clone() }));
+        let gone = std::io::Error::from(std::io::ErrorKind::NotFound);
+        assert!(!is_transient(&Error::Open { path, source: gone }));
+    }
 
     #[test]
     fn pacing_spreads_big_backlogs() {

@@ -119,7 +119,7 @@ fn open(cache: &Cache, key: &str) -> Result<File, ReadError> {
         if Root::is_escape(&e) {
             ReadError(format!("{key}: Permission denied (outside the base directory)"))
         } else {
-            ReadError(format!("opening '{key}': {}", rrd_engine::error::os_message(&e)))
+            ReadError(format!("opening '{key}': {}", rrd_lang::ctext::io_text(&e)))
         }
     })
 }

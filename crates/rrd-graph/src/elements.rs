@@ -185,7 +185,7 @@ impl Names {
         if self.find(s).is_some() {
             return Ok(ValueRef::Var(s.to_string()));
         }
-        let (v, used) = rrd_engine::numparse::rrd_strtod(s);
+        let (v, used) = rrd_lang::numparse::rrd_strtod(s);
         if used > 0 && used == s.len() {
             return Ok(ValueRef::Number(v));
         }
@@ -198,7 +198,7 @@ fn parse_dashes(spec: Option<&str>, text: &str) -> Result<Vec<f64>> {
     let Some(list) = spec else { return Ok(vec![5.0, 5.0]) };
     list.split(',')
         .map(|p| {
-            let (v, used) = rrd_engine::numparse::rrd_strtod(p);
+            let (v, used) = rrd_lang::numparse::rrd_strtod(p);
             if used == 0 || used != p.len() || v.is_nan() || v <= 0.0 {
                 Err(GraphError::invalid(format!("Bad dashes in {text}")))
             } else {
@@ -555,7 +555,7 @@ fn parse_plot(
         let width = if w.is_empty() {
             1.0
         } else {
-            let (v, used) = rrd_engine::numparse::rrd_strtod(w);
+            let (v, used) = rrd_lang::numparse::rrd_strtod(w);
             if used != w.len() || v.is_nan() || v < 0.0 {
                 return Err(GraphError::invalid(format!("Bad line width: {w}")));
             }
@@ -570,7 +570,7 @@ fn parse_plot(
     let mut gradheight = 50.0;
     if is_area {
         if let Some(v) = args.take("gradheight").filter(|v| !v.is_empty()) {
-            let (h, used) = rrd_engine::numparse::rrd_strtod(&v);
+            let (h, used) = rrd_lang::numparse::rrd_strtod(&v);
             if used == 0 || used != v.len() {
                 return Err(GraphError::invalid(format!("Bad gradheight: {v}")));
             }
@@ -615,7 +615,7 @@ fn parse_tick(fields: &[String], text: &str, names: &Names) -> Result<(Element, 
     let fraction = if fraction == "vname" {
         0.5
     } else {
-        let (v, used) = rrd_engine::numparse::rrd_strtod(fraction);
+        let (v, used) = rrd_lang::numparse::rrd_strtod(fraction);
         if used == 0 || used != fraction.len() {
             let vname = fields[0].split('#').next().unwrap_or("");
             return Err(GraphError::invalid(format!("error parsing number {vname}")));

@@ -37,11 +37,11 @@
 //! vector PDF/EPS (`-a PDF|EPS` embed the raster picture as one
 //! page-sized image, drawn without grid fitting as RRDtool draws those).
 
-use rrd_engine::attime;
 use rrd_engine::xport::{
     evaluate_with, Evaluation, FetchRequest, FetchSource, LocalFiles, SeriesData, Variable, XportRange,
 };
 use rrd_format::Cf;
+use rrd_lang::attime;
 
 use crate::canvas::{Canvas, Document, DocumentCanvas, HAlign, PngCanvas, SvgCanvas, TextSpec, VAlign};
 use crate::dataformat::{self, DataFormat, MetaEntry, Table};

@@ -101,9 +101,9 @@ use std::ops::Range;
 use rrd_format::{Dst, Header, Layout};
 
 use rrd_engine::create::{build_header, CreateOptions};
-use rrd_engine::error::{Error, Result};
 use rrd_engine::plan::{plan_update, PAGE_LEN};
 use rrd_engine::update::{Now, UpdateOptions};
+use rrd_engine::{Error, Result};
 
 /// Seconds in a day; time-of-day buckets are minutes of the UTC day.
 const DAY_SECS: i64 = 86_400;

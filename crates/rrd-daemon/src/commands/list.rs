@@ -46,16 +46,13 @@ fn run_blocking(daemon: &Daemon, mut args: Args) -> Reply {
         }
         let meta = match std::fs::symlink_metadata(&absolute) {
             Ok(m) => m,
-            Err(e) => return Reply::error(format!("stat {absolute}: {}", rrd_engine::error::os_message(&e))),
+            Err(e) => return Reply::error(format!("stat {absolute}: {}", rrd_lang::ctext::io_text(&e))),
         };
         let target = if meta.file_type().is_symlink() {
             match std::fs::read_link(&absolute) {
                 Ok(t) => t.to_string_lossy().into_owned(),
                 Err(e) => {
-                    return Reply::error(format!(
-                        "readlink {absolute}: {}",
-                        rrd_engine::error::os_message(&e)
-                    ))
+                    return Reply::error(format!("readlink {absolute}: {}", rrd_lang::ctext::io_text(&e)))
                 }
             }
         } else {

@@ -19,7 +19,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use rrd_engine::batch::KeptHeader;
-use rrd_engine::numparse::rrd_strtod;
+use rrd_lang::numparse::rrd_strtod;
 use rrd_protocol::{Command, Reply};
 
 use super::{access_denied, blocking, syntax_error, Args, Outcome};

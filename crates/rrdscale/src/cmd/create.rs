@@ -76,7 +76,7 @@ pub fn prepare(args: &[String]) -> Result<Prepared> {
     let now = super::now_secs();
     let mut options = CreateOptions { no_overwrite: p.has("no-overwrite"), ..Default::default() };
     if let Some(start) = p.value("start") {
-        let t = rrd_engine::attime::parse_time(start, now).map_err(|e| anyhow::anyhow!("start time: {e}"))?;
+        let t = rrd_lang::attime::parse_time(start, now).map_err(|e| anyhow::anyhow!("start time: {e}"))?;
         if t < 3600 * 24 * 365 * 10 {
             bail!("the first entry to the RRD should be after 1980");
         }
@@ -84,14 +84,14 @@ pub fn prepare(args: &[String]) -> Result<Prepared> {
     }
     if let Some(step) = p.value("step") {
         let s =
-            rrd_engine::numparse::scaled_duration(step, 1).map_err(|e| anyhow::anyhow!("step size: {e}"))?;
+            rrd_lang::numparse::scaled_duration(step, 1).map_err(|e| anyhow::anyhow!("step size: {e}"))?;
         options.step_secs = Some(s);
     }
     options.template = p.value("template").map(PathBuf::from);
     options.sources = p.values("source").into_iter().map(PathBuf::from).collect();
     // rrdtool checks the sources while reading its options, before it
     // looks for the file name.
-    rrd_engine::prefill::check_source_paths(&options.sources)?;
+    rrd_engine::create::check_source_paths(&options.sources)?;
     let Some((file, defs)) = p.operands.split_first() else {
         bail!("need name of an rrd file to create");
     };

@@ -84,9 +84,8 @@ pub fn write_dump(
         Ok(match xml_path {
             None => dump(rrd, out, options).map_err(anyhow::Error::from),
             Some(path) => (|| {
-                let file = File::create(path).map_err(|e| {
-                    anyhow!("opening '{path}' for writing: {}", rrd_engine::error::os_message(&e))
-                })?;
+                let file = File::create(path)
+                    .map_err(|e| anyhow!("opening '{path}' for writing: {}", rrd_lang::ctext::io_text(&e)))?;
                 let mut w = BufWriter::with_capacity(256 * 1024, file);
                 dump(rrd, &mut w, options)
                     .and_then(|()| w.flush().map_err(|source| Error::Io { path: path.into(), source }))?;

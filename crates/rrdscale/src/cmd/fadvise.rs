@@ -36,8 +36,8 @@ use std::sync::{mpsc, Mutex};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use rrd_engine::error::os_message;
 use rrd_engine::pagecache::{self, Advice};
+use rrd_lang::ctext::io_text as os_message;
 
 use super::fincore::walk_operands;
 use crate::opts;

@@ -39,8 +39,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
-use rrd_engine::error::os_message;
 use rrd_engine::pagecache;
+use rrd_lang::ctext::io_text as os_message;
 
 use crate::opts;
 

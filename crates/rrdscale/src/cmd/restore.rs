@@ -144,7 +144,7 @@ fn read_xml_file(path: &str) -> Result<Vec<u8>> {
     GzDecoder::new(BufReader::with_capacity(256 * 1024, file))
         .take(limit.saturating_add(1))
         .read_to_end(&mut xml)
-        .map_err(|e| anyhow!("reading '{path}': gzip data: {}", rrd_engine::error::os_message(&e)))?;
+        .map_err(|e| anyhow!("reading '{path}': gzip data: {}", rrd_lang::ctext::io_text(&e)))?;
     if xml.len() as u64 > limit {
         return Err(anyhow!(
             "reading '{path}': the gzip-compressed XML expands to more than {limit} bytes, the most \

@@ -54,13 +54,13 @@ use rrd_format::{
 };
 
 use crate::create;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unknown};
 use crate::numparse::{self, is_c_space, NumberError, DNAN};
 use crate::rrd::Rrd;
 use crate::store::Store;
 
-/// Largest failure window (`MAX_FAILURES_WINDOW_LEN`).
-const MAX_FAILURES_WINDOW_LEN: u64 = 28;
+/// Largest failure window (`MAX_FAILURES_WINDOW_LEN`, one copy: `hw`'s).
+const MAX_FAILURES_WINDOW_LEN: u64 = crate::hw::MAX_FAILURES_WINDOW_LEN as u64;
 /// `RRA_period`: the seasonal period of a HWPREDICT archive while parsing
 /// (the slot later holds the smoothing index of seasonal archives).
 const RRA_PERIOD: usize = 4;
@@ -215,7 +215,7 @@ impl<S: Store> Tuner<S> {
     }
 
     fn ds_match(&self, name: &str) -> Result<usize> {
-        self.rrd.header.ds_index(name).ok_or_else(|| err(format!("unknown data source name '{name}'")))
+        self.rrd.header.ds_index(name).ok_or_else(|| Error::Unknown(Unknown::TuneDs(name.to_string())))
     }
 
     fn first_rra(&self, cf: Cf) -> Option<usize> {

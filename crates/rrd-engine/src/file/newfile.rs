@@ -31,7 +31,7 @@
 //!
 //! With [`NewFiles::remove_temps_on_signal`], the temporary files of a group
 //! are removed when SIGINT, SIGTERM or SIGHUP ends the process (see
-//! [`crate::tempclean`]).
+//! `tempclean`).
 //!
 //! The cost of `syncfs`: it also writes back whatever else is dirty on the
 //! filesystem (other processes' writes); small groups, such as one
@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 
 use rrd_format::Header;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SizeLimit};
 use crate::pagecache::{self, Advice};
 use crate::tempclean::TempRegistration;
 
@@ -99,7 +99,7 @@ impl NewFiles {
 
     /// Removes this group's temporary files when SIGINT, SIGTERM or SIGHUP
     /// ends the process (for single-threaded command-line use: see
-    /// [`crate::tempclean`]).
+    /// `tempclean`).
     pub fn remove_temps_on_signal(&mut self, on: bool) {
         self.signal_cleanup = on;
     }
@@ -143,7 +143,7 @@ impl NewFiles {
         data: impl FnOnce(&mut dyn Write) -> io::Result<()>,
     ) -> Result<usize> {
         if no_overwrite && (fs::symlink_metadata(path).is_ok() || self.is_staged(path)) {
-            return Err(Error::invalid(format!("creating '{}': File exists", path.display())));
+            return Err(Error::Exists { path: path.to_path_buf() });
         }
         if self.is_staged(path) {
             return Err(Error::invalid(format!(
@@ -342,13 +342,11 @@ fn check_free_space(path: &Path, dir: &Path, len: u64) -> Result<()> {
     }
     let free = (st.f_bavail as u64).saturating_mul(st.f_frsize as u64);
     if len > free {
-        return Err(Error::invalid(format!(
-            "creating '{}': the file would be {len} bytes ({}), but only {free} bytes ({}) are free on the filesystem of {}",
-            path.display(),
-            human(len),
-            human(free),
-            dir.display()
-        )));
+        let (action, limit) = (
+            format!("creating '{}'", path.display()),
+            SizeLimit::FreeSpace { free_bytes: free, dir: dir.into() },
+        );
+        return Err(Error::TooLarge { action, len_bytes: len, limit });
     }
     Ok(())
 }
@@ -547,8 +545,9 @@ mod tests {
         let mut group = NewFiles::new();
         group.stage(&dir.path().join("a.rrd"), &header(), false, nan_rows).unwrap();
         assert!(group.stage(&dir.path().join("a.rrd"), &header(), false, nan_rows).is_err());
-        let e = group.stage(&dir.path().join("a.rrd"), &header(), true, nan_rows).unwrap_err().to_string();
-        assert!(e.ends_with("File exists"), "{e}");
+        let e = group.stage(&dir.path().join("a.rrd"), &header(), true, nan_rows).unwrap_err();
+        assert!(matches!(&e, Error::Exists { path } if path.ends_with("a.rrd")), "{e:?}");
+        assert!(e.to_string().ends_with("File exists"), "{e}");
         drop(group);
         assert!(names(dir.path()).is_empty());
     }
@@ -570,7 +569,12 @@ mod tests {
     #[test]
     fn no_room_is_refused_before_writing() {
         let dir = disk_dir();
-        let e = check_free_space(Path::new("big.rrd"), dir.path(), u64::MAX / 2).unwrap_err().to_string();
+        let e = check_free_space(Path::new("big.rrd"), dir.path(), u64::MAX / 2).unwrap_err();
+        assert!(
+            matches!(&e, Error::TooLarge { limit: SizeLimit::FreeSpace { dir: d, .. }, .. } if d == dir.path()),
+            "{e:?}"
+        );
+        let e = e.to_string();
         assert!(
             e.starts_with(
                 "creating 'big.rrd': the file would be 9223372036854775807 bytes (8192.0 PiB), but only "

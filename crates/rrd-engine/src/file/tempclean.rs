@@ -149,8 +149,3 @@ fn uninstall() {
         unsafe { libc::signal(sig, libc::SIG_DFL) };
     }
 }
-
-/// Whether a handler is installed now (for tests).
-pub fn armed() -> bool {
-    REGISTERED.load(Ordering::Acquire) > 0
-}

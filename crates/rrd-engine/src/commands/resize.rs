@@ -20,7 +20,7 @@ use std::path::Path;
 use rrd_format::Version;
 
 use crate::create;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SizeLimit, Unknown};
 use crate::numparse::DNAN;
 use crate::rrd::Rrd;
 use crate::store::Store;
@@ -56,7 +56,7 @@ pub fn resized<S: Store>(
 ) -> Result<(rrd_format::Header, Vec<f64>)> {
     let mut header = rrd.header.clone();
     if rra_index >= header.rra_count() as u64 {
-        return Err(Error::invalid("no such RRA in this RRD"));
+        return Err(Error::Unknown(Unknown::Rra { index: rra_index }));
     }
     let target = rra_index as usize;
     let row_count = header.rra[target].row_count;
@@ -85,11 +85,8 @@ pub fn resized<S: Store>(
             .file_len;
         let max = create::max_create_bytes()?;
         if len > max {
-            return Err(Error::invalid(format!(
-                "resizing: the file would be {len} bytes ({}), more than the limit of {max} bytes ({}); set RRDSCALE_CREATE_MAX_BYTES to allow it",
-                crate::newfile::human(len),
-                crate::newfile::human(max)
-            )));
+            let limit = SizeLimit::Configured { max_bytes: max };
+            return Err(Error::TooLarge { action: "resizing".into(), len_bytes: len, limit });
         }
     }
     let cur_row = header.rra_ptr[target];
@@ -168,7 +165,9 @@ mod tests {
     #[test]
     fn refusals_use_rrdtool_messages() {
         assert_eq!(resized(&rrd(3, 0), 0, -3).unwrap_err().to_string(), "This RRA is not that big");
-        assert_eq!(resized(&rrd(3, 0), 1, 1).unwrap_err().to_string(), "no such RRA in this RRD");
+        let e = resized(&rrd(3, 0), 1, 1).unwrap_err();
+        assert!(matches!(e, Error::Unknown(Unknown::Rra { index: 1 })), "{e:?}");
+        assert_eq!(e.to_string(), "no such RRA in this RRD");
     }
 
     /// `resize f.rrd 0 GROW 99999999999999999999` reaches here as strtol's
@@ -180,7 +179,12 @@ mod tests {
         // 2^40 rows of 8 bytes: beyond the limit unless the environment
         // lifted it.
         if create::max_create_bytes().unwrap() < 8 << 40 {
-            let e = resized(&rrd(3, 0), 0, 1 << 40).unwrap_err().to_string();
+            let e = resized(&rrd(3, 0), 0, 1 << 40).unwrap_err();
+            assert!(
+                matches!(&e, Error::TooLarge { action, limit: SizeLimit::Configured { .. }, .. } if action == "resizing"),
+                "{e:?}"
+            );
+            let e = e.to_string();
             assert!(
                 e.starts_with("resizing: the file would be ") && e.contains("RRDSCALE_CREATE_MAX_BYTES"),
                 "{e}"

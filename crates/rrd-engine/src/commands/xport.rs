@@ -40,7 +40,7 @@ use std::path::Path;
 use rrd_format::Cf;
 
 use crate::attime;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unknown};
 use crate::fetch::{fetch, rrd_snprintf_e, FetchResult, FILL_NAN, MAX_FETCH_VALUES};
 use crate::numparse::c_int;
 use crate::numparse::rrd_strtod;
@@ -771,11 +771,13 @@ fn fetch_def(def: &Def, global_step: i64, source: &mut dyn FetchSource) -> Resul
 
 /// Resolves a DEF's `start=`/`end=` against the xport's own range.
 fn def_times(start: Option<&str>, end: Option<&str>, range: &XportRange) -> Result<(i64, i64)> {
-    let parse =
-        |s: &str, what: &str| attime::parse(s).map_err(|e| Error::invalid(format!("{what} time: {e}")));
+    let parse = |s: &str, which: &'static str| {
+        attime::parse(s).map_err(|source| Error::Time { which: Some(which), source })
+    };
     let start_spec = parse(start.map_or_else(|| range.start.to_string(), str::to_string).as_str(), "start")?;
     let end_spec = parse(end.map_or_else(|| range.end.to_string(), str::to_string).as_str(), "end")?;
-    attime::resolve_start_end(&start_spec, &end_spec, range.now).map_err(|e| Error::invalid(e.to_string()))
+    attime::resolve_start_end(&start_spec, &end_spec, range.now)
+        .map_err(|source| Error::Time { which: None, source })
 }
 
 /// The parsed elements and what they need from the range.
@@ -1092,7 +1094,7 @@ fn run(range: &XportRange, parsed: &Parsed, source: &mut dyn FetchSource) -> Res
                     }
                 };
                 let ds = ds_names.iter().position(|n| *n == def.ds_name).ok_or_else(|| {
-                    Error::invalid(format!("No DS called '{}' in '{}'", def.ds_name, def.file))
+                    Error::Unknown(Unknown::DefDs { ds: def.ds_name.clone(), file: def.file.clone() })
                 })?;
                 series.push(Slot::Series(Series { ds, ..base }));
             }

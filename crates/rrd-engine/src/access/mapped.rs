@@ -39,7 +39,7 @@
 //!    own. Measured: a decode costs 1.4 µs, the comparison 0.05 µs, out of
 //!    6 µs for a whole warm update; a kept header costs its image plus the
 //!    decoded struct, about 6 KB per perftest file.
-//! 3. The update math is the engine's [`Updater`], as in
+//! 3. The update math is the engine's [`Updater`](crate::update::Updater), as in
 //!    [`crate::update::update_rrd`]: rows are written once each in file
 //!    order, then the live header, byte for byte what
 //!    [`crate::update::update_file`] writes (the tests compare).

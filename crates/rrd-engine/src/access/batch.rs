@@ -219,7 +219,7 @@ impl KeptHeader {
             root.open(path, false).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
         let meta = file.metadata().map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
         if !meta.is_file() {
-            return Err(Error::invalid(format!("'{}' is not a regular file", path.display())));
+            return Err(Error::NotRegularFile { path: path.to_path_buf() });
         }
         KeptHeader::read_open(&file, path, &meta)
     }
@@ -707,7 +707,7 @@ impl BatchUpdater {
             let _ = lock_file(&of.file, path, true, true, locking);
             self.files.close(path);
         }
-        Err(Error::invalid(format!("{}: the file keeps being replaced while opening it", path.display())))
+        Err(Error::Replaced { path: path.to_path_buf() })
     }
 
     /// The update proper, under the lock: header from `kept` or read, the
@@ -758,13 +758,13 @@ impl BatchUpdater {
             updater.set_row_reader(crate::update::row_reader(row_store, row_layout));
             for arg in &req.args {
                 if let Err(msg) = updater.apply(arg, req.opts.skip_past_updates, &mut sink) {
-                    error = Some(Error::invalid(format!("{}: {msg}", req.path.display())));
+                    error = Some(Error::Update { path: req.path.clone(), source: msg });
                     break;
                 }
             }
             if error.is_none() {
                 if let Err(msg) = updater.finish(&mut sink) {
-                    error = Some(Error::invalid(format!("{}: {msg}", req.path.display())));
+                    error = Some(Error::Update { path: req.path.clone(), source: msg });
                 }
             }
         }

@@ -2,7 +2,7 @@
 //! fresh header, and write the file atomically (temporary file + rename, so
 //! a reader never sees a half-written RRD).
 //!
-//! `--source` prefill is [`crate::prefill`]'s; this module only picks the
+//! `--source` prefill is `prefill`'s; this module only picks the
 //! last update time from the sources and writes what prefill computes.
 //!
 //! Holt-Winters archives (HWPREDICT, MHWPREDICT and their SEASONAL,
@@ -24,10 +24,14 @@ use rrd_format::{
     DS_MAX_VAL, DS_MIN_VAL, DS_MRHB_CNT, LAST_DS_LEN, PDP_UNKN_SEC_CNT, PDP_VAL, RRA_CDP_XFF_VAL,
 };
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SizeLimit};
 use crate::newfile::NewFiles;
 use crate::numparse::{self, DNAN};
 use crate::rrd::Rrd;
+
+/// `--source`'s checks, made while parsing options (prefill's, which is
+/// internal).
+pub use crate::prefill::check_source_paths;
 
 /// Options of `rrdtool create`.
 #[derive(Clone, Debug, Default)]
@@ -378,19 +382,16 @@ pub fn create_in(
     // rrdtool checks the sources while parsing options, before anything else.
     crate::prefill::check_source_paths(&opts.sources)?;
     if opts.no_overwrite && (fs::symlink_metadata(path).is_ok() || group.is_staged(path)) {
-        return Err(err(format!("creating '{}': File exists", path.display())));
+        return Err(Error::Exists { path: path.to_path_buf() });
     }
     use std::os::unix::ffi::OsStrExt;
     let mut header = build_header_named(path.as_os_str().as_bytes(), opts, defs, now_secs)?;
     let len = header.layout().file_len;
     let max = max_create_bytes()?;
     if len > max {
-        return Err(err(format!(
-            "creating '{}': the file would be {len} bytes ({}), more than the limit of {max} bytes ({}); set RRDSCALE_CREATE_MAX_BYTES to allow it",
-            path.display(),
-            crate::newfile::human(len),
-            crate::newfile::human(max)
-        )));
+        let (action, limit) =
+            (format!("creating '{}'", path.display()), SizeLimit::Configured { max_bytes: max });
+        return Err(Error::TooLarge { action, len_bytes: len, limit });
     }
     if opts.sources.is_empty() {
         let data_values = header.rra.iter().map(|r| r.row_count).sum::<u64>() * header.ds.len() as u64;

@@ -8,7 +8,7 @@
 //! once. That is the whole I/O of an update of a classic file: no data
 //! rows are read.
 //!
-//! Holt-Winters files (the formulas are [`crate::hw`]'s) also read rows of
+//! Holt-Winters files (the formulas are `hw`'s) also read rows of
 //! their SEASONAL and DEVSEASONAL archives, through a [`RowReader`] the
 //! caller gives ([`Updater::set_row_reader`]); the updater lays the rows it
 //! already wrote in this call over what the reader returns, as rrdtool's
@@ -34,7 +34,7 @@ use std::path::Path;
 use rrd_format::{Cf, Dst, Header, CDP_PRIMARY_VAL, CDP_SECONDARY_VAL, PDP_UNKN_SEC_CNT, PDP_VAL};
 
 use crate::consolidate::{self, CdpInput};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unknown};
 use crate::numparse::{self, DNAN};
 use crate::rrd::Rrd;
 use crate::store::Store;
@@ -165,7 +165,7 @@ impl<'h> Updater<'h> {
                     }
                     let i = header
                         .ds_index(name)
-                        .ok_or_else(|| Error::invalid(format!("unknown DS name '{name}'")))?;
+                        .ok_or_else(|| Error::Unknown(Unknown::TemplateDs(name.to_string())))?;
                     idx.push(i);
                 }
                 idx
@@ -778,13 +778,13 @@ pub fn update_rrd_live<S: Store>(
         updater.set_row_reader(row_reader(store, layout));
         for arg in args {
             if let Err(msg) = updater.apply(arg, opts.skip_past_updates, &mut sink) {
-                error = Some(Error::invalid(format!("{}: {msg}", rrd.path.display())));
+                error = Some(Error::Update { path: rrd.path.clone(), source: msg });
                 break;
             }
         }
         if error.is_none() {
             if let Err(msg) = updater.finish(&mut sink) {
-                error = Some(Error::invalid(format!("{}: {msg}", rrd.path.display())));
+                error = Some(Error::Update { path: rrd.path.clone(), source: msg });
             }
         }
     }
