@@ -177,6 +177,20 @@ fn is_out_of_descriptors(e: &rrd_engine::Error) -> bool {
         if matches!(source.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)))
 }
 
+/// Forgets the kept header of `path` (spelled as the updates spell it), so
+/// that its next update reads the header from the file: `rrd_open` calls
+/// this for a file it opens writable, whose mapping may be written without
+/// moving the file's stamp.
+pub fn forget(path: &std::ffi::OsStr) {
+    if !enabled() {
+        return;
+    }
+    let mut s = shard_of(Path::new(path)).lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(k) = s.kept.remove(path) {
+        s.kept_bytes -= kept_bytes(&k);
+    }
+}
+
 /// One update, as `rrd_update_r` makes it.
 pub fn update(path: &Path, values: Vec<String>, opts: &UpdateOptions) -> rrd_engine::Result<UpdateReport> {
     if !enabled() {
