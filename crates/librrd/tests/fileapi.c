@@ -407,6 +407,16 @@ static void snprintf_cases(void) {
     SN("truncated", 8, "%s and %d", "a long string", 12345);
     SN("size zero", 0, "%s", "nothing written");
     SN("width star", sizeof buf, "[%*d] [%.*f]", 6, 42, 3, 2.0 / 3);
+    SN("ties", sizeof buf, "%.2f %.1f %.0f %.0f %.3f %.1e %.0e %.2g", 2.675, 0.05, 1.5, 2.5, 1.0005, 0.25, 2.5, 0.125);
+    SN("flags", sizeof buf, "%+.3e|%08.2f|%#g|% f|%#.0f|%-12.4G|%+f|%010.3e", 12345.678, -3.14159, 2.0, 1.5, 3.0,
+       1e-7, 0.0, -7.5);
+    SN("two flags", sizeof buf, "%-+8.1f|%+08.2f", 2.25, 3.5);
+    SN("huge", sizeof buf, "[%f] [%e] [%g]", 1e300, 1e300, 1e300);
+    SN("huge f", sizeof buf, "before %f after", 1e30);
+    SN("int sizes", sizeof buf, "%hd %hhu %lld %zu|%-5d|%05d|%+d|%.3d|%#x|%#o|%ld", 70000, 300, -4LL, (size_t)9, 42,
+       42, 42, 7, 255, 8, -1L);
+    SN("char width", sizeof buf, "[%5c] [%-3c]", 'x', 'y');
+    SN("nulls", sizeof buf, "%s|%p|%.3s", (char *)NULL, (void *)NULL, "abcdef");
     n = rrd_snprintf(NULL, 0, "%d-%s", 12, "xyz");
     printf("snprintf null\t%d\n", n);
 }
