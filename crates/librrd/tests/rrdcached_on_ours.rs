@@ -86,22 +86,26 @@ fn session(lib_dir: Option<&Path>, ours: &Path) -> (tempfile::TempDir, String) {
         cmd.env("LD_LIBRARY_PATH", d);
     }
     let mut daemon = cmd.spawn().expect("starting rrdcached");
+    // The socket file appears at bind(), before listen(): connect until
+    // it accepts.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !sock.exists() {
+    let stream = loop {
+        if let Ok(s) = UnixStream::connect(&sock) {
+            break s;
+        }
         if let Ok(Some(status)) = daemon.try_wait() {
             let mut err = String::new();
             std::io::Read::read_to_string(daemon.stderr.as_mut().unwrap(), &mut err).unwrap();
             panic!("rrdcached exited ({status}) on {lib_dir:?}: {err}");
         }
-        assert!(Instant::now() < deadline, "rrdcached's socket never appeared");
+        assert!(Instant::now() < deadline, "rrdcached never accepted a connection");
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
     let maps = std::fs::read_to_string(format!("/proc/{}/maps", daemon.id())).unwrap();
     let loaded =
         if lib_dir.is_some() { ours.to_path_buf() } else { Path::new(DEBIAN_LIBRRD).canonicalize().unwrap() };
     assert!(maps.contains(&loaded.display().to_string()), "{} loaded:\n{maps}", loaded.display());
 
-    let stream = UnixStream::connect(&sock).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let mut writer = stream.try_clone().unwrap();
     let mut reader = BufReader::new(stream);
