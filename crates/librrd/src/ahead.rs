@@ -72,13 +72,18 @@ pub fn activate() {
     }
 }
 
+/// Whether the read-ahead is on (forced, or memory is short): the caller
+/// then works out the pages each update's file will need next.
+pub fn wanted() -> bool {
+    static ALWAYS: OnceLock<bool> = OnceLock::new();
+    *ALWAYS.get_or_init(|| std::env::var_os("RRDSCALE_LIBRRD_AHEAD").is_some_and(|v| v == "always"))
+        || ACTIVE.load(Ordering::Relaxed)
+}
+
 /// Notes that `path` was just updated and that its next update will need
 /// `pages`, and asks for the pages of the files predicted to come next.
 pub fn after_update(path: &Path, pages: &[u64]) {
-    static ALWAYS: OnceLock<bool> = OnceLock::new();
-    let always =
-        *ALWAYS.get_or_init(|| std::env::var_os("RRDSCALE_LIBRRD_AHEAD").is_some_and(|v| v == "always"));
-    if !always && !ACTIVE.load(Ordering::Relaxed) {
+    if !wanted() {
         return;
     }
     let mut guard = STATE.lock().unwrap_or_else(|p| p.into_inner());

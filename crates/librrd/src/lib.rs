@@ -17,7 +17,9 @@
 mod ahead;
 mod client;
 mod ffi;
+mod fileapi;
 mod util;
+mod variadic;
 mod writer;
 
 use std::ffi::{c_char, c_int, c_ulong, c_void};
@@ -136,30 +138,6 @@ pub extern "C" fn rrd_new_context() -> *mut RrdContext {
 pub unsafe extern "C" fn rrd_free_context(ctx: *mut RrdContext) {
     // SAFETY: NULL or a context from rrd_new_context, as the API requires.
     unsafe { libc::free(ctx as *mut c_void) };
-}
-
-/// `rrd_set_error(fmt, ...)`. Stable Rust cannot define a C variadic
-/// function; on x86-64 and aarch64 a variadic caller passes the first
-/// integer and pointer arguments in the same registers as a fixed-argument
-/// call, so this reads up to five of them and formats with the C library's
-/// `snprintf`. Callers pass strings and integers (`"%s"`, `"%d"`); a
-/// floating-point argument would not be seen.
-#[no_mangle]
-pub unsafe extern "C" fn rrd_set_error(
-    fmt: *const c_char,
-    a1: usize,
-    a2: usize,
-    a3: usize,
-    a4: usize,
-    a5: usize,
-) {
-    if fmt.is_null() {
-        return;
-    }
-    let buf = rrd_get_error();
-    // SAFETY: buf is this thread's 4096-byte error buffer; the format and
-    // its arguments are the caller's, as for librrd's vsnprintf.
-    unsafe { libc::snprintf(buf, 4096, fmt, a1, a2, a3, a4, a5) };
 }
 
 #[no_mangle]
@@ -1065,6 +1043,8 @@ fn list(args: &[String]) -> *mut c_char {
 // -------------------------------------------------------------- rrd_client
 
 pub use client::*;
+pub use fileapi::*;
+pub use variadic::*;
 
 // ------------------------------------------------------------- time specs
 

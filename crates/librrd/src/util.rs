@@ -287,3 +287,192 @@ pub unsafe extern "C" fn rrd_scaled_duration(
     unsafe { ffi::put(valuep, value) };
     ptr::null()
 }
+
+/// librrd's `rrd_lcd`: despite its name, the greatest common divisor of a
+/// zero-terminated array of steps (graph uses it for a CDEF's step). The
+/// array is left as librrd leaves it: each element the divisor of it and
+/// all before it, the last twice. The GCD, or 0 for an empty array.
+#[no_mangle]
+pub unsafe extern "C" fn rrd_lcd(num: *mut c_long) -> c_long {
+    if num.is_null() {
+        return 0;
+    }
+    // SAFETY: a zero-terminated array, per the contract: element i + 1 is
+    // read only when element i is not the terminator.
+    unsafe {
+        if *num == 0 {
+            return 0;
+        }
+        let mut i = 0;
+        while *num.add(i + 1) != 0 {
+            // Euclid on (num[i], num[i + 1]), C's truncating remainder.
+            let (mut a, mut b) = (*num.add(i), *num.add(i + 1));
+            while b != 0 {
+                (a, b) = (b, a.wrapping_rem(b));
+            }
+            *num.add(i) = a;
+            *num.add(i + 1) = a;
+            i += 1;
+        }
+        *num.add(i)
+    }
+}
+
+/// librrd's `rrd_reduce_data(cf, cur_step, &start, &end, &step, &ds_cnt,
+/// &data)`: rows fetched at `cur_step` consolidated with `cf` (librrd's
+/// `enum cf_en`) to the smallest multiple of `cur_step` at least `*step`,
+/// the range widened to it (`rrd_engine::reduce`'s arithmetic, which graph
+/// and xport use). The result replaces `*data` in place (reallocated when
+/// it is longer, which librrd would write past). 1, or 0 with the error
+/// text set.
+#[no_mangle]
+pub unsafe extern "C" fn rrd_reduce_data(
+    cf: c_int,
+    cur_step: std::ffi::c_ulong,
+    start: *mut libc::time_t,
+    end: *mut libc::time_t,
+    step: *mut std::ffi::c_ulong,
+    ds_cnt: *mut std::ffi::c_ulong,
+    data: *mut *mut f64,
+) -> c_int {
+    const CF_NAMES: [&str; 10] = [
+        "AVERAGE",
+        "MIN",
+        "MAX",
+        "LAST",
+        "HWPREDICT",
+        "SEASONAL",
+        "DEVPREDICT",
+        "DEVSEASONAL",
+        "FAILURES",
+        "MHWPREDICT",
+    ];
+    if start.is_null() || end.is_null() || step.is_null() || ds_cnt.is_null() || data.is_null() {
+        ffi::set_error("rrd_reduce_data: NULL argument");
+        return 0;
+    }
+    let Some(cf) =
+        usize::try_from(cf).ok().and_then(|i| CF_NAMES.get(i)).and_then(|n| rrd_format::Cf::parse(n))
+    else {
+        ffi::set_error(&format!("rrd_reduce_data: unknown consolidation function {cf}"));
+        return 0;
+    };
+    guard(0, || {
+        // SAFETY: out-parameters and a malloced array of the fetched rows,
+        // (end - start) / cur_step of ds_cnt values, per the contract.
+        unsafe {
+            let (s, e, wanted, ds) = (*start, *end, *step as i64, *ds_cnt as usize);
+            let cur = cur_step as i64;
+            if cur <= 0 || e < s || (*data).is_null() && e > s {
+                ffi::set_error(&format!("rrd_reduce_data: no rows of {cur_step} s between {s} and {e}"));
+                return 0;
+            }
+            let values = ((e - s) / cur) as usize * ds;
+            let input =
+                if values == 0 { &[][..] } else { std::slice::from_raw_parts(*data as *const f64, values) };
+            match rrd_engine::reduce::reduce(cf, cur, s, e, wanted, ds, input) {
+                Ok((s2, e2, st, out)) => {
+                    if out.len() > values {
+                        let p =
+                            libc::realloc(*data as *mut c_void, std::mem::size_of_val(&out[..])) as *mut f64;
+                        if p.is_null() {
+                            ffi::set_error("rrd_reduce_data: out of memory");
+                            return 0;
+                        }
+                        *data = p;
+                    }
+                    ptr::copy_nonoverlapping(out.as_ptr(), *data, out.len());
+                    *start = s2;
+                    *end = e2;
+                    *step = st as std::ffi::c_ulong;
+                    1
+                }
+                Err(e) => {
+                    ffi::set_error(&e.to_string());
+                    0
+                }
+            }
+        }
+    })
+}
+
+/// librrd's `rrd_strtod`: rrdtool's own conversion (digits accumulated in
+/// a double, then scaled by powers of ten; not correctly rounded), which
+/// sets `*endptr` only when it converted something and `errno` to `ERANGE`
+/// when it did not or the result is infinite.
+#[no_mangle]
+pub unsafe extern "C" fn rrd_strtod(s: *const c_char, endptr: *mut *mut c_char) -> f64 {
+    if s.is_null() {
+        // SAFETY: errno is this thread's.
+        unsafe { *libc::__errno_location() = libc::EINVAL };
+        return 0.0;
+    }
+    // SAFETY: a NUL-terminated string, per the contract.
+    let bytes = unsafe { std::ffi::CStr::from_ptr(s) }.to_bytes();
+    let (value, used) = rrd_lang::numparse::rrd_strtod_bytes(bytes);
+    if used == 0 || value == f64::INFINITY {
+        // SAFETY: errno is this thread's.
+        unsafe { *libc::__errno_location() = libc::ERANGE };
+    }
+    if used > 0 {
+        // SAFETY: an out-parameter (or NULL); s + used is within the string.
+        unsafe { ffi::put(endptr, s.add(used) as *mut c_char) };
+    }
+    value
+}
+
+/// librrd's `rrd_strtodbl(str, &end, &value, error)`: 2 when the whole
+/// string is a number (or starts with `nan`/`inf`/`-nan`/`-inf` where no
+/// digits come first), 1 when a number is followed by more text, 0 when
+/// none was found; with `error` not NULL, 1 and 0 set the error text
+/// (`"<error> - Cannot convert ..."`).
+#[no_mangle]
+pub unsafe extern "C" fn rrd_strtodbl(
+    s: *const c_char,
+    endptr: *mut *mut c_char,
+    dbl: *mut f64,
+    error: *const c_char,
+) -> std::ffi::c_uint {
+    if s.is_null() || dbl.is_null() {
+        return 0;
+    }
+    // SAFETY: NUL-terminated strings (error may be NULL) and out-parameters,
+    // per the contract.
+    unsafe {
+        let bytes = std::ffi::CStr::from_ptr(s).to_bytes();
+        let (value, used) = rrd_lang::numparse::rrd_strtod_bytes(bytes);
+        *dbl = value;
+        ffi::put(endptr, s.add(used) as *mut c_char);
+        let text = String::from_utf8_lossy(bytes);
+        let prefix = (!error.is_null()).then(|| ffi::text(error));
+        if used == 0 {
+            if let Some(v) = rrd_lang::numparse::parse_special(&text) {
+                *dbl = v;
+                return 2;
+            }
+            if let Some(p) = prefix {
+                ffi::set_error(&format!("{p} - Cannot convert '{text}' to float"));
+            }
+            return 0;
+        }
+        if used < bytes.len() {
+            if let Some(p) = prefix {
+                let tail = String::from_utf8_lossy(&bytes[used..]);
+                ffi::set_error(&format!(
+                    "{p} - Converted '{text}' to {}, but cannot convert '{tail}'",
+                    c_lf(value)
+                ));
+            }
+            return 1;
+        }
+        2
+    }
+}
+
+/// `printf("%lf", v)` as the C library prints it.
+fn c_lf(v: f64) -> String {
+    let mut buf = [0u8; 400];
+    // SAFETY: the buffer's length is passed; the format takes one double.
+    let n = unsafe { libc::snprintf(buf.as_mut_ptr() as *mut c_char, buf.len(), c"%lf".as_ptr(), v) };
+    String::from_utf8_lossy(&buf[..(n.max(0) as usize).min(buf.len() - 1)]).into_owned()
+}

@@ -2,8 +2,10 @@
 //! once per file per cycle): each file's decoded header and, within a
 //! bound, its descriptor are kept between calls, so a warm update is a
 //! lock, one `stat` of the path, the rows and live header written with
-//! `pwrite`, one `fstat` and the unlock (librrd: open, `fstat`, lock,
-//! `mmap`, three `madvise`, `munmap`, close, and the page faults).
+//! `pwrite`, and the unlock (librrd: open, `fstat`, lock, `mmap`, three
+//! `madvise`, `munmap`, close, and the page faults). The kept header is
+//! stamped by the clock after the write, not by an `fstat`
+//! (`BatchUpdater::stamp_by_clock`).
 //!
 //! Validation is the batch updater's ([`BatchUpdater::update_kept`]):
 //! under rrdtool's lock (an `fcntl` write lock, taken and released around
@@ -87,8 +89,8 @@ fn shards() -> &'static [Mutex<Shard>] {
                 Mutex::new(Shard {
                     // The open-file cache's own bound is never reached: `update`
                     // admits a file only below the shard's share.
-                    kept_open: BatchUpdater::new(usize::MAX),
-                    transient: BatchUpdater::new(1),
+                    kept_open: updater(usize::MAX),
+                    transient: updater(1),
                     kept: HashMap::new(),
                     kept_bytes: 0,
                     rng: 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1),
@@ -96,6 +98,14 @@ fn shards() -> &'static [Mutex<Shard>] {
             })
             .collect()
     })
+}
+
+/// An updater whose kept headers are stamped by the clock: no `fstat`
+/// after each write (`BatchUpdater::stamp_by_clock`).
+fn updater(max_open: usize) -> BatchUpdater {
+    let mut u = BatchUpdater::new(max_open);
+    u.stamp_by_clock = true;
+    u
 }
 
 fn enabled() -> bool {
@@ -177,6 +187,20 @@ fn is_out_of_descriptors(e: &rrd_engine::Error) -> bool {
         if matches!(source.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)))
 }
 
+/// Forgets the kept header of `path` (spelled as the updates spell it), so
+/// that its next update reads the header from the file: `rrd_open` calls
+/// this for a file it opens writable, whose mapping may be written without
+/// moving the file's stamp.
+pub fn forget(path: &std::ffi::OsStr) {
+    if !enabled() {
+        return;
+    }
+    let mut s = shard_of(Path::new(path)).lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(k) = s.kept.remove(path) {
+        s.kept_bytes -= kept_bytes(&k);
+    }
+}
+
 /// One update, as `rrd_update_r` makes it.
 pub fn update(path: &Path, values: Vec<String>, opts: &UpdateOptions) -> rrd_engine::Result<UpdateReport> {
     if !enabled() {
@@ -187,7 +211,7 @@ pub fn update(path: &Path, values: Vec<String>, opts: &UpdateOptions) -> rrd_eng
     let (mut result, mut pages) = s.update_once(&req);
     if result.as_ref().is_err_and(is_out_of_descriptors) {
         // The caller's descriptors ran out: give back ours and keep fewer.
-        s.kept_open = BatchUpdater::new(usize::MAX);
+        s.kept_open = updater(usize::MAX);
         let _ = MAX_OPEN.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| Some(max_open().min(v) / 2));
         (result, pages) = s.update_once(&req);
     }
@@ -228,11 +252,16 @@ impl Shard {
         // The pages the next update will need, for the read-ahead of the
         // next cycle (the kept header's list of pages written is emptied:
         // nothing here releases pages, so it would only grow).
+        let ahead = crate::ahead::wanted();
         let pages = kept
             .as_mut()
             .map(|k| {
                 k.written_pages.clear();
-                next_pages(k)
+                if ahead {
+                    next_pages(k)
+                } else {
+                    Vec::new()
+                }
             })
             .unwrap_or_default();
         if let Some(k) = kept {

@@ -27,7 +27,7 @@ enum Piece {
 
 /// A `%[flag][width][.precision]l<conv>` conversion.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Conversion {
+pub struct Conversion {
     pub flag: Option<char>,
     pub width: usize,
     pub precision: Option<usize>,
@@ -176,7 +176,7 @@ impl PrintFormat {
 /// (so ties round away from zero, where glibc rounds the exact binary
 /// value), at most 19 fractional digits, NaN without a sign. `None` when
 /// the integer part does not fit 64 bits (it gives up there).
-pub(crate) fn format_double_rrd(v: f64, c: Conversion) -> Option<String> {
+pub fn format_double_rrd(v: f64, c: Conversion) -> Option<String> {
     let upper = c.conv.is_ascii_uppercase();
     let kind = c.conv.to_ascii_lowercase();
     let sign = if v < 0.0 {

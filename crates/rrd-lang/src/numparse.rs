@@ -248,7 +248,9 @@ pub fn rrd_strtod_bytes(b: &[u8]) -> (f64, usize) {
     (number, p)
 }
 
-fn parse_special(s: &str) -> Option<f64> {
+/// The words `rrd_strtodbl` accepts where no digits come first: `nan`,
+/// `-nan`, `inf`, `-inf` (any case, as prefixes).
+pub fn parse_special(s: &str) -> Option<f64> {
     let lower = |n: usize| s.get(..n).map(|p| p.to_ascii_lowercase());
     if lower(4).as_deref() == Some("-nan") {
         Some(DNAN)

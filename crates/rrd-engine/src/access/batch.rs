@@ -198,12 +198,27 @@ pub struct KeptHeader {
     pub stamp: FileStamp,
     /// Pages written since they were last released (sorted, unique).
     pub written_pages: Vec<u64>,
+    /// With [`BatchUpdater::stamp_by_clock`]: the wall-clock time right
+    /// after our last write. `stamp` is then the file's stamp from just
+    /// before that write (device, inode, length), and the header is the
+    /// file's while those are unchanged and neither mtime nor ctime is later
+    /// than this time (every change another process makes after our write
+    /// sets ctime to its own later time).
+    pub written_by: Option<i128>,
 }
 
 impl KeptHeader {
     /// Whether this header is the file's header now, given `stat(path)`.
     pub fn matches(&self, now: &FileStamp, now_ns: i128) -> bool {
-        self.stamp == *now && !self.stamp.is_racy(now_ns)
+        match self.written_by {
+            None => self.stamp == *now && !self.stamp.is_racy(now_ns),
+            Some(t) => {
+                self.stamp.same_inode(now)
+                    && self.stamp.len == now.len
+                    && now.mtime_ns.max(now.ctime_ns) <= t
+                    && now_ns - t >= RACY_WINDOW_NS
+            }
+        }
     }
 
     /// Reads `path`'s header under a read lock (no rrdtool-compatible
@@ -235,7 +250,13 @@ impl KeptHeader {
         lock_file(file, path, false, false, Locking::from_env())?;
         let stamp = FileStamp::of_metadata(meta);
         let rrd = Rrd::from_store(path, KnownLen { file, len_bytes: meta.len() })?;
-        Ok(KeptHeader { header: rrd.header, layout: rrd.layout, stamp, written_pages: Vec::new() })
+        Ok(KeptHeader {
+            header: rrd.header,
+            layout: rrd.layout,
+            stamp,
+            written_pages: Vec::new(),
+            written_by: None,
+        })
     }
 
     /// A copy of the header when `kept` is still the file's header (one
@@ -548,6 +569,15 @@ pub struct BatchUpdater {
     /// and its stamp (`fstat`) and memory are wasted; a file updated again
     /// pays one header read more, once. Off by default.
     pub keep_from_second_update: bool,
+    /// Stamp a kept header by the clock instead of an `fstat` after the
+    /// write ([`KeptHeader::written_by`]): one system call less per update
+    /// of a file whose descriptor is kept (librrd's `rrd_update_r`). The
+    /// same changes are detected: another process's write, truncation or
+    /// rename after ours moves ctime past our time, the length or the inode
+    /// (within one coarse clock tick, as with the `fstat` stamp, the racy
+    /// window covers it); a clock stepped backwards could hide one. Off by
+    /// default.
+    pub stamp_by_clock: bool,
 }
 
 impl BatchUpdater {
@@ -561,6 +591,7 @@ impl BatchUpdater {
             faults: None,
             max_prefetch_pages: u64::MAX,
             keep_from_second_update: false,
+            stamp_by_clock: false,
         }
     }
 
@@ -650,7 +681,7 @@ impl BatchUpdater {
             (Some(k), Some(stamp)) if k.matches(&stamp, now_ns()) => Some(k),
             _ => None,
         };
-        let (result, new_kept) = self.apply_locked(req, verbose, valid);
+        let (result, new_kept) = self.apply_locked(req, verbose, valid, stamp);
         if let Ok(of) = self.files.entry(&req.path) {
             let _ = lock_file(&of.file, &req.path, true, true, locking);
         }
@@ -721,6 +752,7 @@ impl BatchUpdater {
         req: &UpdateRequest,
         verbose: bool,
         kept: Option<KeptHeader>,
+        before_write: Option<FileStamp>,
     ) -> (Result<UpdateReport>, Option<KeptHeader>) {
         let hook = self.faults.clone();
         let of = match self.files.entry(&req.path) {
@@ -785,10 +817,14 @@ impl BatchUpdater {
         }
         let pages = plan::pages_of(ranges.iter());
         self.counters.pages_written += pages.len() as u64;
-        let stamp = if self.keep_headers {
-            FileStamp::of_file(&of.file)
-        } else {
-            Err(io::Error::other("headers are not kept"))
+        // Taken after the last write returned: every timestamp our writes
+        // set is at most this.
+        let written_by =
+            (self.stamp_by_clock && write_error.is_none() && before_write.is_some()).then(now_ns);
+        let stamp = match (self.keep_headers, written_by, before_write) {
+            (false, _, _) => Err(io::Error::other("headers are not kept")),
+            (true, Some(_), Some(before)) => Ok(before),
+            (true, _, _) => FileStamp::of_file(&of.file),
         };
         if let Ok(st) = &stamp {
             of.ident = Some((st.dev, st.ino));
@@ -797,7 +833,8 @@ impl BatchUpdater {
         if let Some(e) = write_error {
             let restored = match (before, stamp) {
                 (Some(header), Ok(stamp)) => {
-                    let mut k = KeptHeader { header, layout, stamp, written_pages: written };
+                    let mut k =
+                        KeptHeader { header, layout, stamp, written_pages: written, written_by: None };
                     k.note_written(&pages);
                     Some(k)
                 }
@@ -807,7 +844,13 @@ impl BatchUpdater {
         }
         let new_kept = match (self.keep_headers, stamp) {
             (true, Ok(stamp)) => {
-                let mut k = KeptHeader { header, layout, stamp, written_pages: std::mem::take(&mut written) };
+                let mut k = KeptHeader {
+                    header,
+                    layout,
+                    stamp,
+                    written_pages: std::mem::take(&mut written),
+                    written_by,
+                };
                 k.note_written(&pages);
                 Some(k)
             }
@@ -1042,6 +1085,55 @@ mod tests {
         u.update(&r, false).unwrap();
         u.update(&req(&a, 8), false).unwrap();
         assert_eq!(u.counters.headers_kept, 0, "{:?}", u.counters);
+    }
+
+    /// Kept headers stamped by the clock (`stamp_by_clock`, librrd's
+    /// writer: no `fstat` after the write) are used once the racy window
+    /// has passed, and every foreign change invalidates them as the `fstat`
+    /// stamp does: another process's update, the file's bytes rewritten
+    /// in place at the same length, a truncation. The bytes equal plain
+    /// updates' throughout.
+    #[test]
+    fn clock_stamps_detect_foreign_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = perftest_like(dir.path(), "a.rrd");
+        let b = perftest_like(dir.path(), "b.rrd");
+        std::fs::copy(&a, &b).unwrap();
+        let mut u = BatchUpdater::new(4);
+        u.stamp_by_clock = true;
+        let step = |u: &mut BatchUpdater, k: u64, ours: bool| {
+            let r = req(&a, k);
+            if ours {
+                u.update(&r, false).unwrap();
+            } else {
+                update::update_file(&a, &r.args, &r.opts, false).unwrap();
+            }
+            update::update_file(&b, &r.args, &r.opts, false).unwrap();
+            assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "step {k}");
+            past_racy_window();
+        };
+        for k in 1..=3 {
+            step(&mut u, k, true);
+        }
+        assert_eq!((u.counters.headers_read, u.counters.headers_kept), (1, 2), "{:?}", u.counters);
+        // Another process's update.
+        step(&mut u, 4, false);
+        step(&mut u, 5, true);
+        assert_eq!((u.counters.headers_read, u.counters.headers_kept), (2, 2), "{:?}", u.counters);
+        // The same bytes written over the file in place (same inode, same
+        // length): ctime moved.
+        step(&mut u, 6, true);
+        std::fs::write(&a, std::fs::read(&b).unwrap()).unwrap();
+        past_racy_window();
+        step(&mut u, 7, true);
+        assert_eq!((u.counters.headers_read, u.counters.headers_kept), (3, 3), "{:?}", u.counters);
+        // Truncated: the length differs, the header is read again and found short.
+        step(&mut u, 8, true);
+        let len = std::fs::metadata(&a).unwrap().len();
+        std::fs::OpenOptions::new().write(true).open(&a).unwrap().set_len(len - 8).unwrap();
+        past_racy_window();
+        assert!(u.update(&req(&a, 9), false).is_err(), "a truncated file is refused");
+        assert_eq!(u.counters.headers_kept, 4, "{:?}", u.counters);
     }
 
     /// A file renamed over the path (what `create` and `restore` do) is
