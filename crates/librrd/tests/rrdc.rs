@@ -31,8 +31,10 @@ fn side(library: &Path) -> String {
         .spawn()
         .expect("starting rrdcached");
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !sock.exists() {
-        assert!(Instant::now() < deadline, "rrdcached's socket never appeared");
+    // The socket file appears at bind(), before listen(): wait until a
+    // connection is accepted, not until the file exists.
+    while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+        assert!(Instant::now() < deadline, "rrdcached never accepted a connection");
         std::thread::sleep(Duration::from_millis(20));
     }
     let mut cmd = Command::new(PYTHON);
