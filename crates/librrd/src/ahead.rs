@@ -67,7 +67,7 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// ahead.
 pub fn activate() {
     static ALLOWED: OnceLock<bool> = OnceLock::new();
-    if *ALLOWED.get_or_init(|| std::env::var_os("RRDSCALE_LIBRRD_AHEAD").map_or(true, |v| v != "0")) {
+    if *ALLOWED.get_or_init(|| std::env::var_os("RRDSCALE_LIBRRD_AHEAD").is_none_or(|v| v != "0")) {
         ACTIVE.store(true, Ordering::Relaxed);
     }
 }

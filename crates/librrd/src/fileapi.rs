@@ -498,7 +498,7 @@ pub unsafe extern "C" fn rrd_write(rrd_file: *mut RrdFileT, buf: *const c_void, 
         if buf.is_null() || p.public.file_start.is_null() {
             return -1;
         }
-        if f.pos.checked_add(count).map_or(true, |end| end > f.file_len) {
+        if f.pos.checked_add(count).is_none_or(|end| end > f.file_len) {
             ffi::set_error(&format!(
                 "attempting to write beyond end of file ({} + {} > {})",
                 f.pos as i64, count as i64, f.file_len as i64

@@ -278,7 +278,7 @@ pub unsafe extern "C" fn rrd_scaled_duration(
         return c"value must be positive".as_ptr();
     }
     if divisor != 0 {
-        if value % divisor != 0 {
+        if !value.is_multiple_of(divisor) {
             return c"value would truncate when scaled".as_ptr();
         }
         value /= divisor;

@@ -110,7 +110,7 @@ fn updater(max_open: usize) -> BatchUpdater {
 
 fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("RRDSCALE_LIBRRD_KEEP").map_or(true, |v| v != "0"))
+    *ON.get_or_init(|| std::env::var_os("RRDSCALE_LIBRRD_KEEP").is_none_or(|v| v != "0"))
 }
 
 fn soft_nofile() -> usize {
@@ -150,7 +150,7 @@ fn next_pages(k: &KeptHeader) -> Vec<u64> {
     for (i, rra) in k.header.rra.iter().enumerate() {
         let rows = k.layout.row_counts.get(i).copied().unwrap_or(0);
         let (Some(&cur), true) = (k.header.rra_ptr.get(i), rows > 0 && rra.pdp_count > 0) else { continue };
-        if next_pdp % rra.pdp_count != 0 {
+        if !next_pdp.is_multiple_of(rra.pdp_count) {
             continue;
         }
         let page = k.layout.row_off(i, (cur + 1) % rows) / 4096;
@@ -282,7 +282,7 @@ impl Shard {
         self.rng ^= self.rng << 13;
         self.rng ^= self.rng >> 7;
         self.rng ^= self.rng << 17;
-        self.rng % ADMIT_ONE_IN == 0
+        self.rng.is_multiple_of(ADMIT_ONE_IN)
     }
 
     /// Moves a newly kept descriptor to [`HIGH_FD`] or above, when the
