@@ -401,6 +401,17 @@ impl OpenFiles {
         Ok(self.insert(path, file, None))
     }
 
+    /// Keeps `file`, which the caller opened at `path` ([`open_for_update`])
+    /// moments ago and whose length (`len_bytes`) it has just taken, as
+    /// `path`'s open file; a path open here already keeps its own (`file` is
+    /// closed). The first header read through it takes that length instead
+    /// of another `fstat`.
+    pub fn adopt(&mut self, path: &Path, file: File, len_bytes: u64) {
+        if !self.contains(path) {
+            self.insert(path, file, Some(len_bytes));
+        }
+    }
+
     /// Keeps `file`, opened at `path` by the caller, as `path`'s open file
     /// (closing another when full); `known_len` is its length if the caller
     /// has just taken it.

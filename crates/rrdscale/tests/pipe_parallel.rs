@@ -417,3 +417,40 @@ fn a_low_descriptor_limit_costs_kept_files_not_updates() {
     assert_eq!(got_out, want_out, "stderr: {}", String::from_utf8_lossy(&out.stderr));
     assert_same_files(&want, &got, "rrdscale under ulimit -n 48");
 }
+
+/// Files whose pages are not cached (dropped before the run): the workers
+/// find their updates reading from the disk and prefetch the next ones,
+/// taking over the descriptors the reader opened for them; every path
+/// twice in the stream (its second line through the kept descriptor).
+/// Answers and files as rrdtool's, on one worker and on four.
+#[test]
+fn cold_files_prefetched_through_the_readers_descriptors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let seed = tmp.path().join("seed");
+    std::fs::create_dir(&seed).unwrap();
+    let files: i64 = 400;
+    for i in 0..files {
+        rrdtool_create(&seed.join(format!("f{i}.rrd")));
+    }
+    let mut input = String::new();
+    for round in 1..=2 {
+        for i in 0..files {
+            input.push_str(&format!("update f{i}.rrd {}:{i}:{}\n", START + 300 * round, i * round));
+        }
+    }
+    let rrdscale = env!("CARGO_BIN_EXE_rrdscale");
+    let want = tmp.path().join("rrdtool");
+    copy_dir(&seed, &want);
+    let (want_out, _) = run_pipe("rrdtool", &want, None, &input);
+    for threads in ["1", "4"] {
+        let got = tmp.path().join(format!("rrdscale-{threads}"));
+        copy_dir(&seed, &got);
+        let evict =
+            std::process::Command::new(rrdscale).arg("fadvise").arg("--dontneed").arg(&got).output().unwrap();
+        assert!(evict.status.success(), "{}", String::from_utf8_lossy(&evict.stderr));
+        let (out, err) = run_pipe(rrdscale, &got, Some(("RRDSCALE_PIPE_THREADS", threads)), &input);
+        assert!(err.is_empty(), "{threads} workers: stderr: {err}");
+        assert_eq!(out, want_out, "{threads} workers");
+        assert_same_files(&want, &got, &format!("{threads} workers"));
+    }
+}

@@ -616,13 +616,29 @@ fn update_worker(
                 access = Access::from_env(workers).unwrap_or_else(|e| unreachable!("checked: {e}"));
                 prefetched_ahead = 0;
             }
-            Job::Update { seq, req, verbose, opened } => {
+            Job::Update { seq, req, verbose, mut opened } => {
                 if prefetched_ahead == 0 && !gate.prefetch_next(since_gate) {
                     // Resident so far: the next updates go without asking.
                     prefetched_ahead = PROBE_UPDATES;
                     since_gate = 0;
                 } else if prefetched_ahead == 0 {
                     since_gate = 0;
+                    if let Access::Pread(updater) = &mut access {
+                        // The files the reader opened for these updates
+                        // join the open files (kept, as the prefetch reads
+                        // their headers through them), instead of being
+                        // opened again.
+                        let queued = queue.iter_mut().map_while(|job| match job {
+                            Job::Update { req, opened, .. } => Some((&*req, opened)),
+                            Job::Reset => None,
+                        });
+                        for (req, opened) in std::iter::once((&req, &mut opened)).chain(queued) {
+                            if let Some(Opened { file, len_bytes }) = opened.take() {
+                                handed.fetch_sub(1, Ordering::Relaxed);
+                                updater.files.adopt(&req.path, file, len_bytes);
+                            }
+                        }
+                    }
                     // This update and the ones queued behind it, up to a reset.
                     let mut reqs: Vec<&UpdateRequest> = vec![&req];
                     for job in &queue {
@@ -689,9 +705,11 @@ struct Opened {
 
 /// Files the reader may have opened and handed over at once, not yet
 /// taken by their workers: a quarter of the descriptor limit (the workers
-/// keep up to half open), at most this many. Past it, lines are routed by
-/// `stat` and their workers open the files.
-const HANDED_MAX: usize = 4096;
+/// keep up to half open), at most this many (a worker looks at most
+/// [`LOOKAHEAD_MAX`] lines ahead; each open file is kernel memory, which a
+/// memory cgroup counts). Past it, lines are routed by `stat` and their
+/// workers open the files.
+const HANDED_MAX: usize = 1024;
 
 /// Paths remembered as seen (by hash) before the set starts over.
 const SEEN_MAX: usize = 1 << 20;
