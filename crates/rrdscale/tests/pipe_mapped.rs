@@ -10,36 +10,8 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-fn run_pipe(program: &str, dir: &Path, access: Option<&str>, input: &str) -> (String, String) {
-    let mut c = Command::new(program);
-    c.arg("-")
-        .current_dir(dir)
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C")
-        .env_remove("RRDCACHED_ADDRESS")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    match access {
-        Some(a) => c.env("RRDSCALE_ACCESS", a),
-        None => c.env_remove("RRDSCALE_ACCESS"),
-    };
-    let mut child =
-        c.spawn().unwrap_or_else(|e| panic!("starting {program} - ({e}); rrdtool 1.7.2 must be installed"));
-    // A process that refuses to start (a bad RRDSCALE_ACCESS) may exit
-    // before reading: a broken pipe here is its answer, not a failure.
-    if let Err(e) = child.stdin.take().unwrap().write_all(input.as_bytes()) {
-        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "writing to {program} -: {e}");
-    }
-    let out = child.wait_with_output().unwrap();
-    // The OK lines carry CPU and elapsed times: keep only "OK".
-    let stdout = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| if l.starts_with("OK ") { "OK" } else { l })
-        .collect::<Vec<_>>()
-        .join("\n");
-    (stdout, String::from_utf8_lossy(&out.stderr).into_owned())
-}
+mod common;
+use common::pipe::run_pipe;
 
 fn rrdtool_create(path: &Path, start: i64) {
     let out = Command::new("rrdtool")
@@ -98,9 +70,9 @@ fn mapped_pipe_mode_equals_pread_and_rrdtool() {
         // One pipe process per half, a.rrd replaced in between (as
         // `rrdtool restore`/`create` do); the test below replaces a file
         // under one live mapped process.
-        let (o1, e1) = run_pipe(program, &d, access, &first_half);
+        let (o1, e1) = run_pipe(program, &d, access.map(|a| ("RRDSCALE_ACCESS", a)), &first_half);
         std::fs::rename(d.join("fresh.rrd"), d.join("a.rrd")).unwrap();
-        let (o2, e2) = run_pipe(program, &d, access, &second);
+        let (o2, e2) = run_pipe(program, &d, access.map(|a| ("RRDSCALE_ACCESS", a)), &second);
         outputs.push((side, format!("{o1}\n{o2}"), format!("{e1}{e2}")));
     }
     let (_, pread_out, _) = &outputs[0];
@@ -170,7 +142,12 @@ fn mapped_pipe_mode_follows_a_replaced_file() {
 #[test]
 fn a_bad_access_method_is_an_error() {
     let tmp = tempfile::tempdir().unwrap();
-    let (out, err) = run_pipe(env!("CARGO_BIN_EXE_rrdscale"), tmp.path(), Some("carrier-pigeon"), "quit\n");
+    let (out, err) = run_pipe(
+        env!("CARGO_BIN_EXE_rrdscale"),
+        tmp.path(),
+        Some(("RRDSCALE_ACCESS", "carrier-pigeon")),
+        "quit\n",
+    );
     assert!(out.is_empty(), "{out}");
     assert!(err.contains("RRDSCALE_ACCESS must be 'pread' or 'mmap'"), "{err}");
 }

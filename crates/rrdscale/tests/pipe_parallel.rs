@@ -14,43 +14,10 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-const START: i64 = 1_000_000_000;
+mod common;
+use common::pipe::run_pipe;
 
-/// Runs `program -` in `dir` on `input`; stdout with the OK lines' times
-/// cut (they differ from run to run), and stderr.
-fn run_pipe(program: &str, dir: &Path, threads: Option<&str>, input: &str) -> (String, String) {
-    let mut c = Command::new(program);
-    c.arg("-")
-        .current_dir(dir)
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C")
-        .env_remove("RRDCACHED_ADDRESS")
-        .env_remove("RRDSCALE_ACCESS")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    match threads {
-        Some(n) => c.env("RRDSCALE_PIPE_THREADS", n),
-        None => c.env_remove("RRDSCALE_PIPE_THREADS"),
-    };
-    let mut child =
-        c.spawn().unwrap_or_else(|e| panic!("starting {program} - ({e}); rrdtool 1.7.2 must be installed"));
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_string();
-    // Written from a thread while the answers are read: a long input
-    // would otherwise fill both pipes.
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(input.as_bytes());
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| if l.starts_with("OK u:") { "OK" } else { l })
-        .collect::<Vec<_>>()
-        .join("\n");
-    (stdout, String::from_utf8_lossy(&out.stderr).into_owned())
-}
+const START: i64 = 1_000_000_000;
 
 fn rrdtool_create(path: &Path) {
     let out = Command::new("rrdtool")
@@ -110,7 +77,7 @@ fn run_sides(seed: &Path, input: &str) -> Vec<(&'static str, String, std::path::
         let d = seed.parent().unwrap().join(side);
         copy_dir(seed, &d);
         let program = if side == "rrdtool" { "rrdtool" } else { rrdscale };
-        let (out, err) = run_pipe(program, &d, threads, input);
+        let (out, err) = run_pipe(program, &d, threads.map(|n| ("RRDSCALE_PIPE_THREADS", n)), input);
         assert!(side == "rrdtool" || err.is_empty(), "{side}: stderr: {err}");
         outputs.push((side, out, d));
     }
@@ -259,7 +226,7 @@ fn one_file_under_several_names_stays_in_order() {
             input.push_str(&format!("update b.rrd {}:{k}:{}\n", START + 300 * k, 20 * k));
         }
         let program = if side == "rrdtool" { "rrdtool" } else { rrdscale };
-        let (out, _) = run_pipe(program, &d, threads, &input);
+        let (out, _) = run_pipe(program, &d, threads.map(|n| ("RRDSCALE_PIPE_THREADS", n)), &input);
         assert!(!out.contains("ERROR"), "{side}: {out}");
         assert_eq!(out.lines().count(), 80, "{side}: {out}");
         results.push((
@@ -326,7 +293,12 @@ fn a_client_waiting_for_each_answer_gets_it() {
 #[test]
 fn a_bad_thread_count_is_an_error() {
     let tmp = tempfile::tempdir().unwrap();
-    let (out, err) = run_pipe(env!("CARGO_BIN_EXE_rrdscale"), tmp.path(), Some("zero"), "quit\n");
+    let (out, err) = run_pipe(
+        env!("CARGO_BIN_EXE_rrdscale"),
+        tmp.path(),
+        Some(("RRDSCALE_PIPE_THREADS", "zero")),
+        "quit\n",
+    );
     assert!(out.is_empty(), "{out}");
     assert!(err.contains("RRDSCALE_PIPE_THREADS must be a number from 1 to 64"), "{err}");
 }
@@ -444,4 +416,41 @@ fn a_low_descriptor_limit_costs_kept_files_not_updates() {
     assert_eq!(want_out.lines().filter(|l| *l == "OK").count() as i64, 2 * files, "rrdtool: {want_out}");
     assert_eq!(got_out, want_out, "stderr: {}", String::from_utf8_lossy(&out.stderr));
     assert_same_files(&want, &got, "rrdscale under ulimit -n 48");
+}
+
+/// Files whose pages are not cached (dropped before the run): the workers
+/// find their updates reading from the disk and prefetch the next ones,
+/// taking over the descriptors the reader opened for them; every path
+/// twice in the stream (its second line through the kept descriptor).
+/// Answers and files as rrdtool's, on one worker and on four.
+#[test]
+fn cold_files_prefetched_through_the_readers_descriptors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let seed = tmp.path().join("seed");
+    std::fs::create_dir(&seed).unwrap();
+    let files: i64 = 400;
+    for i in 0..files {
+        rrdtool_create(&seed.join(format!("f{i}.rrd")));
+    }
+    let mut input = String::new();
+    for round in 1..=2 {
+        for i in 0..files {
+            input.push_str(&format!("update f{i}.rrd {}:{i}:{}\n", START + 300 * round, i * round));
+        }
+    }
+    let rrdscale = env!("CARGO_BIN_EXE_rrdscale");
+    let want = tmp.path().join("rrdtool");
+    copy_dir(&seed, &want);
+    let (want_out, _) = run_pipe("rrdtool", &want, None, &input);
+    for threads in ["1", "4"] {
+        let got = tmp.path().join(format!("rrdscale-{threads}"));
+        copy_dir(&seed, &got);
+        let evict =
+            std::process::Command::new(rrdscale).arg("fadvise").arg("--dontneed").arg(&got).output().unwrap();
+        assert!(evict.status.success(), "{}", String::from_utf8_lossy(&evict.stderr));
+        let (out, err) = run_pipe(rrdscale, &got, Some(("RRDSCALE_PIPE_THREADS", threads)), &input);
+        assert!(err.is_empty(), "{threads} workers: stderr: {err}");
+        assert_eq!(out, want_out, "{threads} workers");
+        assert_same_files(&want, &got, &format!("{threads} workers"));
+    }
 }

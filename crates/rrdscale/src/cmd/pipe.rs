@@ -7,7 +7,9 @@
 //! per-file work on one core, and files are independent:
 //! - the **reader** reads and parses lines; an update line goes to the
 //!   **worker** of its file (sharded by device and inode, so every name of
-//!   one file reaches the same worker and its lines stay in order); any
+//!   one file reaches the same worker and its lines stay in order; a path's
+//!   first line opens the file here and the descriptor goes with it,
+//!   [`Router`]); any
 //!   other line is a **barrier**: the reader waits until every earlier
 //!   update is applied, then runs it itself (it may read or replace those
 //!   files; `restore -` reads from the same input);
@@ -65,14 +67,16 @@ use std::os::fd::AsFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
 use rrd_client::ctext::strerror;
-use rrd_engine::batch::{BatchUpdater, UpdateRequest};
+use rrd_engine::batch::{open_for_update, BatchUpdater, UpdateRequest};
 use rrd_engine::mapped::MappedFiles;
 use rrd_engine::newfile::NewFiles;
+use rrd_engine::root::Root;
 
 /// How pipe mode reads and writes files (`RRDSCALE_ACCESS`).
 enum Access {
@@ -118,14 +122,18 @@ impl Access {
 const MAX_OPEN_FILES: (usize, usize) = (512, 8192);
 
 fn max_open_files() -> usize {
+    (descriptor_limit() / 2).clamp(MAX_OPEN_FILES.0, MAX_OPEN_FILES.1)
+}
+
+/// The process's descriptor limit (soft), 0 when unknown.
+fn descriptor_limit() -> usize {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit writes one rlimit struct we own.
-    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
         usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
     } else {
         0
-    };
-    (soft / 2).clamp(MAX_OPEN_FILES.0, MAX_OPEN_FILES.1)
+    }
 }
 /// Update lines prefetched together.
 const LOOKAHEAD_MAX: usize = 256;
@@ -437,8 +445,9 @@ fn write_replies(rx: mpsc::Receiver<Vec<Reply>>, out: &mut dyn Write, start: Ins
 
 /// Work for an update worker.
 enum Job {
-    /// An update line that goes through the batch path.
-    Update { seq: u64, req: UpdateRequest, verbose: bool },
+    /// An update line that goes through the batch path, with the file the
+    /// reader opened for it (the path's first update in the session).
+    Update { seq: u64, req: UpdateRequest, verbose: bool, opened: Option<Opened> },
     /// The directory changed (`cd`): forget open files and mappings, which
     /// are kept by path.
     Reset,
@@ -564,7 +573,13 @@ const REPLY_BATCH_MAX: usize = 64;
 /// One update worker: applies the updates of its share of the files, in
 /// the order they came, and prefetches the pages of the updates it has
 /// already received (never waiting for more).
-fn update_worker(rx: mpsc::Receiver<Vec<Job>>, replies: Replies, in_flight: &InFlight, workers: usize) {
+fn update_worker(
+    rx: mpsc::Receiver<Vec<Job>>,
+    replies: Replies,
+    in_flight: &InFlight,
+    handed: &AtomicUsize,
+    workers: usize,
+) {
     let _stop = StopOnExit(in_flight);
     let mut access = match Access::from_env(workers) {
         Ok(a) => a,
@@ -601,13 +616,29 @@ fn update_worker(rx: mpsc::Receiver<Vec<Job>>, replies: Replies, in_flight: &InF
                 access = Access::from_env(workers).unwrap_or_else(|e| unreachable!("checked: {e}"));
                 prefetched_ahead = 0;
             }
-            Job::Update { seq, req, verbose } => {
+            Job::Update { seq, req, verbose, mut opened } => {
                 if prefetched_ahead == 0 && !gate.prefetch_next(since_gate) {
                     // Resident so far: the next updates go without asking.
                     prefetched_ahead = PROBE_UPDATES;
                     since_gate = 0;
                 } else if prefetched_ahead == 0 {
                     since_gate = 0;
+                    if let Access::Pread(updater) = &mut access {
+                        // The files the reader opened for these updates
+                        // join the open files (kept, as the prefetch reads
+                        // their headers through them), instead of being
+                        // opened again.
+                        let queued = queue.iter_mut().map_while(|job| match job {
+                            Job::Update { req, opened, .. } => Some((&*req, opened)),
+                            Job::Reset => None,
+                        });
+                        for (req, opened) in std::iter::once((&req, &mut opened)).chain(queued) {
+                            if let Some(Opened { file, len_bytes }) = opened.take() {
+                                handed.fetch_sub(1, Ordering::Relaxed);
+                                updater.files.adopt(&req.path, file, len_bytes);
+                            }
+                        }
+                    }
                     // This update and the ones queued behind it, up to a reset.
                     let mut reqs: Vec<&UpdateRequest> = vec![&req];
                     for job in &queue {
@@ -626,9 +657,18 @@ fn update_worker(rx: mpsc::Receiver<Vec<Job>>, replies: Replies, in_flight: &InF
                 }
                 prefetched_ahead -= 1;
                 since_gate += 1;
-                let outcome = match &mut access {
-                    Access::Pread(updater) => updater.update(&req, verbose),
-                    Access::Mmap(files) => files.update(&req.path, &req.args, &req.opts, verbose),
+                let outcome = match (&mut access, opened) {
+                    (Access::Pread(updater), Some(Opened { file, len_bytes })) => {
+                        handed.fetch_sub(1, Ordering::Relaxed);
+                        updater.update_opened(&req, verbose, file, len_bytes)
+                    }
+                    (Access::Pread(updater), None) => updater.update(&req, verbose),
+                    (Access::Mmap(files), opened) => {
+                        if opened.is_some() {
+                            handed.fetch_sub(1, Ordering::Relaxed);
+                        }
+                        files.update(&req.path, &req.args, &req.opts, verbose)
+                    }
                 };
                 let mut body = Vec::new();
                 let result = super::update::report(&mut body, &req.path, outcome, verbose);
@@ -656,21 +696,88 @@ fn worker_count() -> Result<usize> {
     }
 }
 
-/// Which worker updates `path`: by device and inode, so that two names of
+/// A file the reader opened for its update ([`open_for_update`]), with
+/// the length its `fstat` gave.
+struct Opened {
+    file: std::fs::File,
+    len_bytes: u64,
+}
+
+/// Files the reader may have opened and handed over at once, not yet
+/// taken by their workers: a quarter of the descriptor limit (the workers
+/// keep up to half open), at most this many (a worker looks at most
+/// [`LOOKAHEAD_MAX`] lines ahead; each open file is kernel memory, which a
+/// memory cgroup counts). Past it, lines are routed by `stat` and their
+/// workers open the files.
+const HANDED_MAX: usize = 1024;
+
+/// Paths remembered as seen (by hash) before the set starts over.
+const SEEN_MAX: usize = 1 << 20;
+
+/// Which worker updates a file: by device and inode, so that two names of
 /// one file (`a.rrd`, `./a.rrd`, a link) go to the same worker and stay in
 /// order (two workers would also refuse each other's lock). A path that
-/// cannot be stat'ed is sharded by its name: its update fails anyway.
-fn shard_of(path: &Path, workers: usize) -> usize {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    match std::fs::metadata(path) {
-        Ok(m) => {
-            use std::os::unix::fs::MetadataExt;
-            (m.dev(), m.ino()).hash(&mut h)
+/// cannot be stat'ed or opened is routed by its name: its update fails
+/// anyway.
+///
+/// The first line for a path in the session opens the file here, and the
+/// descriptor travels with the line (`Opened`): the identity comes from
+/// `fstat` of it, so the path is walked once instead of twice (a `stat`
+/// here, an `open` in the worker: the reader's `stat` was 7-9 % of a
+/// poller's CPU), and the worker neither opens nor `fstat`s it. Such a
+/// file is closed after its update (a poller touches each file once). A
+/// path seen before is `stat`'ed and its worker opens the file and keeps
+/// it open, as for any long session.
+struct Router<'a> {
+    workers: usize,
+    /// Whether files are opened here (pread access; mapped access opens
+    /// nothing).
+    open_here: bool,
+    /// Hashes of the paths routed so far (a collision only costs a `stat`).
+    seen: std::collections::HashSet<u64>,
+    handed: &'a AtomicUsize,
+    handed_max: usize,
+}
+
+impl Router<'_> {
+    fn route(&mut self, path: &Path) -> (usize, Option<Opened>) {
+        use std::hash::{Hash, Hasher};
+        use std::os::unix::fs::MetadataExt;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        path.as_os_str().hash(&mut h);
+        let name_hash = h.finish();
+        if self.seen.len() >= SEEN_MAX {
+            // Starting over only costs an open of a file a worker may
+            // still have open (it then uses its own).
+            self.seen.clear();
         }
-        Err(_) => path.hash(&mut h),
+        let first = self.open_here && self.seen.insert(name_hash);
+        if first && self.handed.load(Ordering::Relaxed) < self.handed_max {
+            if let Ok(file) = open_for_update(&Root::Anywhere, true, path) {
+                if let Ok(m) = file.metadata() {
+                    self.handed.fetch_add(1, Ordering::Relaxed);
+                    let shard = self.of_inode(m.dev(), m.ino());
+                    return (shard, Some(Opened { file, len_bytes: m.len() }));
+                }
+            }
+        }
+        match std::fs::metadata(path) {
+            Ok(m) => (self.of_inode(m.dev(), m.ino()), None),
+            Err(_) => ((name_hash % self.workers as u64) as usize, None),
+        }
     }
-    (h.finish() % workers as u64) as usize
+
+    fn of_inode(&self, dev: u64, ino: u64) -> usize {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (dev, ino).hash(&mut h);
+        (h.finish() % self.workers as u64) as usize
+    }
+
+    /// The directory changed: relative paths name other files now.
+    fn reset(&mut self) {
+        self.seen.clear();
+    }
 }
 
 /// Grows the process's descriptor table to hold `files` more descriptors
@@ -702,23 +809,32 @@ pub fn run<R: Read + AsFd + Send>(input: &mut BufReader<R>, out: &mut dyn Write)
     let start = Instant::now();
     let workers = worker_count()?;
     // Open files of every worker, the session's own and a margin.
-    reserve_descriptors(max_open_files() + 64);
+    let handed_max = (descriptor_limit() / 4).min(HANDED_MAX);
+    reserve_descriptors(max_open_files() + handed_max + 64);
     // A bad RRDSCALE_ACCESS refuses the session before any line is read.
-    drop(Access::from_env(workers)?);
+    let open_here = matches!(Access::from_env(workers)?, Access::Pread(_));
     let in_flight = InFlight::new();
+    let handed = AtomicUsize::new(0);
     let (reply_tx, reply_rx) = mpsc::channel::<Vec<Reply>>();
     std::thread::scope(|scope| {
         let mut jobs = Vec::with_capacity(workers);
         for _ in 0..workers {
             let (tx, rx) = mpsc::sync_channel::<Vec<Job>>(JOB_QUEUE_MAX / SEND_BATCH_MAX);
             let replies = reply_tx.clone();
-            let in_flight = &in_flight;
-            scope.spawn(move || update_worker(rx, replies, in_flight, workers));
+            let (in_flight, handed) = (&in_flight, &handed);
+            scope.spawn(move || update_worker(rx, replies, in_flight, handed, workers));
             jobs.push(tx);
         }
+        let router = Router {
+            workers,
+            open_here,
+            seen: std::collections::HashSet::new(),
+            handed: &handed,
+            handed_max,
+        };
         let reader = scope.spawn({
             let in_flight = &in_flight;
-            move || read_commands(input, jobs, reply_tx, in_flight)
+            move || read_commands(input, jobs, reply_tx, in_flight, router)
         });
         let written = write_replies(reply_rx, out, start);
         let read = reader.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -795,6 +911,7 @@ fn read_commands<R: Read + AsFd>(
     jobs: Vec<mpsc::SyncSender<Vec<Job>>>,
     replies: Replies,
     in_flight: &InFlight,
+    mut router: Router,
 ) -> Result<()> {
     let closed = || anyhow!("the output of pipe mode is closed");
     let send = |r: Reply| replies.send(vec![r]).map_err(|_| closed());
@@ -863,8 +980,8 @@ fn read_commands<R: Read + AsFd>(
                     pending.wait_idle()?;
                     creates.answer(&replies)?;
                 }
-                let shard = shard_of(&req.path, jobs.len());
-                pending.push(shard, Job::Update { seq: this, req, verbose })?;
+                let (shard, opened) = router.route(&req.path);
+                pending.push(shard, Job::Update { seq: this, req, verbose, opened })?;
                 continue;
             }
         }
@@ -893,6 +1010,7 @@ fn read_commands<R: Read + AsFd>(
                 Remote::ChangedDirectory => {
                     // Open files and mappings are kept by path, and a
                     // relative path now names another file.
+                    router.reset();
                     for tx in &jobs {
                         tx.send(vec![Job::Reset]).map_err(|_| closed())?;
                     }

@@ -20,6 +20,7 @@
 
 pub mod gen;
 pub mod harness;
+pub mod pipe;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
