@@ -714,7 +714,7 @@ impl BatchUpdater {
         lock_file(&file, &req.path, true, false, Locking::from_env())?;
         self.files.insert(&req.path, file, Some(len_bytes));
         let keep_headers = std::mem::replace(&mut self.keep_headers, false);
-        let (result, _) = self.apply_locked(req, verbose, None);
+        let (result, _) = self.apply_locked(req, verbose, None, None);
         self.keep_headers = keep_headers;
         // Closing the descriptor releases the lock.
         self.files.close(&req.path);
