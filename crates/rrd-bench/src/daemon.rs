@@ -173,6 +173,8 @@ pub fn require_rrdcached(path: &Path) -> Result<(), BenchError> {
 /// A running daemon.
 pub struct DaemonProc {
     pub spec: DaemonSpec,
+    /// The memory cgroup it was started in (and is restarted in).
+    cgroup: Option<PathBuf>,
     child: Option<Child>,
     pub pid: u32,
 }
@@ -236,7 +238,8 @@ impl DaemonProc {
         let started = Instant::now();
         let child = cmd.spawn().map_err(|e| BenchError::io(format!("starting {}", words.join(" ")), e))?;
         let pid = child.id();
-        let mut d = DaemonProc { spec: spec.clone(), child: Some(child), pid };
+        let mut d =
+            DaemonProc { spec: spec.clone(), cgroup: cgroup.map(Path::to_path_buf), child: Some(child), pid };
         d.wait_ready(Duration::from_secs(600))?;
         Ok((d, started.elapsed()))
     }
@@ -323,8 +326,17 @@ impl DaemonProc {
         Ok(())
     }
 
+    /// Starts the daemon again, same command line and cgroup, after it was
+    /// stopped or killed ([`DaemonProc::kill9`]); returns the time until it
+    /// answered PING.
+    pub fn restart(&mut self) -> Result<Duration, BenchError> {
+        let (d, took) = DaemonProc::start(&self.spec, self.cgroup.as_deref())?;
+        *self = d;
+        Ok(took)
+    }
+
     /// kill -9 and reap.
-    pub fn kill9(mut self) {
+    pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();

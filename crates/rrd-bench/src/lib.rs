@@ -10,9 +10,10 @@
 //! librrd loaded at run time (`--vs rrdtool`) or through `rrdtool -`.
 //!
 //! Daemon workloads (`daemon-ingest`, `daemon-flush`, `daemon-restart`,
-//! `daemon-read`, `daemon-capacity`; one module each, shared setup in
-//! [`dcommon`], process control and protocol in [`daemon`], the disk probe
-//! in [`diskprobe`], per-request latency histograms in [`latency`]):
+//! `daemon-read`, `daemon-capacity`; one module each, driven by the one
+//! driver in [`dworkload`], shared pieces in [`dcommon`], process control
+//! and protocol in [`daemon`], the disk probe in [`diskprobe`],
+//! per-request latency histograms in [`latency`]):
 //! `rrdscale daemon` and rrdcached 1.7.2 on identical copies of the files,
 //! one after the other, each in its own memory cgroup with
 //! `--memory-budget`, driven only through their command line, UNIX socket
@@ -50,6 +51,7 @@ pub mod daemon_restart;
 pub mod dcommon;
 pub mod diskprobe;
 pub mod driver;
+pub mod dworkload;
 pub mod latency;
 pub mod librrd;
 pub mod procstat;
