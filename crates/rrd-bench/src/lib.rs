@@ -38,6 +38,8 @@
 //! does not judge them), and linking librrd at build time (it is opened
 //! with `dlopen`, so the rest of rrdscale never depends on it).
 
+#![deny(unsafe_code)]
+
 use std::io::Write;
 
 pub mod cgroup;
@@ -53,12 +55,15 @@ pub mod diskprobe;
 pub mod driver;
 pub mod dworkload;
 pub mod latency;
+#[allow(unsafe_code)]
 pub mod librrd;
 pub mod procstat;
 pub mod report;
 pub mod schema;
 pub mod side;
 pub mod svg;
+#[allow(unsafe_code)]
+mod sys;
 pub mod worker;
 pub mod workload;
 

@@ -172,12 +172,11 @@ pub fn connections_max(descriptors: u64, write_threads: usize) -> usize {
 /// rrdcached's `$localstatedir/run/rrdcached.pid` for root; elsewhere a
 /// place an ordinary user can write.
 fn default_pid_file() -> PathBuf {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
+    let uid = rustix::process::geteuid().as_raw();
+    if uid == 0 {
         PathBuf::from("/var/run/rrdcached.pid")
     } else {
-        // SAFETY: as above.
-        PathBuf::from(format!("/tmp/rrdcached-{}.pid", unsafe { libc::geteuid() }))
+        PathBuf::from(format!("/tmp/rrdcached-{uid}.pid"))
     }
 }
 
@@ -289,23 +288,14 @@ fn lookup_group(name: &str) -> Option<u32> {
     if let Ok(gid) = name.parse::<u32>() {
         return Some(gid);
     }
-    let c = std::ffi::CString::new(name).ok()?;
-    // SAFETY: getgrnam reads a NUL-terminated name; the result (static
-    // storage) is read immediately, before any other call could reuse it.
-    let grp = unsafe { libc::getgrnam(c.as_ptr()) };
-    // SAFETY: non-null pointers from getgrnam point to a valid group.
-    (!grp.is_null()).then(|| unsafe { (*grp).gr_gid })
+    crate::sys::group_id(name)
 }
 
 fn lookup_user(name: &str) -> Option<u32> {
     if let Ok(uid) = name.parse::<u32>() {
         return Some(uid);
     }
-    let c = std::ffi::CString::new(name).ok()?;
-    // SAFETY: as in lookup_group, for getpwnam.
-    let pw = unsafe { libc::getpwnam(c.as_ptr()) };
-    // SAFETY: non-null pointers from getpwnam point to a valid passwd.
-    (!pw.is_null()).then(|| unsafe { (*pw).pw_uid })
+    crate::sys::user_id(name)
 }
 
 pub use rrd_engine::pagecache::memory_limit;
