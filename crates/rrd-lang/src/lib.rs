@@ -20,4 +20,5 @@
 pub mod attime;
 pub mod ctext;
 pub mod numparse;
+pub mod optparse;
 pub mod rpn;
