@@ -59,9 +59,9 @@ pub(crate) fn timestamp_label(value: f64, fmt: &str) -> String {
     if !(value >= i64::MIN as f64 && value <= i64::MAX as f64) || value.trunc() != value {
         return format!("{value:.6}");
     }
-    let Some(tm) = crate::ctime::gmtime(value as i64) else { return String::new() };
+    let Some(tm) = rrd_lang::ctime::gmtime(value as i64) else { return String::new() };
     let Ok(cfmt) = std::ffi::CString::new(fmt) else { return String::new() };
-    String::from_utf8_lossy(&crate::ctime::strftime(&cfmt, &tm, 100)).into_owned()
+    String::from_utf8_lossy(&rrd_lang::ctime::strftime(&cfmt, &tm, 100)).into_owned()
 }
 
 /// The `duration` formatter: RRDtool's `strfduration` of `ms`

@@ -23,11 +23,9 @@
 //! beyond `<b>`, `<i>`, `<span>` colours and sizes, `<sup>`, `<sub>`,
 //! `<small>`, `<big>` (other tags are dropped, their text kept).
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 mod canvas;
-#[allow(unsafe_code)]
-mod ctime;
 mod dataformat;
 mod elements;
 pub mod error;

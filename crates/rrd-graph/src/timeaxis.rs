@@ -108,7 +108,7 @@ pub(crate) fn choose(span_secs: i64, width_px: i64) -> XLabel {
     XLABELS[sel]
 }
 
-use crate::ctime::{localtime as local, mktime as make};
+use rrd_lang::ctime::{localtime as local, mktime as make};
 
 /// The first boundary of `unit × step` at or before `start`.
 pub(crate) fn first_time(start: i64, (unit, step): (Unit, i64)) -> i64 {
@@ -192,7 +192,7 @@ pub(crate) fn next_time(current: i64, (unit, step): (Unit, i64)) -> i64 {
 pub(crate) fn format_time(t: i64, format: &str) -> String {
     let Some(tm) = local(t) else { return String::new() };
     let Ok(fmt) = std::ffi::CString::new(format) else { return String::new() };
-    String::from_utf8_lossy(&crate::ctime::strftime(&fmt, &tm, 99)).into_owned()
+    String::from_utf8_lossy(&rrd_lang::ctime::strftime(&fmt, &tm, 99)).into_owned()
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use crate::printf::{format_double, Conversion};
 /// RRDtool's `FMT_LEG_LEN`: the buffer every PRINT/GPRINT text is made in.
 const FMT_LEG_LEN: usize = 200;
 
-use crate::ctime;
+use rrd_lang::ctime;
 
 /// `valstrftime`'s format when none is given.
 const DEFAULT_TIMESTAMP_FMT: &str = "%Y-%m-%d %H:%M:%S";

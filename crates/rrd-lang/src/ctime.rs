@@ -1,7 +1,9 @@
-//! The graph's only `unsafe`: the C library's time functions, whose output
-//! (the process time zone, glibc's `strftime` conversions and locale
-//! words) labels and legends must match byte for byte, each behind a safe
-//! function. The crate denies `unsafe_code` everywhere else.
+//! The C library's time functions, behind safe functions: AT-style times
+//! replay their clock edits through `localtime_r`/`mktime` ([`crate::attime`])
+//! and graph labels and legends print through `strftime` (rrd-graph), whose
+//! output (the process time zone, glibc's conversions and locale words)
+//! must match rrdtool's byte for byte. The crate's only `unsafe` outside
+//! tests; it denies `unsafe_code` everywhere else.
 
 use std::ffi::CStr;
 
@@ -28,6 +30,18 @@ pub fn localtime(t: i64) -> Option<Tm> {
         let mut tm: Tm = std::mem::zeroed();
         (!libc::localtime_r(&t, &mut tm).is_null()).then_some(tm)
     }
+}
+
+/// `localtime_r` into an existing struct, ignoring failure as rrdtool
+/// does: for a count too large for `tm_year`, glibc has then already
+/// written the time of day, the weekday, the DST flag and a truncated year,
+/// and rrdtool goes on with those (where the C library leaves the struct
+/// alone instead, the previous fields stay).
+pub fn localtime_into(t: i64, tm: &mut Tm) {
+    let Some(t) = libc::time_t::try_from(t).ok() else { return };
+    // SAFETY: `tm` is a valid, exclusively borrowed struct; localtime_r
+    // writes only into it.
+    unsafe { libc::localtime_r(&t, tm) };
 }
 
 /// `gmtime_r`; `None` where it fails.
