@@ -7,6 +7,9 @@
 # and turn it into a test (crates/rrd-engine/tests/fuzz_regressions.rs, or
 # the crate's own tests) before fixing it.
 #
+# The targets' bodies are in crates/rrd-fuzz; `cargo test -p rrd-fuzz` runs
+# them on stable over the seeds and fixed-seed mutations of them (CI does).
+#
 # Needs a nightly toolchain and cargo-fuzz:
 #   rustup toolchain install nightly && cargo install cargo-fuzz
 # Usage: scripts/fuzz.sh [SECS] [TARGET...]

@@ -22,7 +22,6 @@ use std::ffi::CString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -173,39 +172,29 @@ pub fn require_rrdcached(path: &Path) -> Result<(), BenchError> {
 /// A running daemon.
 pub struct DaemonProc {
     pub spec: DaemonSpec,
+    /// The memory cgroup it was started in (and is restarted in).
+    cgroup: Option<PathBuf>,
     child: Option<Child>,
     pub pid: u32,
 }
 
-/// Writes `pid` into `procs` using only async-signal-safe calls (this runs
-/// between fork and exec).
+/// Writes this process's pid into `procs` (`<cgroup>/cgroup.procs`) with
+/// raw system calls only, nothing allocated: this runs between fork and
+/// exec ([`crate::sys::pre_exec`]).
 fn enter_cgroup_raw(procs: &CString) -> std::io::Result<()> {
-    // SAFETY: getpid, open, write and close are async-signal-safe; the path
-    // and buffer outlive the calls.
-    unsafe {
-        let pid = libc::getpid() as u32;
-        let mut buf = [0u8; 16];
-        let mut n = pid;
-        let mut i = buf.len();
-        loop {
-            i -= 1;
-            buf[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let r = libc::write(fd, buf[i..].as_ptr().cast(), buf.len() - i);
-        let e = std::io::Error::last_os_error();
-        libc::close(fd);
-        if r < 0 {
-            return Err(e);
+    let mut n = rustix::process::getpid().as_raw_nonzero().get() as u32;
+    let mut buf = [0u8; 16];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
         }
     }
+    let fd = rustix::fs::open(procs.as_c_str(), rustix::fs::OFlags::WRONLY, rustix::fs::Mode::empty())?;
+    rustix::io::write(&fd, &buf[i..])?;
     Ok(())
 }
 
@@ -228,15 +217,13 @@ impl DaemonProc {
         if let Some(cg) = cgroup {
             let procs = CString::new(cg.join("cgroup.procs").as_os_str().as_bytes())
                 .map_err(|_| BenchError::Cgroup(format!("{} holds a NUL byte", cg.display())))?;
-            // SAFETY: the closure only makes async-signal-safe calls.
-            unsafe {
-                cmd.pre_exec(move || enter_cgroup_raw(&procs));
-            }
+            crate::sys::pre_exec(&mut cmd, move || enter_cgroup_raw(&procs));
         }
         let started = Instant::now();
         let child = cmd.spawn().map_err(|e| BenchError::io(format!("starting {}", words.join(" ")), e))?;
         let pid = child.id();
-        let mut d = DaemonProc { spec: spec.clone(), child: Some(child), pid };
+        let mut d =
+            DaemonProc { spec: spec.clone(), cgroup: cgroup.map(Path::to_path_buf), child: Some(child), pid };
         d.wait_ready(Duration::from_secs(600))?;
         Ok((d, started.elapsed()))
     }
@@ -305,8 +292,9 @@ impl DaemonProc {
     /// SIGTERM, then waits (SIGKILL after `grace`).
     pub fn stop(mut self, grace: Duration) -> Result<(), BenchError> {
         if let Some(mut child) = self.child.take() {
-            // SAFETY: kill only sends a signal to our own child.
-            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            }
             let deadline = Instant::now() + grace;
             loop {
                 match child.try_wait() {
@@ -323,8 +311,17 @@ impl DaemonProc {
         Ok(())
     }
 
+    /// Starts the daemon again, same command line and cgroup, after it was
+    /// stopped or killed ([`DaemonProc::kill9`]); returns the time until it
+    /// answered PING.
+    pub fn restart(&mut self) -> Result<Duration, BenchError> {
+        let (d, took) = DaemonProc::start(&self.spec, self.cgroup.as_deref())?;
+        *self = d;
+        Ok(took)
+    }
+
     /// kill -9 and reap.
-    pub fn kill9(mut self) {
+    pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();

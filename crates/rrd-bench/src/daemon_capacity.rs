@@ -47,8 +47,8 @@ use std::time::{Duration, Instant};
 use clap::Args;
 
 use crate::daemon::{journal_bytes, DaemonProc};
-use crate::dcommon::{self, col, Check, DaemonCommon, DaemonResults, DaemonSideResult};
-use crate::schema::Schema;
+use crate::dcommon::{self, col, DaemonCommon, DaemonSideResult};
+use crate::dworkload::{self, DaemonWorkload, Report, Run, Side};
 use crate::workload::file_path;
 use crate::BenchError;
 
@@ -123,18 +123,15 @@ struct SideState {
     trial: u64,
 }
 
-#[allow(clippy::too_many_arguments)]
 fn trial(
     a: &CapacityArgs,
-    schema: &Schema,
+    run: &Run,
     kind: &crate::daemon::DaemonKind,
     st: &mut SideState,
-    master: &Path,
-    exe: &Path,
     k: usize,
     n: u64,
 ) -> Result<Trial, BenchError> {
-    let c = &a.common;
+    let (c, schema, master, exe) = (&a.common, &run.schema, &run.ws.master(), &run.exe);
     // Grow the side's copy from the master file (never updated; every
     // file starts as a copy of it, so the master is one file, which halves
     // the disk space a large search needs).
@@ -155,7 +152,7 @@ fn trial(
         &format!("rrdscale-dcap-{}-{k}-{}", std::process::id(), st.trial),
         budget,
     )?;
-    let w_real = ((a.window_secs as f64 / a.speedup).round() as u64).max(1);
+    let w_real = window_real_secs(a);
     let run_dir = st.run_dir.join(format!("trial-{}", st.trial));
     let spec = dcommon::spec_for(kind, c, exe, &run_dir, w_real, (n * 20).max(1_000_000));
     let interval = Duration::from_secs_f64(300.0 / a.speedup);
@@ -246,36 +243,78 @@ fn trial(
     Ok(t)
 }
 
+/// `daemon-capacity` as a [`DaemonWorkload`]: each side is a search of
+/// trials, each with its own daemon and memory cgroup; the master is one
+/// file, which each side copies as its search grows.
+pub struct Capacity<'a>(pub &'a CapacityArgs);
+
 pub fn run(a: &CapacityArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
-    let c = &a.common;
-    if a.speedup.is_nan() || a.speedup < 1.0 || a.min_files == 0 || a.max_files < a.min_files {
-        return Err(BenchError::Usage(
-            "--speedup must be at least 1 and --min-files between 1 and --max-files".into(),
-        ));
+    dworkload::run(&mut Capacity(a), args, exe, out)
+}
+
+/// What a side's search hands to the report: its rows of the trials table
+/// and the largest N it tried.
+pub struct Search {
+    rows: Vec<Vec<String>>,
+    tried_max: u64,
+}
+
+impl DaemonWorkload for Capacity<'_> {
+    type SideOut = Search;
+
+    fn common(&self) -> &DaemonCommon {
+        &self.0.common
     }
-    let schema = Schema::parse(&a.schema)?;
-    let kinds = dcommon::sides(c, &["always"])?;
-    let ws = dcommon::Workspace::new(c, args)?;
-    let master = ws.master();
-    let file_bytes = dcommon::make_master(&schema, 1, c.start_time, &master)?;
-    let mut tried_max = 0;
-    let (mut sides, mut checks, mut rows) = (Vec::new(), Vec::new(), Vec::new());
-    for (k, kind) in kinds.iter().enumerate() {
-        let d = dcommon::side_dirs(&ws.base, kind);
-        let mut st = SideState { files_dir: d.files, run_dir: d.run, have: 0, trial: 0 };
+
+    fn name(&self) -> String {
+        "daemon-capacity".into()
+    }
+
+    fn schema(&self) -> &str {
+        &self.0.schema
+    }
+
+    fn files(&self) -> u64 {
+        1
+    }
+
+    fn copies(&self) -> bool {
+        false
+    }
+
+    fn check(&self) -> Result<(), BenchError> {
+        let a = self.0;
+        if a.speedup.is_nan() || a.speedup < 1.0 || a.min_files == 0 || a.max_files < a.min_files {
+            return Err(BenchError::Usage(
+                "--speedup must be at least 1 and --min-files between 1 and --max-files".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn side(&self, run: &Run, side: &mut Side) -> Result<Search, BenchError> {
+        let a = self.0;
+        let kind = side.kind;
+        let mut st = SideState {
+            files_dir: side.dirs.files.clone(),
+            run_dir: side.dirs.run.clone(),
+            have: 0,
+            trial: 0,
+        };
         let (mut lo, mut hi): (Option<u64>, Option<u64>) = (None, None);
         let t0 = Instant::now();
         let mut stop = "the search converged (within 10%)".to_string();
         let mut best: Option<Trial> = None;
+        let mut s = Search { rows: Vec::new(), tried_max: 0 };
         while let Some(n) = next_n(lo, hi, a.min_files, a.max_files) {
             if t0.elapsed().as_secs_f64() > a.max_minutes * 60.0 {
                 stop = format!("the time box of {} minutes ran out", a.max_minutes);
                 break;
             }
-            tried_max = tried_max.max(n);
-            let t = trial(a, &schema, kind, &mut st, &master, exe, k, n)?;
+            s.tried_max = s.tried_max.max(n);
+            let t = trial(a, run, kind, &mut st, side.k, n)?;
             eprintln!("{}: N = {n}: {} ({})", kind.label(), if t.pass { "pass" } else { "FAIL" }, t.why);
-            rows.push(vec![
+            s.rows.push(vec![
                 kind.label(),
                 crate::report::thousands(n as f64),
                 if t.pass { "pass".into() } else { "fail".into() },
@@ -300,66 +339,68 @@ pub fn run(a: &CapacityArgs, args: &[String], exe: &Path, out: &mut dyn Write) -
         // ends with a kill -9); removing them bounds the disk space to one
         // side's largest N.
         let _ = std::fs::remove_dir_all(&st.files_dir);
-        let mut r = DaemonSideResult { label: kind.label(), kind: Some(kind.clone()), ..Default::default() };
-        r.command_line = dcommon::spec_for(
+        side.result.command_line = dcommon::spec_for(
             kind,
-            c,
-            exe,
-            &ws.base.join("RUN"),
-            ((a.window_secs as f64 / a.speedup).round() as u64).max(1),
+            &run.common,
+            &run.exe,
+            &run.ws.base.join("RUN"),
+            window_real_secs(a),
             1_000_000,
         )
         .command_line()
         .join(" ");
-        r.set("capacity_files", lo.unwrap_or(0) as f64);
-        r.set("first_failure_files", hi.map_or(f64::NAN, |h| h as f64));
-        r.set("search_minutes", t0.elapsed().as_secs_f64() / 60.0);
+        side.set("capacity_files", lo.unwrap_or(0) as f64);
+        side.set("first_failure_files", hi.map_or(f64::NAN, |h| h as f64));
+        side.set("search_minutes", t0.elapsed().as_secs_f64() / 60.0);
         if let Some(b) = &best {
-            r.set("budget_mib_at_capacity", (a.base_memory + a.ram_per_file * b.files) as f64 / 1048576.0);
+            side.set("budget_mib_at_capacity", (a.base_memory + a.ram_per_file * b.files) as f64 / 1048576.0);
         }
-        checks.push(Check {
-            name: format!("{}: search", r.label),
-            ok: true,
-            detail: format!(
+        side.check(
+            "search",
+            true,
+            format!(
                 "largest N kept current {}, first failure {}; stopped because {stop}",
                 lo.map_or("none".into(), |x| x.to_string()),
                 hi.map_or("none".into(), |x| x.to_string())
             ),
-        });
-        sides.push(r);
+        );
+        Ok(s)
     }
-    let mut ratios = std::collections::BTreeMap::new();
-    if let Some(x) = dcommon::ratio(&sides, "rrdscale (--sync always)", "capacity_files", true) {
-        ratios.insert("files kept current".to_string(), x);
-    }
-    let params = [
-        ("speed-up K", format!("{}", a.speedup)),
-        ("write window W (simulated s)", a.window_secs.to_string()),
-        ("-w (real s)", ((a.window_secs as f64 / a.speedup).round() as u64).max(1).to_string()),
-        ("memory budget", format!("{} + {} bytes per file", a.base_memory, a.ram_per_file)),
-        ("search range", format!("{}..{}", a.min_files, a.max_files)),
-        ("simulated hours per trial", a.sim_hours.to_string()),
-        ("time box per side (min)", a.max_minutes.to_string()),
-    ];
-    let results = DaemonResults {
-        columns: vec![
+
+    fn report(&self, run: &Run, sides: &[DaemonSideResult], searches: Vec<Search>) -> Report {
+        let a = self.0;
+        let params = vec![
+            ("speed-up K", format!("{}", a.speedup)),
+            ("write window W (simulated s)", a.window_secs.to_string()),
+            ("-w (real s)", window_real_secs(a).to_string()),
+            ("memory budget", format!("{} + {} bytes per file", a.base_memory, a.ram_per_file)),
+            ("search range", format!("{}..{}", a.min_files, a.max_files)),
+            ("simulated hours per trial", a.sim_hours.to_string()),
+            ("time box per side (min)", a.max_minutes.to_string()),
+        ];
+        let columns = vec![
             col("capacity_files", "files kept current", 0),
             col("first_failure_files", "first N that failed", 0),
             col("budget_mib_at_capacity", "budget at capacity, MiB", 1),
             col("search_minutes", "search minutes", 1),
-        ],
-        sides,
-        ratios,
-        checks,
-        notes: vec![format!(
+        ];
+        let mut r = Report::new(run, columns, params);
+        r.files = searches.iter().map(|s| s.tried_max).max().unwrap_or(0);
+        r.memory_budget_bytes = None;
+        r.ratios = dworkload::ratios(
+            sides,
+            "rrdscale (--sync always)",
+            &[("capacity_files", "files kept current", true)],
+        );
+        r.notes.push(format!(
             "{} simulated hour(s) per trial: intervals of 300 simulated s, each {:.2} real s long. \
              A trial passes when every interval's values are sent within the interval, every file's \
              last update on disk at the end is at most W + 600 simulated s old, and the journal never \
              exceeds its bound (see the module documentation and docs/BENCHMARKS.md).",
             a.sim_hours,
             300.0 / a.speedup
-        )],
-        tables: vec![(
+        ));
+        r.tables.push((
             "Trials".into(),
             [
                 "side",
@@ -375,11 +416,15 @@ pub fn run(a: &CapacityArgs, args: &[String], exe: &Path, out: &mut dyn Write) -
             .iter()
             .map(|s| s.to_string())
             .collect(),
-            rows,
-        )],
-        ..ws.results("daemon-capacity", None, schema, file_bytes, tried_max, &params)
-    };
-    dcommon::finish(results, &ws, c.json.as_deref(), out)
+            searches.into_iter().flat_map(|s| s.rows).collect(),
+        ));
+        r
+    }
+}
+
+/// `-w` in real seconds: W / K, at least 1.
+fn window_real_secs(a: &CapacityArgs) -> u64 {
+    ((a.window_secs as f64 / a.speedup).round() as u64).max(1)
 }
 
 #[cfg(test)]

@@ -25,12 +25,12 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use crate::daemon::{wait_drained, DaemonProc};
-use crate::dcommon::{self, col, Check, DaemonCommon, DaemonResults, DaemonSideResult};
+use crate::daemon::wait_drained;
+use crate::dcommon::{self, col, DaemonCommon, DaemonSideResult, WRITE_INTERVAL};
 use crate::diskprobe;
+use crate::dworkload::{self, DaemonWorkload, Report, Run, Side};
 use crate::procstat::Meter;
 use crate::report::PAGE_BYTES;
-use crate::schema::Schema;
 use crate::BenchError;
 
 #[derive(Debug, Args, Clone)]
@@ -73,166 +73,152 @@ pub fn bound(r: f64, w: f64, read_iops: f64, write_iops: f64) -> f64 {
     }
 }
 
+/// `daemon-flush` as a [`DaemonWorkload`]; the disk probe is made once,
+/// before the first side.
+pub struct Flush<'a> {
+    pub a: &'a FlushArgs,
+    disk: Option<diskprobe::DiskProbe>,
+}
+
 pub fn run(a: &FlushArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
-    let c = &a.common;
-    let schema = Schema::parse(&a.schema)?;
-    let kinds = dcommon::sides(c, &["always"])?;
-    let ws = dcommon::Workspace::new(c, args)?;
-    let file_bytes =
-        dcommon::make_master_from(&schema, a.files, c.start_time, &ws.master(), a.master_file.as_deref())?;
-    let mut dirs = Vec::new();
-    for k in &kinds {
-        let d = dcommon::side_dirs(&ws.base, k);
-        dcommon::copy_files(&ws.master(), &d.files, a.files, &k.label())?;
-        dirs.push(d);
+    dworkload::run(&mut Flush { a, disk: None }, args, exe, out)
+}
+
+impl DaemonWorkload for Flush<'_> {
+    type SideOut = ();
+
+    fn common(&self) -> &DaemonCommon {
+        &self.a.common
     }
-    crate::driver::syncfs(&ws.base)?;
-    let disk = if a.probe_disk {
-        eprintln!("probing the disk ({} s per pattern)", a.probe_secs);
-        Some(diskprobe::probe(&ws.base, a.probe_bytes, a.probe_secs)?)
-    } else {
-        None
-    };
-    let w = 1_000_000;
-    let last = c.start_time + (a.pending * schema.step_secs) as i64;
-    let (mut sides, mut checks) = (Vec::new(), Vec::new());
-    for (k, (kind, d)) in kinds.iter().zip(&dirs).enumerate() {
-        let cg = dcommon::cgroup_for(c, k)?;
-        let spec = dcommon::spec_for(kind, c, exe, &d.run, w, (a.files * a.pending).max(10_000_000) * 2);
+
+    fn name(&self) -> String {
+        "daemon-flush".into()
+    }
+
+    fn schema(&self) -> &str {
+        &self.a.schema
+    }
+
+    fn files(&self) -> u64 {
+        self.a.files
+    }
+
+    fn master_file(&self) -> Option<&Path> {
+        self.a.master_file.as_deref()
+    }
+
+    fn before_sides(&mut self, run: &Run) -> Result<(), BenchError> {
+        if self.a.probe_disk {
+            eprintln!("probing the disk ({} s per pattern)", self.a.probe_secs);
+            self.disk = Some(diskprobe::probe(&run.ws.base, self.a.probe_bytes, self.a.probe_secs)?);
+        }
+        Ok(())
+    }
+
+    fn side(&self, run: &Run, side: &mut Side) -> Result<(), BenchError> {
+        let (a, c) = (self.a, &run.common);
+        let files = side.dirs.files.clone();
+        let last = c.start_time + (a.pending * run.schema.step_secs) as i64;
         let plan =
-            dcommon::plan_updates(&schema, &d.files, a.files, 1..=a.pending, c.start_time, c.batching(1));
+            dcommon::plan_updates(&run.schema, &files, a.files, 1..=a.pending, c.start_time, c.batching(1));
         let values = plan.values;
-        let (mut daemon, _) = DaemonProc::start(&spec, cg.as_ref().map(|g| g.path.as_path()))?;
-        let mut conn = crate::with_daemon!(daemon, daemon.connect());
-        let sent = crate::with_daemon!(daemon, dcommon::send_plan(&spec.socket(), plan));
-        crate::worker::evict_files(&d.files, a.files)?;
-        let before = crate::with_daemon!(daemon, conn.stats());
-        let written0 = before.get("UpdatesWritten").copied().unwrap_or(0);
-        let meter =
-            Meter::start(daemon.pid).map_err(|e| BenchError::io("reading the daemon's counters", e))?;
-        let t = Instant::now();
-        let fl = crate::with_daemon!(daemon, conn.request("FLUSHALL"));
-        if fl.status < 0 {
-            return Err(BenchError::Worker(format!("FLUSHALL failed on {}: {}", kind.label(), fl.message)));
-        }
-        let after = crate::with_daemon!(
-            daemon,
-            wait_drained(&mut conn, written0 + a.files, Duration::from_millis(10), Duration::from_secs(7200),)
-        );
-        let secs = t.elapsed().as_secs_f64();
-        let counters = meter.stop().map_err(|e| BenchError::io("reading the daemon's counters", e))?;
-        let ts = Instant::now();
-        crate::driver::syncfs(&d.files)?;
-        let sync_secs = ts.elapsed().as_secs_f64();
-        let n = a.files as f64;
-        let mut r = DaemonSideResult {
-            label: kind.label(),
-            kind: Some(kind.clone()),
-            command_line: spec.command_line().join(" "),
-            ..Default::default()
-        };
-        r.set("files", n);
-        r.set("values", values as f64);
-        r.set("preload_errors", sent.errors as f64);
-        r.set("flush_secs", secs);
-        r.set("files_per_s", n / secs);
-        r.set("values_per_s", values as f64 / secs);
-        r.set("pages_read_per_file", counters.read_bytes as f64 / PAGE_BYTES / n);
-        r.set("pages_written_per_file", counters.write_bytes as f64 / PAGE_BYTES / n);
-        r.set("cpu_us_per_file", (counters.cpu_user_secs + counters.cpu_sys_secs) * 1e6 / n);
-        r.set("major_faults", counters.majflt as f64);
-        r.set("sync_secs", sync_secs);
-        r.set("files_per_s_incl_sync", n / (secs + sync_secs));
-        let written = after.get("UpdatesWritten").copied().unwrap_or(0).saturating_sub(written0);
-        r.set("updates_written", written as f64);
-        r.set(
-            "data_sets_written",
-            after
-                .get("DataSetsWritten")
-                .copied()
-                .unwrap_or(0)
-                .saturating_sub(before.get("DataSetsWritten").copied().unwrap_or(0)) as f64,
-        );
-        if let Some(p) = &disk {
-            let (pr, pw) = (r.get("pages_read_per_file"), r.get("pages_written_per_file"));
-            let b = bound(pr, pw, p.read_iops_qd64, p.write_iops_qd64);
-            r.set("disk_bound_files_per_s", b);
-            r.set("pct_of_bound", 100.0 * r.get("files_per_s") / b);
-            r.set("disk_bound_qd1_files_per_s", bound(pr, pw, p.read_iops_qd1, p.write_iops_qd1));
-        }
-        checks.push(Check {
-            name: format!("{}: every pending value accepted and written", r.label),
-            ok: sent.errors == 0 && written == a.files,
-            detail: format!(
-                "{values} values sent with {} errors{}; UpdatesWritten +{written} for {} files",
-                sent.errors,
-                sent.first_error.map(|e| format!(" (first: {e})")).unwrap_or_default(),
-                a.files
-            ),
-        });
-        let (ok, first) = dcommon::count_last_update(&d.files, a.files, last);
-        checks.push(Check {
-            name: format!("{}: files current after the flush", r.label),
-            ok: ok == a.files,
-            detail: format!(
-                "{ok} of {} files last updated at {last}{}",
-                a.files,
-                first.map(|f| format!("; {f}")).unwrap_or_default()
-            ),
-        });
-        daemon.stop(Duration::from_secs(120))?;
-        r.memory = cg.as_ref().map(|g| g.usage());
+        let max_pending = (a.files * a.pending).max(10_000_000) * 2;
+        side.run_daemon(run, WRITE_INTERVAL, max_pending, |daemon, side| {
+            let mut conn = daemon.connect()?;
+            let sent = dcommon::send_plan(&daemon.spec.socket(), plan)?;
+            crate::worker::evict_files(&files, a.files)?;
+            let before = conn.stats()?;
+            let written0 = before.get("UpdatesWritten").copied().unwrap_or(0);
+            let meter =
+                Meter::start(daemon.pid).map_err(|e| BenchError::io("reading the daemon's counters", e))?;
+            let t = Instant::now();
+            let fl = conn.request("FLUSHALL")?;
+            if fl.status < 0 {
+                return Err(BenchError::Worker(format!(
+                    "FLUSHALL failed on {}: {}",
+                    side.label(),
+                    fl.message
+                )));
+            }
+            let after = wait_drained(
+                &mut conn,
+                written0 + a.files,
+                Duration::from_millis(10),
+                Duration::from_secs(7200),
+            )?;
+            let secs = t.elapsed().as_secs_f64();
+            let counters = meter.stop().map_err(|e| BenchError::io("reading the daemon's counters", e))?;
+            let ts = Instant::now();
+            crate::driver::syncfs(&files)?;
+            let sync_secs = ts.elapsed().as_secs_f64();
+            let n = a.files as f64;
+            let delta = |key: &str| {
+                after.get(key).copied().unwrap_or(0).saturating_sub(before.get(key).copied().unwrap_or(0))
+            };
+            side.set("files", n);
+            side.set("values", values as f64);
+            side.set("preload_errors", sent.errors as f64);
+            side.set("flush_secs", secs);
+            side.set("files_per_s", n / secs);
+            side.set("values_per_s", values as f64 / secs);
+            side.set("pages_read_per_file", counters.read_bytes as f64 / PAGE_BYTES / n);
+            side.set("pages_written_per_file", counters.write_bytes as f64 / PAGE_BYTES / n);
+            side.set("cpu_us_per_file", (counters.cpu_user_secs + counters.cpu_sys_secs) * 1e6 / n);
+            side.set("major_faults", counters.majflt as f64);
+            side.set("sync_secs", sync_secs);
+            side.set("files_per_s_incl_sync", n / (secs + sync_secs));
+            let written = delta("UpdatesWritten");
+            side.set("updates_written", written as f64);
+            side.set("data_sets_written", delta("DataSetsWritten") as f64);
+            if let Some(p) = &self.disk {
+                let (pr, pw) = (side.get("pages_read_per_file"), side.get("pages_written_per_file"));
+                let b = bound(pr, pw, p.read_iops_qd64, p.write_iops_qd64);
+                side.set("disk_bound_files_per_s", b);
+                side.set("pct_of_bound", 100.0 * side.get("files_per_s") / b);
+                side.set("disk_bound_qd1_files_per_s", bound(pr, pw, p.read_iops_qd1, p.write_iops_qd1));
+            }
+            side.check(
+                "every pending value accepted and written",
+                sent.errors == 0 && written == a.files,
+                format!(
+                    "{values} values sent with {} errors{}; UpdatesWritten +{written} for {} files",
+                    sent.errors,
+                    sent.first_error.map(|e| format!(" (first: {e})")).unwrap_or_default(),
+                    a.files
+                ),
+            );
+            let (ok, first) = dcommon::count_last_update(&files, a.files, last);
+            side.check(
+                "files current after the flush",
+                ok == a.files,
+                format!(
+                    "{ok} of {} files last updated at {last}{}",
+                    a.files,
+                    first.map(|f| format!("; {f}")).unwrap_or_default()
+                ),
+            );
+            Ok(())
+        })?;
         eprintln!(
-            "{}: {} files in {secs:.3} s = {} files/s, {:.2} pages read and {:.2} written per file",
-            r.label,
+            "{}: {} files in {:.3} s = {} files/s, {:.2} pages read and {:.2} written per file",
+            side.label(),
             a.files,
-            crate::report::thousands(r.get("files_per_s")),
-            r.get("pages_read_per_file"),
-            r.get("pages_written_per_file")
+            side.get("flush_secs"),
+            crate::report::thousands(side.get("files_per_s")),
+            side.get("pages_read_per_file"),
+            side.get("pages_written_per_file")
         );
-        sides.push(r);
+        Ok(())
     }
-    if dirs.len() > 1 && c.verify > 0 {
-        let files: Vec<_> = dirs.iter().map(|d| d.files.clone()).collect();
-        checks.push(dcommon::verify_sides(&files, a.files, c.verify));
-    }
-    let mut ratios = std::collections::BTreeMap::new();
-    if let Some(x) = dcommon::ratio(&sides, "rrdscale (--sync always)", "files_per_s", true) {
-        ratios.insert("files/s, FLUSHALL until written".to_string(), x);
-    }
-    if let Some(x) = dcommon::ratio(&sides, "rrdscale (--sync always)", "files_per_s_incl_sync", true) {
-        ratios.insert("files/s, until written and synced (syncfs)".to_string(), x);
-    }
-    let mut tables = Vec::new();
-    if let Some(p) = &disk {
-        tables.push((
-            format!(
-                "Disk (built-in probe, O_DIRECT random 4 KiB on a {} MiB file, {} s each)",
-                p.file_bytes >> 20,
-                p.secs_each
-            ),
-            vec!["pattern".to_string(), "queue depth 1".into(), "queue depth 64".into()],
-            vec![
-                vec![
-                    "random read IOPS".to_string(),
-                    crate::report::thousands(p.read_iops_qd1),
-                    crate::report::thousands(p.read_iops_qd64),
-                ],
-                vec![
-                    "random write IOPS".to_string(),
-                    crate::report::thousands(p.write_iops_qd1),
-                    crate::report::thousands(p.write_iops_qd64),
-                ],
-            ],
-        ));
-    }
-    let params = [
-        ("pending values per file", a.pending.to_string()),
-        ("write threads (-t)", c.threads.to_string()),
-        ("clients (preload)", c.clients().to_string()),
-    ];
-    let results = DaemonResults {
-        columns: vec![
+
+    fn report(&self, run: &Run, sides: &[DaemonSideResult], _: Vec<()>) -> Report {
+        let (a, c) = (self.a, &run.common);
+        let params = vec![
+            ("pending values per file", a.pending.to_string()),
+            ("write threads (-t)", c.threads.to_string()),
+            ("clients (preload)", c.clients().to_string()),
+        ];
+        let columns = vec![
             col("flush_secs", "FLUSHALL → written, s", 3),
             col("files_per_s", "files/s", 0),
             col("values_per_s", "values/s", 0),
@@ -243,20 +229,49 @@ pub fn run(a: &FlushArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> R
             col("files_per_s_incl_sync", "files/s incl. sync", 0),
             col("disk_bound_files_per_s", "disk bound files/s (qd 64)", 0),
             col("pct_of_bound", "% of bound", 0),
-        ],
-        sides,
-        ratios,
-        checks,
-        notes: vec![
+        ];
+        let mut r = Report::new(run, columns, params);
+        if run.dirs.len() > 1 && c.verify > 0 {
+            r.checks.push(dcommon::verify_sides(&run.files_dirs(), a.files, c.verify));
+        }
+        r.ratios = dworkload::ratios(
+            sides,
+            "rrdscale (--sync always)",
+            &[
+                ("files_per_s", "files/s, FLUSHALL until written", true),
+                ("files_per_s_incl_sync", "files/s, until written and synced (syncfs)", true),
+            ],
+        );
+        if let Some(p) = &self.disk {
+            r.tables.push((
+                format!(
+                    "Disk (built-in probe, O_DIRECT random 4 KiB on a {} MiB file, {} s each)",
+                    p.file_bytes >> 20,
+                    p.secs_each
+                ),
+                vec!["pattern".to_string(), "queue depth 1".into(), "queue depth 64".into()],
+                vec![
+                    vec![
+                        "random read IOPS".to_string(),
+                        crate::report::thousands(p.read_iops_qd1),
+                        crate::report::thousands(p.read_iops_qd64),
+                    ],
+                    vec![
+                        "random write IOPS".to_string(),
+                        crate::report::thousands(p.write_iops_qd1),
+                        crate::report::thousands(p.write_iops_qd64),
+                    ],
+                ],
+            ));
+        }
+        r.notes.push(
             "Every file was evicted (fdatasync + DONTNEED) after the pending values were sent and before \
              FLUSHALL. Pages written are dirtied pages (write_bytes of /proc/PID/io); the disk bound is \
              1 / (pages read / read IOPS + pages written / write IOPS) at queue depth 64."
                 .into(),
-        ],
-        tables,
-        ..ws.results("daemon-flush", c.memory_budget, schema, file_bytes, a.files, &params)
-    };
-    dcommon::finish(results, &ws, c.json.as_deref(), out)
+        );
+        r
+    }
 }
 
 #[cfg(test)]

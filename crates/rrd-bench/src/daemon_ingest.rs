@@ -24,7 +24,7 @@
 //! (`default` = no `--sync` option, labelled with the policy the daemon's
 //! help names), rrdcached with `-j` (it writes its journal and never syncs
 //! it). Counters of the daemon process (`/proc/PID/io`, CPU) are taken
-//! around the measured part. The side loop ([`run_sides`]) is the same for
+//! around the measured part. The side ([`measure_side`]) is the same for
 //! every pattern; a pattern gives what is prepared before the daemon starts
 //! and what is sent while it runs.
 //!
@@ -46,10 +46,10 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use crate::daemon::{wait_drained, DaemonKind, DaemonProc, DaemonSpec};
-use crate::dcommon::{self, col, Check, DaemonCommon, DaemonResults, DaemonSideResult, SideDirs, Workspace};
+use crate::daemon::{wait_drained, DaemonKind, DaemonSpec};
+use crate::dcommon::{self, col, DaemonCommon, DaemonSideResult, WRITE_INTERVAL};
+use crate::dworkload::{self, DaemonWorkload, Report, Run, Side};
 use crate::procstat::Meter;
-use crate::schema::Schema;
 use crate::BenchError;
 
 /// How the clients send.
@@ -133,16 +133,6 @@ impl IngestArgs {
     }
 }
 
-/// What a run shares across its sides: files, schema, places.
-struct Setup {
-    schema: Schema,
-    files: u64,
-    kinds: Vec<DaemonKind>,
-    dirs: Vec<SideDirs>,
-    file_bytes: u64,
-    ws: Workspace,
-}
-
 /// What one side was sent while measured.
 struct Sent {
     /// UPDATE lines.
@@ -152,35 +142,85 @@ struct Sent {
     first_error: Option<String>,
     /// The measured time (values/s = values / secs).
     secs: f64,
-    /// How many values file `i` received (values 1..=k, value j at
-    /// start + j·step).
-    per_file: Box<dyn Fn(u64) -> u64>,
+    /// How many values file `i` received.
+    per_file: PerFile,
 }
 
-/// `-w` of every side: far beyond the run, nothing is flushed until FLUSHALL.
-const WRITE_INTERVAL: u64 = 1_000_000;
+/// How many values file `i` received (values 1..=k, value j at
+/// start + j·step).
+type PerFile = Box<dyn Fn(u64) -> u64>;
+
+/// `daemon-ingest` (every pattern) as a [`DaemonWorkload`]; a pattern
+/// gives its side ([`bulk`], [`roundtrip::side`], [`interval::side`]) and
+/// its report's own parts.
+pub struct Ingest<'a>(pub &'a IngestArgs);
 
 pub fn run(a: &IngestArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
-    let c = &a.common;
-    let files = a.files();
-    check_args(a, files)?;
-    let schema = Schema::parse(&a.schema)?;
-    let ours: Vec<DaemonKind> = a.syncs().iter().map(|s| DaemonKind::ours(s, exe)).collect();
-    let kinds = dcommon::sides_with(c, ours)?;
-    let ws = Workspace::new(c, args)?;
-    let file_bytes = dcommon::make_master(&schema, files, c.start_time, &ws.master())?;
-    let mut dirs = Vec::new();
-    for k in &kinds {
-        let d = dcommon::side_dirs(&ws.base, k);
-        dcommon::copy_files(&ws.master(), &d.files, files, &k.label())?;
-        dirs.push(d);
+    dworkload::run(&mut Ingest(a), args, exe, out)
+}
+
+impl DaemonWorkload for Ingest<'_> {
+    type SideOut = PerFile;
+
+    fn common(&self) -> &DaemonCommon {
+        &self.0.common
     }
-    crate::driver::syncfs(&ws.base)?;
-    let setup = Setup { schema, files, kinds, dirs, file_bytes, ws };
-    match a.pattern {
-        Pattern::Bulk => bulk(a, setup, exe, out),
-        Pattern::Roundtrip => roundtrip::run(a, setup, exe, out),
-        Pattern::BatchPerInterval => interval::run(a, setup, exe, out),
+
+    fn name(&self) -> String {
+        match self.0.pattern {
+            Pattern::Bulk => "daemon-ingest".to_string(),
+            p => format!("daemon-ingest --pattern {}", p.to_possible_value().expect("named").get_name()),
+        }
+    }
+
+    fn schema(&self) -> &str {
+        &self.0.schema
+    }
+
+    fn files(&self) -> u64 {
+        self.0.files()
+    }
+
+    fn check(&self) -> Result<(), BenchError> {
+        check_args(self.0, self.0.files())
+    }
+
+    fn ours(&self, exe: &Path) -> Vec<DaemonKind> {
+        self.0.syncs().iter().map(|s| DaemonKind::ours(s, exe)).collect()
+    }
+
+    fn side(&self, run: &Run, side: &mut Side) -> Result<PerFile, BenchError> {
+        match self.0.pattern {
+            Pattern::Bulk => bulk(self.0, run, side),
+            Pattern::Roundtrip => roundtrip::side(self.0, run, side),
+            Pattern::BatchPerInterval => interval::side(self.0, run, side),
+        }
+    }
+
+    fn report(&self, run: &Run, sides: &[DaemonSideResult], counts: Vec<PerFile>) -> Report {
+        let (a, c) = (self.0, &run.common);
+        let mut r = match a.pattern {
+            Pattern::Bulk => bulk_report(a, run, sides),
+            Pattern::Roundtrip => roundtrip::report(a, run, sides),
+            Pattern::BatchPerInterval => interval::report(a, run, sides),
+        };
+        if a.evict() {
+            r.params.push(("files evicted before the daemon starts", "true".into()));
+        }
+        r.params.push(("write threads (-t)", c.threads.to_string()));
+        r.params.push(("-w", WRITE_INTERVAL.to_string()));
+        if run.dirs.len() > 1 && c.verify > 0 {
+            let scratch = run.ws.base.join("reference");
+            let sent = dcommon::SentCounts {
+                counts: counts.iter().map(|f| f.as_ref()).collect(),
+                master: &run.ws.master(),
+                scratch: &scratch,
+                schema: &run.schema,
+                start: c.start_time,
+            };
+            r.checks.push(dcommon::verify_sides_against(&run.files_dirs(), Some(&sent), run.files, c.verify));
+        }
+        r
     }
 }
 
@@ -217,124 +257,94 @@ fn check_args(a: &IngestArgs, files: u64) -> Result<(), BenchError> {
     Ok(())
 }
 
-/// Runs every side one after the other: copies made, `prepare` (untimed,
-/// before the daemon starts), files evicted (with `--evict`), daemon started (in its cgroup), STATS and
-/// counters before, `send` (the measured part), counters and STATS after,
-/// FLUSHALL until drained, checks, daemon stopped. Then the files are
-/// compared across sides. Returns the sides and the checks.
-fn run_sides<P>(
+/// One side of every pattern, around what the pattern sends: files evicted
+/// (with `--evict`), daemon started, STATS and counters before, `send` (the
+/// measured part, given what the pattern `prepared` before the daemon
+/// started), counters and STATS after, FLUSHALL until drained, checks.
+fn measure_side<P>(
     a: &IngestArgs,
-    s: &Setup,
-    exe: &Path,
+    run: &Run,
+    side: &mut Side,
     max_pending_values: u64,
-    prepare: impl Fn(&SideDirs) -> Result<P, BenchError>,
-    send: impl Fn(P, &DaemonSpec, &mut DaemonSideResult) -> Result<Sent, BenchError>,
-) -> Result<(Vec<DaemonSideResult>, Vec<Check>), BenchError> {
-    let c = &a.common;
-    let step = s.schema.step_secs as i64;
-    let (mut sides, mut checks, mut counts) = (Vec::new(), Vec::new(), Vec::new());
-    for (k, (kind, d)) in s.kinds.iter().zip(&s.dirs).enumerate() {
-        let cg = dcommon::cgroup_for(c, k)?;
-        let spec = dcommon::spec_for(kind, c, exe, &d.run, WRITE_INTERVAL, max_pending_values);
-        let prepared = prepare(d)?;
-        if a.evict() {
-            crate::worker::evict_files(&d.files, s.files)?;
-        }
-        let (mut daemon, _) = DaemonProc::start(&spec, cg.as_ref().map(|g| g.path.as_path()))?;
-        let mut conn = crate::with_daemon!(daemon, daemon.connect());
-        let before = crate::with_daemon!(daemon, conn.stats());
+    prepared: P,
+    send: impl FnOnce(P, &DaemonSpec, &mut Side) -> Result<Sent, BenchError>,
+) -> Result<PerFile, BenchError> {
+    let c = &run.common;
+    let step = run.schema.step_secs as i64;
+    let files = run.files;
+    if a.evict() {
+        crate::worker::evict_files(&side.dirs.files, files)?;
+    }
+    let sent = side.run_daemon(run, WRITE_INTERVAL, max_pending_values, |daemon, side| {
+        let mut conn = daemon.connect()?;
+        let before = conn.stats()?;
         let meter =
             Meter::start(daemon.pid).map_err(|e| BenchError::io("reading the daemon's counters", e))?;
-        let mut r = DaemonSideResult {
-            label: kind.label(),
-            kind: Some(kind.clone()),
-            command_line: spec.command_line().join(" "),
-            ..Default::default()
-        };
-        let sent = crate::with_daemon!(daemon, send(prepared, &spec, &mut r));
+        let sent = send(prepared, &daemon.spec, side)?;
         let counters = meter.stop().map_err(|e| BenchError::io("reading the daemon's counters", e))?;
-        let after = crate::with_daemon!(daemon, conn.stats());
+        let after = conn.stats()?;
         let delta = |key: &str| {
             after.get(key).copied().unwrap_or(0).saturating_sub(before.get(key).copied().unwrap_or(0)) as f64
         };
         let (lines, values) = (sent.lines, sent.values);
         let cpu = counters.cpu_user_secs + counters.cpu_sys_secs;
-        r.set("values_sent", values as f64);
-        r.set("lines_sent", lines as f64);
-        r.set("errors", sent.errors as f64);
-        r.set("secs", sent.secs);
-        r.set("values_per_s", values as f64 / sent.secs);
-        r.set("updates_received", delta("UpdatesReceived"));
-        r.set("cpu_secs", cpu);
-        r.set("cpu_us_per_value", cpu * 1e6 / values as f64);
-        r.set("journal_bytes", crate::daemon::journal_bytes(&spec.journal_dir()) as f64);
-        r.set("write_mib", counters.write_bytes as f64 / 1048576.0);
-        if kind.is_ours() {
-            r.set("journal_syncs", delta("JournalSyncs"));
+        side.set("values_sent", values as f64);
+        side.set("lines_sent", lines as f64);
+        side.set("errors", sent.errors as f64);
+        side.set("secs", sent.secs);
+        side.set("values_per_s", values as f64 / sent.secs);
+        side.set("updates_received", delta("UpdatesReceived"));
+        side.set("cpu_secs", cpu);
+        side.set("cpu_us_per_value", cpu * 1e6 / values as f64);
+        side.set("journal_bytes", crate::daemon::journal_bytes(&daemon.spec.journal_dir()) as f64);
+        side.set("write_mib", counters.write_bytes as f64 / 1048576.0);
+        if side.kind.is_ours() {
+            side.set("journal_syncs", delta("JournalSyncs"));
         }
-        checks.push(Check {
-            name: format!("{}: every update accepted", r.label),
-            ok: sent.errors == 0 && delta("UpdatesReceived") as u64 == lines,
-            detail: format!(
+        side.check(
+            "every update accepted",
+            sent.errors == 0 && delta("UpdatesReceived") as u64 == lines,
+            format!(
                 "{lines} UPDATE lines ({values} values) sent, {} errors{}, STATS UpdatesReceived +{}",
                 sent.errors,
                 sent.first_error.as_ref().map(|e| format!(" (first: {e})")).unwrap_or_default(),
                 delta("UpdatesReceived")
             ),
-        });
-        // Untimed: write everything, so the sides' files can be compared.
-        let touched = (0..s.files).filter(|&i| (sent.per_file)(i) > 0).count() as u64;
-        let start_written = after.get("UpdatesWritten").copied().unwrap_or(0);
-        let fl = crate::with_daemon!(daemon, conn.request("FLUSHALL"));
-        if fl.status < 0 {
-            return Err(BenchError::Worker(format!("FLUSHALL failed on {}: {}", r.label, fl.message)));
-        }
-        crate::with_daemon!(
-            daemon,
-            wait_drained(
-                &mut conn,
-                start_written + touched,
-                Duration::from_millis(50),
-                Duration::from_secs(3600)
-            )
         );
+        // Untimed: write everything, so the sides' files can be compared.
+        let touched = (0..files).filter(|&i| (sent.per_file)(i) > 0).count() as u64;
+        let start_written = after.get("UpdatesWritten").copied().unwrap_or(0);
+        let fl = conn.request("FLUSHALL")?;
+        if fl.status < 0 {
+            return Err(BenchError::Worker(format!("FLUSHALL failed on {}: {}", side.label(), fl.message)));
+        }
+        wait_drained(
+            &mut conn,
+            start_written + touched,
+            Duration::from_millis(50),
+            Duration::from_secs(3600),
+        )?;
         let last = |i: u64| c.start_time + (sent.per_file)(i) as i64 * step;
-        let (ok, first) = dcommon::count_last_update_by(&d.files, s.files, last);
-        checks.push(Check {
-            name: format!("{}: files current after FLUSHALL", r.label),
-            ok: ok == s.files,
-            detail: format!(
-                "{ok} of {} files last updated at {}{}",
-                s.files,
-                describe_last(s.files, &last),
+        let (ok, first) = dcommon::count_last_update_by(&side.dirs.files, files, last);
+        side.check(
+            "files current after FLUSHALL",
+            ok == files,
+            format!(
+                "{ok} of {files} files last updated at {}{}",
+                describe_last(files, &last),
                 first.map(|f| format!("; {f}")).unwrap_or_default()
             ),
-        });
-        daemon.stop(Duration::from_secs(120))?;
-        r.memory = cg.as_ref().map(|g| g.usage());
-        eprintln!(
-            "{}: {} values in {:.3} s = {} values/s",
-            r.label,
-            values,
-            sent.secs,
-            crate::report::thousands(r.get("values_per_s"))
         );
-        sides.push(r);
-        counts.push(sent.per_file);
-    }
-    if s.dirs.len() > 1 && c.verify > 0 {
-        let files: Vec<_> = s.dirs.iter().map(|d| d.files.clone()).collect();
-        let scratch = s.ws.base.join("reference");
-        let sent = dcommon::SentCounts {
-            counts: counts.iter().map(|f| f.as_ref()).collect(),
-            master: &s.ws.master(),
-            scratch: &scratch,
-            schema: &s.schema,
-            start: c.start_time,
-        };
-        checks.push(dcommon::verify_sides_against(&files, Some(&sent), s.files, c.verify));
-    }
-    Ok((sides, checks))
+        Ok(sent)
+    })?;
+    eprintln!(
+        "{}: {} values in {:.3} s = {} values/s",
+        side.label(),
+        sent.values,
+        sent.secs,
+        crate::report::thousands(side.get("values_per_s"))
+    );
+    Ok(sent.per_file)
 }
 
 /// `T` when every file's last value is at T, else the range.
@@ -364,81 +374,57 @@ fn ratios(
     out
 }
 
-/// The report's common part for a pattern: workload name, parameters.
-fn results(a: &IngestArgs, s: &Setup, params: &[(&str, String)]) -> DaemonResults {
-    let workload = match a.pattern {
-        Pattern::Bulk => "daemon-ingest".to_string(),
-        p => format!("daemon-ingest --pattern {}", p.to_possible_value().expect("named").get_name()),
-    };
-    let mut params = params.to_vec();
-    if a.evict() {
-        params.push(("files evicted before the daemon starts", "true".into()));
-    }
-    params.push(("write threads (-t)", a.common.threads.to_string()));
-    params.push(("-w", WRITE_INTERVAL.to_string()));
-    s.ws.results(&workload, a.common.memory_budget, s.schema.clone(), s.file_bytes, s.files, &params)
+/// `--pattern bulk`: BATCHes of UPDATE lines, values per file round by round.
+fn bulk(a: &IngestArgs, run: &Run, side: &mut Side) -> Result<PerFile, BenchError> {
+    let c = &run.common;
+    let total_values = run.files * a.values_per_file;
+    let plan = dcommon::plan_updates(
+        &run.schema,
+        &side.dirs.files,
+        run.files,
+        1..=a.values_per_file,
+        c.start_time,
+        c.batching(a.values_per_line),
+    );
+    measure_side(a, run, side, total_values.max(10_000_000) * 2, plan, |plan, spec, _| {
+        let (lines, values) = (plan.lines, plan.values);
+        let sent = dcommon::send_plan(&spec.socket(), plan)?;
+        let per_file = a.values_per_file;
+        Ok(Sent {
+            lines,
+            values,
+            errors: sent.errors,
+            first_error: sent.first_error,
+            secs: sent.secs,
+            per_file: Box::new(move |_| per_file),
+        })
+    })
 }
 
-/// `--pattern bulk`: BATCHes of UPDATE lines, values per file round by round.
-fn bulk(a: &IngestArgs, s: Setup, exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
-    let c = &a.common;
-    let total_values = s.files * a.values_per_file;
-    let (sides, checks) = run_sides(
-        a,
-        &s,
-        exe,
-        total_values.max(10_000_000) * 2,
-        |d| {
-            Ok(dcommon::plan_updates(
-                &s.schema,
-                &d.files,
-                s.files,
-                1..=a.values_per_file,
-                c.start_time,
-                c.batching(a.values_per_line),
-            ))
-        },
-        |plan, spec, _| {
-            let (lines, values) = (plan.lines, plan.values);
-            let sent = dcommon::send_plan(&spec.socket(), plan)?;
-            let per_file = a.values_per_file;
-            Ok(Sent {
-                lines,
-                values,
-                errors: sent.errors,
-                first_error: sent.first_error,
-                secs: sent.secs,
-                per_file: Box::new(move |_| per_file),
-            })
-        },
-    )?;
-    let ratios = ratios(&sides, &[("values_per_s", "values/s", true)]);
-    let params = [
+fn bulk_report(a: &IngestArgs, run: &Run, sides: &[DaemonSideResult]) -> Report {
+    let c = &run.common;
+    let params = vec![
         ("clients", c.clients().to_string()),
         ("UPDATE lines per BATCH", c.batch_lines.to_string()),
         ("values per file", a.values_per_file.to_string()),
         ("values per UPDATE line", a.values_per_line.to_string()),
     ];
-    let results = DaemonResults {
-        columns: vec![
-            col("values_sent", "values", 0),
-            col("secs", "seconds", 3),
-            col("values_per_s", "values/s", 0),
-            col("cpu_us_per_value", "daemon CPU µs/value", 2),
-            col("journal_syncs", "journal syncs", 0),
-            col("journal_bytes", "journal bytes", 0),
-            col("errors", "errors", 0),
-        ],
-        sides,
-        ratios,
-        checks,
-        notes: vec![
-            "The clock runs from the first BATCH sent until every client has read every batch's reply; \
-             under --sync always a reply is sent only after the batch's journal records are fdatasync'ed \
-             (concurrent clients share a sync). rrdcached appends its journal without syncing."
-                .into(),
-        ],
-        ..results(a, &s, &params)
-    };
-    dcommon::finish(results, &s.ws, c.json.as_deref(), out)
+    let columns = vec![
+        col("values_sent", "values", 0),
+        col("secs", "seconds", 3),
+        col("values_per_s", "values/s", 0),
+        col("cpu_us_per_value", "daemon CPU µs/value", 2),
+        col("journal_syncs", "journal syncs", 0),
+        col("journal_bytes", "journal bytes", 0),
+        col("errors", "errors", 0),
+    ];
+    let mut r = Report::new(run, columns, params);
+    r.ratios = ratios(sides, &[("values_per_s", "values/s", true)]);
+    r.notes.push(
+        "The clock runs from the first BATCH sent until every client has read every batch's reply; \
+         under --sync always a reply is sent only after the batch's journal records are fdatasync'ed \
+         (concurrent clients share a sync). rrdcached appends its journal without syncing."
+            .into(),
+    );
+    r
 }

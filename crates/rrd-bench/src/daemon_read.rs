@@ -17,13 +17,12 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::Args;
 
-use crate::daemon::DaemonProc;
-use crate::dcommon::{self, col, Check, DaemonCommon, DaemonResults, DaemonSideResult};
-use crate::schema::Schema;
+use crate::dcommon::{self, col, Check, DaemonCommon, DaemonSideResult, WRITE_INTERVAL};
+use crate::dworkload::{self, DaemonWorkload, Report, Run, Side};
 use crate::workload::file_path;
 use crate::BenchError;
 
@@ -76,127 +75,108 @@ pub fn quantile(v: &[f64], q: f64) -> f64 {
     v[rank - 1]
 }
 
+/// `daemon-read` as a [`DaemonWorkload`]: every side FETCHes the same
+/// files, `picks`, in the same order.
+pub struct Read<'a> {
+    pub a: &'a ReadArgs,
+    pub picks: Vec<u64>,
+}
+
 pub fn run(a: &ReadArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
-    let c = &a.common;
-    let schema = Schema::parse(&a.schema)?;
-    let kinds = dcommon::sides(c, &["always"])?;
-    let ws = dcommon::Workspace::new(c, args)?;
-    let file_bytes = dcommon::make_master(&schema, a.files, c.start_time, &ws.master())?;
-    let mut dirs = Vec::new();
-    for k in &kinds {
-        let d = dcommon::side_dirs(&ws.base, k);
-        dcommon::copy_files(&ws.master(), &d.files, a.files, &k.label())?;
-        dirs.push(d);
+    dworkload::run(&mut Read { a, picks: pick(a.files, a.fetches, a.seed) }, args, exe, out)
+}
+
+impl DaemonWorkload for Read<'_> {
+    /// The reply lines of every FETCH, in order.
+    type SideOut = Vec<Vec<String>>;
+
+    fn common(&self) -> &DaemonCommon {
+        &self.a.common
     }
-    crate::driver::syncfs(&ws.base)?;
-    let w = 1_000_000;
-    let last = c.start_time + (a.pending * schema.step_secs) as i64;
-    let picks = pick(a.files, a.fetches, a.seed);
-    let (mut sides, mut checks) = (Vec::new(), Vec::new());
-    let mut replies: Vec<Vec<Vec<String>>> = Vec::new();
-    for (k, (kind, d)) in kinds.iter().zip(&dirs).enumerate() {
-        let cg = dcommon::cgroup_for(c, k)?;
-        let spec = dcommon::spec_for(kind, c, exe, &d.run, w, (a.files * a.pending).max(10_000_000) * 2);
+
+    fn name(&self) -> String {
+        "daemon-read".into()
+    }
+
+    fn schema(&self) -> &str {
+        &self.a.schema
+    }
+
+    fn files(&self) -> u64 {
+        self.a.files
+    }
+
+    fn side(&self, run: &Run, side: &mut Side) -> Result<Vec<Vec<String>>, BenchError> {
+        let (a, c) = (self.a, &run.common);
+        let files = side.dirs.files.clone();
+        let last = c.start_time + (a.pending * run.schema.step_secs) as i64;
         let plan =
-            dcommon::plan_updates(&schema, &d.files, a.files, 1..=a.pending, c.start_time, c.batching(1));
-        let (mut daemon, _) = DaemonProc::start(&spec, cg.as_ref().map(|g| g.path.as_path()))?;
-        let sent = crate::with_daemon!(daemon, dcommon::send_plan(&spec.socket(), plan));
-        if a.evict {
-            crate::worker::evict_files(&d.files, a.files)?;
-        }
-        let lines: Vec<String> = picks
-            .iter()
-            .map(|&i| format!("FETCH {} AVERAGE {} {}", file_path(&d.files, i).display(), c.start_time, last))
-            .collect();
-        let mut conn = crate::with_daemon!(daemon, daemon.connect());
-        let mut lat = Vec::with_capacity(lines.len());
-        let mut side_replies = Vec::with_capacity(lines.len());
-        let (mut errors, mut first_error) = (0u64, None);
-        for l in &lines {
-            let t = Instant::now();
-            let rep = crate::with_daemon!(daemon, conn.request(l));
-            lat.push(t.elapsed().as_secs_f64() * 1e3);
-            if rep.status < 0 {
-                errors += 1;
-                first_error.get_or_insert_with(|| format!("{l}: {} {}", rep.status, rep.message));
+            dcommon::plan_updates(&run.schema, &files, a.files, 1..=a.pending, c.start_time, c.batching(1));
+        let max_pending = (a.files * a.pending).max(10_000_000) * 2;
+        let replies = side.run_daemon(run, WRITE_INTERVAL, max_pending, |daemon, side| {
+            let sent = dcommon::send_plan(&daemon.spec.socket(), plan)?;
+            if a.evict {
+                crate::worker::evict_files(&files, a.files)?;
             }
-            side_replies.push(rep.lines);
-        }
-        let mut sorted = lat.clone();
-        sorted.sort_by(f64::total_cmp);
-        let mut r = DaemonSideResult {
-            label: kind.label(),
-            kind: Some(kind.clone()),
-            command_line: spec.command_line().join(" "),
-            ..Default::default()
-        };
-        r.set("fetches", lat.len() as f64);
-        r.set("errors", errors as f64);
-        r.set("p50_ms", quantile(&sorted, 0.5));
-        r.set("p90_ms", quantile(&sorted, 0.9));
-        r.set("p99_ms", quantile(&sorted, 0.99));
-        r.set("max_ms", sorted.last().copied().unwrap_or(f64::NAN));
-        r.set("mean_ms", lat.iter().sum::<f64>() / lat.len().max(1) as f64);
-        checks.push(Check {
-            name: format!("{}: every value accepted and every FETCH answered", r.label),
-            ok: sent.errors == 0 && errors == 0,
-            detail: format!(
-                "{} update errors, {errors} FETCH errors{}",
-                sent.errors,
-                first_error.or(sent.first_error).map(|e| format!(" (first: {e})")).unwrap_or_default()
-            ),
-        });
-        daemon.stop(Duration::from_secs(120))?;
-        r.memory = cg.as_ref().map(|g| g.usage());
+            let lines: Vec<String> = self
+                .picks
+                .iter()
+                .map(|&i| {
+                    format!("FETCH {} AVERAGE {} {}", file_path(&files, i).display(), c.start_time, last)
+                })
+                .collect();
+            let mut conn = daemon.connect()?;
+            let mut lat = Vec::with_capacity(lines.len());
+            let mut replies = Vec::with_capacity(lines.len());
+            let (mut errors, mut first_error) = (0u64, None);
+            for l in &lines {
+                let t = Instant::now();
+                let rep = conn.request(l)?;
+                lat.push(t.elapsed().as_secs_f64() * 1e3);
+                if rep.status < 0 {
+                    errors += 1;
+                    first_error.get_or_insert_with(|| format!("{l}: {} {}", rep.status, rep.message));
+                }
+                replies.push(rep.lines);
+            }
+            let mut sorted = lat.clone();
+            sorted.sort_by(f64::total_cmp);
+            side.set("fetches", lat.len() as f64);
+            side.set("errors", errors as f64);
+            side.set("p50_ms", quantile(&sorted, 0.5));
+            side.set("p90_ms", quantile(&sorted, 0.9));
+            side.set("p99_ms", quantile(&sorted, 0.99));
+            side.set("max_ms", sorted.last().copied().unwrap_or(f64::NAN));
+            side.set("mean_ms", lat.iter().sum::<f64>() / lat.len().max(1) as f64);
+            side.check(
+                "every value accepted and every FETCH answered",
+                sent.errors == 0 && errors == 0,
+                format!(
+                    "{} update errors, {errors} FETCH errors{}",
+                    sent.errors,
+                    first_error.or(sent.first_error).map(|e| format!(" (first: {e})")).unwrap_or_default()
+                ),
+            );
+            Ok(replies)
+        })?;
         eprintln!(
             "{}: FETCH p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
-            r.label,
-            r.get("p50_ms"),
-            r.get("p99_ms"),
-            r.get("max_ms")
+            side.label(),
+            side.get("p50_ms"),
+            side.get("p99_ms"),
+            side.get("max_ms")
         );
-        sides.push(r);
-        replies.push(side_replies);
+        Ok(replies)
     }
-    if replies.len() > 1 {
-        let n = replies[0].len();
-        let mut same = 0;
-        let mut first = None;
-        for i in 0..n {
-            let eq = replies[1..].iter().all(|o| o[i] == replies[0][i]);
-            same += usize::from(eq);
-            if !eq && first.is_none() {
-                let other = replies[1..].iter().find(|o| o[i] != replies[0][i]).expect("a differing side");
-                first = Some(format!(
-                    "file {}: {:?} vs {:?}",
-                    picks[i],
-                    replies[0][i].iter().rev().take(3).collect::<Vec<_>>(),
-                    other[i].iter().rev().take(3).collect::<Vec<_>>()
-                ));
-            }
-        }
-        checks.push(Check {
-            name: "FETCH replies equal across sides".into(),
-            ok: same == n,
-            detail: format!(
-                "{same} of {n} replies identical{}",
-                first.map(|f| format!("; first difference (last 3 lines) {f}")).unwrap_or_default()
-            ),
-        });
-    }
-    let mut ratios = std::collections::BTreeMap::new();
-    for key in ["p50_ms", "p99_ms"] {
-        if let Some(x) = dcommon::ratio(&sides, "rrdscale (--sync always)", key, false) {
-            ratios.insert(format!("FETCH latency {key} (rrdcached's / ours)"), x);
-        }
-    }
-    let params = [
-        ("pending values per file", a.pending.to_string()),
-        ("FETCHes", picks.len().to_string()),
-        ("files evicted before", a.evict.to_string()),
-    ];
-    let results = DaemonResults {
-        columns: vec![
+
+    fn report(&self, run: &Run, sides: &[DaemonSideResult], replies: Vec<Vec<Vec<String>>>) -> Report {
+        let a = self.a;
+        let params = vec![
+            ("pending values per file", a.pending.to_string()),
+            ("FETCHes", self.picks.len().to_string()),
+            ("files evicted before", a.evict.to_string()),
+        ];
+        let columns = vec![
             col("fetches", "FETCHes", 0),
             col("p50_ms", "p50 ms", 3),
             col("p90_ms", "p90 ms", 3),
@@ -204,17 +184,53 @@ pub fn run(a: &ReadArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> Re
             col("max_ms", "max ms", 3),
             col("mean_ms", "mean ms", 3),
             col("errors", "errors", 0),
-        ],
-        sides,
-        ratios,
-        checks,
-        notes: vec![
+        ];
+        let mut r = Report::new(run, columns, params);
+        if replies.len() > 1 {
+            r.checks.push(same_replies(&replies, &self.picks));
+        }
+        r.ratios = dworkload::ratios(
+            sides,
+            "rrdscale (--sync always)",
+            &[
+                ("p50_ms", "FETCH latency p50_ms (rrdcached's / ours)", false),
+                ("p99_ms", "FETCH latency p99_ms (rrdcached's / ours)", false),
+            ],
+        );
+        r.notes.push(
             "One client, one FETCH at a time (AVERAGE over the pending hour), each of a file with pending values."
                 .into(),
-        ],
-        ..ws.results("daemon-read", c.memory_budget, schema, file_bytes, a.files, &params)
-    };
-    dcommon::finish(results, &ws, c.json.as_deref(), out)
+        );
+        r
+    }
+}
+
+/// Whether every side's reply to each FETCH equals the first side's.
+fn same_replies(replies: &[Vec<Vec<String>>], picks: &[u64]) -> Check {
+    let n = replies[0].len();
+    let mut same = 0;
+    let mut first = None;
+    for i in 0..n {
+        let eq = replies[1..].iter().all(|o| o[i] == replies[0][i]);
+        same += usize::from(eq);
+        if !eq && first.is_none() {
+            let other = replies[1..].iter().find(|o| o[i] != replies[0][i]).expect("a differing side");
+            first = Some(format!(
+                "file {}: {:?} vs {:?}",
+                picks[i],
+                replies[0][i].iter().rev().take(3).collect::<Vec<_>>(),
+                other[i].iter().rev().take(3).collect::<Vec<_>>()
+            ));
+        }
+    }
+    Check {
+        name: "FETCH replies equal across sides".into(),
+        ok: same == n,
+        detail: format!(
+            "{same} of {n} replies identical{}",
+            first.map(|f| format!("; first difference (last 3 lines) {f}")).unwrap_or_default()
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use crate::daemon::{journal_bytes, wait_drained, DaemonProc};
-use crate::dcommon::{self, col, Check, DaemonCommon, DaemonResults, DaemonSideResult};
-use crate::schema::Schema;
+use crate::daemon::{journal_bytes, wait_drained};
+use crate::dcommon::{self, col, DaemonCommon, DaemonSideResult, WRITE_INTERVAL};
+use crate::dworkload::{self, DaemonWorkload, Report, Run, Side};
 use crate::BenchError;
 
 /// A one-page file: one DS, one 10-row archive.
@@ -48,136 +48,147 @@ fn journal_files(dir: &Path) -> usize {
     std::fs::read_dir(dir).map(|rd| rd.flatten().count()).unwrap_or(0)
 }
 
+/// `daemon-restart` as a [`DaemonWorkload`].
+pub struct Restart<'a>(pub &'a RestartArgs);
+
 pub fn run(a: &RestartArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
-    let c = &a.common;
-    let schema = Schema::parse(&a.schema)?;
-    let kinds = dcommon::sides(c, &["always"])?;
-    let ws = dcommon::Workspace::new(c, args)?;
-    let file_bytes = dcommon::make_master(&schema, a.files, c.start_time, &ws.master())?;
-    let mut dirs = Vec::new();
-    for k in &kinds {
-        let d = dcommon::side_dirs(&ws.base, k);
-        dcommon::copy_files(&ws.master(), &d.files, a.files, &k.label())?;
-        dirs.push(d);
+    dworkload::run(&mut Restart(a), args, exe, out)
+}
+
+impl DaemonWorkload for Restart<'_> {
+    type SideOut = ();
+
+    fn common(&self) -> &DaemonCommon {
+        &self.0.common
     }
-    crate::driver::syncfs(&ws.base)?;
-    let w = 1_000_000;
-    let last = c.start_time + (a.values_per_file * schema.step_secs) as i64;
-    let (mut sides, mut checks) = (Vec::new(), Vec::new());
-    for (k, (kind, d)) in kinds.iter().zip(&dirs).enumerate() {
-        let cg = dcommon::cgroup_for(c, k)?;
-        let cg_path = cg.as_ref().map(|g| g.path.as_path());
-        let spec =
-            dcommon::spec_for(kind, c, exe, &d.run, w, (a.files * a.values_per_file).max(10_000_000) * 2);
+
+    fn name(&self) -> String {
+        "daemon-restart".into()
+    }
+
+    fn schema(&self) -> &str {
+        &self.0.schema
+    }
+
+    fn files(&self) -> u64 {
+        self.0.files
+    }
+
+    fn side(&self, run: &Run, side: &mut Side) -> Result<(), BenchError> {
+        let (a, c) = (self.0, &run.common);
+        let files = side.dirs.files.clone();
+        let last = c.start_time + (a.values_per_file * run.schema.step_secs) as i64;
         let plan = dcommon::plan_updates(
-            &schema,
-            &d.files,
+            &run.schema,
+            &files,
             a.files,
             1..=a.values_per_file,
             c.start_time,
             c.batching(1),
         );
         let values = plan.values;
-        let (mut daemon, _) = DaemonProc::start(&spec, cg_path)?;
-        let sent = crate::with_daemon!(daemon, dcommon::send_plan(&spec.socket(), plan));
-        // A moment for a daemon that buffers its journal (rrdcached) to
-        // write it out, as a real crash rarely follows the last update at once.
-        std::thread::sleep(Duration::from_secs(1));
-        let jbytes = journal_bytes(&spec.journal_dir());
-        let jfiles = journal_files(&spec.journal_dir());
-        daemon.kill9();
-        crate::driver::syncfs(&d.run)?;
-        let t = Instant::now();
-        let (mut daemon, accept) = DaemonProc::start(&spec, cg_path)?;
-        let mut conn = crate::with_daemon!(daemon, daemon.connect());
-        let fl = crate::with_daemon!(daemon, conn.request("FLUSHALL"));
-        if fl.status < 0 {
-            return Err(BenchError::Worker(format!("FLUSHALL failed on {}: {}", kind.label(), fl.message)));
-        }
-        let stats = crate::with_daemon!(
-            daemon,
-            wait_drained(&mut conn, 0, Duration::from_millis(10), Duration::from_secs(7200))
-        );
-        let drained = t.elapsed().as_secs_f64();
-        let one_segment = if kind.is_ours() {
-            let ok = dcommon::wait_until(Duration::from_secs(60), || journal_files(&spec.journal_dir()) <= 1);
-            if ok {
-                t.elapsed().as_secs_f64()
+        let max_pending = (a.files * a.values_per_file).max(10_000_000) * 2;
+        let sent = side.run_daemon(run, WRITE_INTERVAL, max_pending, |daemon, side| {
+            let spec = daemon.spec.clone();
+            let sent = dcommon::send_plan(&spec.socket(), plan)?;
+            // A moment for a daemon that buffers its journal (rrdcached) to
+            // write it out, as a real crash rarely follows the last update at once.
+            std::thread::sleep(Duration::from_secs(1));
+            let jbytes = journal_bytes(&spec.journal_dir());
+            let jfiles = journal_files(&spec.journal_dir());
+            daemon.kill9();
+            crate::driver::syncfs(&spec.run_dir)?;
+            let t = Instant::now();
+            let accept = daemon.restart()?;
+            let mut conn = daemon.connect()?;
+            let fl = conn.request("FLUSHALL")?;
+            if fl.status < 0 {
+                return Err(BenchError::Worker(format!(
+                    "FLUSHALL failed on {}: {}",
+                    side.label(),
+                    fl.message
+                )));
+            }
+            let stats = wait_drained(&mut conn, 0, Duration::from_millis(10), Duration::from_secs(7200))?;
+            let drained = t.elapsed().as_secs_f64();
+            let one_segment = if side.kind.is_ours() {
+                let ok =
+                    dcommon::wait_until(Duration::from_secs(60), || journal_files(&spec.journal_dir()) <= 1);
+                if ok {
+                    t.elapsed().as_secs_f64()
+                } else {
+                    f64::NAN
+                }
             } else {
                 f64::NAN
-            }
-        } else {
-            f64::NAN
-        };
-        let mut r = DaemonSideResult {
-            label: kind.label(),
-            kind: Some(kind.clone()),
-            command_line: spec.command_line().join(" "),
-            ..Default::default()
-        };
-        r.set("files", a.files as f64);
-        r.set("values_sent", values as f64);
-        r.set("send_errors", sent.errors as f64);
-        r.set("journal_bytes_at_kill", jbytes as f64);
-        r.set("journal_files_at_kill", jfiles as f64);
-        r.set("accept_secs", accept.as_secs_f64());
-        r.set("drained_secs", drained);
-        r.set("one_segment_secs", one_segment);
-        r.set("updates_written_after_restart", stats.get("UpdatesWritten").copied().unwrap_or(0) as f64);
-        daemon.stop(Duration::from_secs(120))?;
-        r.memory = cg.as_ref().map(|g| g.usage());
-        let (ok, first) = dcommon::count_last_update(&d.files, a.files, last);
-        r.set("files_complete", ok as f64);
-        checks.push(Check {
-            name: format!("{}: every update acknowledged before the kill is in the files", r.label),
+            };
+            side.set("files", a.files as f64);
+            side.set("values_sent", values as f64);
+            side.set("send_errors", sent.errors as f64);
+            side.set("journal_bytes_at_kill", jbytes as f64);
+            side.set("journal_files_at_kill", jfiles as f64);
+            side.set("accept_secs", accept.as_secs_f64());
+            side.set("drained_secs", drained);
+            side.set("one_segment_secs", one_segment);
+            side.set(
+                "updates_written_after_restart",
+                stats.get("UpdatesWritten").copied().unwrap_or(0) as f64,
+            );
+            Ok(sent)
+        })?;
+        let (ok, first) = dcommon::count_last_update(&files, a.files, last);
+        side.set("files_complete", ok as f64);
+        side.check(
+            "every update acknowledged before the kill is in the files",
             // Only ours promises this; rrdcached's loss is reported, not failed.
-            ok: !kind.is_ours() || (sent.errors == 0 && ok == a.files),
-            detail: format!(
+            !side.kind.is_ours() || (sent.errors == 0 && ok == a.files),
+            format!(
                 "{ok} of {} files hold all {} values (last update {last}){}",
                 a.files,
                 a.values_per_file,
                 first.map(|f| format!("; first other: {f}")).unwrap_or_default()
             ),
-        });
+        );
         eprintln!(
-            "{}: accepting after {:.3} s, drained after {drained:.3} s, {ok} of {} files complete",
-            r.label,
-            accept.as_secs_f64(),
+            "{}: accepting after {:.3} s, drained after {:.3} s, {ok} of {} files complete",
+            side.label(),
+            side.get("accept_secs"),
+            side.get("drained_secs"),
             a.files
         );
-        sides.push(r);
+        Ok(())
     }
-    let mut ratios = std::collections::BTreeMap::new();
-    if let Some(x) = dcommon::ratio(&sides, "rrdscale (--sync always)", "accept_secs", false) {
-        ratios.insert("time to accept connections (rrdcached's / ours)".to_string(), x);
-    }
-    if let Some(x) = dcommon::ratio(&sides, "rrdscale (--sync always)", "drained_secs", false) {
-        ratios.insert("time to drain (rrdcached's / ours)".to_string(), x);
-    }
-    let params = [
-        ("values per file", a.values_per_file.to_string()),
-        ("write threads (-t)", c.threads.to_string()),
-        ("clients", c.clients().to_string()),
-    ];
-    let results = DaemonResults {
-        columns: vec![
+
+    fn report(&self, run: &Run, sides: &[DaemonSideResult], _: Vec<()>) -> Report {
+        let (a, c) = (self.0, &run.common);
+        let params = vec![
+            ("values per file", a.values_per_file.to_string()),
+            ("write threads (-t)", c.threads.to_string()),
+            ("clients", c.clients().to_string()),
+        ];
+        let columns = vec![
             col("values_sent", "values journaled", 0),
             col("journal_bytes_at_kill", "journal bytes at kill", 0),
             col("accept_secs", "start → PING answered, s", 3),
             col("drained_secs", "start → drained, s", 3),
             col("one_segment_secs", "start → one journal segment, s", 3),
             col("files_complete", "files holding every value", 0),
-        ],
-        sides,
-        ratios,
-        checks,
-        notes: vec![
+        ];
+        let mut r = Report::new(run, columns, params);
+        r.ratios = dworkload::ratios(
+            sides,
+            "rrdscale (--sync always)",
+            &[
+                ("accept_secs", "time to accept connections (rrdcached's / ours)", false),
+                ("drained_secs", "time to drain (rrdcached's / ours)", false),
+            ],
+        );
+        r.notes.push(
             "Times run from the second start (after kill -9) of the same command line. Drained: FLUSHALL \
              sent as soon as PING is answered, then STATS polled every 10 ms until QueueLength and \
              PendingValues (ours) are 0."
                 .into(),
-        ],
-        ..ws.results("daemon-restart", c.memory_budget, schema, file_bytes, a.files, &params)
-    };
-    dcommon::finish(results, &ws, c.json.as_deref(), out)
+        );
+        r
+    }
 }

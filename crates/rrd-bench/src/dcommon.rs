@@ -400,6 +400,10 @@ pub fn copy_files(master: &Path, dest: &Path, n: u64, label: &str) -> Result<(),
     Ok(())
 }
 
+/// `-w` of the workloads that measure no periodic flush: far beyond the
+/// run, so nothing is written until FLUSHALL.
+pub const WRITE_INTERVAL: u64 = 1_000_000;
+
 /// The sides of a run: ours with each `--sync` policy given, then rrdcached
 /// when asked for (which must then be installed).
 pub fn sides(common: &DaemonCommon, syncs: &[&str]) -> Result<Vec<DaemonKind>, BenchError> {

@@ -36,31 +36,23 @@ pub struct DiskProbe {
     pub secs_each: f64,
 }
 
-/// A page-aligned 4 KiB buffer.
-struct Aligned(*mut u8);
+/// A page-aligned 4 KiB buffer (O_DIRECT needs one): the page-aligned
+/// window of a two-page vector, which never grows, so never moves.
+struct Aligned {
+    bytes: Vec<u8>,
+    at: usize,
+}
 
 impl Aligned {
     fn new(fill: u8) -> Aligned {
-        let layout = std::alloc::Layout::from_size_align(PAGE, PAGE).expect("static layout");
-        // SAFETY: the layout has a non-zero size; the result is checked.
-        let p = unsafe { std::alloc::alloc(layout) };
-        assert!(!p.is_null(), "out of memory for a 4 KiB buffer");
-        // SAFETY: p points to PAGE writable bytes.
-        unsafe { std::ptr::write_bytes(p, fill, PAGE) };
-        Aligned(p)
+        let bytes = vec![fill; 2 * PAGE];
+        let at = bytes.as_ptr().align_offset(PAGE);
+        assert!(at < PAGE, "a page boundary lies within any two pages");
+        Aligned { bytes, at }
     }
 
     fn slice(&mut self) -> &mut [u8] {
-        // SAFETY: the allocation is PAGE bytes and owned by self.
-        unsafe { std::slice::from_raw_parts_mut(self.0, PAGE) }
-    }
-}
-
-impl Drop for Aligned {
-    fn drop(&mut self) {
-        let layout = std::alloc::Layout::from_size_align(PAGE, PAGE).expect("static layout");
-        // SAFETY: allocated with this layout in new().
-        unsafe { std::alloc::dealloc(self.0, layout) };
+        &mut self.bytes[self.at..self.at + PAGE]
     }
 }
 

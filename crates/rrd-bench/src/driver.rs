@@ -15,7 +15,6 @@
 
 use std::fs;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
@@ -93,14 +92,8 @@ pub(crate) fn machine(dir: &Path, load_before: String) -> Machine {
 /// The file system type of `dir`, by its magic number.
 fn filesystem(dir: &Path) -> String {
     let Ok(f) = fs::File::open(dir) else { return "unknown".into() };
-    // SAFETY: fstatfs fills the struct we pass from a valid descriptor.
-    let magic = unsafe {
-        let mut st: libc::statfs = std::mem::zeroed();
-        if libc::fstatfs(f.as_raw_fd(), &mut st) != 0 {
-            return "unknown".into();
-        }
-        st.f_type as u64
-    };
+    let Ok(st) = rustix::fs::fstatfs(&f) else { return "unknown".into() };
+    let magic = st.f_type as u64;
     match magic {
         0xEF53 => "ext4".into(),
         0x0102_1994 => "tmpfs".into(),
@@ -114,11 +107,7 @@ fn filesystem(dir: &Path) -> String {
 /// Writes every dirty page of the file system holding `dir` back to disk.
 pub(crate) fn syncfs(dir: &Path) -> Result<(), BenchError> {
     let f = fs::File::open(dir).map_err(|e| BenchError::io(format!("opening {}", dir.display()), e))?;
-    // SAFETY: syncfs only takes a valid descriptor.
-    if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {
-        return Err(BenchError::io(format!("syncfs on {}", dir.display()), std::io::Error::last_os_error()));
-    }
-    Ok(())
+    rustix::fs::syncfs(&f).map_err(|e| BenchError::io(format!("syncfs on {}", dir.display()), e.into()))
 }
 
 pub(crate) fn mkdirs(dir: &Path, count: u64) -> Result<(), BenchError> {

@@ -10,9 +10,10 @@
 //! librrd loaded at run time (`--vs rrdtool`) or through `rrdtool -`.
 //!
 //! Daemon workloads (`daemon-ingest`, `daemon-flush`, `daemon-restart`,
-//! `daemon-read`, `daemon-capacity`; one module each, shared setup in
-//! [`dcommon`], process control and protocol in [`daemon`], the disk probe
-//! in [`diskprobe`], per-request latency histograms in [`latency`]):
+//! `daemon-read`, `daemon-capacity`; one module each, driven by the one
+//! driver in [`dworkload`], shared pieces in [`dcommon`], process control
+//! and protocol in [`daemon`], the disk probe in [`diskprobe`],
+//! per-request latency histograms in [`latency`]):
 //! `rrdscale daemon` and rrdcached 1.7.2 on identical copies of the files,
 //! one after the other, each in its own memory cgroup with
 //! `--memory-budget`, driven only through their command line, UNIX socket
@@ -37,6 +38,8 @@
 //! does not judge them), and linking librrd at build time (it is opened
 //! with `dlopen`, so the rest of rrdscale never depends on it).
 
+#![deny(unsafe_code)]
+
 use std::io::Write;
 
 pub mod cgroup;
@@ -50,13 +53,17 @@ pub mod daemon_restart;
 pub mod dcommon;
 pub mod diskprobe;
 pub mod driver;
+pub mod dworkload;
 pub mod latency;
+#[allow(unsafe_code)]
 pub mod librrd;
 pub mod procstat;
 pub mod report;
 pub mod schema;
 pub mod side;
 pub mod svg;
+#[allow(unsafe_code)]
+mod sys;
 pub mod worker;
 pub mod workload;
 

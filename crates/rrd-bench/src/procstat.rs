@@ -101,8 +101,7 @@ fn parse_stat(text: &str, s: &mut Sample) -> Option<()> {
 }
 
 fn ticks_per_sec() -> f64 {
-    // SAFETY: sysconf reads a configuration value and has no side effects.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let t = rustix::param::clock_ticks_per_second();
     if t > 0 {
         t as f64
     } else {

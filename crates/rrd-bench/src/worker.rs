@@ -426,15 +426,10 @@ impl PipeChild {
     /// read from /proc; [`PipeChild::reap`] then collects it.
     fn end_without_reaping(&mut self) -> std::io::Result<()> {
         drop(self.stdin.take());
-        // SAFETY: waitid writes one siginfo_t we own; the pid is our child,
-        // not yet reaped (WNOWAIT leaves it so).
-        let rc = unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            libc::waitid(libc::P_PID, self.child.id(), &mut info, libc::WEXITED | libc::WNOWAIT)
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        let pid = rustix::process::Pid::from_raw(self.child.id() as i32)
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        use rustix::process::{waitid, WaitId, WaitIdOptions};
+        waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT)?;
         Ok(())
     }
 
@@ -617,23 +612,19 @@ const SPARE_FDS: u64 = 256;
 /// `max_open` files open (raising the hard limit needs root).
 fn ensure_fd_limit(max_open: usize) -> Result<(), BenchError> {
     let need = max_open as u64 + SPARE_FDS;
-    // SAFETY: getrlimit/setrlimit read and write the struct we pass.
-    unsafe {
-        let mut lim: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return Err(BenchError::io("reading the descriptor limit", std::io::Error::last_os_error()));
-        }
-        if lim.rlim_cur >= need {
-            return Ok(());
-        }
-        let wanted = libc::rlimit { rlim_cur: need, rlim_max: lim.rlim_max.max(need) };
-        if libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) != 0 {
-            return Err(BenchError::Invalid(format!(
-                "--max-open {max_open} needs {need} file descriptors, but the limit is {} and cannot be raised ({})",
-                lim.rlim_max,
-                std::io::Error::last_os_error()
-            )));
-        }
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let lim = getrlimit(Resource::Nofile);
+    // None is RLIM_INFINITY.
+    if lim.current.is_none_or(|cur| cur >= need) {
+        return Ok(());
+    }
+    let wanted = Rlimit { current: Some(need), maximum: lim.maximum.map(|max| max.max(need)) };
+    if let Err(e) = setrlimit(Resource::Nofile, wanted) {
+        return Err(BenchError::Invalid(format!(
+            "--max-open {max_open} needs {need} file descriptors, but the limit is {} and cannot be raised ({})",
+            lim.maximum.map_or("unlimited".to_string(), |m| m.to_string()),
+            std::io::Error::from(e)
+        )));
     }
     Ok(())
 }

@@ -12,8 +12,7 @@
 //! into two lines (its read buffer); we read whole lines.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::os::fd::FromRawFd;
+use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 
 use rrd_lang::numparse::strtol;
@@ -111,32 +110,9 @@ impl Link {
     }
 }
 
-/// Connects as librrd does: the path copied into a zeroed `sockaddr_un`
-/// (cut to 107 bytes) and the whole structure's size passed, so an empty
-/// path names the all-zero abstract address rather than being refused.
+/// Connects as librrd does ([`crate::sys::connect_unix`]).
 fn connect_unix(path: &[u8]) -> std::io::Result<UnixStream> {
-    // SAFETY: socket/connect/close on a descriptor we own; `sa` is a
-    // zeroed sockaddr_un of which we fill the family and at most
-    // SUN_PATH_MAX path bytes, leaving a NUL; from_raw_fd takes ownership
-    // of a connected stream socket exactly once.
-    unsafe {
-        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let mut sa: libc::sockaddr_un = std::mem::zeroed();
-        sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        for (slot, &b) in sa.sun_path.iter_mut().zip(path.iter().take(SUN_PATH_MAX)) {
-            *slot = b as libc::c_char;
-        }
-        let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
-        if libc::connect(fd, &sa as *const libc::sockaddr_un as *const libc::sockaddr, len) != 0 {
-            let e = std::io::Error::last_os_error();
-            libc::close(fd);
-            return Err(e);
-        }
-        Ok(UnixStream::from_raw_fd(fd))
-    }
+    crate::sys::connect_unix(path, SUN_PATH_MAX)
 }
 
 /// The addresses getaddrinfo gives for `host`/`port` with librrd's hints
@@ -144,49 +120,9 @@ fn connect_unix(path: &[u8]) -> std::io::Result<UnixStream> {
 fn connect_tcp(host: &str, port: &str) -> Result<TcpStream, String> {
     let c_host = std::ffi::CString::new(host).map_err(|_| "Invalid argument".to_string())?;
     let c_port = std::ffi::CString::new(port).map_err(|_| "Invalid argument".to_string())?;
-    let mut addrs = Vec::new();
-    // SAFETY: hints is plain data set up as getaddrinfo expects; on success
-    // `res` is a list we only read (each ai_addr is valid for ai_addrlen
-    // bytes and of the family ai_family says) and release with
-    // freeaddrinfo exactly once.
-    unsafe {
-        let mut hints: libc::addrinfo = std::mem::zeroed();
-        hints.ai_flags = libc::AI_ADDRCONFIG;
-        hints.ai_family = libc::AF_UNSPEC;
-        hints.ai_socktype = libc::SOCK_STREAM;
-        let mut res: *mut libc::addrinfo = std::ptr::null_mut();
-        let rc = libc::getaddrinfo(c_host.as_ptr(), c_port.as_ptr(), &hints, &mut res);
-        if rc != 0 {
-            return Err(format!(
-                "failed to resolve address '{host}' (port {port}): {} ({rc})",
-                gai_strerror(rc)
-            ));
-        }
-        let mut p = res;
-        while !p.is_null() {
-            let ai = &*p;
-            match ai.ai_family {
-                libc::AF_INET => {
-                    let sa = &*(ai.ai_addr as *const libc::sockaddr_in);
-                    let ip = std::net::Ipv4Addr::from(u32::from_be(sa.sin_addr.s_addr));
-                    addrs.push(SocketAddr::from((ip, u16::from_be(sa.sin_port))));
-                }
-                libc::AF_INET6 => {
-                    let sa = &*(ai.ai_addr as *const libc::sockaddr_in6);
-                    let ip = std::net::Ipv6Addr::from(sa.sin6_addr.s6_addr);
-                    addrs.push(SocketAddr::V6(std::net::SocketAddrV6::new(
-                        ip,
-                        u16::from_be(sa.sin6_port),
-                        sa.sin6_flowinfo,
-                        sa.sin6_scope_id,
-                    )));
-                }
-                _ => {}
-            }
-            p = ai.ai_next;
-        }
-        libc::freeaddrinfo(res);
-    }
+    let addrs = crate::sys::getaddrinfo(&c_host, &c_port).map_err(|rc| {
+        format!("failed to resolve address '{host}' (port {port}): {} ({rc})", gai_strerror(rc))
+    })?;
     let mut last = "Internal error".to_string();
     for addr in addrs {
         match TcpStream::connect(addr) {

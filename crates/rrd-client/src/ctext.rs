@@ -9,7 +9,7 @@
 //! Deliberately absent: locale handling; the process runs in the "C" locale
 //! (Rust never calls `setlocale`), which is what rrdtool forces for parsing.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 
 /// `s` up to its first NUL, as C would see it.
 fn c_bytes(s: &[u8]) -> &[u8] {
@@ -31,9 +31,7 @@ pub fn strtod_whole(s: &[u8]) -> Option<f64> {
 
 /// `atof`.
 pub fn atof(s: &[u8]) -> f64 {
-    let c = c_string(s);
-    // SAFETY: `c` is a valid NUL-terminated string.
-    unsafe { libc::atof(c.as_ptr()) }
+    crate::sys::atof(&c_string(s))
 }
 
 /// `strerror` and the text of an I/O error: `rrd-lang`'s, which the engine
@@ -41,17 +39,7 @@ pub fn atof(s: &[u8]) -> f64 {
 pub use rrd_lang::ctext::{io_text, strerror};
 
 /// `gai_strerror(code)`.
-pub fn gai_strerror(code: i32) -> String {
-    // SAFETY: gai_strerror returns a pointer to a static NUL-terminated
-    // string for any code.
-    unsafe {
-        let p = libc::gai_strerror(code);
-        if p.is_null() {
-            return format!("Unknown error {code}");
-        }
-        CStr::from_ptr(p).to_string_lossy().into_owned()
-    }
-}
+pub use crate::sys::gai_strerror;
 
 #[cfg(test)]
 mod tests {

@@ -27,6 +27,8 @@
 //! every language other than Java), built from its vendored source and
 //! linked statically.
 
+#![forbid(unsafe_code)]
+
 pub mod front;
 pub mod hash;
 pub mod kafka;

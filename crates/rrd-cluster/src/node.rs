@@ -118,8 +118,7 @@ impl Shared {
     pub fn fatal(&self, why: &str) {
         tracing::error!("cluster: {why}; stopping the node");
         self.stopping.store(true, Ordering::SeqCst);
-        // SAFETY: kill(2) on our own process with a signal the node handles.
-        unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+        let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::TERM);
     }
 
     pub fn owns(&self, partition: i32) -> bool {

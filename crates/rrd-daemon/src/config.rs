@@ -1,5 +1,7 @@
 //! The daemon's options: rrdcached 1.7.2's command line (same letters, same
-//! meanings, same getopt style: `-w300` or `-w 300`, clustered flags `-gF`)
+//! meanings, parsed as rrdcached parses them, with rrdtool's optparse,
+//! `rrd_lang::optparse`, the CLI's parser too: `-w300` or `-w 300`,
+//! clustered flags `-gF`, long names only in full, optparse's messages)
 //! plus rrdscale's long options.
 //!
 //! Parsing is two-stage (as ripgrep's): [`parse_args`] reads the words into
@@ -16,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rrd_journal::SyncPolicy;
+use rrd_lang::optparse::{self, flag, short_flag, short_value, value, Spec};
 use rrd_protocol::address::{AddressError, ListenAddress};
 use rrd_protocol::{Permissions, DEFAULT_ADDRESS, DEFAULT_PORT};
 use thiserror::Error;
@@ -172,12 +175,11 @@ pub fn connections_max(descriptors: u64, write_threads: usize) -> usize {
 /// rrdcached's `$localstatedir/run/rrdcached.pid` for root; elsewhere a
 /// place an ordinary user can write.
 fn default_pid_file() -> PathBuf {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
+    let uid = rustix::process::geteuid().as_raw();
+    if uid == 0 {
         PathBuf::from("/var/run/rrdcached.pid")
     } else {
-        // SAFETY: as above.
-        PathBuf::from(format!("/tmp/rrdcached-{}.pid", unsafe { libc::geteuid() }))
+        PathBuf::from(format!("/tmp/rrdcached-{uid}.pid"))
     }
 }
 
@@ -264,8 +266,45 @@ rrdscale options:
                                 descriptor limit, leaving room for RRD and journal files)
 ";
 
-const VALUE_LETTERS: &str = "abfGjlmoPpstUVwz";
-const FLAG_LETTERS: &str = "BFghLOR";
+/// rrdcached 1.7.2's options (its `read_options` table: letters, and
+/// `--help`), then ours (long only). Parsed by rrdtool's optparse
+/// (`rrd_lang::optparse`), as rrdcached does: long names only in full.
+const OPTIONS: &[Spec] = &[
+    short_value('a', "a"),
+    short_flag('B', "B"),
+    short_value('b', "b"),
+    short_flag('F', "F"),
+    short_value('f', "f"),
+    short_flag('g', "g"),
+    short_value('G', "G"),
+    flag(Some('h'), "help"),
+    short_value('j', "j"),
+    short_flag('L', "L"),
+    short_value('l', "l"),
+    short_value('m', "m"),
+    short_flag('O', "O"),
+    short_value('o', "o"),
+    short_value('P', "P"),
+    short_value('p', "p"),
+    short_flag('R', "R"),
+    short_value('s', "s"),
+    short_value('t', "t"),
+    short_value('U', "U"),
+    short_value('V', "V"),
+    short_value('w', "w"),
+    short_value('z', "z"),
+    value(None, "sync"),
+    value(None, "max-pending"),
+    value(None, "max-pending-bytes"),
+    value(None, "max-kept-bytes"),
+    flag(None, "keep-pages"),
+    value(None, "metrics"),
+    value(None, "tick-ms"),
+    value(None, "segment-bytes"),
+    value(None, "idle-timeout-tcp"),
+    value(None, "idle-timeout-unix"),
+    value(None, "max-connections"),
+];
 
 /// rrdcached's `rrd_scaled_duration(arg, 1)`: seconds, or a count with a
 /// unit suffix (`5m`).
@@ -289,23 +328,14 @@ fn lookup_group(name: &str) -> Option<u32> {
     if let Ok(gid) = name.parse::<u32>() {
         return Some(gid);
     }
-    let c = std::ffi::CString::new(name).ok()?;
-    // SAFETY: getgrnam reads a NUL-terminated name; the result (static
-    // storage) is read immediately, before any other call could reuse it.
-    let grp = unsafe { libc::getgrnam(c.as_ptr()) };
-    // SAFETY: non-null pointers from getgrnam point to a valid group.
-    (!grp.is_null()).then(|| unsafe { (*grp).gr_gid })
+    crate::sys::group_id(name)
 }
 
 fn lookup_user(name: &str) -> Option<u32> {
     if let Ok(uid) = name.parse::<u32>() {
         return Some(uid);
     }
-    let c = std::ffi::CString::new(name).ok()?;
-    // SAFETY: as in lookup_group, for getpwnam.
-    let pw = unsafe { libc::getpwnam(c.as_ptr()) };
-    // SAFETY: non-null pointers from getpwnam point to a valid passwd.
-    (!pw.is_null()).then(|| unsafe { (*pw).pw_uid })
+    crate::sys::user_id(name)
 }
 
 pub use rrd_engine::pagecache::memory_limit;
@@ -347,193 +377,169 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
     let mut permissions = Permissions::none();
     let mut socket_group = None;
     let mut socket_mode = None;
-    let mut i = 0;
-    let next_value = |i: &mut usize, inline: Option<String>, what: &str| -> Result<String, ConfigError> {
-        if let Some(v) = inline {
-            return Ok(v);
-        }
-        *i += 1;
-        args.get(*i).cloned().ok_or_else(|| err(1, format!("option requires an argument -- '{what}'")))
+    // rrdcached acts on each option as optparse hands it out: the options
+    // before a refused word count (their own mistakes come first).
+    let (parsed, refused) = match optparse::parse(args, OPTIONS) {
+        Ok(p) => (p, None),
+        Err(e) => (e.before, Some(e.message)),
     };
-    while i < args.len() {
-        let arg = &args[i];
-        if let Some(long) = arg.strip_prefix("--") {
-            let (name, inline) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_string())),
-                None => (long, None),
-            };
-            match name {
-                "help" => return Ok(Parsed::Help),
-                "sync" => c.sync = parse_sync(&next_value(&mut i, inline, name)?)?,
-                "max-pending" => {
-                    let v = next_value(&mut i, inline, name)?;
-                    c.max_pending_values = v.parse().ok().filter(|&n: &u64| n > 0).ok_or_else(|| {
+    for (name, given) in parsed.opts {
+        let value = given.unwrap_or_default();
+        match name {
+            "help" => return Ok(Parsed::Help),
+            "sync" => c.sync = parse_sync(&value)?,
+            "max-pending" => {
+                let v = value;
+                c.max_pending_values =
+                    v.parse().ok().filter(|&n: &u64| n > 0).ok_or_else(|| {
                         err(2, format!("Invalid --max-pending {v}: expected a positive count"))
                     })?;
+            }
+            "max-pending-bytes" => {
+                let v = value;
+                c.max_pending_bytes = parse_bytes(&v).filter(|&n| n > 0).ok_or_else(|| {
+                    err(2, format!("Invalid --max-pending-bytes {v}: expected a positive size"))
+                })?;
+            }
+            "max-kept-bytes" => {
+                let v = value;
+                c.max_kept_bytes = parse_bytes(&v)
+                    .ok_or_else(|| err(2, format!("Invalid --max-kept-bytes {v}: expected a size")))?;
+            }
+            "keep-pages" => c.keep_pages = true,
+            "metrics" => c.metrics = Some(value),
+            "tick-ms" => {
+                let v = value;
+                let ms: u64 = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| err(2, format!("Invalid --tick-ms {v}")))?;
+                c.tick = Duration::from_millis(ms);
+            }
+            "segment-bytes" => {
+                let v = value;
+                c.segment_len_max = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| n >= 4096)
+                    .ok_or_else(|| err(2, format!("Invalid --segment-bytes {v}: at least 4096")))?;
+            }
+            "idle-timeout-tcp" | "idle-timeout-unix" => {
+                let v = value;
+                let secs: u64 = v
+                    .parse()
+                    .map_err(|_| err(2, format!("Invalid --{name} {v}: expected seconds (0: never)")))?;
+                let timeout = (secs > 0).then(|| Duration::from_secs(secs));
+                if name == "idle-timeout-tcp" {
+                    c.idle_timeout_tcp = timeout;
+                } else {
+                    c.idle_timeout_unix = timeout;
                 }
-                "max-pending-bytes" => {
-                    let v = next_value(&mut i, inline, name)?;
-                    c.max_pending_bytes = parse_bytes(&v).filter(|&n| n > 0).ok_or_else(|| {
-                        err(2, format!("Invalid --max-pending-bytes {v}: expected a positive size"))
-                    })?;
+            }
+            "max-connections" => {
+                let v = value;
+                c.max_connections = v.parse().ok().filter(|&n: &usize| n > 0).ok_or_else(|| {
+                    err(2, format!("Invalid --max-connections {v}: expected a positive count"))
+                })?;
+            }
+            "B" => c.base_only = true,
+            "F" => c.flush_at_shutdown = true,
+            "g" => c.foreground = true,
+            "L" => c.listen.push(ListenSpec {
+                address: ListenAddress::Tcp { host: String::new(), port: DEFAULT_PORT },
+                permissions: if permissions.is_empty() { Permissions::all() } else { permissions },
+                socket_group,
+                socket_mode,
+            }),
+            "O" => c.no_overwrite = true,
+            "R" => c.allow_recursive_mkdir = true,
+            "a" => {
+                if value.parse::<i64>().map_or(true, |n| n <= 0) {
+                    return Err(err(10, format!("Invalid allocation size: {value}")));
                 }
-                "max-kept-bytes" => {
-                    let v = next_value(&mut i, inline, name)?;
-                    c.max_kept_bytes = parse_bytes(&v)
-                        .ok_or_else(|| err(2, format!("Invalid --max-kept-bytes {v}: expected a size")))?;
-                }
-                "keep-pages" => c.keep_pages = true,
-                "metrics" => c.metrics = Some(next_value(&mut i, inline, name)?),
-                "tick-ms" => {
-                    let v = next_value(&mut i, inline, name)?;
-                    let ms: u64 = v
-                        .parse()
-                        .ok()
-                        .filter(|&n| n > 0)
-                        .ok_or_else(|| err(2, format!("Invalid --tick-ms {v}")))?;
-                    c.tick = Duration::from_millis(ms);
-                }
-                "segment-bytes" => {
-                    let v = next_value(&mut i, inline, name)?;
-                    c.segment_len_max = v
-                        .parse()
-                        .ok()
-                        .filter(|&n| n >= 4096)
-                        .ok_or_else(|| err(2, format!("Invalid --segment-bytes {v}: at least 4096")))?;
-                }
-                "idle-timeout-tcp" | "idle-timeout-unix" => {
-                    let v = next_value(&mut i, inline, name)?;
-                    let secs: u64 = v
-                        .parse()
-                        .map_err(|_| err(2, format!("Invalid --{name} {v}: expected seconds (0: never)")))?;
-                    let timeout = (secs > 0).then(|| Duration::from_secs(secs));
-                    if name == "idle-timeout-tcp" {
-                        c.idle_timeout_tcp = timeout;
-                    } else {
-                        c.idle_timeout_unix = timeout;
+            }
+            "b" => c.base_dir = Some(PathBuf::from(value)),
+            "f" => c.flush_interval_secs = duration_secs("flush interval", &value, 3)?,
+            "w" => c.write_interval_secs = duration_secs("write interval", &value, 2)?,
+            "z" => c.write_jitter_secs = duration_secs("write jitter", &value, 2)?,
+            "G" => {
+                c.group = Some(lookup_group(&value).ok_or_else(|| {
+                    err(5, format!("read_options: couldn't map \"{value}\" to a group, Sorry"))
+                })?)
+            }
+            "U" => {
+                c.user = Some(lookup_user(&value).ok_or_else(|| {
+                    err(5, format!("read_options: couldn't map \"{value}\" to a user, Sorry"))
+                })?)
+            }
+            "j" => c.journal_dir = Some(PathBuf::from(value)),
+            "l" => {
+                let address = ListenAddress::parse(&value)
+                    .map_err(|e: AddressError| err(2, format!("rrdcached: {e}")))?;
+                c.listen.push(ListenSpec {
+                    address,
+                    permissions: if permissions.is_empty() { Permissions::all() } else { permissions },
+                    socket_group,
+                    socket_mode,
+                });
+            }
+            "m" => {
+                let mode = u32::from_str_radix(&value, 8)
+                    .ok()
+                    .filter(|&m| m <= 0o7777)
+                    .ok_or_else(|| err(5, format!("read_options: Invalid file mode \"{value}\".")))?;
+                socket_mode = Some(mode);
+            }
+            "o" => c.log_file = Some(PathBuf::from(value)),
+            "P" => {
+                permissions = Permissions::parse(&value).map_err(|name| {
+                    err(
+                        4,
+                        format!(
+                            "read_options: Adding permission \"{name}\" to socket failed. Most likely, \
+                             this permission doesn't exist. Check your command line."
+                        ),
+                    )
+                })?;
+            }
+            "p" => c.pid_file = PathBuf::from(value),
+            "s" => {
+                socket_group = Some(lookup_group(&value).ok_or_else(|| {
+                    err(5, format!("read_options: couldn't map \"{value}\" to a group, Sorry"))
+                })?)
+            }
+            "t" => {
+                c.write_threads = value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(|| err(1, format!("Invalid thread count: -t {value}")))?;
+            }
+            "V" => {
+                c.log_level = match value.as_str() {
+                    "LOG_EMERG" | "LOG_ALERT" | "LOG_CRIT" | "LOG_ERR" => LogLevel::Error,
+                    "LOG_WARNING" => LogLevel::Warning,
+                    "LOG_NOTICE" | "LOG_INFO" => LogLevel::Info,
+                    "LOG_DEBUG" => LogLevel::Debug,
+                    other => {
+                        warnings.push(format!(
+                            "Unrecognized log level '{other}'; falling back to default LOG_ERR."
+                        ));
+                        LogLevel::Error
                     }
                 }
-                "max-connections" => {
-                    let v = next_value(&mut i, inline, name)?;
-                    c.max_connections = v.parse().ok().filter(|&n: &usize| n > 0).ok_or_else(|| {
-                        err(2, format!("Invalid --max-connections {v}: expected a positive count"))
-                    })?;
-                }
-                _ => return Err(err(1, format!("unrecognized option '--{name}'"))),
             }
-            i += 1;
-            continue;
+            other => unreachable!("option {other} is in OPTIONS but not handled"),
         }
-        let Some(letters) = arg.strip_prefix('-').filter(|l| !l.is_empty()) else {
-            return Err(err(1, format!("unexpected argument '{arg}'")));
-        };
-        for (pos, letter) in letters.char_indices() {
-            if FLAG_LETTERS.contains(letter) {
-                match letter {
-                    'B' => c.base_only = true,
-                    'F' => c.flush_at_shutdown = true,
-                    'g' => c.foreground = true,
-                    'h' => return Ok(Parsed::Help),
-                    'L' => c.listen.push(ListenSpec {
-                        address: ListenAddress::Tcp { host: String::new(), port: DEFAULT_PORT },
-                        permissions: if permissions.is_empty() { Permissions::all() } else { permissions },
-                        socket_group,
-                        socket_mode,
-                    }),
-                    'O' => c.no_overwrite = true,
-                    'R' => c.allow_recursive_mkdir = true,
-                    _ => unreachable!("every flag letter is handled"),
-                }
-                continue;
-            }
-            if !VALUE_LETTERS.contains(letter) {
-                return Err(err(1, format!("invalid option -- '{letter}'")));
-            }
-            let rest = &letters[pos + letter.len_utf8()..];
-            let inline = (!rest.is_empty()).then(|| rest.to_string());
-            let value = next_value(&mut i, inline, &letter.to_string())?;
-            match letter {
-                'a' => {
-                    if value.parse::<i64>().map_or(true, |n| n <= 0) {
-                        return Err(err(10, format!("Invalid allocation size: {value}")));
-                    }
-                }
-                'b' => c.base_dir = Some(PathBuf::from(value)),
-                'f' => c.flush_interval_secs = duration_secs("flush interval", &value, 3)?,
-                'w' => c.write_interval_secs = duration_secs("write interval", &value, 2)?,
-                'z' => c.write_jitter_secs = duration_secs("write jitter", &value, 2)?,
-                'G' => {
-                    c.group = Some(lookup_group(&value).ok_or_else(|| {
-                        err(5, format!("read_options: couldn't map \"{value}\" to a group, Sorry"))
-                    })?)
-                }
-                'U' => {
-                    c.user = Some(lookup_user(&value).ok_or_else(|| {
-                        err(5, format!("read_options: couldn't map \"{value}\" to a user, Sorry"))
-                    })?)
-                }
-                'j' => c.journal_dir = Some(PathBuf::from(value)),
-                'l' => {
-                    let address = ListenAddress::parse(&value)
-                        .map_err(|e: AddressError| err(2, format!("rrdcached: {e}")))?;
-                    c.listen.push(ListenSpec {
-                        address,
-                        permissions: if permissions.is_empty() { Permissions::all() } else { permissions },
-                        socket_group,
-                        socket_mode,
-                    });
-                }
-                'm' => {
-                    let mode = u32::from_str_radix(&value, 8)
-                        .ok()
-                        .filter(|&m| m <= 0o7777)
-                        .ok_or_else(|| err(5, format!("read_options: Invalid file mode \"{value}\".")))?;
-                    socket_mode = Some(mode);
-                }
-                'o' => c.log_file = Some(PathBuf::from(value)),
-                'P' => {
-                    permissions = Permissions::parse(&value).map_err(|name| {
-                        err(
-                            4,
-                            format!(
-                                "read_options: Adding permission \"{name}\" to socket failed. Most likely, \
-                                 this permission doesn't exist. Check your command line."
-                            ),
-                        )
-                    })?;
-                }
-                'p' => c.pid_file = PathBuf::from(value),
-                's' => {
-                    socket_group = Some(lookup_group(&value).ok_or_else(|| {
-                        err(5, format!("read_options: couldn't map \"{value}\" to a group, Sorry"))
-                    })?)
-                }
-                't' => {
-                    c.write_threads = value
-                        .parse::<usize>()
-                        .ok()
-                        .filter(|&n| n >= 1)
-                        .ok_or_else(|| err(1, format!("Invalid thread count: -t {value}")))?;
-                }
-                'V' => {
-                    c.log_level = match value.as_str() {
-                        "LOG_EMERG" | "LOG_ALERT" | "LOG_CRIT" | "LOG_ERR" => LogLevel::Error,
-                        "LOG_WARNING" => LogLevel::Warning,
-                        "LOG_NOTICE" | "LOG_INFO" => LogLevel::Info,
-                        "LOG_DEBUG" => LogLevel::Debug,
-                        other => {
-                            warnings.push(format!(
-                                "Unrecognized log level '{other}'; falling back to default LOG_ERR."
-                            ));
-                            LogLevel::Error
-                        }
-                    }
-                }
-                _ => unreachable!("every value letter is handled"),
-            }
-            break;
-        }
-        i += 1;
+    }
+    if let Some(message) = refused {
+        return Err(err(1, message));
+    }
+    // rrdcached ignores words that are not options; a daemon started with
+    // one was most likely started wrongly, so we refuse it.
+    if let Some(word) = parsed.operands.first() {
+        return Err(err(1, format!("unexpected argument '{word}'")));
     }
     if c.listen.is_empty() {
         c.listen.push(ListenSpec {

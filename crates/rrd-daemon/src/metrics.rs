@@ -25,7 +25,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::state::Daemon;
-use crate::stats::{tree_depth, Histogram, Stats, SYNC_BUCKETS_SECS};
+use rrd_metrics::Exposition;
+
+use crate::stats::{tree_depth, Stats};
 
 /// Parses `host:port`, `[v6]:port` or `:port` (every interface) and binds.
 pub fn bind(addr: &str) -> Result<TcpListener, String> {
@@ -105,13 +107,7 @@ fn answer(mut stream: TcpStream, daemon: &Daemon) -> std::io::Result<()> {
     match (method, path) {
         ("GET" | "HEAD", "/metrics") => {
             let body = render(daemon);
-            respond(
-                &mut stream,
-                "200 OK",
-                "text/plain; version=0.0.4; charset=utf-8",
-                body.as_bytes(),
-                with_body,
-            )
+            respond(&mut stream, "200 OK", rrd_metrics::CONTENT_TYPE, body.as_bytes(), with_body)
         }
         ("GET" | "HEAD", _) => {
             respond(&mut stream, "404 Not Found", "text/plain", b"try /metrics\n", with_body)
@@ -152,252 +148,145 @@ pub fn parse_meminfo(text: &str) -> (Option<u64>, Option<u64>) {
     (field("Dirty"), field("Writeback"))
 }
 
-struct Out(String);
-
-impl Out {
-    fn metric(&mut self, name: &str, kind: &str, help: &str, value: u64) {
-        use std::fmt::Write as _;
-        let _ = write!(self.0, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n");
-    }
-
-    fn histogram(&mut self, name: &str, help: &str, h: &Histogram) {
-        use std::fmt::Write as _;
-        let _ = write!(self.0, "# HELP {name} {help}\n# TYPE {name} histogram\n");
-        let cumulative = h.cumulative();
-        for (i, c) in cumulative.iter().enumerate() {
-            match SYNC_BUCKETS_SECS.get(i) {
-                Some(b) => {
-                    let _ = writeln!(self.0, "{name}_bucket{{le=\"{b}\"}} {c}");
-                }
-                None => {
-                    let _ = writeln!(self.0, "{name}_bucket{{le=\"+Inf\"}} {c}");
-                }
-            }
-        }
-        let sum = Stats::get(&h.sum_ns) as f64 / 1e9;
-        // The count is the +Inf bucket, so the two always agree.
-        let count = cumulative.last().copied().unwrap_or(0);
-        let _ = write!(self.0, "{name}_sum {sum}\n{name}_count {count}\n");
-    }
-}
-
 /// The whole exposition text.
 pub fn render(daemon: &Daemon) -> String {
     let s = &daemon.stats;
     let c = |a: &std::sync::atomic::AtomicU64| Stats::get(a);
-    let mut o = Out(String::with_capacity(8192));
+    let mut o = Exposition::new();
     let nodes = daemon.cache.len();
     // rrdcached's STATS, in its order.
-    o.metric(
+    o.gauge(
         "rrdscale_queue_length",
-        "gauge",
         "Files waiting in the flush queue (STATS QueueLength).",
         daemon.cache.queue_len(),
     );
-    o.metric(
-        "rrdscale_updates_received_total",
-        "counter",
-        "UPDATE commands received.",
-        c(&s.updates_received),
-    );
-    o.metric(
-        "rrdscale_flushes_received_total",
-        "counter",
-        "FLUSH commands received.",
-        c(&s.flushes_received),
-    );
-    o.metric(
+    o.counter("rrdscale_updates_received_total", "UPDATE commands received.", c(&s.updates_received));
+    o.counter("rrdscale_flushes_received_total", "FLUSH commands received.", c(&s.flushes_received));
+    o.counter(
         "rrdscale_updates_written_total",
-        "counter",
         "Successful file updates by flushes (one per file per flush).",
         c(&s.updates_written),
     );
-    o.metric(
-        "rrdscale_data_sets_written_total",
-        "counter",
-        "Values written into RRD files.",
-        c(&s.data_sets_written),
-    );
-    o.metric("rrdscale_files_cached", "gauge", "Files with a cache entry (STATS TreeNodesNumber).", nodes);
-    o.metric(
+    o.counter("rrdscale_data_sets_written_total", "Values written into RRD files.", c(&s.data_sets_written));
+    o.gauge("rrdscale_files_cached", "Files with a cache entry (STATS TreeNodesNumber).", nodes);
+    o.gauge(
         "rrdscale_tree_depth",
-        "gauge",
         "STATS TreeDepth (the height of a balanced tree of the entries).",
         tree_depth(nodes),
     );
-    o.metric(
-        "rrdscale_journal_bytes_total",
-        "counter",
-        "Bytes appended to the journal.",
-        c(&s.journal_bytes),
-    );
-    o.metric(
+    o.counter("rrdscale_journal_bytes_total", "Bytes appended to the journal.", c(&s.journal_bytes));
+    o.counter(
         "rrdscale_journal_rotations_total",
-        "counter",
         "Journal segments started by rotation.",
         c(&s.journal_rotate),
     );
     // Ours.
-    o.metric(
+    o.gauge(
         "rrdscale_pending_values",
-        "gauge",
         "Values accepted and not yet taken by a flush.",
         daemon.cache.pending_values.load(Ordering::SeqCst),
     );
-    o.metric(
+    o.gauge(
         "rrdscale_pending_bytes",
-        "gauge",
         "Memory the pending values account for (texts plus per-value overhead).",
         daemon.cache.pending_bytes.load(Ordering::SeqCst),
     );
-    o.metric(
+    o.gauge(
         "rrdscale_kept_header_bytes",
-        "gauge",
         "Memory the kept file headers hold (bounded by --max-kept-bytes).",
         daemon.cache.kept_bytes.load(Ordering::SeqCst),
     );
-    o.metric(
-        "rrdscale_journal_commits_total",
-        "counter",
-        "Group commits (one write each).",
-        c(&s.journal_commits),
-    );
-    o.metric(
+    o.counter("rrdscale_journal_commits_total", "Group commits (one write each).", c(&s.journal_commits));
+    o.counter(
         "rrdscale_journal_append_errors_total",
-        "counter",
         "Group commits whose append failed (no acknowledgement).",
         c(&s.journal_append_errors),
     );
-    o.metric(
-        "rrdscale_journal_syncs_total",
-        "counter",
-        "Successful journal fdatasync calls.",
-        c(&s.journal_syncs),
-    );
+    o.counter("rrdscale_journal_syncs_total", "Successful journal fdatasync calls.", c(&s.journal_syncs));
     o.histogram(
         "rrdscale_journal_sync_seconds",
         "Duration of journal fdatasync calls.",
         &s.journal_sync_seconds,
     );
-    o.metric(
+    o.gauge(
         "rrdscale_journal_poisoned",
-        "gauge",
         "1 when the journal refuses appends after a failure (no UPDATE is acknowledged until restart).",
         u64::from(daemon.journal.is_poisoned()) | c(&s.journal_poisoned),
     );
-    o.metric(
+    o.counter(
         "rrdscale_journal_damaged_regions_total",
-        "counter",
         "Damaged journal ranges skipped by the startup replay (the records after each were kept).",
         c(&s.journal_damaged_regions),
     );
-    o.metric(
+    o.counter(
         "rrdscale_journal_damaged_bytes_total",
-        "counter",
         "Bytes in the damaged journal ranges skipped by the startup replay.",
         c(&s.journal_damaged_bytes),
     );
-    o.metric(
+    o.counter(
         "rrdscale_accept_errors_total",
-        "counter",
         "accept() failures for lack of descriptors or memory (each followed by a 100 ms back-off).",
         c(&s.accept_errors),
     );
-    o.metric(
+    o.counter(
         "rrdscale_connections_idle_closed_total",
-        "counter",
         "Connections closed because they sent nothing for the idle timeout.",
         c(&s.connections_idle_closed),
     );
-    o.metric(
+    o.counter(
         "rrdscale_journal_segments_removed_total",
-        "counter",
         "Journal segments deleted after their values were synced into RRD files.",
         c(&s.journal_segments_removed),
     );
-    o.metric(
-        "rrdscale_files_synced_total",
-        "counter",
-        "RRD files fdatasync'ed after a flush.",
-        c(&s.files_synced),
-    );
-    o.metric(
-        "rrdscale_flush_errors_total",
-        "counter",
-        "File updates by flushes that failed.",
-        c(&s.flush_errors),
-    );
+    o.counter("rrdscale_files_synced_total", "RRD files fdatasync'ed after a flush.", c(&s.files_synced));
+    o.counter("rrdscale_flush_errors_total", "File updates by flushes that failed.", c(&s.flush_errors));
     // The flush's page-level work (rrd_engine::batch).
-    o.metric(
+    o.counter(
         "rrdscale_flush_headers_read_total",
-        "counter",
         "Headers read by flushes (no kept header, or a stale one).",
         c(&s.headers_read),
     );
-    o.metric(
+    o.counter(
         "rrdscale_flush_headers_kept_total",
-        "counter",
         "File updates by flushes that used the kept header and read nothing.",
         c(&s.headers_kept),
     );
-    o.metric(
+    o.counter(
         "rrdscale_flush_pages_prefetched_total",
-        "counter",
         "Pages asked for with WILLNEED before flushes wrote them.",
         c(&s.pages_prefetched),
     );
-    o.metric(
-        "rrdscale_flush_pages_written_total",
-        "counter",
-        "Pages written by flushes.",
-        c(&s.pages_written),
-    );
-    o.metric(
+    o.counter("rrdscale_flush_pages_written_total", "Pages written by flushes.", c(&s.pages_written));
+    o.counter(
         "rrdscale_flush_pages_released_total",
-        "counter",
         "Pages dropped from the page cache after flushes synced them.",
         c(&s.pages_released),
     );
-    o.metric(
+    o.counter(
         "rrdscale_updates_refused_total",
-        "counter",
         "UPDATEs refused (memory budget, journal failure).",
         c(&s.updates_refused),
     );
-    o.metric("rrdscale_connections_total", "counter", "Client connections accepted.", c(&s.connections));
+    o.counter("rrdscale_connections_total", "Client connections accepted.", c(&s.connections));
     if let Ok(text) = std::fs::read_to_string("/proc/meminfo") {
         let (dirty, writeback) = parse_meminfo(&text);
         if let Some(d) = dirty {
-            o.metric(
-                "rrdscale_host_dirty_bytes",
-                "gauge",
-                "The host's dirty page cache (/proc/meminfo Dirty).",
-                d,
-            );
+            o.gauge("rrdscale_host_dirty_bytes", "The host's dirty page cache (/proc/meminfo Dirty).", d);
         }
         if let Some(w) = writeback {
-            o.metric(
+            o.gauge(
                 "rrdscale_host_writeback_bytes",
-                "gauge",
                 "The host's page cache under write-back (/proc/meminfo Writeback).",
                 w,
             );
         }
     }
-    o.0
+    o.finish()
 }
 
-/// Parses exposition text into `(name with labels, value)` pairs; for
-/// tests and `rrdscale` tools that read a scrape.
-pub fn parse_text(text: &str) -> Vec<(String, f64)> {
-    text.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .filter_map(|l| {
-            let (name, value) = l.rsplit_once(' ')?;
-            Some((name.to_string(), value.parse().ok()?))
-        })
-        .collect()
-}
+/// `(name with labels, value)` pairs of a scrape; for tests and
+/// `rrdscale` tools that read one.
+pub use rrd_metrics::parse_samples as parse_text;
 
 #[cfg(test)]
 mod tests {
@@ -413,34 +302,34 @@ mod tests {
         assert_eq!(parse_meminfo("Dirty: x kB\n"), (None, None));
     }
 
-    /// Every sample line parses, every family has HELP and TYPE, counters
-    /// end in `_total`, and the values are the counters'.
+    /// The scrape is valid exposition text (`rrd_metrics::parse`: each
+    /// family's HELP and TYPE once, counters end in `_total`, histogram
+    /// buckets cumulative up to +Inf, `_sum` and `_count`), and the values
+    /// are the counters'.
     #[test]
     fn render_is_valid_exposition_text() {
         let daemon = Daemon::new(Config::default(), Journaler::disabled());
         Stats::add(&daemon.stats.updates_received, 7);
         Stats::add(&daemon.stats.journal_damaged_bytes, 42);
         daemon.stats.journal_sync_seconds.observe(Duration::from_micros(300));
+        daemon.stats.journal_sync_seconds.observe(Duration::from_secs(30));
         let text = render(&daemon);
-        let samples = parse_text(&text);
-        let get = |n: &str| samples.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
+        let scrape = rrd_metrics::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let get = |n: &str| scrape.get(n);
         assert_eq!(get("rrdscale_updates_received_total"), Some(7.0));
         assert_eq!(get("rrdscale_journal_poisoned"), Some(0.0));
         assert_eq!(get("rrdscale_journal_damaged_bytes_total"), Some(42.0));
         assert_eq!(get("rrdscale_journal_damaged_regions_total"), Some(0.0));
         assert_eq!(get("rrdscale_accept_errors_total"), Some(0.0));
-        assert_eq!(get("rrdscale_journal_sync_seconds_count"), Some(1.0));
+        assert_eq!(get("rrdscale_journal_sync_seconds_count"), Some(2.0));
         assert_eq!(get("rrdscale_journal_sync_seconds_bucket{le=\"0.00025\"}"), Some(0.0));
         assert_eq!(get("rrdscale_journal_sync_seconds_bucket{le=\"0.0005\"}"), Some(1.0));
+        assert_eq!(get("rrdscale_journal_sync_seconds_bucket{le=\"2.5\"}"), Some(1.0));
+        assert_eq!(get("rrdscale_journal_sync_seconds_bucket{le=\"+Inf\"}"), Some(2.0));
+        assert!((get("rrdscale_journal_sync_seconds_sum").unwrap() - 30.0003).abs() < 1e-9);
         assert!(get("rrdscale_host_dirty_bytes").is_some(), "/proc/meminfo is readable on Linux");
-        for line in text.lines().filter(|l| l.starts_with("# TYPE ")) {
-            let mut w = line.split_whitespace().skip(2);
-            let (name, kind) = (w.next().unwrap(), w.next().unwrap());
-            assert!(text.contains(&format!("# HELP {name} ")), "{name} has no HELP");
-            assert_eq!(kind == "counter", name.ends_with("_total"), "{line}");
-            assert!(samples.iter().any(|(k, _)| k.starts_with(name)), "{name} has no sample");
-        }
-        assert_eq!(samples.len(), text.lines().filter(|l| !l.starts_with('#')).count());
+        assert_eq!(scrape.families.len(), text.lines().filter(|l| l.starts_with("# TYPE ")).count());
+        assert_eq!(parse_text(&text).len(), scrape.samples().count());
     }
 
     #[test]
@@ -461,6 +350,8 @@ mod tests {
         let (head, body) = ok.split_once("\r\n\r\n").unwrap();
         assert!(head.contains(&format!("Content-Length: {}", body.len())), "{head}");
         assert!(body.contains("rrdscale_queue_length 0\n"));
+        let scrape = rrd_metrics::parse(body).unwrap_or_else(|e| panic!("{e}\n{body}"));
+        assert_eq!(scrape.get("rrdscale_journal_sync_seconds_count"), Some(0.0));
         assert!(get("GET / HTTP/1.0\r\n\r\n").starts_with("HTTP/1.1 404"));
         assert!(get("POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405"));
         let head = get("HEAD /metrics HTTP/1.1\r\n\r\n");

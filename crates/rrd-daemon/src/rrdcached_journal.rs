@@ -300,8 +300,7 @@ fn trusted(path: &Path) -> Result<(), String> {
     if !meta.is_file() {
         return Err("not a regular file".into());
     }
-    // SAFETY: geteuid has no preconditions and no effects.
-    let uid = unsafe { libc::geteuid() };
+    let uid = rustix::process::geteuid().as_raw();
     if meta.uid() != uid {
         return Err(format!("owned by uid {}, not by the daemon's user (uid {uid})", meta.uid()));
     }

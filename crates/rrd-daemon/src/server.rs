@@ -65,16 +65,11 @@ fn bind_unix(path: &str, spec: &ListenSpec) -> Result<Bound, RunError> {
         fail(1, format!("rrdcached: bind({}) failed: {}.", path.display(), config::os_text(&e)))
     })?;
     if let Some(gid) = spec.socket_group {
-        if let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) {
-            // SAFETY: chown reads a NUL-terminated path; -1 keeps the owner.
-            let rc = unsafe { libc::chown(c.as_ptr(), u32::MAX, gid) };
-            let chmod = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o760));
-            if rc != 0 || chmod.is_err() {
-                eprintln!(
-                    "rrdcached: failed to set socket group permissions ({})",
-                    std::io::Error::last_os_error()
-                );
-            }
+        let chown = rustix::fs::chown(&path, None, Some(rustix::fs::Gid::from_raw(gid)))
+            .map_err(std::io::Error::from);
+        let chmod = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o760));
+        if let Err(e) = chown.and(chmod) {
+            eprintln!("rrdcached: failed to set socket group permissions ({e})");
         }
     }
     if let Some(mode) = spec.socket_mode {
@@ -155,8 +150,9 @@ fn open_pid_file(path: &Path) -> Result<std::fs::File, RunError> {
     if pid <= 0 {
         return Err(fail(1, "FATAL: PID file is corrupted"));
     }
-    // SAFETY: kill with signal 0 only checks that the process exists.
-    if pid != std::process::id() as i32 && unsafe { libc::kill(pid, 0) } == 0 {
+    let alive =
+        rustix::process::Pid::from_raw(pid).is_some_and(|p| rustix::process::test_kill_process(p).is_ok());
+    if pid != std::process::id() as i32 && alive {
         return Err(fail(1, format!("FATAL: Another rrdcached daemon is running?? (pid {pid})")));
     }
     eprintln!("rrdcached: removed stale PID file (no rrdcached on pid {pid})\nrrdcached: starting normally.");
@@ -167,31 +163,10 @@ fn open_pid_file(path: &Path) -> Result<std::fs::File, RunError> {
         .map_err(|e| fail(1, format!("FATAL: Faild to truncate stale PID file. ({})", config::os_text(&e))))
 }
 
-/// Forks into the background: the parent exits 0, the child leads a new
-/// session with its standard streams on /dev/null. Must run before any
+/// Forks into the background (`sys::daemonize`). Must run before any
 /// thread exists.
 fn daemonize() -> Result<(), RunError> {
-    // SAFETY: the process is single-threaded here (no runtime, no workers
-    // yet), so fork duplicates a consistent state.
-    match unsafe { libc::fork() } {
-        -1 => return Err(fail(1, "daemonize: fork(2) failed.")),
-        0 => {}
-        _ => std::process::exit(0),
-    }
-    // SAFETY: setsid and dup2 on valid descriptors have no memory effects.
-    unsafe {
-        libc::setsid();
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
-        if null >= 0 {
-            libc::dup2(null, 0);
-            libc::dup2(null, 1);
-            libc::dup2(null, 2);
-            if null > 2 {
-                libc::close(null);
-            }
-        }
-    }
-    Ok(())
+    crate::sys::daemonize().map_err(|e| fail(1, e))
 }
 
 /// Writes log lines to syslog (LOG_DAEMON), one `syslog` call per line.
@@ -201,11 +176,7 @@ impl Write for SyslogWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
         for line in text.lines().filter(|l| !l.is_empty()) {
-            if let Ok(c) = std::ffi::CString::new(line) {
-                // SAFETY: the format is a literal "%s" and the argument a
-                // NUL-terminated string.
-                unsafe { libc::syslog(libc::LOG_NOTICE, c"%s".as_ptr(), c.as_ptr()) };
-            }
+            crate::sys::syslog(line);
         }
         Ok(buf.len())
     }
@@ -230,8 +201,7 @@ fn init_logging(config: &Config) -> Result<(), RunError> {
     } else if config.foreground {
         builder.with_writer(std::io::stderr).try_init()
     } else {
-        // SAFETY: openlog with a static identifier string.
-        unsafe { libc::openlog(c"rrdcached".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON) };
+        crate::sys::openlog();
         builder.without_time().with_writer(|| SyslogWriter).try_init()
     };
     // Already initialized (tests running several daemons): keep the first.
@@ -242,17 +212,14 @@ fn init_logging(config: &Config) -> Result<(), RunError> {
 use std::sync::Mutex;
 
 fn drop_privileges(config: &Config) -> Result<(), RunError> {
-    // SAFETY: set[gu]id/gete[gu]id have no memory effects.
-    unsafe {
-        if let Some(gid) = config.group {
-            if libc::getegid() != gid && libc::setgid(gid) != 0 {
-                return Err(fail(1, format!("daemonize: failed to setgid({gid})")));
-            }
+    if let Some(gid) = config.group {
+        if rustix::process::getegid().as_raw() != gid && !crate::sys::setgid(gid) {
+            return Err(fail(1, format!("daemonize: failed to setgid({gid})")));
         }
-        if let Some(uid) = config.user {
-            if libc::geteuid() != uid && libc::setuid(uid) != 0 {
-                return Err(fail(1, format!("daemonize: failed to setuid({uid})")));
-            }
+    }
+    if let Some(uid) = config.user {
+        if rustix::process::geteuid().as_raw() != uid && !crate::sys::setuid(uid) {
+            return Err(fail(1, format!("daemonize: failed to setuid({uid})")));
         }
     }
     Ok(())

@@ -5,7 +5,6 @@
 //! [`Histogram`]s that STATS has no room for.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
 
 #[derive(Default, Debug)]
 pub struct Stats {
@@ -62,38 +61,16 @@ pub struct Stats {
 pub const SYNC_BUCKETS_SECS: [f64; 14] =
     [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5];
 
-/// A Prometheus-style histogram over [`SYNC_BUCKETS_SECS`]: per-bucket
-/// counts (not cumulative; the renderer sums), the sum in nanoseconds, and
-/// the count. Lock-free; a reader may see one observation half-added.
-#[derive(Debug, Default)]
-pub struct Histogram {
-    /// One per bucket plus the overflow (+Inf) bucket.
-    pub buckets: [AtomicU64; SYNC_BUCKETS_SECS.len() + 1],
-    pub sum_ns: AtomicU64,
-    pub count: AtomicU64,
+/// The journal's sync latencies: buckets of [`SYNC_BUCKETS_SECS`].
+#[derive(Debug)]
+pub struct SyncBuckets;
+
+impl rrd_metrics::Buckets for SyncBuckets {
+    const BOUNDS_SECS: &'static [f64] = &SYNC_BUCKETS_SECS;
 }
 
-impl Histogram {
-    pub fn observe(&self, d: Duration) {
-        let secs = d.as_secs_f64();
-        let i = SYNC_BUCKETS_SECS.iter().position(|&b| secs <= b).unwrap_or(SYNC_BUCKETS_SECS.len());
-        self.buckets[i].fetch_add(1, Relaxed);
-        self.sum_ns.fetch_add(d.as_nanos() as u64, Relaxed);
-        self.count.fetch_add(1, Relaxed);
-    }
-
-    /// Cumulative counts per bucket bound (the last is +Inf), as rendered.
-    pub fn cumulative(&self) -> Vec<u64> {
-        let mut total = 0;
-        self.buckets
-            .iter()
-            .map(|b| {
-                total += b.load(Relaxed);
-                total
-            })
-            .collect()
-    }
-}
+/// A Prometheus histogram of sync latencies (`rrd_metrics`'s, lock-free).
+pub type Histogram = rrd_metrics::Histogram<SyncBuckets>;
 
 impl Stats {
     pub fn add(counter: &AtomicU64, n: u64) {
@@ -123,7 +100,7 @@ mod tests {
         let c = h.cumulative();
         assert_eq!(c.len(), super::SYNC_BUCKETS_SECS.len() + 1);
         assert_eq!((c[0], c[3], c[4], c[13], c[14]), (1, 1, 2, 2, 3));
-        assert_eq!(super::Stats::get(&h.count), 3);
+        assert_eq!(h.count(), 3);
     }
 
     #[test]

@@ -59,17 +59,9 @@ pub(crate) fn timestamp_label(value: f64, fmt: &str) -> String {
     if !(value >= i64::MIN as f64 && value <= i64::MAX as f64) || value.trunc() != value {
         return format!("{value:.6}");
     }
-    let t = value as i64 as libc::time_t;
-    // SAFETY: gmtime_r writes only the tm we own.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    if unsafe { libc::gmtime_r(&t, &mut tm) }.is_null() {
-        return String::new();
-    }
+    let Some(tm) = rrd_lang::ctime::gmtime(value as i64) else { return String::new() };
     let Ok(cfmt) = std::ffi::CString::new(fmt) else { return String::new() };
-    let mut buf = [0u8; 100];
-    // SAFETY: the buffer length is passed; strftime writes at most that.
-    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), cfmt.as_ptr(), &tm) };
-    String::from_utf8_lossy(&buf[..n]).into_owned()
+    String::from_utf8_lossy(&rrd_lang::ctime::strftime(&cfmt, &tm, 100)).into_owned()
 }
 
 /// The `duration` formatter: RRDtool's `strfduration` of `ms`

@@ -23,6 +23,8 @@
 //! beyond `<b>`, `<i>`, `<span>` colours and sizes, `<sup>`, `<sub>`,
 //! `<small>`, `<big>` (other tags are dropped, their text kept).
 
+#![forbid(unsafe_code)]
+
 mod canvas;
 mod dataformat;
 mod elements;

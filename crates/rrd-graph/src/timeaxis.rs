@@ -108,19 +108,7 @@ pub(crate) fn choose(span_secs: i64, width_px: i64) -> XLabel {
     XLABELS[sel]
 }
 
-fn local(t: i64) -> Option<libc::tm> {
-    let t = libc::time_t::try_from(t).ok()?;
-    // SAFETY: localtime_r only writes the tm we hand it and reads `t`.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    let ok = unsafe { !libc::localtime_r(&t, &mut tm).is_null() };
-    ok.then_some(tm)
-}
-
-#[allow(clippy::useless_conversion)] // time_t is i64 here, not everywhere.
-fn make(tm: &mut libc::tm) -> i64 {
-    // SAFETY: mktime normalises the tm we own and returns -1 on failure.
-    i64::from(unsafe { libc::mktime(tm) })
-}
+use rrd_lang::ctime::{localtime as local, mktime as make};
 
 /// The first boundary of `unit × step` at or before `start`.
 pub(crate) fn first_time(start: i64, (unit, step): (Unit, i64)) -> i64 {
@@ -204,11 +192,7 @@ pub(crate) fn next_time(current: i64, (unit, step): (Unit, i64)) -> i64 {
 pub(crate) fn format_time(t: i64, format: &str) -> String {
     let Some(tm) = local(t) else { return String::new() };
     let Ok(fmt) = std::ffi::CString::new(format) else { return String::new() };
-    let mut buf = [0u8; 100];
-    // SAFETY: the buffer length is passed (strftime writes no more, and
-    // its conversions read only the tm, which came from localtime_r).
-    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), 99, fmt.as_ptr(), &tm) };
-    String::from_utf8_lossy(&buf[..n]).into_owned()
+    String::from_utf8_lossy(&rrd_lang::ctime::strftime(&fmt, &tm, 99)).into_owned()
 }
 
 #[cfg(test)]

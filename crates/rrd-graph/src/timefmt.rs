@@ -16,29 +16,19 @@ use crate::printf::{format_double, Conversion};
 /// RRDtool's `FMT_LEG_LEN`: the buffer every PRINT/GPRINT text is made in.
 const FMT_LEG_LEN: usize = 200;
 
+use rrd_lang::ctime;
+
 /// `valstrftime`'s format when none is given.
 const DEFAULT_TIMESTAMP_FMT: &str = "%Y-%m-%d %H:%M:%S";
 /// `valstrfduration`'s format when none is given.
 const DEFAULT_DURATION_FMT: &str = "%H:%02m:%02s";
 
-extern "C" {
-    /// POSIX `tzset` (not in the libc crate): reads `TZ`.
-    fn tzset();
-}
-
 fn tm_of(t: i64, local: bool) -> Option<libc::tm> {
-    let t = libc::time_t::try_from(t).ok()?;
-    // SAFETY: `tm` is plain data, fully written by localtime_r/gmtime_r on
-    // success; both only read `t`.
-    unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        let ok = if local {
-            tzset();
-            !libc::localtime_r(&t, &mut tm).is_null()
-        } else {
-            !libc::gmtime_r(&t, &mut tm).is_null()
-        };
-        ok.then_some(tm)
+    if local {
+        ctime::reset_timezone();
+        ctime::localtime(t)
+    } else {
+        ctime::gmtime(t)
     }
 }
 
@@ -51,11 +41,8 @@ fn c_strftime(fmt: &str, tm: &libc::tm) -> Option<String> {
 /// C's `strftime` into a buffer of `size` bytes.
 fn c_strftime_in(fmt: &str, tm: &libc::tm, size: usize) -> Option<String> {
     let fmt = std::ffi::CString::new(fmt.split('\0').next().unwrap_or("")).ok()?;
-    let mut buf = vec![0u8; size.max(1)];
-    // SAFETY: the buffer's length is passed; the format is NUL-terminated;
-    // `tm` comes from localtime_r/gmtime_r.
-    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), tm) };
-    (n > 0).then(|| String::from_utf8_lossy(&buf[..n]).into_owned())
+    let out = ctime::strftime(&fmt, tm, size.max(1));
+    (!out.is_empty()).then(|| String::from_utf8_lossy(&out).into_owned())
 }
 
 /// The local time `t` through `strftime` in a buffer of `size` bytes

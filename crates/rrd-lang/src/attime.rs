@@ -712,39 +712,7 @@ pub fn parse(spec: &str) -> Result<AtTime, AtTimeError> {
     Parser::new(spec).parse()
 }
 
-/// `localtime_r` in the process time zone; `None` where it fails.
-fn local_tm(secs: i64) -> Option<libc::tm> {
-    let secs = libc::time_t::try_from(secs).ok()?;
-    // SAFETY: an all-zero `tm` is a valid value (null `tm_zone`), and
-    // localtime_r only writes into the struct it is given.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    let result = unsafe { libc::localtime_r(&secs, &mut tm) };
-    if result.is_null() {
-        None
-    } else {
-        Some(tm)
-    }
-}
-
-/// `localtime_r` into an existing struct, ignoring failure as rrdtool
-/// does: for a count too large for `tm_year`, glibc has then already
-/// written the time of day, the weekday, the DST flag and a truncated year,
-/// and rrdtool goes on with those (where the C library leaves the struct
-/// alone instead, the previous fields stay).
-fn local_tm_into(secs: i64, tm: &mut libc::tm) {
-    let Some(secs) = libc::time_t::try_from(secs).ok() else { return };
-    // SAFETY: `tm` is a valid, exclusively borrowed struct; localtime_r
-    // writes only into it.
-    unsafe { libc::localtime_r(&secs, tm) };
-}
-
-/// `mktime` in the process time zone; normalises `tm` in place as C does.
-#[allow(clippy::useless_conversion)] // time_t is narrower than i64 on some targets
-fn mk_time(tm: &mut libc::tm) -> i64 {
-    // SAFETY: `tm` is a valid, exclusively borrowed struct; mktime reads
-    // and normalises it and consults only the process time zone.
-    i64::from(unsafe { libc::mktime(tm) })
-}
+use crate::ctime::{localtime as local_tm, localtime_into as local_tm_into, mktime as mk_time};
 
 impl AtTime {
     /// Replays the recorded edits on `localtime(now)` and returns the
@@ -893,13 +861,8 @@ mod tests {
             if std::env::var("TZ").as_deref() != Ok("UTC") {
                 std::env::set_var("TZ", "UTC");
             }
-            // SAFETY: tzset only rereads TZ into libc's zone state.
-            unsafe { tzset() };
+            crate::ctime::reset_timezone();
         });
-    }
-
-    extern "C" {
-        fn tzset();
     }
 
     fn at(spec: &str) -> i64 {
@@ -1545,8 +1508,7 @@ mod tests {
         if std::env::var(CHILD_MARKER).is_err() {
             return;
         }
-        // SAFETY: tzset only rereads TZ into libc's zone state.
-        unsafe { tzset() };
+        crate::ctime::reset_timezone();
         let (agreed, failures) = compare(ZONE_PAIRS, &zone);
         assert!(failures.is_empty(), "{} differ:\n{}", failures.len(), failures.join("\n"));
         assert_eq!(agreed, ZONE_PAIRS.len());

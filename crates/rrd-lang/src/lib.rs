@@ -17,7 +17,12 @@
 //! format is the 80-byte `par` array a COMPUTE expression is stored in
 //! ([`rpn::Program::to_par`]).
 
+#![deny(unsafe_code)]
+
 pub mod attime;
 pub mod ctext;
+#[allow(unsafe_code)]
+pub mod ctime;
 pub mod numparse;
+pub mod optparse;
 pub mod rpn;

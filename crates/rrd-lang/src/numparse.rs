@@ -563,6 +563,7 @@ mod tests {
 
     /// The C library itself is the oracle: glibc's conversions on random
     /// strings over an alphabet of the characters they treat specially.
+    #[allow(unsafe_code)] // the C library itself, as the reference
     mod against_glibc {
         use super::*;
         use proptest::prelude::*;

@@ -96,6 +96,8 @@
 //!   page-ins).
 //! - No I/O: everything runs on headers in memory.
 
+#![forbid(unsafe_code)]
+
 use std::ops::Range;
 
 use rrd_format::{Dst, Header, Layout};

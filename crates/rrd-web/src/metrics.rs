@@ -9,7 +9,6 @@
 //! number of series. Deliberately not here: per-graph metrics.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,11 +17,16 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use rrd_metrics::{Buckets, Exposition, Histogram, Kind};
 
 use crate::App;
 
-/// Upper bounds of the render-time buckets, in seconds.
-const BUCKETS: [f64; 10] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0];
+/// The render-time buckets: 5 ms to 5 s.
+pub struct RenderBuckets;
+
+impl Buckets for RenderBuckets {
+    const BOUNDS_SECS: &'static [f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0];
+}
 
 #[derive(Default)]
 pub struct Metrics {
@@ -30,9 +34,7 @@ pub struct Metrics {
     posts_accepted: AtomicU64,
     posts_refused: AtomicU64,
     write_errors: AtomicU64,
-    render_buckets: [AtomicU64; BUCKETS.len()],
-    render_count: AtomicU64,
-    render_micros: AtomicU64,
+    render_seconds: Histogram<RenderBuckets>,
     refused: Mutex<BTreeMap<&'static str, u64>>,
 }
 
@@ -51,14 +53,7 @@ impl Metrics {
     }
 
     pub fn render(&self, took: Duration) {
-        let secs = took.as_secs_f64();
-        for (b, bound) in self.render_buckets.iter().zip(BUCKETS) {
-            if secs <= bound {
-                b.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        self.render_count.fetch_add(1, Ordering::Relaxed);
-        self.render_micros.fetch_add(took.as_micros().min(u128::from(u64::MAX)) as u64, Ordering::Relaxed);
+        self.render_seconds.observe(took);
     }
 
     /// Counts a refusal; `reason` is one of [`REFUSALS`].
@@ -73,88 +68,45 @@ impl Metrics {
 
     /// The exposition text; `counts` are (graphs, complexes) when known.
     pub fn render_text(&self, counts: Option<(i64, i64)>, writer: &str, connected: Option<bool>) -> String {
-        let mut s = String::new();
-        let _ = writeln!(s, "# HELP rrdscale_web_requests_total HTTP requests by method, route and status.");
-        let _ = writeln!(s, "# TYPE rrdscale_web_requests_total counter");
+        let mut e = Exposition::new();
+        let requests = "rrdscale_web_requests_total";
+        e.family(requests, Kind::Counter, "HTTP requests by method, route and status.");
         for ((method, route, status), n) in self.requests.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-            let _ = writeln!(
-                s,
-                "rrdscale_web_requests_total{{method=\"{method}\",route=\"{}\",status=\"{status}\"}} {n}",
-                escape(route)
-            );
+            e.sample(requests, &[("method", method), ("route", route), ("status", &status.to_string())], n);
         }
-        let _ = writeln!(s, "# HELP rrdscale_web_posts_total Numbers POSTed to /api, by result.");
-        let _ = writeln!(s, "# TYPE rrdscale_web_posts_total counter");
-        let _ = writeln!(
-            s,
-            "rrdscale_web_posts_total{{result=\"accepted\"}} {}",
-            self.posts_accepted.load(Ordering::Relaxed)
+        let posts = "rrdscale_web_posts_total";
+        e.family(posts, Kind::Counter, "Numbers POSTed to /api, by result.")
+            .sample(posts, &[("result", "accepted")], self.posts_accepted.load(Ordering::Relaxed))
+            .sample(posts, &[("result", "refused")], self.posts_refused.load(Ordering::Relaxed));
+        e.counter(
+            "rrdscale_web_write_errors_total",
+            "RRD writes that failed after validation.",
+            self.write_errors.load(Ordering::Relaxed),
         );
-        let _ = writeln!(
-            s,
-            "rrdscale_web_posts_total{{result=\"refused\"}} {}",
-            self.posts_refused.load(Ordering::Relaxed)
-        );
-        let _ =
-            writeln!(s, "# HELP rrdscale_web_write_errors_total RRD writes that failed after validation.");
-        let _ = writeln!(s, "# TYPE rrdscale_web_write_errors_total counter");
-        let _ = writeln!(s, "rrdscale_web_write_errors_total {}", self.write_errors.load(Ordering::Relaxed));
-        let _ = writeln!(
-            s,
-            "# HELP rrdscale_web_refused_total Requests refused by a limit or an access rule, by reason."
-        );
-        let _ = writeln!(s, "# TYPE rrdscale_web_refused_total counter");
+        let refused_total = "rrdscale_web_refused_total";
+        e.family(refused_total, Kind::Counter, "Requests refused by a limit or an access rule, by reason.");
         {
             let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
             for reason in REFUSALS {
-                let n = refused.get(reason).copied().unwrap_or(0);
-                let _ = writeln!(s, "rrdscale_web_refused_total{{reason=\"{reason}\"}} {n}");
+                e.sample(refused_total, &[("reason", reason)], refused.get(reason).copied().unwrap_or(0));
             }
         }
         if let Some((graphs, complexes)) = counts {
-            let _ = writeln!(s, "# HELP rrdscale_web_graphs Graphs in the metadata store.");
-            let _ = writeln!(s, "# TYPE rrdscale_web_graphs gauge");
-            let _ = writeln!(s, "rrdscale_web_graphs {graphs}");
-            let _ = writeln!(s, "# HELP rrdscale_web_complexes Complex graphs in the metadata store.");
-            let _ = writeln!(s, "# TYPE rrdscale_web_complexes gauge");
-            let _ = writeln!(s, "rrdscale_web_complexes {complexes}");
+            e.gauge("rrdscale_web_graphs", "Graphs in the metadata store.", graphs);
+            e.gauge("rrdscale_web_complexes", "Complex graphs in the metadata store.", complexes);
         }
-        let _ = writeln!(s, "# HELP rrdscale_web_render_seconds Time to draw one graph PNG.");
-        let _ = writeln!(s, "# TYPE rrdscale_web_render_seconds histogram");
-        for (b, bound) in self.render_buckets.iter().zip(BUCKETS) {
-            let _ = writeln!(
-                s,
-                "rrdscale_web_render_seconds_bucket{{le=\"{bound}\"}} {}",
-                b.load(Ordering::Relaxed)
-            );
-        }
-        let count = self.render_count.load(Ordering::Relaxed);
-        let _ = writeln!(s, "rrdscale_web_render_seconds_bucket{{le=\"+Inf\"}} {count}");
-        let _ = writeln!(
-            s,
-            "rrdscale_web_render_seconds_sum {}",
-            self.render_micros.load(Ordering::Relaxed) as f64 / 1e6
-        );
-        let _ = writeln!(s, "rrdscale_web_render_seconds_count {count}");
-        let _ = writeln!(
-            s,
-            "# HELP rrdscale_web_writer How RRD files are written (embedded or a daemon address)."
-        );
-        let _ = writeln!(s, "# TYPE rrdscale_web_writer gauge");
-        let _ = writeln!(s, "rrdscale_web_writer{{writer=\"{}\"}} 1", escape(writer));
+        e.histogram("rrdscale_web_render_seconds", "Time to draw one graph PNG.", &self.render_seconds);
+        e.family(
+            "rrdscale_web_writer",
+            Kind::Gauge,
+            "How RRD files are written (embedded or a daemon address).",
+        )
+        .sample("rrdscale_web_writer", &[("writer", writer)], 1);
         if let Some(c) = connected {
-            let _ =
-                writeln!(s, "# HELP rrdscale_web_daemon_connected Whether the daemon connection is open.");
-            let _ = writeln!(s, "# TYPE rrdscale_web_daemon_connected gauge");
-            let _ = writeln!(s, "rrdscale_web_daemon_connected {}", u8::from(c));
+            e.gauge("rrdscale_web_daemon_connected", "Whether the daemon connection is open.", u8::from(c));
         }
-        s
+        e.finish()
     }
-}
-
-/// A label value with `\`, `"` and newlines escaped.
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 /// Middleware: counts every routed request by its route pattern.
@@ -170,13 +122,17 @@ pub async fn serve(State(app): State<Arc<App>>) -> Response {
     let a = app.clone();
     let counts = tokio::task::spawn_blocking(move || a.store().count_graphs().ok()).await.ok().flatten();
     let text = app.metrics.render_text(counts, &app.writer.describe(), app.writer.daemon_connected());
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
+    ([(header::CONTENT_TYPE, rrd_metrics::CONTENT_TYPE)], text).into_response()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Every family is there, the text is valid exposition text
+    /// (`rrd_metrics::parse`: HELP and TYPE once each, histogram buckets
+    /// cumulative up to +Inf with `_sum` and `_count`), label values are
+    /// escaped, and the values are what was counted.
     #[test]
     fn exposition_has_every_family() {
         let m = Metrics::default();
@@ -184,17 +140,29 @@ mod tests {
         m.post(false);
         m.post(false);
         m.render(Duration::from_millis(30));
+        m.render(Duration::from_secs(9));
         m.request("GET", "/graph/{service}/{section}/{graph}", 200);
-        let t = m.render_text(Some((3, 1)), "embedded", None);
-        assert!(t.contains("rrdscale_web_posts_total{result=\"refused\"} 2"), "{t}");
-        assert!(t.contains("rrdscale_web_render_seconds_bucket{le=\"0.025\"} 0"), "{t}");
-        assert!(t.contains("rrdscale_web_render_seconds_bucket{le=\"0.05\"} 1"), "{t}");
-        assert!(t.contains("rrdscale_web_graphs 3") && t.contains("rrdscale_web_complexes 1"));
+        let t = m.render_text(Some((3, 1)), "unix:/run/\"x\".sock", Some(true));
+        let s = rrd_metrics::parse(&t).unwrap_or_else(|e| panic!("{e}\n{t}"));
+        assert_eq!(s.get("rrdscale_web_posts_total{result=\"refused\"}"), Some(2.0), "{t}");
+        assert_eq!(s.get("rrdscale_web_render_seconds_bucket{le=\"0.025\"}"), Some(0.0), "{t}");
+        assert_eq!(s.get("rrdscale_web_render_seconds_bucket{le=\"0.05\"}"), Some(1.0), "{t}");
+        assert_eq!(s.get("rrdscale_web_render_seconds_bucket{le=\"5\"}"), Some(1.0), "{t}");
+        assert_eq!(s.get("rrdscale_web_render_seconds_bucket{le=\"+Inf\"}"), Some(2.0), "{t}");
+        assert_eq!(s.get("rrdscale_web_render_seconds_count"), Some(2.0), "{t}");
+        assert!((s.get("rrdscale_web_render_seconds_sum").unwrap() - 9.03).abs() < 1e-9, "{t}");
+        assert_eq!((s.get("rrdscale_web_graphs"), s.get("rrdscale_web_complexes")), (Some(3.0), Some(1.0)));
         assert!(t.contains("route=\"/graph/{service}/{section}/{graph}\",status=\"200\"} 1"), "{t}");
-        assert!(!t.contains("daemon_connected"));
+        let writer = &s.family("rrdscale_web_writer").unwrap().samples[0];
+        assert_eq!(writer.label("writer"), Some("unix:/run/\"x\".sock"));
+        assert_eq!(s.get("rrdscale_web_daemon_connected"), Some(1.0));
         m.refused("origin");
         let t = m.render_text(None, "embedded", None);
-        assert!(t.contains("rrdscale_web_refused_total{reason=\"origin\"} 1"), "{t}");
-        assert!(t.contains("rrdscale_web_refused_total{reason=\"host\"} 0"), "{t}");
+        let s = rrd_metrics::parse(&t).unwrap_or_else(|e| panic!("{e}\n{t}"));
+        assert_eq!(s.get("rrdscale_web_refused_total{reason=\"origin\"}"), Some(1.0), "{t}");
+        assert_eq!(s.get("rrdscale_web_refused_total{reason=\"host\"}"), Some(0.0), "{t}");
+        assert!(
+            s.family("rrdscale_web_graphs").is_none() && s.family("rrdscale_web_daemon_connected").is_none()
+        );
     }
 }

@@ -416,6 +416,12 @@ async fn bad_draw_parameters_and_unknown_graphs() {
     let (st, _, body) = http_full(addr, "GET", "/metrics", "text/plain", "").await;
     assert_eq!(st, 200);
     let text = String::from_utf8(body).unwrap();
+    let scrape = rrd_metrics::parse(&text)
+        .unwrap_or_else(|e| panic!("/metrics is not valid exposition text: {e}\n{text}"));
+    assert_eq!(
+        scrape.get("rrdscale_web_render_seconds_count"),
+        scrape.get("rrdscale_web_render_seconds_bucket{le=\"+Inf\"}")
+    );
     for needle in [
         "rrdscale_web_posts_total{result=\"accepted\"} 1",
         "rrdscale_web_posts_total{result=\"refused\"} 1",

@@ -5,6 +5,8 @@
 //! lives in its own module under `cmd/` and writes to the stdout it is given,
 //! so that pipe mode (`rrdscale -`) can run them in-process.
 
+#![forbid(unsafe_code)]
+
 use rrdscale::cmd;
 use std::io::{self, Write};
 use std::process::ExitCode;

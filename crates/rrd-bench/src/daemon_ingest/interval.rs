@@ -10,13 +10,13 @@
 //! rrdcached checks each file), so it is reported apart from the later
 //! ones (steady state: their median and mean).
 
-use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
-use super::{ratios, results, run_sides, IngestArgs, Sent, Setup};
+use super::{measure_side, ratios, IngestArgs, PerFile, Sent};
 use crate::daemon::Conn;
-use crate::dcommon::{self, col, DaemonResults};
+use crate::dcommon::{col, DaemonSideResult};
+use crate::dworkload::{Report, Run, Side};
 use crate::schema::Schema;
 use crate::workload::file_path;
 use crate::BenchError;
@@ -77,59 +77,46 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
-pub(super) fn run(a: &IngestArgs, s: Setup, exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
-    let c = &a.common;
-    let (files, intervals) = (s.files, a.intervals);
-    let (sides, checks) = run_sides(
-        a,
-        &s,
-        exe,
-        (files * intervals).max(10_000_000) * 2,
-        |d| {
-            Ok((0..files)
-                .map(|f| file_path(&d.files, f).display().to_string().into_bytes())
-                .collect::<Vec<_>>())
-        },
-        |paths, spec, r| {
-            let o = send(&spec.socket(), &paths, &s.schema, c.start_time, intervals)?;
-            let n = files as f64;
-            for (k, secs) in o.secs.iter().enumerate() {
-                r.set(&format!("interval_{}_secs", k + 1), *secs);
-            }
-            let later = &o.secs[1..];
-            r.set("first_secs", o.secs[0]);
-            r.set("first_values_per_s", n / o.secs[0]);
-            let median = median(later);
-            let mean =
-                if later.is_empty() { f64::NAN } else { later.iter().sum::<f64>() / later.len() as f64 };
-            r.set("steady_median_secs", median);
-            r.set("steady_mean_secs", mean);
-            r.set("steady_values_per_s", n / median);
-            eprintln!(
-                "{}: first interval {:.3} s ({} values/s), later intervals median {:.3} s ({} values/s)",
-                r.label,
-                o.secs[0],
-                crate::report::thousands(n / o.secs[0]),
-                median,
-                crate::report::thousands(n / median)
-            );
-            Ok(Sent {
-                lines: files * intervals,
-                values: files * intervals,
-                errors: o.errors,
-                first_error: o.first_error,
-                secs: o.secs.iter().sum(),
-                per_file: Box::new(move |_| intervals),
-            })
-        },
-    )?;
-    let ratios = ratios(
-        &sides,
-        &[
-            ("first_values_per_s", "first interval values/s", true),
-            ("steady_values_per_s", "later intervals values/s (median)", true),
-        ],
-    );
+pub(super) fn side(a: &IngestArgs, run: &Run, side: &mut Side) -> Result<PerFile, BenchError> {
+    let c = &run.common;
+    let (files, intervals) = (run.files, a.intervals);
+    let paths: Vec<Vec<u8>> =
+        (0..files).map(|f| file_path(&side.dirs.files, f).display().to_string().into_bytes()).collect();
+    measure_side(a, run, side, (files * intervals).max(10_000_000) * 2, paths, |paths, spec, r| {
+        let o = send(&spec.socket(), &paths, &run.schema, c.start_time, intervals)?;
+        let n = files as f64;
+        for (k, secs) in o.secs.iter().enumerate() {
+            r.set(&format!("interval_{}_secs", k + 1), *secs);
+        }
+        let later = &o.secs[1..];
+        r.set("first_secs", o.secs[0]);
+        r.set("first_values_per_s", n / o.secs[0]);
+        let median = median(later);
+        let mean = if later.is_empty() { f64::NAN } else { later.iter().sum::<f64>() / later.len() as f64 };
+        r.set("steady_median_secs", median);
+        r.set("steady_mean_secs", mean);
+        r.set("steady_values_per_s", n / median);
+        eprintln!(
+            "{}: first interval {:.3} s ({} values/s), later intervals median {:.3} s ({} values/s)",
+            r.label(),
+            o.secs[0],
+            crate::report::thousands(n / o.secs[0]),
+            median,
+            crate::report::thousands(n / median)
+        );
+        Ok(Sent {
+            lines: files * intervals,
+            values: files * intervals,
+            errors: o.errors,
+            first_error: o.first_error,
+            secs: o.secs.iter().sum(),
+            per_file: Box::new(move |_| intervals),
+        })
+    })
+}
+
+pub(super) fn report(a: &IngestArgs, run: &Run, sides: &[DaemonSideResult]) -> Report {
+    let (files, intervals) = (run.files, a.intervals);
     let mut header = vec!["side".to_string()];
     header.extend((1..=intervals).map(|k| format!("{k}")));
     let rows = sides
@@ -140,40 +127,42 @@ pub(super) fn run(a: &IngestArgs, s: Setup, exe: &Path, out: &mut dyn Write) -> 
                 .collect()
         })
         .collect();
-    let params = [
+    let params = vec![
         ("pattern", "batch-per-interval".to_string()),
         ("clients", "1".to_string()),
         ("intervals", intervals.to_string()),
         ("UPDATE lines per BATCH", files.to_string()),
     ];
-    let results = DaemonResults {
-        columns: vec![
-            col("first_secs", "first interval s", 3),
-            col("first_values_per_s", "first values/s", 0),
-            col("steady_median_secs", "later intervals s (median)", 3),
-            col("steady_mean_secs", "later s (mean)", 3),
-            col("steady_values_per_s", "later values/s (median)", 0),
-            col("cpu_us_per_value", "daemon CPU µs/value", 2),
-            col("journal_syncs", "journal syncs", 0),
-            col("errors", "errors", 0),
-        ],
+    let columns = vec![
+        col("first_secs", "first interval s", 3),
+        col("first_values_per_s", "first values/s", 0),
+        col("steady_median_secs", "later intervals s (median)", 3),
+        col("steady_mean_secs", "later s (mean)", 3),
+        col("steady_values_per_s", "later values/s (median)", 0),
+        col("cpu_us_per_value", "daemon CPU µs/value", 2),
+        col("journal_syncs", "journal syncs", 0),
+        col("errors", "errors", 0),
+    ];
+    let mut r = Report::new(run, columns, params);
+    r.ratios = ratios(
         sides,
-        ratios,
-        checks,
-        notes: vec![
-            "One client sends, per interval, BATCH, one `UPDATE <file> <t>:<v>:<v>` for every file (the \
-             interval's timestamp, one step later each interval), `.`, and reads the reply (as Cacti-style \
-             pollers and relays do). Each interval is timed from BATCH sent until its reply is read; its \
-             lines are built before. The first interval is every file's first UPDATE since the daemon \
-             started; the later ones are the steady state (values/s from their median). Under --sync \
-             always the batch's reply waits for the fdatasync of its records; rrdcached appends its \
-             journal without syncing."
-                .into(),
+        &[
+            ("first_values_per_s", "first interval values/s", true),
+            ("steady_values_per_s", "later intervals values/s (median)", true),
         ],
-        tables: vec![("Seconds per interval".into(), header, rows)],
-        ..results(a, &s, &params)
-    };
-    dcommon::finish(results, &s.ws, c.json.as_deref(), out)
+    );
+    r.notes.push(
+        "One client sends, per interval, BATCH, one `UPDATE <file> <t>:<v>:<v>` for every file (the \
+         interval's timestamp, one step later each interval), `.`, and reads the reply (as Cacti-style \
+         pollers and relays do). Each interval is timed from BATCH sent until its reply is read; its \
+         lines are built before. The first interval is every file's first UPDATE since the daemon \
+         started; the later ones are the steady state (values/s from their median). Under --sync \
+         always the batch's reply waits for the fdatasync of its records; rrdcached appends its \
+         journal without syncing."
+            .into(),
+    );
+    r.tables.push(("Seconds per interval".into(), header, rows));
+    r
 }
 
 #[cfg(test)]

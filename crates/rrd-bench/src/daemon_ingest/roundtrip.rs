@@ -24,8 +24,9 @@ use std::path::Path;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use super::{ratios, results, run_sides, IngestArgs, Sent, Setup};
-use crate::dcommon::{self, col, DaemonResults};
+use super::{measure_side, ratios, IngestArgs, PerFile, Sent};
+use crate::dcommon::{col, DaemonSideResult};
+use crate::dworkload::{Report, Run, Side};
 use crate::latency::Histogram;
 use crate::schema::Schema;
 use crate::workload::file_path;
@@ -240,112 +241,111 @@ pub fn ping_floor(socket: &Path, clients: usize, secs: Duration) -> Result<f64, 
     Ok(total as f64 / t.elapsed().as_secs_f64())
 }
 
-pub(super) fn run(a: &IngestArgs, s: Setup, exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
-    let c = &a.common;
-    let clients = c.clients.unwrap_or(1);
-    let stop = match a.rounds {
+/// When the clients stop: `--rounds`, else `--secs`.
+fn stop_of(a: &IngestArgs) -> Stop {
+    match a.rounds {
         Some(n) => Stop::Rounds(n),
         None => Stop::After(Duration::from_secs_f64(a.secs)),
-    };
+    }
+}
+
+pub(super) fn side(a: &IngestArgs, run: &Run, side: &mut Side) -> Result<PerFile, BenchError> {
+    let c = &run.common;
+    let clients = c.clients.unwrap_or(1);
+    let stop = stop_of(a);
+    let files = run.files;
     // Room for every value the fastest daemon could take in the time.
     let most = match stop {
-        Stop::Rounds(n) => s.files * n,
+        Stop::Rounds(n) => files * n,
         Stop::After(d) => (d.as_secs_f64() * 2e6) as u64,
     };
-    let files = s.files;
-    let (sides, checks) = run_sides(
-        a,
-        &s,
-        exe,
-        most.max(10_000_000) * 2,
-        |d| Ok(shares(&d.files, files, clients)),
-        |shares, spec, r| {
-            let o = send(&spec.socket(), shares, &s.schema, c.start_time, stop)?;
-            let us = |ns: f64| ns / 1000.0;
-            r.set("clients", clients as f64);
-            r.set("p50_us", us(o.latency.quantile_ns(0.5)));
-            r.set("p99_us", us(o.latency.quantile_ns(0.99)));
-            r.set("p999_us", us(o.latency.quantile_ns(0.999)));
-            r.set("max_us", us(o.latency.max_ns() as f64));
-            r.set("mean_us", us(o.latency.mean_ns()));
-            let total: u64 = o.replies.iter().sum();
-            let replies = o.replies.clone();
-            // After the timed part: the same clients with PING only.
-            let ping = ping_floor(&spec.socket(), clients, Duration::from_secs(2))?;
-            r.set("ping_per_s", ping);
-            r.set("share_of_ping", total as f64 / o.secs / ping);
-            eprintln!(
-                "{}: {total} UPDATEs, latency p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs",
-                r.label,
-                r.get("p50_us"),
-                r.get("p99_us"),
-                r.get("p999_us"),
-                r.get("max_us")
-            );
-            Ok(Sent {
-                lines: total,
-                values: total,
-                errors: o.errors,
-                first_error: o.first_error,
-                secs: o.secs,
-                per_file: Box::new(move |i| values_of_file(i, files, &replies)),
-            })
-        },
-    )?;
-    let ratios = ratios(
-        &sides,
+    let shares = shares(&side.dirs.files, files, clients);
+    measure_side(a, run, side, most.max(10_000_000) * 2, shares, |shares, spec, r| {
+        let o = send(&spec.socket(), shares, &run.schema, c.start_time, stop)?;
+        let us = |ns: f64| ns / 1000.0;
+        r.set("clients", clients as f64);
+        r.set("p50_us", us(o.latency.quantile_ns(0.5)));
+        r.set("p99_us", us(o.latency.quantile_ns(0.99)));
+        r.set("p999_us", us(o.latency.quantile_ns(0.999)));
+        r.set("max_us", us(o.latency.max_ns() as f64));
+        r.set("mean_us", us(o.latency.mean_ns()));
+        let total: u64 = o.replies.iter().sum();
+        let replies = o.replies.clone();
+        // After the timed part: the same clients with PING only.
+        let ping = ping_floor(&spec.socket(), clients, Duration::from_secs(2))?;
+        r.set("ping_per_s", ping);
+        r.set("share_of_ping", total as f64 / o.secs / ping);
+        eprintln!(
+            "{}: {total} UPDATEs, latency p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs",
+            r.label(),
+            r.get("p50_us"),
+            r.get("p99_us"),
+            r.get("p999_us"),
+            r.get("max_us")
+        );
+        Ok(Sent {
+            lines: total,
+            values: total,
+            errors: o.errors,
+            first_error: o.first_error,
+            secs: o.secs,
+            per_file: Box::new(move |i| values_of_file(i, files, &replies)),
+        })
+    })
+}
+
+pub(super) fn report(a: &IngestArgs, run: &Run, sides: &[DaemonSideResult]) -> Report {
+    let clients = run.common.clients.unwrap_or(1);
+    let files = run.files;
+    let duration = match stop_of(a) {
+        Stop::Rounds(n) => format!("{n} rounds"),
+        Stop::After(d) => format!("{} s", d.as_secs_f64()),
+    };
+    let params = vec![
+        ("pattern", "roundtrip".to_string()),
+        ("clients", clients.to_string()),
+        ("files per client", format!("{}–{}", files / clients as u64, files.div_ceil(clients as u64))),
+        ("measured for", duration),
+    ];
+    let columns = vec![
+        col("values_sent", "UPDATEs", 0),
+        col("secs", "seconds", 3),
+        col("values_per_s", "values/s", 0),
+        col("p50_us", "p50 µs", 1),
+        col("p99_us", "p99 µs", 1),
+        col("p999_us", "p99.9 µs", 1),
+        col("max_us", "max µs", 1),
+        col("cpu_us_per_value", "daemon CPU µs/value", 2),
+        col("journal_syncs", "journal syncs", 0),
+        col("errors", "errors", 0),
+        col("ping_per_s", "PING round trips/s", 0),
+        col("share_of_ping", "UPDATEs / PINGs", 2),
+    ];
+    let mut r = Report::new(run, columns, params);
+    r.ratios = ratios(
+        sides,
         &[
             ("values_per_s", "values/s", true),
             ("p50_us", "p50 latency", false),
             ("p99_us", "p99 latency", false),
         ],
     );
-    let duration = match stop {
-        Stop::Rounds(n) => format!("{n} rounds"),
-        Stop::After(d) => format!("{} s", d.as_secs_f64()),
-    };
-    let params = [
-        ("pattern", "roundtrip".to_string()),
-        ("clients", clients.to_string()),
-        ("files per client", format!("{}–{}", files / clients as u64, files.div_ceil(clients as u64))),
-        ("measured for", duration),
+    r.notes = vec![
+        "PING round trips/s: afterwards, the same clients send PING and wait for PONG for 2 s: the \
+         round trip this daemon's transport allows these clients on this machine, which no UPDATE \
+         can beat; UPDATEs / PINGs is how close the UPDATE path comes to it."
+            .into(),
+        "Each client sends one `UPDATE <file> <t>:<v>:<v>` and waits for its reply before the next, \
+         walking its own files round-robin, one step later per round (as collectd's rrdcached plugin, \
+         `rrdtool update --daemon`, MRTG and Munin do). values/s: every client's replies over the \
+         wall time from the common start until the last client stopped. Latency: each request from \
+         its write to its reply line read, all clients together (log-bucket histogram, within 0.8%). \
+         Under --sync always each reply waits for the fdatasync of its record (clients waiting at \
+         once share one); rrdcached appends its journal without syncing. The first round is every \
+         file's first UPDATE since the daemon started."
+            .into(),
     ];
-    let results = DaemonResults {
-        columns: vec![
-            col("values_sent", "UPDATEs", 0),
-            col("secs", "seconds", 3),
-            col("values_per_s", "values/s", 0),
-            col("p50_us", "p50 µs", 1),
-            col("p99_us", "p99 µs", 1),
-            col("p999_us", "p99.9 µs", 1),
-            col("max_us", "max µs", 1),
-            col("cpu_us_per_value", "daemon CPU µs/value", 2),
-            col("journal_syncs", "journal syncs", 0),
-            col("errors", "errors", 0),
-            col("ping_per_s", "PING round trips/s", 0),
-            col("share_of_ping", "UPDATEs / PINGs", 2),
-        ],
-        sides,
-        ratios,
-        checks,
-        notes: vec![
-            "PING round trips/s: afterwards, the same clients send PING and wait for PONG for 2 s: the \
-             round trip this daemon's transport allows these clients on this machine, which no UPDATE \
-             can beat; UPDATEs / PINGs is how close the UPDATE path comes to it."
-                .into(),
-            "Each client sends one `UPDATE <file> <t>:<v>:<v>` and waits for its reply before the next, \
-             walking its own files round-robin, one step later per round (as collectd's rrdcached plugin, \
-             `rrdtool update --daemon`, MRTG and Munin do). values/s: every client's replies over the \
-             wall time from the common start until the last client stopped. Latency: each request from \
-             its write to its reply line read, all clients together (log-bucket histogram, within 0.8%). \
-             Under --sync always each reply waits for the fdatasync of its record (clients waiting at \
-             once share one); rrdcached appends its journal without syncing. The first round is every \
-             file's first UPDATE since the daemon started."
-                .into(),
-        ],
-        ..results(a, &s, &params)
-    };
-    dcommon::finish(results, &s.ws, c.json.as_deref(), out)
+    r
 }
 
 #[cfg(test)]

@@ -125,15 +125,12 @@ fn max_open_files() -> usize {
     (descriptor_limit() / 2).clamp(MAX_OPEN_FILES.0, MAX_OPEN_FILES.1)
 }
 
-/// The process's descriptor limit (soft), 0 when unknown.
+/// The process's soft descriptor limit (`usize::MAX` when unlimited).
 fn descriptor_limit() -> usize {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes one rlimit struct we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
-        usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
-    } else {
-        0
-    }
+    // None is RLIM_INFINITY.
+    rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .map_or(usize::MAX, |cur| usize::try_from(cur).unwrap_or(usize::MAX))
 }
 /// Update lines prefetched together.
 const LOOKAHEAD_MAX: usize = 256;
@@ -172,13 +169,7 @@ pub fn split_line(line: &str) -> Vec<String> {
 }
 
 fn cpu_times() -> (f64, f64) {
-    // SAFETY: getrusage fills the struct we pass and has no other effects.
-    unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
-        let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-        (t(ru.ru_utime), t(ru.ru_stime))
-    }
+    crate::sys::cpu_times()
 }
 
 /// An update line that can go through the batch path: not one for a
@@ -267,25 +258,18 @@ fn remote(args: &[String], out: &mut dyn Write) -> Remote {
 
 /// `ls`: the current directory as rrdtool's remote `ls` prints it.
 fn list_directory() -> Result<Vec<u8>> {
-    // readdir itself, not std's read_dir: the order and `.`/`..` are part
-    // of the output.
-    // SAFETY: opendir gets a NUL-terminated path; the handle is used only
-    // here and closed once.
-    let dir = unsafe { libc::opendir(c".".as_ptr()) };
-    if dir.is_null() {
-        let code = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
-        bail!("opendir .: {}", strerror(code));
-    }
+    // The directory's own order (getdents64, as readdir), `.` and `..`
+    // included, not std's read_dir (which skips those two): the order and
+    // `.`/`..` are part of the output.
+    let opened = std::fs::File::open(".").and_then(|f| rustix::fs::Dir::read_from(&f).map_err(Into::into));
+    let dir = match opened {
+        Ok(dir) => dir,
+        Err(e) => bail!("opendir .: {}", strerror(e.raw_os_error().unwrap_or(libc::EIO))),
+    };
     let mut text = Vec::new();
-    loop {
-        // SAFETY: dir is an open directory stream; the entry is read before
-        // the next readdir call.
-        let entry = unsafe { libc::readdir(dir) };
-        if entry.is_null() {
-            break;
-        }
-        // SAFETY: d_name is NUL-terminated within the entry.
-        let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) }.to_bytes().to_vec();
+    for entry in dir {
+        let Ok(entry) = entry else { break };
+        let name = entry.file_name().to_bytes().to_vec();
         // stat, not lstat: links count as what they point to; an entry
         // that cannot be stat'ed is left out.
         let Ok(meta) = std::fs::metadata(std::ffi::OsStr::from_bytes(&name)) else { continue };
@@ -299,8 +283,6 @@ fn list_directory() -> Result<Vec<u8>> {
         text.extend_from_slice(&name);
         text.push(b'\n');
     }
-    // SAFETY: closes the stream opened above, once.
-    unsafe { libc::closedir(dir) };
     Ok(text)
 }
 
@@ -314,10 +296,10 @@ fn more_input<R: Read + AsFd>(input: &BufReader<R>) -> bool {
     if input.buffer().contains(&b'\n') {
         return true;
     }
-    use std::os::fd::AsRawFd;
-    let mut fd = libc::pollfd { fd: input.get_ref().as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    // SAFETY: one pollfd we own; a zero timeout never blocks.
-    unsafe { libc::poll(&mut fd, 1, 0) > 0 }
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let fd = input.get_ref().as_fd();
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    poll(&mut fds, Some(&Timespec { tv_sec: 0, tv_nsec: 0 })).is_ok_and(|n| n > 0)
 }
 
 /// The answer to one command line: what the command printed, then `OK …`
@@ -546,14 +528,7 @@ const UPDATES_PER_READ_PAGE_MAX: i64 = 32;
 impl PrefetchGate {
     /// Whether to prefetch after `updates` updates since the last call.
     fn prefetch_next(&mut self, updates: usize) -> bool {
-        // SAFETY: getrusage fills the struct we pass and has no other effects.
-        let now = unsafe {
-            let mut ru: libc::rusage = std::mem::zeroed();
-            if libc::getrusage(libc::RUSAGE_THREAD, &mut ru) != 0 {
-                return true;
-            }
-            ru.ru_inblock
-        };
+        let Some(now) = crate::sys::thread_blocks_read() else { return true };
         match self.inblock.replace(now) {
             // A session's first chunk is a probe too: a poller's files are
             // usually resident, and a cold start costs one probe chunk.
@@ -792,17 +767,10 @@ impl Router<'_> {
 /// time off. Best effort: a descriptor limit below that only means the
 /// growths happen later.
 fn reserve_descriptors(files: usize) {
-    use std::os::fd::AsRawFd;
     let Ok(probe) = std::fs::File::open("/dev/null") else { return };
-    let Ok(target) = libc::c_int::try_from(files) else { return };
-    // SAFETY: F_DUPFD_CLOEXEC duplicates a descriptor we own to the lowest
-    // free number >= target; the duplicate is closed at once.
-    unsafe {
-        let high = libc::fcntl(probe.as_raw_fd(), libc::F_DUPFD_CLOEXEC, target);
-        if high >= 0 {
-            libc::close(high);
-        }
-    }
+    let Ok(target) = i32::try_from(files) else { return };
+    // The duplicate, at the lowest free number >= target, is closed at once.
+    drop(rustix::io::fcntl_dupfd_cloexec(&probe, target));
 }
 
 pub fn run<R: Read + AsFd + Send>(input: &mut BufReader<R>, out: &mut dyn Write) -> Result<()> {

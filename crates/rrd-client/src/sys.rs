@@ -1,0 +1,105 @@
+//! The client's only `unsafe`: the C library calls librrd's client makes
+//! whose exact behaviour matters and that std and rustix do not offer in
+//! that form, each behind a safe function. The crate denies `unsafe_code`
+//! everywhere else.
+
+use std::ffi::{CStr, CString};
+use std::net::SocketAddr;
+use std::os::fd::FromRawFd;
+use std::os::unix::net::UnixStream;
+
+/// Connects as librrd does: the path copied into a zeroed `sockaddr_un`
+/// (cut to `max` bytes) and the whole structure's size passed, so an empty
+/// path names the all-zero abstract address rather than being refused
+/// (std and rustix pass the path's own length).
+pub fn connect_unix(path: &[u8], max: usize) -> std::io::Result<UnixStream> {
+    // SAFETY: socket/connect/close on a descriptor we own; `sa` is a
+    // zeroed sockaddr_un of which we fill the family and at most `max`
+    // (< sun_path's size) path bytes, leaving a NUL; from_raw_fd takes
+    // ownership of a connected stream socket exactly once.
+    unsafe {
+        let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut sa: libc::sockaddr_un = std::mem::zeroed();
+        sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        let max = max.min(sa.sun_path.len() - 1);
+        for (slot, &b) in sa.sun_path.iter_mut().zip(path.iter().take(max)) {
+            *slot = b as libc::c_char;
+        }
+        let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+        if libc::connect(fd, &sa as *const libc::sockaddr_un as *const libc::sockaddr, len) != 0 {
+            let e = std::io::Error::last_os_error();
+            libc::close(fd);
+            return Err(e);
+        }
+        Ok(UnixStream::from_raw_fd(fd))
+    }
+}
+
+/// `getaddrinfo(host, port)` with librrd's hints (any family, stream
+/// sockets, AI_ADDRCONFIG): the addresses in its order, or its error code
+/// (std's resolver takes no hints).
+pub fn getaddrinfo(host: &CStr, port: &CStr) -> Result<Vec<SocketAddr>, i32> {
+    let mut addrs = Vec::new();
+    // SAFETY: hints is plain data set up as getaddrinfo expects; on success
+    // `res` is a list we only read (each ai_addr is valid for ai_addrlen
+    // bytes and of the family ai_family says) and release with
+    // freeaddrinfo exactly once.
+    unsafe {
+        let mut hints: libc::addrinfo = std::mem::zeroed();
+        hints.ai_flags = libc::AI_ADDRCONFIG;
+        hints.ai_family = libc::AF_UNSPEC;
+        hints.ai_socktype = libc::SOCK_STREAM;
+        let mut res: *mut libc::addrinfo = std::ptr::null_mut();
+        let rc = libc::getaddrinfo(host.as_ptr(), port.as_ptr(), &hints, &mut res);
+        if rc != 0 {
+            return Err(rc);
+        }
+        let mut p = res;
+        while !p.is_null() {
+            let ai = &*p;
+            match ai.ai_family {
+                libc::AF_INET => {
+                    let sa = &*(ai.ai_addr as *const libc::sockaddr_in);
+                    let ip = std::net::Ipv4Addr::from(u32::from_be(sa.sin_addr.s_addr));
+                    addrs.push(SocketAddr::from((ip, u16::from_be(sa.sin_port))));
+                }
+                libc::AF_INET6 => {
+                    let sa = &*(ai.ai_addr as *const libc::sockaddr_in6);
+                    let ip = std::net::Ipv6Addr::from(sa.sin6_addr.s6_addr);
+                    addrs.push(SocketAddr::V6(std::net::SocketAddrV6::new(
+                        ip,
+                        u16::from_be(sa.sin6_port),
+                        sa.sin6_flowinfo,
+                        sa.sin6_scope_id,
+                    )));
+                }
+                _ => {}
+            }
+            p = ai.ai_next;
+        }
+        libc::freeaddrinfo(res);
+    }
+    Ok(addrs)
+}
+
+/// glibc's `atof` (its correctly rounded `strtod`, as librrd calls it).
+pub fn atof(c: &CString) -> f64 {
+    // SAFETY: `c` is a valid NUL-terminated string.
+    unsafe { libc::atof(c.as_ptr()) }
+}
+
+/// `gai_strerror(code)`.
+pub fn gai_strerror(code: i32) -> String {
+    // SAFETY: gai_strerror returns a pointer to a static NUL-terminated
+    // string for any code (checked for null all the same).
+    unsafe {
+        let p = libc::gai_strerror(code);
+        if p.is_null() {
+            return format!("Unknown error {code}");
+        }
+        CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}

@@ -1,0 +1,87 @@
+//! The daemon's only `unsafe`: C library calls that neither std nor rustix
+//! wraps safely, each behind a safe function with its reason. The crate
+//! denies `unsafe_code` everywhere else.
+//!
+//! - `fork` (rustix has none: a fork is sound only while one thread runs,
+//!   which [`daemonize`] documents and `server` guarantees by calling it
+//!   before the runtime starts);
+//! - process-wide `setgid`/`setuid` (rustix's change one thread only);
+//! - `getgrnam`/`getpwnam` (NSS lookups, as rrdcached does);
+//! - `openlog`/`syslog`.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, IntoRawFd};
+
+/// Forks into the background: the parent exits 0; the child leads a new
+/// session with its standard streams on /dev/null. Must run while the
+/// process has one thread.
+pub fn daemonize() -> Result<(), &'static str> {
+    // SAFETY: callers run this before any thread exists (no runtime, no
+    // workers yet), so the child is a consistent copy.
+    match unsafe { libc::fork() } {
+        -1 => return Err("daemonize: fork(2) failed."),
+        0 => {}
+        _ => std::process::exit(0),
+    }
+    let _ = rustix::process::setsid();
+    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+        let _ = rustix::stdio::dup2_stdin(&null);
+        let _ = rustix::stdio::dup2_stdout(&null);
+        let _ = rustix::stdio::dup2_stderr(&null);
+        if null.as_raw_fd() <= 2 {
+            // It is one of the three now: keep it open.
+            let _ = null.into_raw_fd();
+        }
+    }
+    Ok(())
+}
+
+/// Sets the process's group id (all threads, as glibc's `setgid` does).
+pub fn setgid(gid: u32) -> bool {
+    // SAFETY: setgid takes a number and has no memory effects.
+    unsafe { libc::setgid(gid) == 0 }
+}
+
+/// Sets the process's user id (all threads).
+pub fn setuid(uid: u32) -> bool {
+    // SAFETY: as setgid.
+    unsafe { libc::setuid(uid) == 0 }
+}
+
+/// A group's id by name (`getgrnam`).
+pub fn group_id(name: &str) -> Option<u32> {
+    let c = CString::new(name).ok()?;
+    // SAFETY: getgrnam reads a NUL-terminated name; its result (static
+    // storage) is read at once, before any other call could reuse it, and
+    // a non-null result points to a valid group.
+    unsafe {
+        let grp = libc::getgrnam(c.as_ptr());
+        (!grp.is_null()).then(|| (*grp).gr_gid)
+    }
+}
+
+/// A user's id by name (`getpwnam`).
+pub fn user_id(name: &str) -> Option<u32> {
+    let c = CString::new(name).ok()?;
+    // SAFETY: as in group_id, for getpwnam.
+    unsafe {
+        let pw = libc::getpwnam(c.as_ptr());
+        (!pw.is_null()).then(|| (*pw).pw_uid)
+    }
+}
+
+/// `openlog("rrdcached", LOG_PID, LOG_DAEMON)`.
+pub fn openlog() {
+    // SAFETY: the identifier is a static NUL-terminated string, which
+    // openlog keeps a pointer to.
+    unsafe { libc::openlog(c"rrdcached".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON) };
+}
+
+/// One `syslog(LOG_NOTICE, "%s", line)` (a line with a NUL byte is dropped).
+pub fn syslog(line: &str) {
+    if let Ok(c) = CString::new(line) {
+        // SAFETY: the format is a literal "%s" and the argument a
+        // NUL-terminated string.
+        unsafe { libc::syslog(libc::LOG_NOTICE, c"%s".as_ptr(), c.as_ptr()) };
+    }
+}
