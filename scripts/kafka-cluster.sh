@@ -91,6 +91,8 @@ num.recovery.threads.per.data.dir=1
 background.threads=2
 log.flush.interval.messages=9223372036854775807
 EOF
+    # KAFKA_EXTRA: more broker settings, ';'-separated (experiments).
+    [ -z "${KAFKA_EXTRA:-}" ] || tr ';' '\n' <<<"$KAFKA_EXTRA" >>"$dir/node$i/server.properties"
     cat >"$dir/node$i/log4j2.yaml" <<EOF
 Configuration:
   Appenders:

@@ -4,9 +4,11 @@
 //! - UPDATE and CREATE become records of the update topic, in the
 //!   partition of their file ([`crate::hash`]), and are answered only when
 //!   Kafka acknowledged them with `acks=all` (so on at least
-//!   `min.insync.replicas` = 2 brokers). Lines already received are all
-//!   sent before any reply is awaited, so a pipelining client or a BATCH
-//!   costs one broker round trip, not one per line. What a single node
+//!   `min.insync.replicas` = 2 brokers). The commands of one read (what a
+//!   BATCH or a pipelining client sent) are sent together, one group
+//!   record per partition ([`crate::record`]), before any reply is
+//!   awaited: a BATCH of 1,000 updates costs the brokers about one record
+//!   per partition and one round trip, not 1,000 of each. What a single node
 //!   checks from the file (the value later than the file's last update)
 //!   is checked by the owner when it applies the record, where a value at
 //!   or before the last update is skipped, as rrdtool would refuse it.
@@ -37,7 +39,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWrite
 use crate::hash::partition_of;
 use crate::members::Table;
 use crate::node::Shared;
-use crate::record::{Kind, Record};
+use crate::record::{group_len, push_to_group, Kind, Record, GROUP_BYTES_MAX};
 
 /// How long a read on the owner waits for the node to apply what the log
 /// held when the read arrived.
@@ -58,13 +60,21 @@ pub struct Front {
 enum Queued {
     Ready(Reply),
     Raw(Vec<u8>),
-    Sent(Vec<DeliveryFuture>, Reply),
+    /// A reply given once the record with this ticket is acknowledged.
+    Sent(usize, Reply),
 }
 
 struct Batch {
     count: u64,
     errors: Vec<(u64, String)>,
-    sends: Vec<(u64, DeliveryFuture)>,
+    /// (line number, ticket)
+    sends: Vec<(u64, usize)>,
+}
+
+/// A sent group record: its delivery, then its outcome.
+enum Group {
+    Waiting(DeliveryFuture),
+    Done(Result<(), String>),
 }
 
 struct Session {
@@ -73,6 +83,13 @@ struct Session {
     batch: Option<Batch>,
     queue: Vec<Queued>,
     forwarded: bool,
+    /// Commands received but not sent yet, with their tickets.
+    unsent: Vec<(usize, Record)>,
+    unsent_bytes: usize,
+    /// Per ticket: the group record that carries it (`usize::MAX`: not
+    /// sent yet).
+    tickets: Vec<usize>,
+    groups: Vec<Group>,
 }
 
 fn kafka_error(why: impl std::fmt::Display) -> String {
@@ -97,6 +114,13 @@ impl Front {
         self.producer.send_result(r).map_err(|(e, _)| kafka_error(e))
     }
 
+    /// Sends a group record ([`crate::record::push_to_group`]) to
+    /// `partition`.
+    fn send_group(&self, partition: i32, value: &[u8]) -> Result<DeliveryFuture, String> {
+        let r = FutureRecord::<(), [u8]>::to(&self.shared.names.updates).partition(partition).payload(value);
+        self.producer.send_result(r).map_err(|(e, _)| kafka_error(e))
+    }
+
     /// The file's key and path relative to the base directory.
     fn locate(&self, file: &str) -> Result<(String, String), Reply> {
         let key = self
@@ -115,7 +139,7 @@ impl Front {
 
     /// UPDATE: rrdcached's checks of the values' form (not of the file),
     /// then one record of the accepted prefix.
-    fn update(&self, args: Vec<String>) -> Result<(Vec<DeliveryFuture>, Reply), Reply> {
+    fn update(&self, args: Vec<String>) -> Result<(Record, Reply), Reply> {
         let mut it = args.into_iter();
         let Some(file) = it.next() else { return Err(commands::syntax_error(Command::Update)) };
         let (_, rel) = self.locate(&file)?;
@@ -164,16 +188,17 @@ impl Front {
         if count == 0 {
             return Err(reply);
         }
-        let record = Record { kind: Kind::Update, path: rel, args: values[..count].to_vec() };
-        let sent = self.send(&record).map_err(Reply::error)?;
+        let mut values = values;
+        values.truncate(count);
+        let record = Record { kind: Kind::Update, path: rel, args: values };
         rrd_daemon::stats::Stats::add(&self.shared.daemon.stats.updates_received, 1);
-        Ok((vec![sent], reply))
+        Ok((record, reply))
     }
 
     /// CREATE: the start time made explicit (a replay on another node, or
     /// later, must create the same file), `-r`/`-t` refused (their files
     /// live on their own owners).
-    fn create(&self, args: Vec<String>) -> Result<(Vec<DeliveryFuture>, Reply), Reply> {
+    fn create(&self, args: Vec<String>) -> Result<(Record, Reply), Reply> {
         let mut it = args.into_iter();
         let Some(file) = it.next() else { return Err(commands::syntax_error(Command::Create)) };
         let (_, rel) = self.locate(&file)?;
@@ -194,8 +219,7 @@ impl Front {
             fields.insert(1, (unix_now() - 10).to_string());
         }
         let record = Record { kind: Kind::Create, path: rel, args: fields };
-        let sent = self.send(&record).map_err(Reply::error)?;
-        Ok((vec![sent], Reply::ok_line("RRD created OK")))
+        Ok((record, Reply::ok_line("RRD created OK")))
     }
 
     /// Waits until this node applied `partition` up to the log end the
@@ -350,17 +374,100 @@ impl Session {
         }
     }
 
-    fn sent(&mut self, futures: Vec<DeliveryFuture>, reply: Reply) {
+    /// Queues `record` to be sent with the rest of this read; `reply` is
+    /// given once Kafka acknowledged it.
+    fn enqueue(&mut self, record: Record, reply: Reply) {
+        let ticket = self.tickets.len();
+        self.tickets.push(usize::MAX);
+        self.unsent_bytes += group_len(&record);
+        self.unsent.push((ticket, record));
         match &mut self.batch {
             Some(b) => {
                 if reply.is_error() {
                     b.errors.push((b.count, reply.message));
                 }
-                for f in futures {
-                    b.sends.push((b.count, f));
+                b.sends.push((b.count, ticket));
+            }
+            None => self.queue.push(Queued::Sent(ticket, reply)),
+        }
+    }
+
+    /// Sends what [`Session::enqueue`] gathered: per partition, in the
+    /// order received, group records of at most `GROUP_BYTES_MAX` (a
+    /// command alone goes as a plain record, readable by every node).
+    fn send_unsent(&mut self) {
+        if self.unsent.is_empty() {
+            return;
+        }
+        let front = self.front.clone();
+        let partitions = front.shared.partitions;
+        let mut by_partition: std::collections::BTreeMap<i32, Vec<(usize, Record)>> = Default::default();
+        for (ticket, r) in self.unsent.drain(..) {
+            by_partition.entry(partition_of(&r.path, partitions)).or_default().push((ticket, r));
+        }
+        self.unsent_bytes = 0;
+        for (p, list) in by_partition {
+            let mut value = Vec::new();
+            let mut carried = Vec::new();
+            let mut it = list.into_iter().peekable();
+            while let Some((ticket, r)) = it.next() {
+                let single = value.is_empty()
+                    && it.peek().is_none_or(|(_, n)| group_len(n) + group_len(&r) > GROUP_BYTES_MAX);
+                if single {
+                    let sent = front.send(&r);
+                    self.record_sent(sent, &[ticket]);
+                    continue;
+                }
+                push_to_group(&mut value, &r);
+                carried.push(ticket);
+                let full = it.peek().is_none_or(|(_, n)| value.len() + group_len(n) > GROUP_BYTES_MAX);
+                if full {
+                    let sent = front.send_group(p, &value);
+                    self.record_sent(sent, &carried);
+                    value.clear();
+                    carried.clear();
                 }
             }
-            None => self.queue.push(Queued::Sent(futures, reply)),
+        }
+    }
+
+    fn record_sent(&mut self, sent: Result<DeliveryFuture, String>, tickets: &[usize]) {
+        let g = self.groups.len();
+        self.groups.push(match sent {
+            Ok(f) => Group::Waiting(f),
+            Err(e) => Group::Done(Err(e)),
+        });
+        for &t in tickets {
+            self.tickets[t] = g;
+        }
+    }
+
+    /// The outcome of the record carrying `ticket` (awaited if need be).
+    async fn outcome(&mut self, ticket: usize) -> Result<(), String> {
+        let g = self.tickets[ticket];
+        let Some(group) = self.groups.get_mut(g) else { return Err(kafka_error("never sent")) };
+        match std::mem::replace(group, Group::Done(Ok(()))) {
+            Group::Waiting(f) => {
+                let r = delivered(f).await;
+                *group = Group::Done(r.clone());
+                r
+            }
+            Group::Done(r) => {
+                *group = Group::Done(r.clone());
+                r
+            }
+        }
+    }
+
+    /// Waits until every record sent so far was acknowledged or failed.
+    async fn settle(&mut self) {
+        for g in 0..self.groups.len() {
+            if let Group::Waiting(_) = self.groups[g] {
+                let Group::Waiting(f) = std::mem::replace(&mut self.groups[g], Group::Done(Ok(()))) else {
+                    unreachable!("matched above")
+                };
+                self.groups[g] = Group::Done(delivered(f).await);
+            }
         }
     }
 
@@ -374,6 +481,12 @@ impl Session {
         if name == FORWARDED.as_bytes() && self.batch.is_none() {
             self.forwarded = true;
             return true;
+        }
+        // Anything but an UPDATE or CREATE sees the ones before it sent
+        // (a read waits for the log end, which then includes them).
+        let gathers = Command::find(&name).is_some_and(|c| matches!(c, Command::Update | Command::Create));
+        if !gathers || self.unsent_bytes >= GROUP_BYTES_MAX {
+            self.send_unsent();
         }
         if let Some(b) = &mut self.batch {
             b.count += 1;
@@ -414,8 +527,8 @@ impl Session {
             Command::BatchEnd => {
                 let b = self.batch.take().expect("`.` is only allowed inside a BATCH");
                 let mut errors = b.errors;
-                for (n, f) in b.sends {
-                    if let Err(why) = delivered(f).await {
+                for (n, ticket) in b.sends {
+                    if let Err(why) = self.outcome(ticket).await {
                         errors.push((n, why));
                     }
                 }
@@ -427,11 +540,11 @@ impl Session {
                 self.queue.push(Queued::Ready(out.into_reply()));
             }
             Command::Update => match front.update(args) {
-                Ok((f, r)) => self.sent(f, r),
+                Ok((record, r)) => self.enqueue(record, r),
                 Err(r) => self.reply(r),
             },
             Command::Create => match front.create(args) {
-                Ok((f, r)) => self.sent(f, r),
+                Ok((record, r)) => self.enqueue(record, r),
                 Err(r) => self.reply(r),
             },
             Command::Forget => self.reply(Reply::error(
@@ -439,6 +552,9 @@ impl Session {
             )),
             Command::FetchBin => self.reply(Reply::error("FETCHBIN is not available in cluster mode; use FETCH")),
             Command::Fetch | Command::Info | Command::First | Command::Last | Command::Flush => {
+                // Updates sent before it on this connection are in the
+                // log end the owner waits for.
+                self.settle().await;
                 self.routed(command, args, line).await;
             }
             Command::Stats => {
@@ -502,24 +618,23 @@ impl Session {
     }
 
     async fn write_replies<W: AsyncWrite + Unpin>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.send_unsent();
         let mut out = Vec::new();
-        for q in self.queue.drain(..) {
+        let queue = std::mem::take(&mut self.queue);
+        for q in queue {
             match q {
                 Queued::Ready(r) => r.encode(&mut out),
                 Queued::Raw(bytes) => out.extend_from_slice(&bytes),
-                Queued::Sent(futures, r) => {
-                    let mut failure = None;
-                    for f in futures {
-                        if let Err(why) = delivered(f).await {
-                            failure = Some(why);
-                        }
-                    }
-                    match failure {
-                        Some(why) => Reply::error(why).encode(&mut out),
-                        None => r.encode(&mut out),
-                    }
-                }
+                Queued::Sent(ticket, r) => match self.outcome(ticket).await {
+                    Err(why) => Reply::error(why).encode(&mut out),
+                    Ok(()) => r.encode(&mut out),
+                },
             }
+        }
+        if self.batch.is_none() {
+            // Every ticket was answered: start over.
+            self.tickets.clear();
+            self.groups.clear();
         }
         if !out.is_empty() {
             w.write_all(&out).await?;
@@ -538,7 +653,17 @@ where
     rrd_daemon::stats::Stats::add(&daemon.stats.connections, 1);
     let mut shutdown = daemon.shutdown.subscribe();
     let (mut rd, mut wr) = tokio::io::split(stream);
-    let mut session = Session { front, permissions, batch: None, queue: Vec::new(), forwarded: false };
+    let mut session = Session {
+        front,
+        permissions,
+        batch: None,
+        queue: Vec::new(),
+        forwarded: false,
+        unsent: Vec::new(),
+        unsent_bytes: 0,
+        tickets: Vec::new(),
+        groups: Vec::new(),
+    };
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut skipping = false;
     loop {
@@ -591,3 +716,4 @@ where
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
     hay.iter().position(|&b| b == needle)
 }
+

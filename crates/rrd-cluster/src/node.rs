@@ -560,17 +560,20 @@ pub fn run(shared: Arc<Shared>, bootstrap: String) -> Result<(), ClusterError> {
             };
             polled += 1;
             let p = m.partition();
-            match Record::decode(m.key(), m.payload()) {
-                Ok(r) if partition_of(&r.path, shared.partitions) == p => {
-                    if apply(&shared, &r, epoch) {
-                        touched.push((r.path, p, m.offset()));
+            match Record::decode_all(m.key(), m.payload()) {
+                Ok(records) => {
+                    for r in records {
+                        if partition_of(&r.path, shared.partitions) != p {
+                            tracing::error!(
+                                "cluster: record for {} found in partition {p}, not {}: skipped (a producer with another hash?)",
+                                r.path,
+                                partition_of(&r.path, shared.partitions)
+                            );
+                        } else if apply(&shared, &r, epoch) {
+                            touched.push((r.path, p, m.offset()));
+                        }
                     }
                 }
-                Ok(r) => tracing::error!(
-                    "cluster: record for {} found in partition {p}, not {}: skipped (a producer with another hash?)",
-                    r.path,
-                    partition_of(&r.path, shared.partitions)
-                ),
                 Err(e) => tracing::error!("cluster: partition {p} offset {}: {e}; skipped", m.offset()),
             }
             round.insert(p, m.offset() + 1);
