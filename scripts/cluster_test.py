@@ -25,6 +25,8 @@ Phases, each asserting what it proves:
     the reference.
 Snapshots: after the kill the new owners must have restored files from the
 snapshot topic (not only replayed the log).
+/metrics: the cluster figures appear on every node and change (owned
+partitions grow after the kill, commands applied grow).
 """
 
 import argparse
@@ -199,6 +201,49 @@ def request(addr, lines, timeout=30):
         return out
 
 
+def scrape(node):
+    """The node's /metrics as {name with labels: value}."""
+    host, port = node.metrics_addr.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.decode().partition("\r\n\r\n")
+    if not head.startswith("HTTP/1.1 200"):
+        fail(f"/metrics of {node.id}: {head.splitlines()[:1]}")
+    out = {}
+    for line in body.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
+
+
+def check_metrics(nodes, label):
+    """Cluster figures in every live node's /metrics: the owned partitions
+    add up to all of them, as STATS says."""
+    got = {n.id: scrape(n) for n in nodes}
+    for n in nodes:
+        m = got[n.id]
+        for name in ("rrdscale_cluster_consumer_lag_records", "rrdscale_cluster_snapshot_age_seconds",
+                     "rrdscale_cluster_uncommitted_records", "rrdscale_cluster_records_applied_total",
+                     f'rrdscale_cluster_node_info{{node="{n.id}",cluster="test"}}'):
+            if name not in m:
+                fail(f"{label}: {name} missing from {n.id}'s /metrics")
+        owned = int(stats(n.addr)["ClusterPartitionsOwned"])
+        if m["rrdscale_cluster_partitions_owned"] != owned:
+            fail(f"{label}: {n.id}'s /metrics says {m['rrdscale_cluster_partitions_owned']} partitions owned, "
+                 f"STATS {owned}")
+    total = sum(m["rrdscale_cluster_partitions_owned"] for m in got.values())
+    if total != PARTITIONS:
+        fail(f"{label}: /metrics of the live nodes own {total} partitions, not {PARTITIONS}")
+    return got
+
+
 def stats(addr):
     (_, _, body), = request(addr, ["STATS"])
     return dict(l.split(": ", 1) for l in body)
@@ -209,6 +254,7 @@ class Node:
         self.i = i
         self.id = f"n{i}"
         self.addr = f"127.0.0.1:{42310 + i}"
+        self.metrics_addr = f"127.0.0.1:{42320 + i}"
         self.dir = os.path.join(args.work, f"node{i}")
         self.args = args
         self.proc = None
@@ -218,7 +264,8 @@ class Node:
         self.proc = subprocess.Popen(
             [self.args.rrdscale, "daemon", "-g", "-V", "LOG_INFO", "--cluster", self.args.bootstrap,
              "--cluster-name", "test", "--node-id", self.id, "-b", os.path.join(self.dir, "files"),
-             "-l", self.addr, "-w", "8", "-z", "1", "-o", os.path.join(self.dir, "log")],
+             "-l", self.addr, "-w", "8", "-z", "1", "-o", os.path.join(self.dir, "log"),
+             "--metrics", self.metrics_addr],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, "stderr"), "ab"))
         with open(os.path.join(self.args.work, "pids"), "a") as f:
             f.write(f"{self.proc.pid}\n")
@@ -382,6 +429,7 @@ def main():
     say(f"3 nodes own the {PARTITIONS} partitions "
           f"({', '.join(f'{n.id}: {sum(1 for o in owner.values() if o is n)}' for n in nodes)})")
 
+    metrics_before = check_metrics(nodes, "at the start")
     names = [f"d{j % 4}/f{j}.rrd" for j in range(FILES)]
     create_files(nodes, names)
     # A bad definition is refused by the node that takes the CREATE, as one
@@ -467,6 +515,18 @@ def main():
         fail(f"collectd sent {len(cd_sent)} values")
     say(f"collectd (rrdcached plugin) wrote {len(cd_sent)} values through n1, n2 and n3, none refused "
         f"(collectd 2 rounds 1-{CD2_ROUNDS}, before n2's kill)")
+    metrics_after = check_metrics(live, "after n2's kill")
+    for n in live:
+        a, b = metrics_before[n.id], metrics_after[n.id]
+        if not b["rrdscale_cluster_records_applied_total"] > a["rrdscale_cluster_records_applied_total"]:
+            fail(f"{n.id}'s /metrics: records applied did not grow ({a} -> {b})")
+        if not b["rrdscale_cluster_partitions_owned"] > a["rrdscale_cluster_partitions_owned"]:
+            fail(f"{n.id}'s /metrics: owned partitions did not grow after n2's kill")
+    say("/metrics: " + ", ".join(
+        f"{n.id} owns {metrics_before[n.id]['rrdscale_cluster_partitions_owned']:.0f} -> "
+        f"{metrics_after[n.id]['rrdscale_cluster_partitions_owned']:.0f} partitions, applied "
+        f"{metrics_after[n.id]['rrdscale_cluster_records_applied_total']:.0f} commands, lag "
+        f"{metrics_after[n.id]['rrdscale_cluster_consumer_lag_records']:.0f}" for n in live))
     restored = sum(int(stats(n.addr)["ClusterFilesRestored"]) for n in live)
     published = sum(int(stats(n.addr)["ClusterSnapshotsPublished"]) for n in live)
     if restored == 0:

@@ -25,7 +25,6 @@
 //! - Anything else (STATS with cluster lines added, PENDING, QUEUE,
 //!   FLUSHALL, LIST, SUSPEND, ...) is this node's own.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,6 +35,7 @@ use rrd_protocol::reply::BatchErrors;
 use rrd_protocol::{Command, Context, Fields, Permissions, Reply, LINE_LEN_MAX};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 
+use crate::figures::Figures;
 use crate::hash::partition_of;
 use crate::members::Table;
 use crate::node::Shared;
@@ -288,45 +288,10 @@ impl Front {
 
     /// STATS: the node's own counters, then the cluster's.
     async fn stats(&self, daemon_reply: Reply) -> Reply {
-        let s = &self.shared;
-        let owned: Vec<i32> = {
-            let mut v: Vec<i32> = s.owned.read().expect("owned lock").iter().copied().collect();
-            v.sort_unstable();
-            v
-        };
-        let (parts, shared) = (owned.clone(), s.clone());
-        let highs: Vec<(i32, Option<i64>)> = tokio::task::spawn_blocking(move || {
-            parts.iter().map(|&p| (p, shared.log_end(p, Duration::from_secs(2)).ok())).collect()
-        })
-        .await
-        .unwrap_or_default();
-        let applied = s.applied.lock().expect("applied lock").clone();
-        let committed = s.committed.lock().expect("committed lock").clone();
-        let (mut lag, mut uncommitted) = (0i64, 0i64);
-        for (p, h) in highs {
-            if let Some(h) = h {
-                lag += (h - applied.get(&p).copied().unwrap_or(0)).max(0);
-                uncommitted += (h - committed.get(&p).copied().unwrap_or(0)).max(0);
-            }
-        }
-        let list: Vec<String> = owned.iter().map(i32::to_string).collect();
+        let shared = self.shared.clone();
+        let figures = tokio::task::spawn_blocking(move || Figures::fresh(&shared)).await.unwrap_or_default();
         let mut body = daemon_reply.body;
-        for (name, value) in [
-            ("ClusterNode", s.node_id.clone()),
-            ("ClusterPartitionsTotal", s.partitions.to_string()),
-            ("ClusterPartitionsOwned", owned.len().to_string()),
-            ("ClusterPartitions", list.join(",")),
-            ("ClusterConsumerLag", lag.to_string()),
-            ("ClusterUncommitted", uncommitted.to_string()),
-            ("ClusterRecordsApplied", s.records_applied.load(Ordering::Relaxed).to_string()),
-            ("ClusterValuesSkipped", s.values_skipped.load(Ordering::Relaxed).to_string()),
-            ("ClusterRecordsUnreadable", s.records_unreadable.load(Ordering::Relaxed).to_string()),
-            ("ClusterRebalances", s.rebalances.load(Ordering::Relaxed).to_string()),
-            ("ClusterSnapshotsPublished", s.snapshots_published.load(Ordering::Relaxed).to_string()),
-            ("ClusterSnapshotBytes", s.snapshot_bytes.load(Ordering::Relaxed).to_string()),
-            ("ClusterSnapshotLagSecs", s.snapshot_lag_secs.load(Ordering::Relaxed).to_string()),
-            ("ClusterFilesRestored", s.files_restored.load(Ordering::Relaxed).to_string()),
-        ] {
+        for (name, value) in figures.stats_lines() {
             body.extend_from_slice(format!("{name}: {value}\n").as_bytes());
         }
         Reply::ok("Statistics follow", body)

@@ -112,6 +112,28 @@ impl Shared {
             .map_err(|e| e.to_string())
     }
 
+    /// The log end of `partition` as the group consumer last heard it
+    /// (no broker request; `None`: not heard yet).
+    pub fn cached_log_end(&self, partition: i32) -> Option<i64> {
+        let consumer = self.group.lock().expect("group lock").clone()?;
+        let topic = std::ffi::CString::new(self.names.updates.as_str()).ok()?;
+        let (mut low, mut high) = (-1i64, -1i64);
+        // SAFETY: the consumer (kept alive by the Arc above) owns a valid
+        // handle; the topic is a NUL-terminated string that outlives the
+        // call; librdkafka only writes the two offsets.
+        let err = unsafe {
+            rdkafka::bindings::rd_kafka_get_watermark_offsets(
+                consumer.client().native_ptr(),
+                topic.as_ptr(),
+                partition,
+                &mut low,
+                &mut high,
+            )
+        };
+        (err == rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0)
+            .then_some(high)
+    }
+
     /// A part of the node cannot go on (the applier, the members reader):
     /// the whole node stops, as after SIGTERM, rather than accept updates
     /// it would never apply.
