@@ -25,6 +25,10 @@ Phases, each asserting what it proves:
     the reference.
 Snapshots: after the kill the new owners must have restored files from the
 snapshot topic (not only replayed the log).
+ 8. Huge requests: a CREATE whose file would not fit in one snapshot message
+    is refused; one BATCH of HUGE_BATCH updates (several group records of
+    one partition) is acknowledged, every value is in the file (FETCH
+    through another node), and every node still answers.
 /metrics: the cluster figures appear on every node and change (owned
 partitions grow after the kill, commands applied grow).
 """
@@ -39,6 +43,7 @@ import threading
 import time
 
 PARTITIONS = 12
+HUGE_BATCH = 100_000
 FILES = 36
 ROUNDS = 40
 T0 = 1_700_000_100  # a multiple of 300
@@ -641,9 +646,52 @@ def main():
     s = {n.id: stats(n.addr) for n in nodes}
     say("values skipped as already applied: "
           + ", ".join(f"{k} {v['ClusterValuesSkipped']}" for k, v in s.items()))
+    huge(nodes)
     for n in nodes:
         n.stop()
-    print("cluster-test: 6 passed, 0 failed", flush=True)
+    print("cluster-test: 7 passed, 0 failed", flush=True)
+
+
+def huge(nodes):
+    r = subprocess.run(["rrdtool", "create", "--daemon", nodes[0].addr, "huge.rrd", "-b", str(T0), "-s", "1",
+                        "DS:x:GAUGE:2:U:U", "RRA:AVERAGE:0.5:1:10000000"], capture_output=True, text=True)
+    if r.returncode == 0 or "cluster mode keeps files of at most" not in r.stderr:
+        fail(f"a CREATE of an 80 MB file was not refused: {r.returncode} {r.stderr!r}")
+    name = "big/batch.rrd"
+    r = subprocess.run(["rrdtool", "create", "--daemon", nodes[0].addr, name, "-b", str(T0), "-s", "1",
+                        "DS:x:GAUGE:2:U:U", f"RRA:LAST:0.5:1:{HUGE_BATCH}"], capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"create {name}: {r.stderr}")
+    t = time.time()
+    body = "".join(f"UPDATE {name} {T0 + i}:{i % 97}\n" for i in range(1, HUGE_BATCH + 1))
+    host, port = nodes[1].addr.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=120) as s:
+        s.sendall(("BATCH\n" + body + ".\n").encode())
+        f = s.makefile("rb")
+        f.readline()
+        head = f.readline().decode()
+    if not head.startswith("0 "):
+        fail(f"a BATCH of {HUGE_BATCH} updates: {head.strip()}")
+    acked = time.time() - t
+    wait_last(nodes[2].addr, name, T0 + HUGE_BATCH, "the huge BATCH")
+    r = subprocess.run(["rrdtool", "fetch", "--daemon", nodes[2].addr, name, "LAST", "-s", str(T0),
+                        "-e", str(T0 + HUGE_BATCH)], capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"fetch {name}: {r.stderr}")
+    got = {}
+    for line in r.stdout.splitlines():
+        if ":" in line and line.split(":")[0].strip().isdigit():
+            ts, v = line.split(":", 1)
+            got[int(ts)] = v.strip()
+    wrong = [i for i in range(1, HUGE_BATCH + 1)
+             if got.get(T0 + i) is None or got[T0 + i] == "-nan" or float(got[T0 + i]) != i % 97]
+    if wrong:
+        fail(f"the huge BATCH: {len(wrong)} of {HUGE_BATCH} values missing or wrong in the file, e.g. "
+             f"{[(T0 + i, got.get(T0 + i)) for i in wrong[:3]]}")
+    for n in nodes:
+        request(n.addr, ["PING"], timeout=5)
+    say(f"huge requests: an 80 MB CREATE refused; a BATCH of {HUGE_BATCH} updates acknowledged in {acked:.1f} s, "
+        f"all {HUGE_BATCH} values in the file (FETCH through {nodes[2].id}); every node answers")
 
 
 if __name__ == "__main__":

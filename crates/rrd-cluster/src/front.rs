@@ -40,6 +40,7 @@ use crate::hash::partition_of;
 use crate::members::Table;
 use crate::node::Shared;
 use crate::record::{group_len, push_to_group, Kind, Record, GROUP_BYTES_MAX};
+use crate::snapshot::SNAPSHOT_BYTES_MAX;
 
 /// How long a read on the owner waits for the node to apply what the log
 /// held when the read arrived.
@@ -211,7 +212,15 @@ impl Front {
         if !rest.iter().any(|t| t.starts_with("DS:")) || !rest.iter().any(|t| t.starts_with("RRA:")) {
             return Err(commands::syntax_error(Command::Create));
         }
-        check_create(&rest)?;
+        let bytes = check_create(&rest)?;
+        if self.shared.snapshots.is_some() && bytes > SNAPSHOT_BYTES_MAX as u64 {
+            // One snapshot is one Kafka message: a larger file would stop
+            // its partition's commits for good (crate::snapshot).
+            return Err(Reply::error(format!(
+                "RRD Error: the file would take {bytes} bytes; cluster mode keeps files of at most \
+                 {SNAPSHOT_BYTES_MAX} bytes (a snapshot is one Kafka message; docs/cluster.md)"
+            )));
+        }
         let mut fields = rest;
         if !fields.iter().any(|t| t.starts_with("-b")) {
             // rrdcached's default start: ten seconds ago.
@@ -302,7 +311,9 @@ impl Front {
 /// daemon's parsing of `-b`, `-s`, `-O`, DS and RRA, then the engine's
 /// header built without writing), so that the client gets the error the
 /// single node gives instead of an OK for a file that will never exist.
-fn check_create(fields: &[String]) -> Result<(), Reply> {
+/// Returns the size the file will have (its data area and a bound on its
+/// header).
+pub fn check_create(fields: &[String]) -> Result<u64, Reply> {
     let mut opts = rrd_engine::create::CreateOptions::default();
     let mut defs = Vec::new();
     let mut it = fields.iter();
@@ -325,9 +336,12 @@ fn check_create(fields: &[String]) -> Result<(), Reply> {
             return Err(commands::syntax_error(Command::Create));
         }
     }
-    rrd_engine::create::build_header(&opts, &defs, unix_now())
-        .map(|_| ())
-        .map_err(|e| Reply::error(format!("RRD Error: {e}")))
+    let header = rrd_engine::create::build_header(&opts, &defs, unix_now())
+        .map_err(|e| Reply::error(format!("RRD Error: {e}")))?;
+    let ds = header.ds_count() as u64;
+    let rows: u64 = header.rra.iter().map(|r| r.row_count).fold(0u64, u64::saturating_add);
+    // The header: 512 bytes per DS and per RRA bound every version's.
+    Ok(rows.saturating_mul(ds).saturating_mul(8).saturating_add(512 * (ds + header.rra.len() as u64 + 1)))
 }
 
 impl Session {
@@ -682,3 +696,42 @@ fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
     hay.iter().position(|&b| b == needle)
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn a_create_is_checked_and_sized_before_it_is_logged() {
+        let small = check_create(&fields(&[
+            "-b",
+            "1700000000",
+            "-s",
+            "300",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:AVERAGE:0.5:1:600",
+        ]))
+        .unwrap();
+        assert!((600 * 8..600 * 8 + 4096).contains(&small), "{small}");
+        // Two DS, two RRAs: rows x DS x 8 bytes.
+        let two = check_create(&fields(&[
+            "DS:a:GAUGE:600:U:U",
+            "DS:b:COUNTER:600:U:U",
+            "RRA:AVERAGE:0.5:1:1000",
+            "RRA:MAX:0.5:6:500",
+        ]))
+        .unwrap();
+        assert!((1500 * 2 * 8..1500 * 2 * 8 + 4096).contains(&two), "{two}");
+        // Huge rows: sized, not built (the front refuses it above the
+        // snapshot limit).
+        let huge = check_create(&fields(&["DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:100000000"])).unwrap();
+        assert!(huge > SNAPSHOT_BYTES_MAX as u64, "{huge}");
+        // The single node's refusals.
+        let bad = check_create(&fields(&["DS:a:GAUGE:600:U:U", "RRA:AVERAGE:2:1:10"])).unwrap_err();
+        assert!(bad.message.starts_with("RRD Error:"), "{}", bad.message);
+        assert!(check_create(&fields(&["-b", "5", "DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"])).is_err());
+    }
+}

@@ -360,6 +360,9 @@ fn stays(relative: Option<&str>, partitions: i32, gone: &HashSet<i32>) -> bool {
     }
 }
 
+/// The most record bytes one poll round applies.
+const ROUND_BYTES_MAX: usize = 16 << 20;
+
 /// The tag's suffix on commits made under the snapshot rule.
 pub const SNAPSHOT_TAG: &str = "/snap";
 
@@ -568,9 +571,12 @@ pub fn run(shared: Arc<Shared>, bootstrap: String) -> Result<(), ClusterError> {
         let mut round: HashMap<i32, i64> = HashMap::new();
         let mut touched: Vec<(String, i32, i64)> = Vec::new();
         let epoch = book.lock().expect("book lock").epoch;
-        let mut polled = 0;
+        let (mut polled, mut polled_bytes) = (0, 0usize);
         let mut timeout = Duration::from_millis(100);
-        while polled < 4096 {
+        // A round is bounded in records and in bytes (a group record holds
+        // up to 512 KiB of values): the pending budget is checked between
+        // rounds.
+        while polled < 4096 && polled_bytes < ROUND_BYTES_MAX {
             let Some(m) = consumer.poll(timeout) else { break };
             timeout = Duration::ZERO;
             let m = match m {
@@ -581,6 +587,7 @@ pub fn run(shared: Arc<Shared>, bootstrap: String) -> Result<(), ClusterError> {
                 }
             };
             polled += 1;
+            polled_bytes += m.payload_len();
             let p = m.partition();
             match Record::decode_all(m.key(), m.payload()) {
                 Ok(records) => {
