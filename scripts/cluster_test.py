@@ -343,8 +343,9 @@ class Driver(threading.Thread):
     """One `rrdtool -` session sending update --daemon lines, failing over
     to the next live node when its node stops answering."""
 
-    def __init__(self, k, nodes, files, acked, progress):
+    def __init__(self, k, nodes, files, acked, progress, gate):
         super().__init__()
+        self.gate = gate
         self.k, self.nodes, self.files, self.acked, self.progress = k, nodes, files, acked, progress
         self.target = k
         self.retries = 0
@@ -357,6 +358,10 @@ class Driver(threading.Thread):
         p = session()
         try:
             for i in range(1, ROUNDS + 1):
+                if i == ROUNDS // 2 + 1:
+                    # Halfway every session waits for the node kill, so
+                    # that the kill is mid-stream however slow the machine.
+                    self.gate.wait(120)
                 for j, name in self.files:
                     line = f"{T0 + STEP * i}:{value(j, i)}"
                     deadline = time.time() + 60
@@ -468,7 +473,8 @@ def main():
 
     acked = []
     progress = [0, 0, 0]
-    drivers = [Driver(k, nodes, [(j, names[j]) for j in range(FILES) if j % 3 == k], acked, progress)
+    gate = threading.Event()
+    drivers = [Driver(k, nodes, [(j, names[j]) for j in range(FILES) if j % 3 == k], acked, progress, gate)
                for k in range(3)]
     for d in drivers:
         d.start()
@@ -487,6 +493,7 @@ def main():
             for _, rel, _ in cd_files(2):
                 wait_last(nodes[0].addr, rel, T0 + STEP * CD2_ROUNDS, "collectd 2 before the kill")
             nodes[1].kill9()
+            gate.set()
             node_killed = True
             t_kill = time.time()
             say(f"node n2 killed -9 at round {done}")

@@ -170,8 +170,14 @@ start)
     fetch
     t0=$(date +%s.%N)
     if [ ! -f "$dir/cluster.id" ]; then
-        # A KRaft cluster id: 16 random bytes, URL-safe base64 without padding.
-        head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n' >"$dir/cluster.id"
+        # A KRaft cluster id: 16 random bytes, URL-safe base64 without padding,
+        # not starting with '-' (kafka-storage would take it for an option:
+        # one start in 64 failed with "--cluster-id: expected one argument").
+        cid=-
+        while [ "${cid#-}" != "$cid" ]; do
+            cid=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
+        done
+        printf '%s' "$cid" >"$dir/cluster.id"
     fi
     cid=$(cat "$dir/cluster.id")
     for i in $(seq 1 $nodes); do

@@ -184,15 +184,24 @@ pub async fn ensure_topics(bootstrap: &str, names: &Names, partitions: i32) -> R
             });
         }
     }
-    let found = admin
-        .describe_configs([&ResourceSpecifier::Topic(&names.updates)], &opts)
-        .await
-        .map_err(|e| ClusterError::Kafka { what: "reading the topic's configuration".into(), source: e })?;
-    let min_isr = found
-        .first()
-        .and_then(|r| r.as_ref().ok())
-        .and_then(|c| c.get("min.insync.replicas").and_then(|e| e.value.clone()))
-        .and_then(|v| v.parse::<i32>().ok());
+    // Asked again while the answering broker does not know the new topic
+    // yet (a node started with the brokers exited with "None" here).
+    let deadline = std::time::Instant::now() + ADMIN_TIMEOUT;
+    let min_isr = loop {
+        let found =
+            admin.describe_configs([&ResourceSpecifier::Topic(&names.updates)], &opts).await.map_err(
+                |e| ClusterError::Kafka { what: "reading the topic's configuration".into(), source: e },
+            )?;
+        let min_isr = found
+            .first()
+            .and_then(|r| r.as_ref().ok())
+            .and_then(|c| c.get("min.insync.replicas").and_then(|e| e.value.clone()))
+            .and_then(|v| v.parse::<i32>().ok());
+        if min_isr.is_some() || std::time::Instant::now() >= deadline {
+            break min_isr;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     if !matches!(min_isr, Some(m) if m >= MIN_INSYNC) {
         return Err(ClusterError::Topic {
             topic: names.updates.clone(),
