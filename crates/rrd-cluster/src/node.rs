@@ -206,7 +206,13 @@ impl ConsumerContext for Ctx {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
                 let revoked: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
                 self.revoke(consumer, &revoked);
-                if let Err(e) = consumer.unassign() {
+                // Cooperative: only these partitions stop; the others go on.
+                let done = if cooperative(consumer) {
+                    consumer.incremental_unassign(tpl)
+                } else {
+                    consumer.unassign()
+                };
+                if let Err(e) = done {
                     tracing::error!("cluster: unassign failed: {e}");
                 }
             }
@@ -301,7 +307,9 @@ impl Ctx {
                 shared.applied.lock().expect("applied lock").insert(*p, 0);
             }
         }
-        if let Err(e) = consumer.assign(tpl) {
+        let done =
+            if cooperative(consumer) { consumer.incremental_assign(tpl) } else { consumer.assign(tpl) };
+        if let Err(e) = done {
             tracing::error!("cluster: assign failed: {e}");
             return;
         }
@@ -358,6 +366,12 @@ fn stays(relative: Option<&str>, partitions: i32, gone: &HashSet<i32>) -> bool {
         None => true,
         Some(rel) => !gone.contains(&partition_of(rel, partitions)),
     }
+}
+
+/// Whether the group runs the cooperative protocol (incremental assign
+/// and revoke: a rebalance stops only the partitions that move).
+fn cooperative<C: ConsumerContext>(consumer: &BaseConsumer<C>) -> bool {
+    matches!(consumer.rebalance_protocol(), rdkafka::consumer::RebalanceProtocol::Cooperative)
 }
 
 /// The most record bytes one poll round applies.
@@ -549,7 +563,10 @@ pub fn run(shared: Arc<Shared>, bootstrap: String) -> Result<(), ClusterError> {
         .set("session.timeout.ms", "6000")
         .set("heartbeat.interval.ms", "1000")
         .set("fetch.wait.max.ms", "20")
-        .set("partition.assignment.strategy", "range")
+        // Cooperative: a node joining or leaving moves only the partitions
+        // that change owner; the others are never revoked, so their owners
+        // keep applying (and answering reads) through the rebalance.
+        .set("partition.assignment.strategy", "cooperative-sticky")
         .create_with_context(ctx)
         .map(Arc::new)
         .map_err(|e| ClusterError::Kafka { what: "creating the group consumer".into(), source: e })?;
