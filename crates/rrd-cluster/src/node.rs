@@ -27,9 +27,11 @@
 //! values) committed it; at the committed offset after restoring the
 //! snapshots if another node committed it under the snapshot rule;
 //! otherwise at the partition's beginning (after restoring snapshots, when
-//! on), replaying everything idempotently. Revocation first writes and
-//! syncs every pending value, publishes the snapshots and commits, then
-//! drops the revoked files' entries. docs/cluster.md argues each case.
+//! on), replaying everything idempotently. Revocation (cooperative: only
+//! the partitions that move) first writes and syncs the revoked
+//! partitions' pending values, publishes the snapshots and commits their
+//! applied offsets, then drops the revoked files' entries; the partitions
+//! kept are applied on meanwhile. docs/cluster.md argues each case.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -317,22 +319,72 @@ impl Ctx {
         shared.ownership_changes.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Writes and syncs every pending value, commits, and forgets the
-    /// revoked partitions' files.
+    /// Writes and syncs the revoked partitions' pending values, commits
+    /// them, and forgets their files. The partitions this node keeps are
+    /// not waited for: with the cooperative protocol the node goes on
+    /// applying them as soon as this returns.
     fn revoke(&self, consumer: &BaseConsumer<Self>, revoked: &[i32]) {
         let shared = &self.shared;
         tracing::info!("cluster: partitions {revoked:?} revoked; writing their pending values first");
         let cache = &shared.daemon.cache;
-        rrd_daemon::flusher::enqueue_all(cache);
+        let gone: HashSet<i32> = revoked.iter().copied().collect();
+        let moving = |key: &str| !stays(shared.relative_of(key), shared.partitions, &gone);
+        let mut files = Vec::new();
+        cache.for_each(|k, e| {
+            if !e.pending.is_empty() && !e.suspended && moving(k) {
+                files.push(k.clone());
+            }
+        });
+        for key in files {
+            let mut shard = cache.shard(&key);
+            if let Some(e) = shard.get_mut(&key) {
+                if !e.pending.is_empty() {
+                    cache.enqueue_locked(&key, e, rrd_daemon::cache::Side::Tail);
+                }
+            }
+        }
+        // No value is applied meanwhile (this is the applier's thread), so
+        // once no moving entry has pending or in-flight values, every
+        // record applied from the revoked partitions is in synced files.
         let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let upper = self.book.lock().expect("book lock").epoch;
-            if cache.oldest_needed_seq(upper) == upper || Instant::now() > deadline {
-                break;
+        let all_synced = loop {
+            let mut busy = false;
+            cache.for_each(|k, e| {
+                if !busy && (!e.pending.is_empty() || e.inflight_seq.is_some()) && moving(k) {
+                    busy = true;
+                }
+            });
+            if !busy {
+                break true;
+            }
+            if Instant::now() > deadline {
+                tracing::warn!(
+                    "cluster: partitions {revoked:?}: values still pending after 60 s; not committed"
+                );
+                break false;
             }
             std::thread::sleep(Duration::from_millis(5));
-        }
+        };
         publish_snapshots(shared, &self.book);
+        {
+            let applied = shared.applied.lock().expect("applied lock");
+            let mut book = self.book.lock().expect("book lock");
+            // Their offsets leave the per-round bookkeeping (a round's
+            // other partitions still wait for their own values).
+            for round in book.offsets.values_mut() {
+                for p in revoked {
+                    round.remove(p);
+                }
+            }
+            if all_synced {
+                for p in revoked {
+                    if let Some(&a) = applied.get(p) {
+                        let slot = book.synced.entry(*p).or_insert(a);
+                        *slot = (*slot).max(a);
+                    }
+                }
+            }
+        }
         commit_synced(shared, &self.book, consumer, CommitMode::Sync);
         {
             let mut book = self.book.lock().expect("book lock");
@@ -341,7 +393,6 @@ impl Ctx {
                 book.synced.remove(p);
             }
         }
-        let gone: HashSet<i32> = revoked.iter().copied().collect();
         cache.retain(|key, e| {
             let keep = stays(shared.relative_of(key), shared.partitions, &gone);
             if !keep {
