@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The cluster mode's end-to-end proof (issue 15): 3 Kafka brokers (KRaft)
 # and 3 rrdscale nodes on this machine, real clients (Debian's rrdtool,
-# `rrdtool -` sessions sending `update --daemon`) at every node, a broker
+# `rrdtool -` sessions sending `update --daemon`, and Debian's collectd with
+# its rrdcached plugin, one per node) at every node, a broker
 # killed and a node killed (-9) mid-stream, then:
 #   - every acknowledged update is in the owners' files, and every file
 #     dumps (`rrdtool dump`) equal to what a single-node rrdscale daemon
@@ -11,8 +12,8 @@
 #   - the killed node restarted with its disk intact applies nothing twice
 #     (the files stay equal to the reference).
 # scripts/cluster_test.py does the driving and checking; this script builds,
-# starts the brokers and cleans up. Fails loudly when java, mvn, rrdtool or
-# python3 is missing. Runs in about two minutes here.
+# starts the brokers and cleans up. Fails loudly when java, mvn, rrdtool,
+# collectd or python3 is missing. Runs in about a minute and a half here.
 #
 #   bash scripts/cluster-test.sh            (KEEP=1 keeps the work directory)
 set -euo pipefail
@@ -21,6 +22,7 @@ repo=$(cd "$here/.." && pwd)
 for tool in java mvn rrdtool python3 cargo; do
     command -v "$tool" >/dev/null || { echo "cluster-test: $tool is missing (see .ci/run)" >&2; exit 1; }
 done
+[ -x /usr/sbin/collectd ] || { echo "cluster-test: /usr/sbin/collectd is missing (collectd-core, see .ci/run)" >&2; exit 1; }
 started=$SECONDS
 work=$(mktemp -d /tmp/rrdscale-cluster-test.XXXXXX)
 export KAFKA_PORT_BASE=${KAFKA_PORT_BASE:-29092}

@@ -9,6 +9,11 @@ BATCHes, each with one UPDATE of one value for each of its files (the
 its BATCH was answered with no error, i.e. when Kafka acknowledged it
 (acks=all on 2 of 3 brokers).
 
+Latency: on the single node and on the 1-node cluster, after the timed
+part, LAT_UPDATES lone UPDATEs on one connection, each awaited (median and
+90th percentile round trip), then LAT_BATCHES BATCHes of 1,000 updates
+(median and worst time to the BATCH's answer).
+
 Run through scripts/cluster-bench.sh (which starts the brokers).
 """
 
@@ -27,6 +32,40 @@ import cluster_test as ct  # noqa: E402
 FILES = 3000
 ROUNDS = 20
 T0 = 1_700_000_100
+LAT_UPDATES = 300
+LAT_BATCHES = 20
+
+
+def latency(addr, names, label):
+    """Round trips of lone UPDATEs and of BATCHes of 1,000 (values after
+    the timed part's, so none is refused as too early)."""
+    host, port = addr.rsplit(":", 1)
+    s = socket.create_connection((host, int(port)))
+    f = s.makefile("rb")
+    base = T0 + 300 * (ROUNDS + 10)
+    rt = []
+    for i in range(LAT_UPDATES):
+        t = time.perf_counter()
+        s.sendall(f"UPDATE {names[i % len(names)]} {base + 300 * (i // len(names))}:1:2\n".encode())
+        head = f.readline().decode()
+        rt.append((time.perf_counter() - t) * 1000)
+        if not head.startswith("0 "):
+            ct.fail(f"latency UPDATE: {head}")
+    rt.sort()
+    bt = []
+    for r in range(LAT_BATCHES):
+        body = "".join(f"UPDATE {n} {base + 300 * (10 + r)}:{r}:{r}\n" for n in names[:1000])
+        t = time.perf_counter()
+        s.sendall(("BATCH\n" + body + ".\n").encode())
+        f.readline()
+        head = f.readline().decode()
+        bt.append((time.perf_counter() - t) * 1000)
+        if not head.startswith("0 "):
+            ct.fail(f"latency BATCH: {head}")
+    bt.sort()
+    s.close()
+    return (f"- {label}: lone UPDATE round trip median {rt[len(rt) // 2]:.2f} ms, p90 {rt[len(rt) * 9 // 10]:.2f} ms; "
+            f"BATCH of 1,000 median {bt[len(bt) // 2]:.1f} ms, worst {bt[-1]:.1f} ms")
 
 
 def client(addr, names, rounds, out):
@@ -101,6 +140,7 @@ def main():
     create(addr, names)
     total, elapsed = drive([addr] * 3, names)
     rows.append(("single node (journal, --sync every:100), 3 clients", 1, total, elapsed))
+    extra.append(latency(addr, names, "single node"))
     ref.send_signal(signal.SIGTERM)
     ref.wait()
 
@@ -118,6 +158,8 @@ def main():
         addrs = [nodes[k % n_nodes].addr for k in range(3)]
         total, elapsed = drive(addrs, names)
         rows.append((f"cluster of {n_nodes} node(s), 3 clients spread over them", n_nodes, total, elapsed))
+        if n_nodes == 1:
+            extra.append(latency(nodes[0].addr, names, "cluster of 1 node (acks=all, 3 brokers)"))
         if n_nodes == 3:
             extra.extend(failover(nodes, names, args.work))
         for n in nodes:
@@ -128,6 +170,7 @@ def main():
     for label, n, total, elapsed in rows:
         print(f"| {label} | {n} | {total} | {elapsed:.2f} | {total / elapsed:,.0f} | {total / elapsed / n:,.0f} |")
     print()
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} (2 cores)")
     for line in extra:
         print(line)
 
@@ -188,16 +231,19 @@ def start(node, cluster, work):
         [node.args.rrdscale, "daemon", "-g", "--cluster", node.args.bootstrap, "--cluster-name", cluster,
          "--node-id", node.id, "-b", os.path.join(node.dir, "files"), "-l", node.addr, "-w", "3600",
          "-o", os.path.join(node.dir, "log")],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(os.path.join(node.dir, "stderr"), "ab"))
     with open(os.path.join(work, "pids"), "a") as f:
         f.write(f"{node.proc.pid}\n")
-    for _ in range(300):
+    deadline = time.time() + 180
+    while time.time() < deadline:
         try:
             ct.request(node.addr, ["PING"], timeout=2)
             return
         except OSError:
+            if node.proc.poll() is not None:
+                break
             time.sleep(0.2)
-    ct.fail(f"node {node.id} does not answer")
+    ct.fail(f"node {node.id} does not answer: {open(os.path.join(node.dir, 'stderr')).read()[-1500:]}")
 
 
 if __name__ == "__main__":

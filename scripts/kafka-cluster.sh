@@ -91,6 +91,8 @@ num.recovery.threads.per.data.dir=1
 background.threads=2
 log.flush.interval.messages=9223372036854775807
 EOF
+    # KAFKA_EXTRA: more broker settings, ';'-separated (experiments).
+    [ -z "${KAFKA_EXTRA:-}" ] || tr ';' '\n' <<<"$KAFKA_EXTRA" >>"$dir/node$i/server.properties"
     cat >"$dir/node$i/log4j2.yaml" <<EOF
 Configuration:
   Appenders:
@@ -168,8 +170,14 @@ start)
     fetch
     t0=$(date +%s.%N)
     if [ ! -f "$dir/cluster.id" ]; then
-        # A KRaft cluster id: 16 random bytes, URL-safe base64 without padding.
-        head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n' >"$dir/cluster.id"
+        # A KRaft cluster id: 16 random bytes, URL-safe base64 without padding,
+        # not starting with '-' (kafka-storage would take it for an option:
+        # one start in 64 failed with "--cluster-id: expected one argument").
+        cid=-
+        while [ "${cid#-}" != "$cid" ]; do
+            cid=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
+        done
+        printf '%s' "$cid" >"$dir/cluster.id"
     fi
     cid=$(cat "$dir/cluster.id")
     for i in $(seq 1 $nodes); do

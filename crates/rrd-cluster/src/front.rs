@@ -4,9 +4,11 @@
 //! - UPDATE and CREATE become records of the update topic, in the
 //!   partition of their file ([`crate::hash`]), and are answered only when
 //!   Kafka acknowledged them with `acks=all` (so on at least
-//!   `min.insync.replicas` = 2 brokers). Lines already received are all
-//!   sent before any reply is awaited, so a pipelining client or a BATCH
-//!   costs one broker round trip, not one per line. What a single node
+//!   `min.insync.replicas` = 2 brokers). The commands of one read (what a
+//!   BATCH or a pipelining client sent) are sent together, one group
+//!   record per partition ([`crate::record`]), before any reply is
+//!   awaited: a BATCH of 1,000 updates costs the brokers about one record
+//!   per partition and one round trip, not 1,000 of each. What a single node
 //!   checks from the file (the value later than the file's last update)
 //!   is checked by the owner when it applies the record, where a value at
 //!   or before the last update is skipped, as rrdtool would refuse it.
@@ -23,7 +25,6 @@
 //! - Anything else (STATS with cluster lines added, PENDING, QUEUE,
 //!   FLUSHALL, LIST, SUSPEND, ...) is this node's own.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -34,10 +35,12 @@ use rrd_protocol::reply::BatchErrors;
 use rrd_protocol::{Command, Context, Fields, Permissions, Reply, LINE_LEN_MAX};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 
+use crate::figures::Figures;
 use crate::hash::partition_of;
 use crate::members::Table;
 use crate::node::Shared;
-use crate::record::{Kind, Record};
+use crate::record::{group_len, push_to_group, Kind, Record, GROUP_BYTES_MAX};
+use crate::snapshot::SNAPSHOT_BYTES_MAX;
 
 /// How long a read on the owner waits for the node to apply what the log
 /// held when the read arrived.
@@ -58,13 +61,21 @@ pub struct Front {
 enum Queued {
     Ready(Reply),
     Raw(Vec<u8>),
-    Sent(Vec<DeliveryFuture>, Reply),
+    /// A reply given once the record with this ticket is acknowledged.
+    Sent(usize, Reply),
 }
 
 struct Batch {
     count: u64,
     errors: Vec<(u64, String)>,
-    sends: Vec<(u64, DeliveryFuture)>,
+    /// (line number, ticket)
+    sends: Vec<(u64, usize)>,
+}
+
+/// A sent group record: its delivery, then its outcome.
+enum Group {
+    Waiting(DeliveryFuture),
+    Done(Result<(), String>),
 }
 
 struct Session {
@@ -73,6 +84,13 @@ struct Session {
     batch: Option<Batch>,
     queue: Vec<Queued>,
     forwarded: bool,
+    /// Commands received but not sent yet, with their tickets.
+    unsent: Vec<(usize, Record)>,
+    unsent_bytes: usize,
+    /// Per ticket: the group record that carries it (`usize::MAX`: not
+    /// sent yet).
+    tickets: Vec<usize>,
+    groups: Vec<Group>,
 }
 
 fn kafka_error(why: impl std::fmt::Display) -> String {
@@ -97,6 +115,13 @@ impl Front {
         self.producer.send_result(r).map_err(|(e, _)| kafka_error(e))
     }
 
+    /// Sends a group record ([`crate::record::push_to_group`]) to
+    /// `partition`.
+    fn send_group(&self, partition: i32, value: &[u8]) -> Result<DeliveryFuture, String> {
+        let r = FutureRecord::<(), [u8]>::to(&self.shared.names.updates).partition(partition).payload(value);
+        self.producer.send_result(r).map_err(|(e, _)| kafka_error(e))
+    }
+
     /// The file's key and path relative to the base directory.
     fn locate(&self, file: &str) -> Result<(String, String), Reply> {
         let key = self
@@ -115,7 +140,7 @@ impl Front {
 
     /// UPDATE: rrdcached's checks of the values' form (not of the file),
     /// then one record of the accepted prefix.
-    fn update(&self, args: Vec<String>) -> Result<(Vec<DeliveryFuture>, Reply), Reply> {
+    fn update(&self, args: Vec<String>) -> Result<(Record, Reply), Reply> {
         let mut it = args.into_iter();
         let Some(file) = it.next() else { return Err(commands::syntax_error(Command::Update)) };
         let (_, rel) = self.locate(&file)?;
@@ -164,16 +189,17 @@ impl Front {
         if count == 0 {
             return Err(reply);
         }
-        let record = Record { kind: Kind::Update, path: rel, args: values[..count].to_vec() };
-        let sent = self.send(&record).map_err(Reply::error)?;
+        let mut values = values;
+        values.truncate(count);
+        let record = Record { kind: Kind::Update, path: rel, args: values };
         rrd_daemon::stats::Stats::add(&self.shared.daemon.stats.updates_received, 1);
-        Ok((vec![sent], reply))
+        Ok((record, reply))
     }
 
     /// CREATE: the start time made explicit (a replay on another node, or
     /// later, must create the same file), `-r`/`-t` refused (their files
     /// live on their own owners).
-    fn create(&self, args: Vec<String>) -> Result<(Vec<DeliveryFuture>, Reply), Reply> {
+    fn create(&self, args: Vec<String>) -> Result<(Record, Reply), Reply> {
         let mut it = args.into_iter();
         let Some(file) = it.next() else { return Err(commands::syntax_error(Command::Create)) };
         let (_, rel) = self.locate(&file)?;
@@ -186,7 +212,15 @@ impl Front {
         if !rest.iter().any(|t| t.starts_with("DS:")) || !rest.iter().any(|t| t.starts_with("RRA:")) {
             return Err(commands::syntax_error(Command::Create));
         }
-        check_create(&rest)?;
+        let bytes = check_create(&rest)?;
+        if self.shared.snapshots.is_some() && bytes > SNAPSHOT_BYTES_MAX as u64 {
+            // One snapshot is one Kafka message: a larger file would stop
+            // its partition's commits for good (crate::snapshot).
+            return Err(Reply::error(format!(
+                "RRD Error: the file would take {bytes} bytes; cluster mode keeps files of at most \
+                 {SNAPSHOT_BYTES_MAX} bytes (a snapshot is one Kafka message; docs/cluster.md)"
+            )));
+        }
         let mut fields = rest;
         if !fields.iter().any(|t| t.starts_with("-b")) {
             // rrdcached's default start: ten seconds ago.
@@ -194,8 +228,7 @@ impl Front {
             fields.insert(1, (unix_now() - 10).to_string());
         }
         let record = Record { kind: Kind::Create, path: rel, args: fields };
-        let sent = self.send(&record).map_err(Reply::error)?;
-        Ok((vec![sent], Reply::ok_line("RRD created OK")))
+        Ok((record, Reply::ok_line("RRD created OK")))
     }
 
     /// Waits until this node applied `partition` up to the log end the
@@ -264,45 +297,10 @@ impl Front {
 
     /// STATS: the node's own counters, then the cluster's.
     async fn stats(&self, daemon_reply: Reply) -> Reply {
-        let s = &self.shared;
-        let owned: Vec<i32> = {
-            let mut v: Vec<i32> = s.owned.read().expect("owned lock").iter().copied().collect();
-            v.sort_unstable();
-            v
-        };
-        let (parts, shared) = (owned.clone(), s.clone());
-        let highs: Vec<(i32, Option<i64>)> = tokio::task::spawn_blocking(move || {
-            parts.iter().map(|&p| (p, shared.log_end(p, Duration::from_secs(2)).ok())).collect()
-        })
-        .await
-        .unwrap_or_default();
-        let applied = s.applied.lock().expect("applied lock").clone();
-        let committed = s.committed.lock().expect("committed lock").clone();
-        let (mut lag, mut uncommitted) = (0i64, 0i64);
-        for (p, h) in highs {
-            if let Some(h) = h {
-                lag += (h - applied.get(&p).copied().unwrap_or(0)).max(0);
-                uncommitted += (h - committed.get(&p).copied().unwrap_or(0)).max(0);
-            }
-        }
-        let list: Vec<String> = owned.iter().map(i32::to_string).collect();
+        let shared = self.shared.clone();
+        let figures = tokio::task::spawn_blocking(move || Figures::fresh(&shared)).await.unwrap_or_default();
         let mut body = daemon_reply.body;
-        for (name, value) in [
-            ("ClusterNode", s.node_id.clone()),
-            ("ClusterPartitionsTotal", s.partitions.to_string()),
-            ("ClusterPartitionsOwned", owned.len().to_string()),
-            ("ClusterPartitions", list.join(",")),
-            ("ClusterConsumerLag", lag.to_string()),
-            ("ClusterUncommitted", uncommitted.to_string()),
-            ("ClusterRecordsApplied", s.records_applied.load(Ordering::Relaxed).to_string()),
-            ("ClusterValuesSkipped", s.values_skipped.load(Ordering::Relaxed).to_string()),
-            ("ClusterRecordsUnreadable", s.records_unreadable.load(Ordering::Relaxed).to_string()),
-            ("ClusterRebalances", s.rebalances.load(Ordering::Relaxed).to_string()),
-            ("ClusterSnapshotsPublished", s.snapshots_published.load(Ordering::Relaxed).to_string()),
-            ("ClusterSnapshotBytes", s.snapshot_bytes.load(Ordering::Relaxed).to_string()),
-            ("ClusterSnapshotLagSecs", s.snapshot_lag_secs.load(Ordering::Relaxed).to_string()),
-            ("ClusterFilesRestored", s.files_restored.load(Ordering::Relaxed).to_string()),
-        ] {
+        for (name, value) in figures.stats_lines() {
             body.extend_from_slice(format!("{name}: {value}\n").as_bytes());
         }
         Reply::ok("Statistics follow", body)
@@ -313,7 +311,9 @@ impl Front {
 /// daemon's parsing of `-b`, `-s`, `-O`, DS and RRA, then the engine's
 /// header built without writing), so that the client gets the error the
 /// single node gives instead of an OK for a file that will never exist.
-fn check_create(fields: &[String]) -> Result<(), Reply> {
+/// Returns the size the file will have (its data area and a bound on its
+/// header).
+pub fn check_create(fields: &[String]) -> Result<u64, Reply> {
     let mut opts = rrd_engine::create::CreateOptions::default();
     let mut defs = Vec::new();
     let mut it = fields.iter();
@@ -336,9 +336,12 @@ fn check_create(fields: &[String]) -> Result<(), Reply> {
             return Err(commands::syntax_error(Command::Create));
         }
     }
-    rrd_engine::create::build_header(&opts, &defs, unix_now())
-        .map(|_| ())
-        .map_err(|e| Reply::error(format!("RRD Error: {e}")))
+    let header = rrd_engine::create::build_header(&opts, &defs, unix_now())
+        .map_err(|e| Reply::error(format!("RRD Error: {e}")))?;
+    let ds = header.ds_count() as u64;
+    let rows: u64 = header.rra.iter().map(|r| r.row_count).fold(0u64, u64::saturating_add);
+    // The header: 512 bytes per DS and per RRA bound every version's.
+    Ok(rows.saturating_mul(ds).saturating_mul(8).saturating_add(512 * (ds + header.rra.len() as u64 + 1)))
 }
 
 impl Session {
@@ -350,17 +353,100 @@ impl Session {
         }
     }
 
-    fn sent(&mut self, futures: Vec<DeliveryFuture>, reply: Reply) {
+    /// Queues `record` to be sent with the rest of this read; `reply` is
+    /// given once Kafka acknowledged it.
+    fn enqueue(&mut self, record: Record, reply: Reply) {
+        let ticket = self.tickets.len();
+        self.tickets.push(usize::MAX);
+        self.unsent_bytes += group_len(&record);
+        self.unsent.push((ticket, record));
         match &mut self.batch {
             Some(b) => {
                 if reply.is_error() {
                     b.errors.push((b.count, reply.message));
                 }
-                for f in futures {
-                    b.sends.push((b.count, f));
+                b.sends.push((b.count, ticket));
+            }
+            None => self.queue.push(Queued::Sent(ticket, reply)),
+        }
+    }
+
+    /// Sends what [`Session::enqueue`] gathered: per partition, in the
+    /// order received, group records of at most `GROUP_BYTES_MAX` (a
+    /// command alone goes as a plain record, readable by every node).
+    fn send_unsent(&mut self) {
+        if self.unsent.is_empty() {
+            return;
+        }
+        let front = self.front.clone();
+        let partitions = front.shared.partitions;
+        let mut by_partition: std::collections::BTreeMap<i32, Vec<(usize, Record)>> = Default::default();
+        for (ticket, r) in self.unsent.drain(..) {
+            by_partition.entry(partition_of(&r.path, partitions)).or_default().push((ticket, r));
+        }
+        self.unsent_bytes = 0;
+        for (p, list) in by_partition {
+            let mut value = Vec::new();
+            let mut carried = Vec::new();
+            let mut it = list.into_iter().peekable();
+            while let Some((ticket, r)) = it.next() {
+                let single = value.is_empty()
+                    && it.peek().is_none_or(|(_, n)| group_len(n) + group_len(&r) > GROUP_BYTES_MAX);
+                if single {
+                    let sent = front.send(&r);
+                    self.record_sent(sent, &[ticket]);
+                    continue;
+                }
+                push_to_group(&mut value, &r);
+                carried.push(ticket);
+                let full = it.peek().is_none_or(|(_, n)| value.len() + group_len(n) > GROUP_BYTES_MAX);
+                if full {
+                    let sent = front.send_group(p, &value);
+                    self.record_sent(sent, &carried);
+                    value.clear();
+                    carried.clear();
                 }
             }
-            None => self.queue.push(Queued::Sent(futures, reply)),
+        }
+    }
+
+    fn record_sent(&mut self, sent: Result<DeliveryFuture, String>, tickets: &[usize]) {
+        let g = self.groups.len();
+        self.groups.push(match sent {
+            Ok(f) => Group::Waiting(f),
+            Err(e) => Group::Done(Err(e)),
+        });
+        for &t in tickets {
+            self.tickets[t] = g;
+        }
+    }
+
+    /// The outcome of the record carrying `ticket` (awaited if need be).
+    async fn outcome(&mut self, ticket: usize) -> Result<(), String> {
+        let g = self.tickets[ticket];
+        let Some(group) = self.groups.get_mut(g) else { return Err(kafka_error("never sent")) };
+        match std::mem::replace(group, Group::Done(Ok(()))) {
+            Group::Waiting(f) => {
+                let r = delivered(f).await;
+                *group = Group::Done(r.clone());
+                r
+            }
+            Group::Done(r) => {
+                *group = Group::Done(r.clone());
+                r
+            }
+        }
+    }
+
+    /// Waits until every record sent so far was acknowledged or failed.
+    async fn settle(&mut self) {
+        for g in 0..self.groups.len() {
+            if let Group::Waiting(_) = self.groups[g] {
+                let Group::Waiting(f) = std::mem::replace(&mut self.groups[g], Group::Done(Ok(()))) else {
+                    unreachable!("matched above")
+                };
+                self.groups[g] = Group::Done(delivered(f).await);
+            }
         }
     }
 
@@ -374,6 +460,12 @@ impl Session {
         if name == FORWARDED.as_bytes() && self.batch.is_none() {
             self.forwarded = true;
             return true;
+        }
+        // Anything but an UPDATE or CREATE sees the ones before it sent
+        // (a read waits for the log end, which then includes them).
+        let gathers = Command::find(&name).is_some_and(|c| matches!(c, Command::Update | Command::Create));
+        if !gathers || self.unsent_bytes >= GROUP_BYTES_MAX {
+            self.send_unsent();
         }
         if let Some(b) = &mut self.batch {
             b.count += 1;
@@ -414,8 +506,8 @@ impl Session {
             Command::BatchEnd => {
                 let b = self.batch.take().expect("`.` is only allowed inside a BATCH");
                 let mut errors = b.errors;
-                for (n, f) in b.sends {
-                    if let Err(why) = delivered(f).await {
+                for (n, ticket) in b.sends {
+                    if let Err(why) = self.outcome(ticket).await {
                         errors.push((n, why));
                     }
                 }
@@ -427,11 +519,11 @@ impl Session {
                 self.queue.push(Queued::Ready(out.into_reply()));
             }
             Command::Update => match front.update(args) {
-                Ok((f, r)) => self.sent(f, r),
+                Ok((record, r)) => self.enqueue(record, r),
                 Err(r) => self.reply(r),
             },
             Command::Create => match front.create(args) {
-                Ok((f, r)) => self.sent(f, r),
+                Ok((record, r)) => self.enqueue(record, r),
                 Err(r) => self.reply(r),
             },
             Command::Forget => self.reply(Reply::error(
@@ -439,6 +531,9 @@ impl Session {
             )),
             Command::FetchBin => self.reply(Reply::error("FETCHBIN is not available in cluster mode; use FETCH")),
             Command::Fetch | Command::Info | Command::First | Command::Last | Command::Flush => {
+                // Updates sent before it on this connection are in the
+                // log end the owner waits for.
+                self.settle().await;
                 self.routed(command, args, line).await;
             }
             Command::Stats => {
@@ -502,24 +597,23 @@ impl Session {
     }
 
     async fn write_replies<W: AsyncWrite + Unpin>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.send_unsent();
         let mut out = Vec::new();
-        for q in self.queue.drain(..) {
+        let queue = std::mem::take(&mut self.queue);
+        for q in queue {
             match q {
                 Queued::Ready(r) => r.encode(&mut out),
                 Queued::Raw(bytes) => out.extend_from_slice(&bytes),
-                Queued::Sent(futures, r) => {
-                    let mut failure = None;
-                    for f in futures {
-                        if let Err(why) = delivered(f).await {
-                            failure = Some(why);
-                        }
-                    }
-                    match failure {
-                        Some(why) => Reply::error(why).encode(&mut out),
-                        None => r.encode(&mut out),
-                    }
-                }
+                Queued::Sent(ticket, r) => match self.outcome(ticket).await {
+                    Err(why) => Reply::error(why).encode(&mut out),
+                    Ok(()) => r.encode(&mut out),
+                },
             }
+        }
+        if self.batch.is_none() {
+            // Every ticket was answered: start over.
+            self.tickets.clear();
+            self.groups.clear();
         }
         if !out.is_empty() {
             w.write_all(&out).await?;
@@ -538,7 +632,17 @@ where
     rrd_daemon::stats::Stats::add(&daemon.stats.connections, 1);
     let mut shutdown = daemon.shutdown.subscribe();
     let (mut rd, mut wr) = tokio::io::split(stream);
-    let mut session = Session { front, permissions, batch: None, queue: Vec::new(), forwarded: false };
+    let mut session = Session {
+        front,
+        permissions,
+        batch: None,
+        queue: Vec::new(),
+        forwarded: false,
+        unsent: Vec::new(),
+        unsent_bytes: 0,
+        tickets: Vec::new(),
+        groups: Vec::new(),
+    };
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut skipping = false;
     loop {
@@ -590,4 +694,44 @@ where
 
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
     hay.iter().position(|&b| b == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn a_create_is_checked_and_sized_before_it_is_logged() {
+        let small = check_create(&fields(&[
+            "-b",
+            "1700000000",
+            "-s",
+            "300",
+            "DS:a:GAUGE:600:U:U",
+            "RRA:AVERAGE:0.5:1:600",
+        ]))
+        .unwrap();
+        assert!((600 * 8..600 * 8 + 4096).contains(&small), "{small}");
+        // Two DS, two RRAs: rows x DS x 8 bytes.
+        let two = check_create(&fields(&[
+            "DS:a:GAUGE:600:U:U",
+            "DS:b:COUNTER:600:U:U",
+            "RRA:AVERAGE:0.5:1:1000",
+            "RRA:MAX:0.5:6:500",
+        ]))
+        .unwrap();
+        assert!((1500 * 2 * 8..1500 * 2 * 8 + 4096).contains(&two), "{two}");
+        // Huge rows: sized, not built (the front refuses it above the
+        // snapshot limit).
+        let huge = check_create(&fields(&["DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:100000000"])).unwrap();
+        assert!(huge > SNAPSHOT_BYTES_MAX as u64, "{huge}");
+        // The single node's refusals.
+        let bad = check_create(&fields(&["DS:a:GAUGE:600:U:U", "RRA:AVERAGE:2:1:10"])).unwrap_err();
+        assert!(bad.message.starts_with("RRD Error:"), "{}", bad.message);
+        assert!(check_create(&fields(&["-b", "5", "DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"])).is_err());
+    }
 }

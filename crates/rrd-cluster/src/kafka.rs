@@ -9,12 +9,14 @@
 //! (`unclean.leader.election.enable=false`). A node refuses to start on a
 //! topic that says otherwise.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::metadata::Metadata;
 use rdkafka::producer::FutureProducer;
 use rdkafka::types::RDKafkaErrorCode;
 
@@ -81,7 +83,11 @@ pub fn producer(bootstrap: &str) -> Result<FutureProducer, ClusterError> {
     base_config(bootstrap)
         .set("acks", "all")
         .set("enable.idempotence", "true")
-        .set("linger.ms", "1")
+        // No lingering: a BATCH's records are produced together anyway
+        // (crate::front), and records produced while earlier requests are
+        // in flight go together in the next one; waiting 1 ms more cost a
+        // lone UPDATE 1.2 ms of its round trip (docs/BENCHMARKS.md).
+        .set("linger.ms", "0")
         .set("message.timeout.ms", SEND_TIMEOUT.as_millis().to_string())
         .create()
         .map_err(|e| ClusterError::Kafka { what: "creating the producer".into(), source: e })
@@ -97,6 +103,24 @@ pub fn plain_consumer(bootstrap: &str, group: &str) -> Result<BaseConsumer, Clus
         .set("fetch.wait.max.ms", "50")
         .create()
         .map_err(|e| ClusterError::Kafka { what: "creating a consumer".into(), source: e })
+}
+
+/// A topic's metadata once it lists partitions (or the last answer after
+/// [`ADMIN_TIMEOUT`]).
+async fn settled_metadata(client: &Arc<BaseConsumer>, topic: &str) -> Result<Metadata, ClusterError> {
+    let deadline = std::time::Instant::now() + ADMIN_TIMEOUT;
+    loop {
+        let (c, t) = (client.clone(), topic.to_string());
+        let meta = tokio::task::spawn_blocking(move || c.fetch_metadata(Some(&t), ADMIN_TIMEOUT))
+            .await
+            .expect("metadata task")
+            .map_err(|e| ClusterError::Kafka { what: format!("reading {topic}'s metadata"), source: e })?;
+        let ready = meta.topics().first().is_some_and(|t| !t.partitions().is_empty() && t.error().is_none());
+        if ready || std::time::Instant::now() >= deadline {
+            return Ok(meta);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Creates the update and members topics if missing, then checks that the
@@ -135,13 +159,12 @@ pub async fn ensure_topics(bootstrap: &str, names: &Names, partitions: i32) -> R
             }
         }
     }
-    // Validate what is there (ours or someone else's).
-    let meta_client = plain_consumer(bootstrap, &format!("{}.admin", names.group))?;
-    let topic = names.updates.clone();
-    let meta = tokio::task::spawn_blocking(move || meta_client.fetch_metadata(Some(&topic), ADMIN_TIMEOUT))
-        .await
-        .expect("metadata task")
-        .map_err(|e| ClusterError::Kafka { what: "reading the topic's metadata".into(), source: e })?;
+    // Validate what is there (ours or someone else's). A topic just
+    // created may not be in every broker's metadata yet: asked again
+    // until it has partitions (a node started with the brokers exited
+    // here with "has no partitions").
+    let meta_client = Arc::new(plain_consumer(bootstrap, &format!("{}.admin", names.group))?);
+    let meta = settled_metadata(&meta_client, &names.updates).await?;
     let t = meta.topics().first().ok_or_else(|| ClusterError::Topic {
         topic: names.updates.clone(),
         why: "is missing from the metadata".into(),
@@ -161,15 +184,24 @@ pub async fn ensure_topics(bootstrap: &str, names: &Names, partitions: i32) -> R
             });
         }
     }
-    let found = admin
-        .describe_configs([&ResourceSpecifier::Topic(&names.updates)], &opts)
-        .await
-        .map_err(|e| ClusterError::Kafka { what: "reading the topic's configuration".into(), source: e })?;
-    let min_isr = found
-        .first()
-        .and_then(|r| r.as_ref().ok())
-        .and_then(|c| c.get("min.insync.replicas").and_then(|e| e.value.clone()))
-        .and_then(|v| v.parse::<i32>().ok());
+    // Asked again while the answering broker does not know the new topic
+    // yet (a node started with the brokers exited with "None" here).
+    let deadline = std::time::Instant::now() + ADMIN_TIMEOUT;
+    let min_isr = loop {
+        let found =
+            admin.describe_configs([&ResourceSpecifier::Topic(&names.updates)], &opts).await.map_err(
+                |e| ClusterError::Kafka { what: "reading the topic's configuration".into(), source: e },
+            )?;
+        let min_isr = found
+            .first()
+            .and_then(|r| r.as_ref().ok())
+            .and_then(|c| c.get("min.insync.replicas").and_then(|e| e.value.clone()))
+            .and_then(|v| v.parse::<i32>().ok());
+        if min_isr.is_some() || std::time::Instant::now() >= deadline {
+            break min_isr;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     if !matches!(min_isr, Some(m) if m >= MIN_INSYNC) {
         return Err(ClusterError::Topic {
             topic: names.updates.clone(),
@@ -177,15 +209,7 @@ pub async fn ensure_topics(bootstrap: &str, names: &Names, partitions: i32) -> R
         });
     }
     let count = t.partitions().len();
-    let snap_client = plain_consumer(bootstrap, &format!("{}.admin", names.group))?;
-    let topic = names.snapshots.clone();
-    let snap = tokio::task::spawn_blocking(move || snap_client.fetch_metadata(Some(&topic), ADMIN_TIMEOUT))
-        .await
-        .expect("metadata task")
-        .map_err(|e| ClusterError::Kafka {
-            what: "reading the snapshot topic's metadata".into(),
-            source: e,
-        })?;
+    let snap = settled_metadata(&meta_client, &names.snapshots).await?;
     let snap_count = snap.topics().first().map_or(0, |t| t.partitions().len());
     if snap_count != count {
         return Err(ClusterError::Topic {

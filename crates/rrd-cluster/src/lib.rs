@@ -11,6 +11,7 @@
 //! - [`record`]: the update topic's record format.
 //! - [`kafka`]: client settings, topics created or validated (replication
 //!   3, `min.insync.replicas` 2), the producer (`acks=all`, idempotent).
+//! - [`figures`]: the node's cluster figures, for STATS and `/metrics`.
 //! - [`front`]: the rrdcached protocol for clients: updates acknowledged
 //!   once Kafka has them; reads answered by the file's owner.
 //! - [`node`]: the group consumer that applies this node's partitions
@@ -27,8 +28,11 @@
 //! every language other than Java), built from its vendored source and
 //! linked statically.
 
-#![forbid(unsafe_code)]
+// One unsafe call: librdkafka's cached watermarks, which rdkafka does not
+// wrap (node.rs `cached_log_end`).
+#![deny(unsafe_code)]
 
+pub mod figures;
 pub mod front;
 pub mod hash;
 pub mod kafka;
@@ -186,8 +190,8 @@ pub fn run(args: &[String]) -> Result<(), ClusterError> {
     config.prepare().map_err(|e| ClusterError::Usage(e.message))?;
     let listeners =
         rrd_daemon::server::bind_all(&config.listen).map_err(|e| ClusterError::Daemon(e.message))?;
-    // `--metrics`: the node's own counters (the single node's endpoint);
-    // the cluster's are in STATS.
+    // `--metrics`: the node's own counters (the single node's endpoint)
+    // followed by the cluster's (crate::figures).
     let metrics_listener =
         config.metrics.as_deref().map(rrd_daemon::metrics::bind).transpose().map_err(ClusterError::Daemon)?;
     let advertise = match &opts.advertise {
@@ -255,7 +259,9 @@ pub fn run(args: &[String]) -> Result<(), ClusterError> {
     });
     let flush_threads = rrd_daemon::server::spawn_flush_threads(&daemon);
     if let Some(l) = metrics_listener {
-        rrd_daemon::metrics::spawn(l, daemon.clone())
+        let s = shared.clone();
+        let extra: rrd_daemon::metrics::Extra = Arc::new(move || figures::Figures::cached(&s).exposition());
+        rrd_daemon::metrics::spawn_with(l, daemon.clone(), Some(extra))
             .map_err(|e| ClusterError::Io { what: "starting the metrics thread".into(), source: e })?;
     }
     let applier = {

@@ -27,9 +27,11 @@
 //! values) committed it; at the committed offset after restoring the
 //! snapshots if another node committed it under the snapshot rule;
 //! otherwise at the partition's beginning (after restoring snapshots, when
-//! on), replaying everything idempotently. Revocation first writes and
-//! syncs every pending value, publishes the snapshots and commits, then
-//! drops the revoked files' entries. docs/cluster.md argues each case.
+//! on), replaying everything idempotently. Revocation (cooperative: only
+//! the partitions that move) first writes and syncs the revoked
+//! partitions' pending values, publishes the snapshots and commits their
+//! applied offsets, then drops the revoked files' entries; the partitions
+//! kept are applied on meanwhile. docs/cluster.md argues each case.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -112,6 +114,30 @@ impl Shared {
             .map_err(|e| e.to_string())
     }
 
+    /// The log end of `partition` as the group consumer last heard it
+    /// (no broker request; `None`: not heard yet). rdkafka wraps only the
+    /// broker request (`fetch_watermarks`), hence the one unsafe call.
+    #[allow(unsafe_code)]
+    pub fn cached_log_end(&self, partition: i32) -> Option<i64> {
+        let consumer = self.group.lock().expect("group lock").clone()?;
+        let topic = std::ffi::CString::new(self.names.updates.as_str()).ok()?;
+        let (mut low, mut high) = (-1i64, -1i64);
+        // SAFETY: the consumer (kept alive by the Arc above) owns a valid
+        // handle; the topic is a NUL-terminated string that outlives the
+        // call; librdkafka only writes the two offsets.
+        let err = unsafe {
+            rdkafka::bindings::rd_kafka_get_watermark_offsets(
+                consumer.client().native_ptr(),
+                topic.as_ptr(),
+                partition,
+                &mut low,
+                &mut high,
+            )
+        };
+        (err == rdkafka::bindings::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0)
+            .then_some(high)
+    }
+
     /// A part of the node cannot go on (the applier, the members reader):
     /// the whole node stops, as after SIGTERM, rather than accept updates
     /// it would never apply.
@@ -183,7 +209,13 @@ impl ConsumerContext for Ctx {
             RDKafkaRespErr::RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS => {
                 let revoked: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
                 self.revoke(consumer, &revoked);
-                if let Err(e) = consumer.unassign() {
+                // Cooperative: only these partitions stop; the others go on.
+                let done = if cooperative(consumer) {
+                    consumer.incremental_unassign(tpl)
+                } else {
+                    consumer.unassign()
+                };
+                if let Err(e) = done {
                     tracing::error!("cluster: unassign failed: {e}");
                 }
             }
@@ -278,7 +310,9 @@ impl Ctx {
                 shared.applied.lock().expect("applied lock").insert(*p, 0);
             }
         }
-        if let Err(e) = consumer.assign(tpl) {
+        let done =
+            if cooperative(consumer) { consumer.incremental_assign(tpl) } else { consumer.assign(tpl) };
+        if let Err(e) = done {
             tracing::error!("cluster: assign failed: {e}");
             return;
         }
@@ -286,22 +320,72 @@ impl Ctx {
         shared.ownership_changes.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Writes and syncs every pending value, commits, and forgets the
-    /// revoked partitions' files.
+    /// Writes and syncs the revoked partitions' pending values, commits
+    /// them, and forgets their files. The partitions this node keeps are
+    /// not waited for: with the cooperative protocol the node goes on
+    /// applying them as soon as this returns.
     fn revoke(&self, consumer: &BaseConsumer<Self>, revoked: &[i32]) {
         let shared = &self.shared;
         tracing::info!("cluster: partitions {revoked:?} revoked; writing their pending values first");
         let cache = &shared.daemon.cache;
-        rrd_daemon::flusher::enqueue_all(cache);
+        let gone: HashSet<i32> = revoked.iter().copied().collect();
+        let moving = |key: &str| !stays(shared.relative_of(key), shared.partitions, &gone);
+        let mut files = Vec::new();
+        cache.for_each(|k, e| {
+            if !e.pending.is_empty() && !e.suspended && moving(k) {
+                files.push(k.clone());
+            }
+        });
+        for key in files {
+            let mut shard = cache.shard(&key);
+            if let Some(e) = shard.get_mut(&key) {
+                if !e.pending.is_empty() {
+                    cache.enqueue_locked(&key, e, rrd_daemon::cache::Side::Tail);
+                }
+            }
+        }
+        // No value is applied meanwhile (this is the applier's thread), so
+        // once no moving entry has pending or in-flight values, every
+        // record applied from the revoked partitions is in synced files.
         let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let upper = self.book.lock().expect("book lock").epoch;
-            if cache.oldest_needed_seq(upper) == upper || Instant::now() > deadline {
-                break;
+        let all_synced = loop {
+            let mut busy = false;
+            cache.for_each(|k, e| {
+                if !busy && (!e.pending.is_empty() || e.inflight_seq.is_some()) && moving(k) {
+                    busy = true;
+                }
+            });
+            if !busy {
+                break true;
+            }
+            if Instant::now() > deadline {
+                tracing::warn!(
+                    "cluster: partitions {revoked:?}: values still pending after 60 s; not committed"
+                );
+                break false;
             }
             std::thread::sleep(Duration::from_millis(5));
-        }
+        };
         publish_snapshots(shared, &self.book);
+        {
+            let applied = shared.applied.lock().expect("applied lock");
+            let mut book = self.book.lock().expect("book lock");
+            // Their offsets leave the per-round bookkeeping (a round's
+            // other partitions still wait for their own values).
+            for round in book.offsets.values_mut() {
+                for p in revoked {
+                    round.remove(p);
+                }
+            }
+            if all_synced {
+                for p in revoked {
+                    if let Some(&a) = applied.get(p) {
+                        let slot = book.synced.entry(*p).or_insert(a);
+                        *slot = (*slot).max(a);
+                    }
+                }
+            }
+        }
         commit_synced(shared, &self.book, consumer, CommitMode::Sync);
         {
             let mut book = self.book.lock().expect("book lock");
@@ -310,7 +394,6 @@ impl Ctx {
                 book.synced.remove(p);
             }
         }
-        let gone: HashSet<i32> = revoked.iter().copied().collect();
         cache.retain(|key, e| {
             let keep = stays(shared.relative_of(key), shared.partitions, &gone);
             if !keep {
@@ -336,6 +419,15 @@ fn stays(relative: Option<&str>, partitions: i32, gone: &HashSet<i32>) -> bool {
         Some(rel) => !gone.contains(&partition_of(rel, partitions)),
     }
 }
+
+/// Whether the group runs the cooperative protocol (incremental assign
+/// and revoke: a rebalance stops only the partitions that move).
+fn cooperative<C: ConsumerContext>(consumer: &BaseConsumer<C>) -> bool {
+    matches!(consumer.rebalance_protocol(), rdkafka::consumer::RebalanceProtocol::Cooperative)
+}
+
+/// The most record bytes one poll round applies.
+const ROUND_BYTES_MAX: usize = 16 << 20;
 
 /// The tag's suffix on commits made under the snapshot rule.
 pub const SNAPSHOT_TAG: &str = "/snap";
@@ -523,7 +615,10 @@ pub fn run(shared: Arc<Shared>, bootstrap: String) -> Result<(), ClusterError> {
         .set("session.timeout.ms", "6000")
         .set("heartbeat.interval.ms", "1000")
         .set("fetch.wait.max.ms", "20")
-        .set("partition.assignment.strategy", "range")
+        // Cooperative: a node joining or leaving moves only the partitions
+        // that change owner; the others are never revoked, so their owners
+        // keep applying (and answering reads) through the rebalance.
+        .set("partition.assignment.strategy", "cooperative-sticky")
         .create_with_context(ctx)
         .map(Arc::new)
         .map_err(|e| ClusterError::Kafka { what: "creating the group consumer".into(), source: e })?;
@@ -545,9 +640,12 @@ pub fn run(shared: Arc<Shared>, bootstrap: String) -> Result<(), ClusterError> {
         let mut round: HashMap<i32, i64> = HashMap::new();
         let mut touched: Vec<(String, i32, i64)> = Vec::new();
         let epoch = book.lock().expect("book lock").epoch;
-        let mut polled = 0;
+        let (mut polled, mut polled_bytes) = (0, 0usize);
         let mut timeout = Duration::from_millis(100);
-        while polled < 4096 {
+        // A round is bounded in records and in bytes (a group record holds
+        // up to 512 KiB of values): the pending budget is checked between
+        // rounds.
+        while polled < 4096 && polled_bytes < ROUND_BYTES_MAX {
             let Some(m) = consumer.poll(timeout) else { break };
             timeout = Duration::ZERO;
             let m = match m {
@@ -558,18 +656,22 @@ pub fn run(shared: Arc<Shared>, bootstrap: String) -> Result<(), ClusterError> {
                 }
             };
             polled += 1;
+            polled_bytes += m.payload_len();
             let p = m.partition();
-            match Record::decode(m.key(), m.payload()) {
-                Ok(r) if partition_of(&r.path, shared.partitions) == p => {
-                    if apply(&shared, &r, epoch) {
-                        touched.push((r.path, p, m.offset()));
+            match Record::decode_all(m.key(), m.payload()) {
+                Ok(records) => {
+                    for r in records {
+                        if partition_of(&r.path, shared.partitions) != p {
+                            tracing::error!(
+                                "cluster: record for {} found in partition {p}, not {}: skipped (a producer with another hash?)",
+                                r.path,
+                                partition_of(&r.path, shared.partitions)
+                            );
+                        } else if apply(&shared, &r, epoch) {
+                            touched.push((r.path, p, m.offset()));
+                        }
                     }
                 }
-                Ok(r) => tracing::error!(
-                    "cluster: record for {} found in partition {p}, not {}: skipped (a producer with another hash?)",
-                    r.path,
-                    partition_of(&r.path, shared.partitions)
-                ),
                 Err(e) => tracing::error!("cluster: partition {p} offset {}: {e}; skipped", m.offset()),
             }
             round.insert(p, m.offset() + 1);

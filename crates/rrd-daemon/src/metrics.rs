@@ -50,8 +50,21 @@ pub fn bind(addr: &str) -> Result<TcpListener, String> {
     ))
 }
 
+/// More exposition text appended to every scrape (cluster mode's
+/// figures).
+pub type Extra = Arc<dyn Fn() -> String + Send + Sync>;
+
 /// Serves `listener` until the daemon starts shutting down.
 pub fn spawn(listener: TcpListener, daemon: Arc<Daemon>) -> std::io::Result<JoinHandle<()>> {
+    spawn_with(listener, daemon, None)
+}
+
+/// [`spawn`], each scrape followed by `extra`'s text.
+pub fn spawn_with(
+    listener: TcpListener,
+    daemon: Arc<Daemon>,
+    extra: Option<Extra>,
+) -> std::io::Result<JoinHandle<()>> {
     listener.set_nonblocking(true)?;
     std::thread::Builder::new().name("metrics".into()).spawn(move || loop {
         if daemon.is_shutting_down() {
@@ -59,7 +72,7 @@ pub fn spawn(listener: TcpListener, daemon: Arc<Daemon>) -> std::io::Result<Join
         }
         match listener.accept() {
             Ok((stream, _)) => {
-                if let Err(e) = answer(stream, &daemon) {
+                if let Err(e) = answer(stream, &daemon, extra.as_ref()) {
                     tracing::debug!("metrics request failed: {e}");
                 }
             }
@@ -77,7 +90,7 @@ pub fn spawn(listener: TcpListener, daemon: Arc<Daemon>) -> std::io::Result<Join
 /// Longest request head read; anything longer is refused.
 const REQUEST_HEAD_MAX: usize = 8192;
 
-fn answer(mut stream: TcpStream, daemon: &Daemon) -> std::io::Result<()> {
+fn answer(mut stream: TcpStream, daemon: &Daemon, extra: Option<&Extra>) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(Duration::from_secs(2)))?;
     stream.set_write_timeout(Some(Duration::from_secs(2)))?;
@@ -106,7 +119,10 @@ fn answer(mut stream: TcpStream, daemon: &Daemon) -> std::io::Result<()> {
     let with_body = method != "HEAD";
     match (method, path) {
         ("GET" | "HEAD", "/metrics") => {
-            let body = render(daemon);
+            let mut body = render(daemon);
+            if let Some(extra) = extra {
+                body.push_str(&extra());
+            }
             respond(&mut stream, "200 OK", rrd_metrics::CONTENT_TYPE, body.as_bytes(), with_body)
         }
         ("GET" | "HEAD", _) => {
