@@ -4,7 +4,7 @@
 //! what the bytes mean beyond the validated header: the [`store::Store`]
 //! trait and its file and memory stores, an open RRD ([`rrd::Rrd`]: header,
 //! layout, store; row and live-header I/O), where files may be opened from
-//! ([`root`]), new files made durable ([`newfile`], with [`tempclean`]
+//! ([`root`]), new files made durable ([`newfile`], with `rrd_sys::tempclean`
 //! removing temporary files on a fatal signal), the page cache and the
 //! memory limit ([`pagecache`], [`cgroup`]), and a store that fails on
 //! purpose for tests (`fault`).
@@ -20,4 +20,5 @@ pub mod pagecache;
 pub mod root;
 pub mod rrd;
 pub mod store;
-pub mod tempclean;
+/// Temporary files removed on a fatal signal (the handler is in rrd-sys).
+pub use rrd_sys::tempclean;

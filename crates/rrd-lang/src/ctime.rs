@@ -21,6 +21,16 @@ pub fn reset_timezone() {
     unsafe { tzset() };
 }
 
+/// An all-zero `struct tm` (00:00:00 on day 0 of January 1900, no zone
+/// name), the state rrdtool's dump starts from before its first
+/// `localtime_r`.
+pub fn zeroed_tm() -> Tm {
+    // SAFETY: `tm` is a plain C struct for which all-zero bytes are a valid
+    // value (the zone name pointer is then null, which strftime treats as
+    // an empty name).
+    unsafe { std::mem::zeroed() }
+}
+
 /// `localtime_r` in the process time zone; `None` where it fails.
 pub fn localtime(t: i64) -> Option<Tm> {
     let t = libc::time_t::try_from(t).ok()?;

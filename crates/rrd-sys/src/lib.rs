@@ -1,0 +1,22 @@
+//! Where rrdscale talks to the kernel and the C library through raw
+//! pointers: every `unsafe` block of the engine lives here, behind small
+//! safe functions and types, each with a SAFETY comment. The other crates
+//! of the workspace (except `librrd`, whose C ABI takes raw pointers by
+//! definition) forbid `unsafe_code`.
+//!
+//! What is here is what rustix has no safe wrapper for: open-file-description
+//! record locks ([`lock`]), `sync_file_range` ([`writeback`]), shared file
+//! mappings and `mincore` ([`map`]), `glob(3)` ([`glob`]), and the signal
+//! handler that removes temporary files ([`tempclean`]). Calls rustix wraps
+//! safely (`fadvise`, `fdatasync`, `syncfs`, `statvfs`, `umask`, `fstat`)
+//! are made with rustix by their callers.
+//!
+//! Deliberately absent: policy. Error meanings (a lock held elsewhere is
+//! `Error::Locked` in the engine), budgets and which ranges to advise stay
+//! with the callers; this crate depends on no other crate of the workspace.
+
+pub mod glob;
+pub mod lock;
+pub mod map;
+pub mod tempclean;
+pub mod writeback;
