@@ -6,8 +6,11 @@
 //!
 //! What is here is what rustix has no safe wrapper for: open-file-description
 //! record locks ([`lock`]), `sync_file_range` ([`writeback`]), shared file
-//! mappings and `mincore` ([`map`]), `glob(3)` ([`glob`]), and the signal
-//! handler that removes temporary files ([`tempclean`]). Calls rustix wraps
+//! mappings and `mincore` ([`map`]), `glob(3)` ([`glob`]), the signal
+//! handler that removes temporary files ([`tempclean`]), `getrusage`
+//! ([`rusage`]), the daemon's `fork`, process-wide `setuid`/`setgid`,
+//! name lookups and syslog ([`process`]), and the client's librrd-exact
+//! connect, `getaddrinfo` and `atof` ([`net`]). Calls rustix wraps
 //! safely (`fadvise`, `fdatasync`, `syncfs`, `statvfs`, `umask`, `fstat`)
 //! are made with rustix by their callers.
 //!
@@ -18,5 +21,8 @@
 pub mod glob;
 pub mod lock;
 pub mod map;
+pub mod net;
+pub mod process;
+pub mod rusage;
 pub mod tempclean;
 pub mod writeback;

@@ -1,10 +1,9 @@
-//! The daemon's only `unsafe`: C library calls that neither std nor rustix
-//! wraps safely, each behind a safe function with its reason. The crate
-//! denies `unsafe_code` everywhere else.
+//! The daemon's process calls that neither std nor rustix wraps safely,
+//! each behind a safe function with its reason:
 //!
 //! - `fork` (rustix has none: a fork is sound only while one thread runs,
-//!   which [`daemonize`] documents and `server` guarantees by calling it
-//!   before the runtime starts);
+//!   which [`daemonize`] checks, and the daemon's `server` ensures by
+//!   calling it before the runtime starts);
 //! - process-wide `setgid`/`setuid` (rustix's change one thread only);
 //! - `getgrnam`/`getpwnam` (NSS lookups, as rrdcached does);
 //! - `openlog`/`syslog`.
@@ -13,11 +12,15 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd, IntoRawFd};
 
 /// Forks into the background: the parent exits 0; the child leads a new
-/// session with its standard streams on /dev/null. Must run while the
-/// process has one thread.
+/// session with its standard streams on /dev/null. Refused (before any
+/// fork) unless the process has one thread.
 pub fn daemonize() -> Result<(), &'static str> {
-    // SAFETY: callers run this before any thread exists (no runtime, no
-    // workers yet), so the child is a consistent copy.
+    if thread_count() != Some(1) {
+        return Err("daemonize: the process must have one thread to fork.");
+    }
+    // SAFETY: the process has exactly one thread (checked above; only this
+    // thread could start another, and it does not before the fork), so the
+    // child is a consistent copy.
     match unsafe { libc::fork() } {
         -1 => return Err("daemonize: fork(2) failed."),
         0 => {}
@@ -34,6 +37,11 @@ pub fn daemonize() -> Result<(), &'static str> {
         }
     }
     Ok(())
+}
+
+/// Threads of this process (`/proc/self/task` entries); `None` if unknown.
+fn thread_count() -> Option<usize> {
+    Some(std::fs::read_dir("/proc/self/task").ok()?.count())
 }
 
 /// Sets the process's group id (all threads, as glibc's `setgid` does).
@@ -83,5 +91,26 @@ pub fn syslog(line: &str) {
         // SAFETY: the format is a literal "%s" and the argument a
         // NUL-terminated string.
         unsafe { libc::syslog(libc::LOG_NOTICE, c"%s".as_ptr(), c.as_ptr()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn looks_up_root_and_refuses_unknown_names() {
+        assert_eq!(user_id("root"), Some(0));
+        assert_eq!(group_id("root"), Some(0));
+        assert_eq!(user_id("no-such-user-rrdscale"), None);
+        assert_eq!(group_id("no\0nul"), None);
+    }
+
+    #[test]
+    fn daemonize_refuses_a_threaded_process() {
+        // The test harness runs tests on their own threads.
+        let _t = std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_millis(200)));
+        assert!(thread_count().unwrap() > 1);
+        assert!(daemonize().is_err());
     }
 }

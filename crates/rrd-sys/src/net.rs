@@ -1,7 +1,6 @@
-//! The client's only `unsafe`: the C library calls librrd's client makes
-//! whose exact behaviour matters and that std and rustix do not offer in
-//! that form, each behind a safe function. The crate denies `unsafe_code`
-//! everywhere else.
+//! The C library calls librrd's rrdcached client makes whose exact
+//! behaviour matters and that std and rustix do not offer in that form,
+//! each behind a safe function (for `rrd-client`).
 
 use std::ffi::{CStr, CString};
 use std::net::SocketAddr;
@@ -101,5 +100,30 @@ pub fn gai_strerror(code: i32) -> String {
             return format!("Unknown error {code}");
         }
         CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_numeric_hosts_and_words_errors() {
+        let addrs = getaddrinfo(c"127.0.0.1", c"42217").unwrap();
+        assert_eq!(addrs, ["127.0.0.1:42217".parse::<SocketAddr>().unwrap()]);
+        let code = getaddrinfo(c"no such host", c"x").unwrap_err();
+        assert!(!gai_strerror(code).is_empty());
+        assert_eq!(atof(&CString::new("1.5e3xyz").unwrap()), 1500.0);
+    }
+
+    #[test]
+    fn connects_to_a_listening_socket_by_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let _l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        use std::os::unix::ffi::OsStrExt;
+        connect_unix(path.as_os_str().as_bytes(), 107).unwrap();
+        let e = connect_unix(b"/no/such/socket", 107).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
     }
 }
