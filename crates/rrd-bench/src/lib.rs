@@ -62,8 +62,6 @@ pub mod report;
 pub mod schema;
 pub mod side;
 pub mod svg;
-#[allow(unsafe_code)]
-mod sys;
 pub mod worker;
 pub mod workload;
 
