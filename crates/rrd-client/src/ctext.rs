@@ -31,7 +31,7 @@ pub fn strtod_whole(s: &[u8]) -> Option<f64> {
 
 /// `atof`.
 pub fn atof(s: &[u8]) -> f64 {
-    rrd_sys::net::atof(&c_string(s))
+    rrd_sys::clib::atof(&c_string(s))
 }
 
 /// `strerror` and the text of an I/O error: `rrd-lang`'s, which the engine

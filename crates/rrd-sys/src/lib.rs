@@ -10,7 +10,9 @@
 //! handler that removes temporary files ([`tempclean`]), `getrusage`
 //! ([`rusage`]), the daemon's `fork`, process-wide `setuid`/`setgid`,
 //! name lookups and syslog ([`process`]), and the client's librrd-exact
-//! connect, `getaddrinfo` and `atof` ([`net`]). Calls rustix wraps
+//! connect and `getaddrinfo` ([`net`]), glibc's number conversions
+//! ([`clib`]) and time functions ([`ctime`]), whose exact output rrdtool's
+//! is compared with. Calls rustix wraps
 //! safely (`fadvise`, `fdatasync`, `syncfs`, `statvfs`, `umask`, `fstat`)
 //! are made with rustix by their callers.
 //!
@@ -18,6 +20,8 @@
 //! `Error::Locked` in the engine), budgets and which ranges to advise stay
 //! with the callers; this crate depends on no other crate of the workspace.
 
+pub mod clib;
+pub mod ctime;
 pub mod glob;
 pub mod lock;
 pub mod map;

@@ -2,7 +2,7 @@
 //! behaviour matters and that std and rustix do not offer in that form,
 //! each behind a safe function (for `rrd-client`).
 
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::net::SocketAddr;
 use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
@@ -84,12 +84,6 @@ pub fn getaddrinfo(host: &CStr, port: &CStr) -> Result<Vec<SocketAddr>, i32> {
     Ok(addrs)
 }
 
-/// glibc's `atof` (its correctly rounded `strtod`, as librrd calls it).
-pub fn atof(c: &CString) -> f64 {
-    // SAFETY: `c` is a valid NUL-terminated string.
-    unsafe { libc::atof(c.as_ptr()) }
-}
-
 /// `gai_strerror(code)`.
 pub fn gai_strerror(code: i32) -> String {
     // SAFETY: gai_strerror returns a pointer to a static NUL-terminated
@@ -113,7 +107,6 @@ mod tests {
         assert_eq!(addrs, ["127.0.0.1:42217".parse::<SocketAddr>().unwrap()]);
         let code = getaddrinfo(c"no such host", c"x").unwrap_err();
         assert!(!gai_strerror(code).is_empty());
-        assert_eq!(atof(&CString::new("1.5e3xyz").unwrap()), 1500.0);
     }
 
     #[test]

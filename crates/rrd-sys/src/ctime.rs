@@ -2,8 +2,9 @@
 //! replay their clock edits through `localtime_r`/`mktime` ([`crate::attime`])
 //! and graph labels and legends print through `strftime` (rrd-graph), whose
 //! output (the process time zone, glibc's conversions and locale words)
-//! must match rrdtool's byte for byte. The crate's only `unsafe` outside
-//! tests; it denies `unsafe_code` everywhere else.
+//! must match rrdtool's byte for byte, and dump and xport print and
+//! compute local times as rrdtool does. rrd-lang re-exports it as
+//! `rrd_lang::ctime`.
 
 use std::ffi::CStr;
 
