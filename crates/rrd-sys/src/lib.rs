@@ -12,7 +12,8 @@
 //! name lookups and syslog ([`process`]), and the client's librrd-exact
 //! connect and `getaddrinfo` ([`net`]), glibc's number conversions
 //! ([`clib`]) and time functions ([`ctime`]), whose exact output rrdtool's
-//! is compared with. Calls rustix wraps
+//! is compared with, and rrdtool's own librrd opened with `dlopen` for the
+//! benchmark's comparison ([`librrd`]). Calls rustix wraps
 //! safely (`fadvise`, `fdatasync`, `syncfs`, `statvfs`, `umask`, `fstat`)
 //! are made with rustix by their callers.
 //!
@@ -23,6 +24,7 @@
 pub mod clib;
 pub mod ctime;
 pub mod glob;
+pub mod librrd;
 pub mod lock;
 pub mod map;
 pub mod net;
