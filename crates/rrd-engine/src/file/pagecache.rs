@@ -11,7 +11,7 @@
 //!   `PROT_NONE`, so no page is ever faulted in, read or written, and a file
 //!   that shrinks while mapped cannot raise `SIGBUS` here.
 //! - Every mapping is unmapped before the function returns, on error paths
-//!   too (a guard owns it).
+//!   too (`rrd_sys::map::residency` owns it).
 //! - Mappings are made in bounded windows, so a huge file costs at most one
 //!   window of address space and one window of `mincore` bytes at a time.
 //!
