@@ -12,11 +12,13 @@
 //! Deliberately absent: update arithmetic ([`crate::math`]) and commands
 //! ([`crate::commands`]). Nothing here depends on those layers.
 
-pub mod cgroup;
+/// The memory cgroup resolver (in rrd-sys: it reads the kernel's files).
+pub use rrd_sys::cgroup;
 #[cfg(any(test, feature = "fault-injection"))]
 pub mod fault;
 pub mod newfile;
-pub mod pagecache;
+/// Page-cache residency and advice (in rrd-sys, with the mapping it needs).
+pub use rrd_sys::pagecache;
 pub mod root;
 pub mod rrd;
 pub mod store;

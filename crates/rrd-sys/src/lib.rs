@@ -17,10 +17,16 @@
 //! safely (`fadvise`, `fdatasync`, `syncfs`, `statvfs`, `umask`, `fstat`)
 //! are made with rustix by their callers.
 //!
+//! With them, the modules built on them that only talk to the kernel: the
+//! page cache as one file sees it ([`pagecache`]: residency, fadvise,
+//! evict, the memory limit) and the one memory-cgroup resolver
+//! ([`cgroup`]), which the engine, the daemon and the bench share.
+//!
 //! Deliberately absent: policy. Error meanings (a lock held elsewhere is
 //! `Error::Locked` in the engine), budgets and which ranges to advise stay
 //! with the callers; this crate depends on no other crate of the workspace.
 
+pub mod cgroup;
 pub mod clib;
 pub mod ctime;
 pub mod glob;
@@ -28,6 +34,7 @@ pub mod librrd;
 pub mod lock;
 pub mod map;
 pub mod net;
+pub mod pagecache;
 pub mod process;
 pub mod rusage;
 pub mod tempclean;

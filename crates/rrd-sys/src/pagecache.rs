@@ -11,7 +11,7 @@
 //!   `PROT_NONE`, so no page is ever faulted in, read or written, and a file
 //!   that shrinks while mapped cannot raise `SIGBUS` here.
 //! - Every mapping is unmapped before the function returns, on error paths
-//!   too (`rrd_sys::map::residency` owns it).
+//!   too (`crate::map::residency` owns it).
 //! - Mappings are made in bounded windows, so a huge file costs at most one
 //!   window of address space and one window of `mincore` bytes at a time.
 //!
@@ -59,7 +59,7 @@ pub fn resident_pages(file: &File) -> io::Result<Vec<bool>> {
         let count = (pages - first).min(WINDOW_PAGES);
         probe.clear();
         probe.resize(count as usize, 0u8);
-        rrd_sys::map::residency(file, first * page, &mut probe)?;
+        crate::map::residency(file, first * page, &mut probe)?;
         // Only bit 0 is defined; the others are reserved by the kernel.
         resident.extend(probe.iter().map(|b| b & 1 == 1));
         first += count;
