@@ -1,5 +1,5 @@
 //! The C library's time functions, behind safe functions: AT-style times
-//! replay their clock edits through `localtime_r`/`mktime` ([`crate::attime`])
+//! replay their clock edits through `localtime_r`/`mktime` (`rrd_lang::attime`)
 //! and graph labels and legends print through `strftime` (rrd-graph), whose
 //! output (the process time zone, glibc's conversions and locale words)
 //! must match rrdtool's byte for byte, and dump and xport print and
