@@ -18,9 +18,7 @@
 //! protocol the benchmarks do not send.
 
 use std::collections::BTreeMap;
-use std::ffi::CString;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -178,26 +176,6 @@ pub struct DaemonProc {
     pub pid: u32,
 }
 
-/// Writes this process's pid into `procs` (`<cgroup>/cgroup.procs`) with
-/// raw system calls only, nothing allocated: this runs between fork and
-/// exec ([`crate::sys::pre_exec`]).
-fn enter_cgroup_raw(procs: &CString) -> std::io::Result<()> {
-    let mut n = rustix::process::getpid().as_raw_nonzero().get() as u32;
-    let mut buf = [0u8; 16];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let fd = rustix::fs::open(procs.as_c_str(), rustix::fs::OFlags::WRONLY, rustix::fs::Mode::empty())?;
-    rustix::io::write(&fd, &buf[i..])?;
-    Ok(())
-}
-
 impl DaemonProc {
     /// Starts the daemon (in `cgroup` when given) and waits until it answers
     /// PING; returns it with the time that took.
@@ -215,9 +193,8 @@ impl DaemonProc {
         let mut cmd = Command::new(&words[0]);
         cmd.args(&words[1..]).stdin(Stdio::null()).stdout(log).stderr(log2);
         if let Some(cg) = cgroup {
-            let procs = CString::new(cg.join("cgroup.procs").as_os_str().as_bytes())
+            rrd_sys::process::enter_cgroup_at_exec(&mut cmd, cg)
                 .map_err(|_| BenchError::Cgroup(format!("{} holds a NUL byte", cg.display())))?;
-            crate::sys::pre_exec(&mut cmd, move || enter_cgroup_raw(&procs));
         }
         let started = Instant::now();
         let child = cmd.spawn().map_err(|e| BenchError::io(format!("starting {}", words.join(" ")), e))?;

@@ -38,7 +38,7 @@
 //! does not judge them), and linking librrd at build time (it is opened
 //! with `dlopen`, so the rest of rrdscale never depends on it).
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 use std::io::Write;
 
@@ -55,15 +55,13 @@ pub mod diskprobe;
 pub mod driver;
 pub mod dworkload;
 pub mod latency;
-#[allow(unsafe_code)]
-pub mod librrd;
+/// librrd opened with `dlopen` (its FFI needs `unsafe`, so it lives in rrd-sys).
+pub use rrd_sys::librrd;
 pub mod procstat;
 pub mod report;
 pub mod schema;
 pub mod side;
 pub mod svg;
-#[allow(unsafe_code)]
-mod sys;
 pub mod worker;
 pub mod workload;
 
@@ -124,4 +122,10 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), BenchError> {
     };
     let exe = std::env::current_exe().map_err(|e| BenchError::io("finding the rrdscale executable", e))?;
     driver::run(&cli, args, &exe, out)
+}
+
+impl From<rrd_sys::librrd::LoadError> for BenchError {
+    fn from(e: rrd_sys::librrd::LoadError) -> BenchError {
+        BenchError::Librrd(e.0)
+    }
 }

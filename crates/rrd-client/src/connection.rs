@@ -110,9 +110,9 @@ impl Link {
     }
 }
 
-/// Connects as librrd does ([`crate::sys::connect_unix`]).
+/// Connects as librrd does ([`rrd_sys::net::connect_unix`]).
 fn connect_unix(path: &[u8]) -> std::io::Result<UnixStream> {
-    crate::sys::connect_unix(path, SUN_PATH_MAX)
+    rrd_sys::net::connect_unix(path, SUN_PATH_MAX)
 }
 
 /// The addresses getaddrinfo gives for `host`/`port` with librrd's hints
@@ -120,7 +120,7 @@ fn connect_unix(path: &[u8]) -> std::io::Result<UnixStream> {
 fn connect_tcp(host: &str, port: &str) -> Result<TcpStream, String> {
     let c_host = std::ffi::CString::new(host).map_err(|_| "Invalid argument".to_string())?;
     let c_port = std::ffi::CString::new(port).map_err(|_| "Invalid argument".to_string())?;
-    let addrs = crate::sys::getaddrinfo(&c_host, &c_port).map_err(|rc| {
+    let addrs = rrd_sys::net::getaddrinfo(&c_host, &c_port).map_err(|rc| {
         format!("failed to resolve address '{host}' (port {port}): {} ({rc})", gai_strerror(rc))
     })?;
     let mut last = "Internal error".to_string();

@@ -31,7 +31,7 @@ pub fn strtod_whole(s: &[u8]) -> Option<f64> {
 
 /// `atof`.
 pub fn atof(s: &[u8]) -> f64 {
-    crate::sys::atof(&c_string(s))
+    rrd_sys::clib::atof(&c_string(s))
 }
 
 /// `strerror` and the text of an I/O error: `rrd-lang`'s, which the engine
@@ -39,7 +39,7 @@ pub fn atof(s: &[u8]) -> f64 {
 pub use rrd_lang::ctext::{io_text, strerror};
 
 /// `gai_strerror(code)`.
-pub use crate::sys::gai_strerror;
+pub use rrd_sys::net::gai_strerror;
 
 #[cfg(test)]
 mod tests {

@@ -17,7 +17,7 @@
 //! Deliberately absent: what each rrdtool command does when the daemon is
 //! absent or unreachable (fall back, fail, or both): that is the CLI's.
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod address;
 pub mod commands;
@@ -25,8 +25,6 @@ pub mod connection;
 pub mod ctext;
 pub mod error;
 pub mod session;
-#[allow(unsafe_code)]
-mod sys;
 pub mod template;
 
 pub use address::{chosen, Endpoint, ENV_ADDRESS, ENV_STRIP_PATH};

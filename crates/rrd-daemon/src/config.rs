@@ -328,14 +328,14 @@ fn lookup_group(name: &str) -> Option<u32> {
     if let Ok(gid) = name.parse::<u32>() {
         return Some(gid);
     }
-    crate::sys::group_id(name)
+    rrd_sys::process::group_id(name)
 }
 
 fn lookup_user(name: &str) -> Option<u32> {
     if let Ok(uid) = name.parse::<u32>() {
         return Some(uid);
     }
-    crate::sys::user_id(name)
+    rrd_sys::process::user_id(name)
 }
 
 pub use rrd_engine::pagecache::memory_limit;

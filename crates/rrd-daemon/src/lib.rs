@@ -36,7 +36,7 @@
 //! 1.7.2); pending values as binary numbers (rrdtool's COUNTER arithmetic
 //! works on the value's digits, so the texts are kept, with times parsed).
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod cache;
 pub mod commands;
@@ -55,7 +55,5 @@ pub mod server;
 pub mod state;
 pub mod stats;
 pub mod syncgroup;
-#[allow(unsafe_code)]
-mod sys;
 
 pub use server::{run, RunError};

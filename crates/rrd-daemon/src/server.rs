@@ -163,10 +163,10 @@ fn open_pid_file(path: &Path) -> Result<std::fs::File, RunError> {
         .map_err(|e| fail(1, format!("FATAL: Faild to truncate stale PID file. ({})", config::os_text(&e))))
 }
 
-/// Forks into the background (`sys::daemonize`). Must run before any
+/// Forks into the background (`rrd_sys::process::daemonize`). Must run before any
 /// thread exists.
 fn daemonize() -> Result<(), RunError> {
-    crate::sys::daemonize().map_err(|e| fail(1, e))
+    rrd_sys::process::daemonize().map_err(|e| fail(1, e))
 }
 
 /// Writes log lines to syslog (LOG_DAEMON), one `syslog` call per line.
@@ -176,7 +176,7 @@ impl Write for SyslogWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
         for line in text.lines().filter(|l| !l.is_empty()) {
-            crate::sys::syslog(line);
+            rrd_sys::process::syslog(line);
         }
         Ok(buf.len())
     }
@@ -201,7 +201,7 @@ fn init_logging(config: &Config) -> Result<(), RunError> {
     } else if config.foreground {
         builder.with_writer(std::io::stderr).try_init()
     } else {
-        crate::sys::openlog();
+        rrd_sys::process::openlog();
         builder.without_time().with_writer(|| SyslogWriter).try_init()
     };
     // Already initialized (tests running several daemons): keep the first.
@@ -213,12 +213,12 @@ use std::sync::Mutex;
 
 fn drop_privileges(config: &Config) -> Result<(), RunError> {
     if let Some(gid) = config.group {
-        if rustix::process::getegid().as_raw() != gid && !crate::sys::setgid(gid) {
+        if rustix::process::getegid().as_raw() != gid && !rrd_sys::process::setgid(gid) {
             return Err(fail(1, format!("daemonize: failed to setgid({gid})")));
         }
     }
     if let Some(uid) = config.user {
-        if rustix::process::geteuid().as_raw() != uid && !crate::sys::setuid(uid) {
+        if rustix::process::geteuid().as_raw() != uid && !rrd_sys::process::setuid(uid) {
             return Err(fail(1, format!("daemonize: failed to setuid({uid})")));
         }
     }

@@ -32,6 +32,12 @@
 //! callers reach them through `update`, `create` and `newfile`. RRDtool's
 //! language (numbers, AT-style times, RPN) is the `rrd-lang` crate; use it
 //! directly.
+//!
+//! No `unsafe` here: the calls into the kernel that need it (OFD locks,
+//! mappings, `mincore`, `sync_file_range`, `glob`, the signal handler of
+//! `tempclean`) are safe functions of the `rrd-sys` crate.
+
+#![forbid(unsafe_code)]
 
 mod access;
 mod commands;

@@ -17,12 +17,13 @@
 //! format is the 80-byte `par` array a COMPUTE expression is stored in
 //! ([`rpn::Program::to_par`]).
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod attime;
 pub mod ctext;
-#[allow(unsafe_code)]
-pub mod ctime;
+/// The C library's time functions (they need `unsafe`, so they live in
+/// rrd-sys).
+pub use rrd_sys::ctime;
 pub mod numparse;
 pub mod optparse;
 pub mod rpn;

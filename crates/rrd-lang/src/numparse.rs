@@ -563,41 +563,24 @@ mod tests {
 
     /// The C library itself is the oracle: glibc's conversions on random
     /// strings over an alphabet of the characters they treat specially.
-    #[allow(unsafe_code)] // the C library itself, as the reference
     mod against_glibc {
         use super::*;
         use proptest::prelude::*;
+        use rrd_sys::clib;
         use std::ffi::CString;
 
         fn glibc_strtol(s: &str, base: u32) -> Converted<i64> {
-            let c = CString::new(s).unwrap();
-            let mut end: *mut libc::c_char = std::ptr::null_mut();
-            // SAFETY: `c` is NUL-terminated and outlives the call; errno is
-            // this thread's.
-            unsafe {
-                *libc::__errno_location() = 0;
-                let value = libc::strtol(c.as_ptr(), &mut end, base as i32);
-                let overflow = *libc::__errno_location() == libc::ERANGE;
-                Converted { value, consumed: end.offset_from(c.as_ptr()) as usize, overflow }
-            }
+            let (value, consumed, overflow) = clib::strtol(&CString::new(s).unwrap(), base as i32);
+            Converted { value, consumed, overflow }
         }
 
         fn glibc_strtoul(s: &str, base: u32) -> Converted<u64> {
-            let c = CString::new(s).unwrap();
-            let mut end: *mut libc::c_char = std::ptr::null_mut();
-            // SAFETY: as above.
-            unsafe {
-                *libc::__errno_location() = 0;
-                let value = libc::strtoul(c.as_ptr(), &mut end, base as i32);
-                let overflow = *libc::__errno_location() == libc::ERANGE;
-                Converted { value, consumed: end.offset_from(c.as_ptr()) as usize, overflow }
-            }
+            let (value, consumed, overflow) = clib::strtoul(&CString::new(s).unwrap(), base as i32);
+            Converted { value, consumed, overflow }
         }
 
         fn glibc_atoi(s: &str) -> i32 {
-            let c = CString::new(s).unwrap();
-            // SAFETY: `c` is NUL-terminated.
-            unsafe { libc::atoi(c.as_ptr()) }
+            clib::atoi(&CString::new(s).unwrap())
         }
 
         fn text() -> impl Strategy<Value = String> {

@@ -8,9 +8,7 @@
 //! (info, fetch, xport, graph, first, last, update -v) also expose that data
 //! before it is printed.
 
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod cmd;
 pub mod opts;
-#[allow(unsafe_code)]
-mod sys;

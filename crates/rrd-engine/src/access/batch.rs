@@ -554,11 +554,7 @@ pub fn sync_device_of(root: &Root, device: u64, path: &Path) -> Result<()> {
 }
 
 fn syncfs(file: &File, path: &Path) -> Result<()> {
-    // SAFETY: syncfs takes a descriptor we own and touches no memory.
-    if unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(file)) } != 0 {
-        return Err(Error::Io { path: path.to_path_buf(), source: std::io::Error::last_os_error() });
-    }
-    Ok(())
+    rustix::fs::syncfs(file).map_err(|e| Error::Io { path: path.to_path_buf(), source: e.into() })
 }
 
 /// What a [`BatchUpdater`] did, for statistics (monotonic counters).

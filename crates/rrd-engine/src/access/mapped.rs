@@ -101,9 +101,8 @@ use std::io;
 use std::ops::Range;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::ptr::NonNull;
 
-use rustix::mm::{Advice, MapFlags, MsyncFlags, ProtFlags};
+use rrd_sys::map::{MapAdvice, SharedMap};
 
 use crate::batch::UpdateRequest;
 use crate::error::{Error, Result};
@@ -115,14 +114,8 @@ use rrd_format::{Header, Layout};
 
 /// One file mapped `MAP_SHARED` read/write; unmapped when dropped.
 pub struct Mapping {
-    ptr: NonNull<u8>,
-    len: usize,
+    map: SharedMap,
 }
-
-// SAFETY: the mapping is plain memory owned by this value; moving it to
-// another thread moves the only handle. It is not `Sync`: `Store::write_at`
-// takes `&self`, and two threads storing through one mapping would race.
-unsafe impl Send for Mapping {}
 
 impl Mapping {
     /// Maps the whole of the file at `path` (read/write, shared, random
@@ -161,45 +154,21 @@ impl Mapping {
         }
         let len =
             usize::try_from(len).map_err(|_| io_err(io::Error::other("the file is too large to map")))?;
-        // SAFETY: a fresh mapping chosen by the kernel (null hint), of a file
-        // we opened read/write; nothing else refers to that address range.
-        let ptr = unsafe {
-            rustix::mm::mmap(
-                std::ptr::null_mut(),
-                len,
-                ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::SHARED,
-                &file,
-                0,
-            )
-        }
-        .map_err(|e| io_err(e.into()))?;
-        let ptr = NonNull::new(ptr.cast::<u8>())
-            .ok_or_else(|| io_err(io::Error::other("mmap returned a null address")))?;
-        let map = Mapping { ptr, len };
+        let map = Mapping { map: SharedMap::new(&file, len).map_err(io_err)? };
         // Readahead would fault in 16-32 pages around every page an update
         // touches; it needs 2-3. Advice is best effort.
-        // SAFETY: the range is exactly our mapping.
-        let _ = unsafe { rustix::mm::madvise(map.ptr.as_ptr().cast(), map.len, Advice::Random) };
+        let _ = map.map.advise(0..len, MapAdvice::Random);
         // `file` closes here; the mapping keeps the file referenced.
         Ok((map, ident))
     }
 
     /// Length of the mapping (the file's length when it was mapped).
     pub fn len(&self) -> usize {
-        self.len
+        self.map.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    fn range(&self, offset: u64, n: usize) -> io::Result<usize> {
-        let start = usize::try_from(offset).map_err(|_| io::Error::from(io::ErrorKind::UnexpectedEof))?;
-        match start.checked_add(n) {
-            Some(end) if end <= self.len => Ok(start),
-            _ => Err(io::ErrorKind::UnexpectedEof.into()),
-        }
+        self.map.is_empty()
     }
 
     /// Drops the process's page-table entries of the mapping
@@ -207,46 +176,25 @@ impl Mapping {
     /// lost), so that `POSIX_FADV_DONTNEED` on the file can then evict its
     /// pages (it skips pages still mapped). The mapping stays usable.
     pub fn unmap_pages(&self) -> io::Result<()> {
-        // SAFETY: the range is exactly our mapping; for a shared file mapping
-        // MADV_DONTNEED only drops page-table entries, the data stays in the
-        // page cache and is faulted back in on the next access.
-        unsafe { rustix::mm::madvise(self.ptr.as_ptr().cast(), self.len, Advice::LinuxDontNeed) }
-            .map_err(io::Error::from)
+        self.map.advise(0..self.map.len(), MapAdvice::DontNeed)
     }
 
     /// Writes the mapping's dirty pages to the file and waits
     /// (`msync(MS_SYNC)`).
     pub fn sync(&self) -> io::Result<()> {
-        // SAFETY: the range is exactly our mapping.
-        unsafe { rustix::mm::msync(self.ptr.as_ptr().cast(), self.len, MsyncFlags::SYNC) }
-            .map_err(io::Error::from)
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: we own the mapping and nothing borrows it past this point.
-        let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };
+        self.map.sync()
     }
 }
 
 impl Store for Mapping {
     fn len(&self) -> io::Result<u64> {
-        Ok(self.len as u64)
+        Ok(self.map.len() as u64)
     }
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        let start = self.range(offset, buf.len())?;
-        // SAFETY: `range` checked start + len <= mapping length; the source
-        // is raw shared memory (another process may store into it, so no
-        // Rust reference to it is ever formed), the destination is ours.
-        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(start), buf.as_mut_ptr(), buf.len()) };
-        Ok(())
+        self.map.read_at(buf, offset)
     }
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        let start = self.range(offset, buf.len())?;
-        // SAFETY: as in `read_at`, bounds checked; the mapping is writable.
-        unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), self.ptr.as_ptr().add(start), buf.len()) };
-        Ok(())
+        self.map.write_at(buf, offset)
     }
 }
 
@@ -282,12 +230,7 @@ struct KeptImage {
 
 impl KeptImage {
     fn matches(&self, map: &Mapping) -> bool {
-        if self.image.len() > map.len {
-            return false;
-        }
-        // SAFETY: both ranges are in bounds (checked above); memcmp reads
-        // the shared mapping without forming a Rust reference to it.
-        unsafe { libc::memcmp(map.ptr.as_ptr().cast(), self.image.as_ptr().cast(), self.image.len()) == 0 }
+        map.map.starts_with(&self.image)
     }
 }
 
@@ -405,22 +348,15 @@ impl MappedFiles {
     /// (clipped to it).
     fn advise_pages(&mut self, slot: usize, first: u64, count: u64) {
         let f = &self.slots[slot];
-        let len = f.map.len as u64;
+        let len = f.map.len() as u64;
         let start = first.saturating_mul(plan::PAGE_LEN).min(len);
         let end = first.saturating_add(count).saturating_mul(plan::PAGE_LEN).min(len);
         if start >= end {
             return;
         }
-        // SAFETY: the range lies within our mapping (clipped above; the
-        // start is page-aligned, as madvise requires); WILLNEED on a shared
-        // file mapping only starts reading the file's pages into the cache.
-        let _ = unsafe {
-            rustix::mm::madvise(
-                f.map.ptr.as_ptr().add(start as usize).cast(),
-                (end - start) as usize,
-                Advice::WillNeed,
-            )
-        };
+        // The start is page-aligned; WILLNEED on a shared file mapping only
+        // starts reading the file's pages into the cache. Best effort.
+        let _ = f.map.map.advise(start as usize..end as usize, MapAdvice::WillNeed);
         self.counters.pages_prefetched += (end - start).div_ceil(plan::PAGE_LEN);
         if let Some(log) = &mut self.advice_log {
             log.push((f.path.clone(), start..end));
@@ -656,17 +592,17 @@ fn decode_snapshot(path: &Path, map: &Mapping, snapshot: bool) -> Result<(Header
         return Ok((rrd.header, rrd.layout, None));
     }
     let stat_len = rrd_format::layout::STAT_HEAD_LEN as usize;
-    let mut image = vec![0u8; stat_len.min(map.len)];
+    let mut image = vec![0u8; stat_len.min(map.len())];
     let header_len =
         match map.read_at(&mut image, 0).ok().and_then(|_| rrd_format::StatHead::decode(&image).ok()) {
-            Some(sh) if sh.header_len() <= map.len as u64 => sh.header_len() as usize,
+            Some(sh) if sh.header_len() <= map.len() as u64 => sh.header_len() as usize,
             // Let the common path find and word the error.
             _ => return decode_snapshot(path, map, false).map(|(h, l, _)| (h, l, None)),
         };
     image.resize(header_len, 0);
     map.read_at(&mut image[stat_len..], stat_len as u64)
         .map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-    let (header, layout) = Header::decode(&image, map.len as u64)
+    let (header, layout) = Header::decode(&image, map.len() as u64)
         .map_err(|source| Error::Format { path: path.to_path_buf(), source })?;
     Ok((header, layout, Some(image)))
 }

@@ -28,6 +28,7 @@ use rrd_format::{
 use crate::error::{Error, Result};
 use crate::rrd::Rrd;
 use crate::store::Store;
+use rrd_lang::ctime;
 
 /// Which prologue precedes `<rrd>` (`rrdtool dump --header`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -347,7 +348,7 @@ impl XmlOut<'_> {
 
     fn put_local_time(&mut self, t: i64) {
         let s = self.clock.format(t);
-        self.buf.extend_from_slice(s);
+        self.buf.extend_from_slice(&s);
     }
 
     fn maybe_flush(&mut self) -> Result<()> {
@@ -377,35 +378,20 @@ fn output_error(source: std::io::Error) -> Error {
 /// the time comments. Like RRDtool it keeps one `struct tm` across calls,
 /// so a time `localtime_r` cannot represent repeats the previous one.
 struct LocalClock {
-    tm: libc::tm,
-    text: [u8; 256],
-    len: usize,
+    tm: ctime::Tm,
 }
 
 impl LocalClock {
     fn new() -> LocalClock {
-        // SAFETY: `libc::tm` is a plain C struct for which all-zero bytes are
-        // a valid value (the zone name pointer is then null, which strftime
-        // treats as an empty name).
-        let tm: libc::tm = unsafe { std::mem::zeroed() };
-        LocalClock { tm, text: [0; 256], len: 0 }
+        LocalClock { tm: ctime::zeroed_tm() }
     }
 
-    fn format(&mut self, t: i64) -> &[u8] {
-        let time: libc::time_t = t;
-        // SAFETY: both pointers are valid for the duration of the call;
-        // localtime_r writes only into `self.tm`, and on failure leaves it as
-        // it was (RRDtool then prints the previous time too).
-        unsafe {
-            libc::localtime_r(&time, &mut self.tm);
-        }
-        const FORMAT: &[u8] = b"%Y-%m-%d %H:%M:%S %Z\0";
-        // SAFETY: the format is NUL-terminated, the buffer is 256 bytes and
-        // we pass 255 as its size (as RRDtool does), and `self.tm` is a
-        // valid `tm` filled by localtime_r (or zeroed).
-        self.len =
-            unsafe { libc::strftime(self.text.as_mut_ptr().cast(), 255, FORMAT.as_ptr().cast(), &self.tm) };
-        &self.text[..self.len]
+    fn format(&mut self, t: i64) -> Vec<u8> {
+        // On failure localtime_r leaves the struct as it was (RRDtool then
+        // prints the previous time too).
+        ctime::localtime_into(t, &mut self.tm);
+        // 255 as the buffer size, as RRDtool passes.
+        ctime::strftime(c"%Y-%m-%d %H:%M:%S %Z", &self.tm, 255)
     }
 }
 

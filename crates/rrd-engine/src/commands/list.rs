@@ -13,7 +13,7 @@
 //! Deliberately absent: printing, and what the callers add (the CLI's
 //! messages for an empty listing, the daemon's base-directory confinement).
 
-use std::ffi::{CStr, CString, OsStr};
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
 use crate::error::os_message;
@@ -81,26 +81,7 @@ fn list_dir(recursive: bool, root: &[u8], dir: &[u8], out: &mut Vec<Vec<u8>>) ->
 }
 
 /// The paths `pattern` matches, sorted, as glibc's `glob(pattern, 0)`.
-fn glob(pattern: &[u8]) -> Vec<Vec<u8>> {
-    let Ok(c_pattern) = CString::new(pattern) else { return Vec::new() };
-    let mut matches = Vec::new();
-    // SAFETY: glob_t is plain data that glob() fills in; we read gl_pathc
-    // entries of gl_pathv, each a NUL-terminated string owned by the glob_t,
-    // copy them out, and release them with globfree() exactly once.
-    unsafe {
-        let mut buf: libc::glob_t = std::mem::zeroed();
-        if libc::glob(c_pattern.as_ptr(), 0, None, &mut buf) == 0 {
-            for i in 0..buf.gl_pathc {
-                let p = *buf.gl_pathv.add(i);
-                if !p.is_null() {
-                    matches.push(CStr::from_ptr(p).to_bytes().to_vec());
-                }
-            }
-        }
-        libc::globfree(&mut buf);
-    }
-    matches
-}
+use rrd_sys::glob::glob;
 
 /// The names `dirname` lists (see the module doc), in rrdtool's order. An
 /// empty directory is an empty list, not an error.

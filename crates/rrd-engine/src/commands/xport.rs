@@ -47,6 +47,7 @@ use crate::numparse::rrd_strtod;
 use crate::reduce::{fetch_reduced, reduce_result};
 use crate::rpn::{Context, Node, Op, Program, RpnError, Stack};
 use crate::rrd::Rrd;
+use rrd_lang::ctime;
 
 /// The longest variable name RRDtool accepts.
 const VNAME_MAX: usize = 255;
@@ -453,24 +454,15 @@ impl SeriesContext<'_> {
 }
 
 /// Local time of `t` (for LTIME and NEW*), as the C library has it.
-fn local_tm(t: i64) -> Option<libc::tm> {
-    let t = libc::time_t::try_from(t).ok()?;
-    // SAFETY: localtime_r only writes the tm we hand it and reads `t`.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    let ok = unsafe { !libc::localtime_r(&t, &mut tm).is_null() };
-    ok.then_some(tm)
+fn local_tm(t: i64) -> Option<ctime::Tm> {
+    ctime::localtime(t)
 }
 
 /// RRDtool's `tzoffset`: local minus UTC wall-clock time, with its day
 /// correction that compares the day of the year before the year (so across
 /// New Year it is off by two days, which LTIME inherits).
 fn tz_offset(t: i64) -> i64 {
-    let t_c = t as libc::time_t;
-    // SAFETY: gmtime_r only writes the tm we hand it and reads `t_c`.
-    let mut gm: libc::tm = unsafe { std::mem::zeroed() };
-    if unsafe { libc::gmtime_r(&t_c, &mut gm) }.is_null() {
-        return 0;
-    }
+    let Some(gm) = ctime::gmtime(t) else { return 0 };
     let Some(local) = local_tm(t) else { return 0 };
     let mut off = i64::from(local.tm_sec - gm.tm_sec)
         + i64::from(local.tm_min - gm.tm_min) * 60
@@ -512,7 +504,7 @@ impl Context for SeriesContext<'_> {
         if matches!(op, Op::Predict | Op::PredictSigma | Op::PredictPerc) {
             return self.predict(op, position, nodes, stack);
         }
-        let day_changed = |pick: fn(&libc::tm) -> i32| -> f64 {
+        let day_changed = |pick: fn(&ctime::Tm) -> i32| -> f64 {
             match (local_tm(self.time), local_tm(self.time - self.step)) {
                 (Some(a), Some(b)) if pick(&a) != pick(&b) => 1.0,
                 _ => 0.0,

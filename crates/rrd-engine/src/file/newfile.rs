@@ -40,11 +40,11 @@
 use std::collections::BTreeSet;
 use std::fs::{self, File};
 use std::io::{self, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use rrd_format::Header;
+use rrd_sys::writeback::{sync_range, WriteBack};
 
 use crate::error::{Error, Result, SizeLimit};
 use crate::pagecache::{self, Advice};
@@ -175,12 +175,10 @@ impl NewFiles {
             let mode = match fs::metadata(path) {
                 Ok(m) => m.permissions().mode() & 0o7777,
                 Err(_) => {
-                    // SAFETY: umask is process-wide and always succeeds; it is read and restored.
-                    let mask = unsafe {
-                        let m = libc::umask(0o022);
-                        libc::umask(m);
-                        m
-                    };
+                    // umask is process-wide and always succeeds; it is read and restored.
+                    let mask = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o022));
+                    rustix::process::umask(mask);
+                    let mask = mask.as_raw_mode();
                     0o666 & !mask
                 }
             };
@@ -188,8 +186,8 @@ impl NewFiles {
             // Start writing it back now, so that the disk writes this file
             // while the caller prepares the next ones; the commit then
             // waits only for what is still in flight.
-            // SAFETY: a valid descriptor; the call only schedules write-back.
-            unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+            // An error shows again at the commit's fdatasync.
+            let _ = sync_range(&file, 0, 0, WriteBack::Start);
             Ok(file)
         })();
         match written {
@@ -226,16 +224,10 @@ impl NewFiles {
         // fdatasync's) carries every file's metadata and the other
         // fdatasyncs find nothing left to commit. Interleaving them with
         // the renames would cost one commit per file.
-        for flags in [
-            libc::SYNC_FILE_RANGE_WRITE,
-            libc::SYNC_FILE_RANGE_WAIT_BEFORE
-                | libc::SYNC_FILE_RANGE_WRITE
-                | libc::SYNC_FILE_RANGE_WAIT_AFTER,
-        ] {
+        for how in [WriteBack::Start, WriteBack::Wait] {
             for s in &staged {
-                // SAFETY: a valid descriptor; the call only writes back and
-                // waits. Errors are ignored: fdatasync below reports them.
-                unsafe { libc::sync_file_range(s.file.as_raw_fd(), 0, 0, flags) };
+                // Errors are ignored: fdatasync below reports them.
+                let _ = sync_range(&s.file, 0, 0, how);
             }
         }
         let mut results: Vec<Result<()>> = Vec::with_capacity(staged.len());
@@ -284,12 +276,7 @@ impl NewFiles {
                 if !synced_devices.insert(dev) {
                     return Ok(());
                 }
-                // SAFETY: a valid descriptor of the directory.
-                if unsafe { libc::syncfs(d.as_raw_fd()) } == 0 {
-                    Ok(())
-                } else {
-                    Err(io::Error::last_os_error())
-                }
+                rustix::fs::syncfs(&d).map_err(io::Error::from)
             });
             if let Err(e) = done {
                 for (s, r) in staged.iter().zip(results.iter_mut()) {
@@ -332,15 +319,11 @@ pub fn write_one(
 /// Refuses a file of `len` bytes that the filesystem of `dir` has no room
 /// for (the space available to this user, as `df` shows it).
 fn check_free_space(path: &Path, dir: &Path, len: u64) -> Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c_dir) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return Ok(()) };
-    // SAFETY: statvfs fills the struct we own from a NUL-terminated path.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c_dir.as_ptr(), &mut st) } != 0 {
+    let Ok(st) = rustix::fs::statvfs(dir) else {
         // Nothing to check against (the open will report a bad directory).
         return Ok(());
-    }
-    let free = (st.f_bavail as u64).saturating_mul(st.f_frsize as u64);
+    };
+    let free = st.f_bavail.saturating_mul(st.f_frsize);
     if len > free {
         let (action, limit) = (
             format!("creating '{}'", path.display()),
@@ -386,32 +369,12 @@ impl Streaming {
     }
 
     fn chunk_done(&mut self) -> io::Result<()> {
-        let fd = self.file.as_raw_fd();
         let end = self.written;
-        // SAFETY (both calls): a valid descriptor and a range of this file.
-        unsafe {
-            libc::sync_file_range(
-                fd,
-                self.chunk_start as i64,
-                (end - self.chunk_start) as i64,
-                libc::SYNC_FILE_RANGE_WRITE,
-            )
-        };
+        // An error here shows again at the commit's fdatasync.
+        let _ = sync_range(&self.file, self.chunk_start, end - self.chunk_start, WriteBack::Start);
         if let Some(start) = self.behind {
             let len = self.chunk_start - start;
-            let rc = unsafe {
-                libc::sync_file_range(
-                    fd,
-                    start as i64,
-                    len as i64,
-                    libc::SYNC_FILE_RANGE_WAIT_BEFORE
-                        | libc::SYNC_FILE_RANGE_WRITE
-                        | libc::SYNC_FILE_RANGE_WAIT_AFTER,
-                )
-            };
-            if rc != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            sync_range(&self.file, start, len, WriteBack::Wait)?;
             pagecache::advise(&self.file, Advice::DontNeed, start, len)?;
         }
         self.behind = Some(self.chunk_start);

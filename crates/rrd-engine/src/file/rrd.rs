@@ -169,32 +169,23 @@ impl Locking {
 /// every command, so that rrdtool and rrdscale never interleave the
 /// read-modify-write of one file. The lock also ends when the file is closed.
 pub fn lock_file(file: &File, path: &Path, exclusive: bool, unlock: bool, mode: Locking) -> Result<()> {
-    use std::os::unix::io::AsRawFd;
+    use rrd_sys::lock::{is_conflict, ofd_lock, LockKind};
     if mode == Locking::None {
         return Ok(());
     }
-    // SAFETY: a zeroed flock is a valid value; fcntl only reads it.
-    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-    fl.l_type = if unlock {
-        libc::F_UNLCK as libc::c_short
+    let kind = if unlock {
+        LockKind::Unlock
     } else if exclusive {
-        libc::F_WRLCK as libc::c_short
+        LockKind::Exclusive
     } else {
-        libc::F_RDLCK as libc::c_short
+        LockKind::Shared
     };
-    fl.l_whence = libc::SEEK_SET as libc::c_short;
     // Open-file-description locks: they conflict with rrdtool's POSIX locks,
     // but are not shared by every descriptor of the process (a reader thread
     // closing its own descriptor must not drop a flusher's lock).
-    let cmd = if mode == Locking::Block && !unlock { libc::F_OFD_SETLKW } else { libc::F_OFD_SETLK };
-    // SAFETY: the fd is valid while `file` lives; `fl` outlives the call.
-    let rc = unsafe { libc::fcntl(file.as_raw_fd(), cmd, &fl) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = std::io::Error::last_os_error();
-    match err.raw_os_error() {
-        Some(libc::EAGAIN) | Some(libc::EACCES) => Err(Error::Locked),
-        _ => Err(Error::Io { path: path.to_path_buf(), source: err }),
+    match ofd_lock(file, kind, mode == Locking::Block) {
+        Ok(()) => Ok(()),
+        Err(e) if is_conflict(&e) => Err(Error::Locked),
+        Err(e) => Err(Error::Io { path: path.to_path_buf(), source: e }),
     }
 }

@@ -169,7 +169,7 @@ pub fn split_line(line: &str) -> Vec<String> {
 }
 
 fn cpu_times() -> (f64, f64) {
-    crate::sys::cpu_times()
+    rrd_sys::rusage::cpu_times()
 }
 
 /// An update line that can go through the batch path: not one for a
@@ -528,7 +528,7 @@ const UPDATES_PER_READ_PAGE_MAX: i64 = 32;
 impl PrefetchGate {
     /// Whether to prefetch after `updates` updates since the last call.
     fn prefetch_next(&mut self, updates: usize) -> bool {
-        let Some(now) = crate::sys::thread_blocks_read() else { return true };
+        let Some(now) = rrd_sys::rusage::thread_blocks_read() else { return true };
         match self.inblock.replace(now) {
             // A session's first chunk is a probe too: a poller's files are
             // usually resident, and a cold start costs one probe chunk.

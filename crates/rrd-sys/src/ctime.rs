@@ -1,9 +1,10 @@
 //! The C library's time functions, behind safe functions: AT-style times
-//! replay their clock edits through `localtime_r`/`mktime` ([`crate::attime`])
+//! replay their clock edits through `localtime_r`/`mktime` (`rrd_lang::attime`)
 //! and graph labels and legends print through `strftime` (rrd-graph), whose
 //! output (the process time zone, glibc's conversions and locale words)
-//! must match rrdtool's byte for byte. The crate's only `unsafe` outside
-//! tests; it denies `unsafe_code` everywhere else.
+//! must match rrdtool's byte for byte, and dump and xport print and
+//! compute local times as rrdtool does. rrd-lang re-exports it as
+//! `rrd_lang::ctime`.
 
 use std::ffi::CStr;
 
@@ -19,6 +20,16 @@ pub fn reset_timezone() {
     // SAFETY: tzset has no arguments and only updates the C library's
     // time zone state.
     unsafe { tzset() };
+}
+
+/// An all-zero `struct tm` (00:00:00 on day 0 of January 1900, no zone
+/// name), the state rrdtool's dump starts from before its first
+/// `localtime_r`.
+pub fn zeroed_tm() -> Tm {
+    // SAFETY: `tm` is a plain C struct for which all-zero bytes are a valid
+    // value (the zone name pointer is then null, which strftime treats as
+    // an empty name).
+    unsafe { std::mem::zeroed() }
 }
 
 /// `localtime_r` in the process time zone; `None` where it fails.

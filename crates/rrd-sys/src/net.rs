@@ -1,9 +1,8 @@
-//! The client's only `unsafe`: the C library calls librrd's client makes
-//! whose exact behaviour matters and that std and rustix do not offer in
-//! that form, each behind a safe function. The crate denies `unsafe_code`
-//! everywhere else.
+//! The C library calls librrd's rrdcached client makes whose exact
+//! behaviour matters and that std and rustix do not offer in that form,
+//! each behind a safe function (for `rrd-client`).
 
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::net::SocketAddr;
 use std::os::fd::FromRawFd;
 use std::os::unix::net::UnixStream;
@@ -85,12 +84,6 @@ pub fn getaddrinfo(host: &CStr, port: &CStr) -> Result<Vec<SocketAddr>, i32> {
     Ok(addrs)
 }
 
-/// glibc's `atof` (its correctly rounded `strtod`, as librrd calls it).
-pub fn atof(c: &CString) -> f64 {
-    // SAFETY: `c` is a valid NUL-terminated string.
-    unsafe { libc::atof(c.as_ptr()) }
-}
-
 /// `gai_strerror(code)`.
 pub fn gai_strerror(code: i32) -> String {
     // SAFETY: gai_strerror returns a pointer to a static NUL-terminated
@@ -101,5 +94,29 @@ pub fn gai_strerror(code: i32) -> String {
             return format!("Unknown error {code}");
         }
         CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_numeric_hosts_and_words_errors() {
+        let addrs = getaddrinfo(c"127.0.0.1", c"42217").unwrap();
+        assert_eq!(addrs, ["127.0.0.1:42217".parse::<SocketAddr>().unwrap()]);
+        let code = getaddrinfo(c"no such host", c"x").unwrap_err();
+        assert!(!gai_strerror(code).is_empty());
+    }
+
+    #[test]
+    fn connects_to_a_listening_socket_by_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let _l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        use std::os::unix::ffi::OsStrExt;
+        connect_unix(path.as_os_str().as_bytes(), 107).unwrap();
+        let e = connect_unix(b"/no/such/socket", 107).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
     }
 }

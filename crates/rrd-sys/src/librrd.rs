@@ -1,5 +1,5 @@
 //! librrd (rrdtool 1.7.2's library) opened at run time with `dlopen`, for
-//! the `--vs rrdtool` side: `rrd_create_r`, `rrd_update_r`,
+//! the benchmark's `--vs rrdtool` side (rrd-bench): `rrd_create_r`, `rrd_update_r`,
 //! `rrd_get_error`, `rrd_clear_error`, `rrd_strversion`.
 //!
 //! Why at run time: rrdscale must build and run where librrd is absent; only
@@ -15,7 +15,18 @@
 use std::ffi::{c_char, c_int, c_ulong, CStr, CString};
 use std::path::Path;
 
-use crate::BenchError;
+/// Why librrd could not be loaded: a sentence naming the library and what
+/// to install.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError(pub String);
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LoadError {}
 
 type UpdateR = unsafe extern "C" fn(*const c_char, *const c_char, c_int, *const *const c_char) -> c_int;
 type CreateR =
@@ -46,9 +57,9 @@ impl Librrd {
     /// Loads rrdscale's drop-in librrd.so.8 by its path (the `--mode
     /// librrd` side): refused unless it is rrdscale's (it exports
     /// `rrdc_flushall`, which Debian's librrd8 does not).
-    pub fn load_path(path: &Path) -> Result<Librrd, BenchError> {
+    pub fn load_path(path: &Path) -> Result<Librrd, LoadError> {
         if !path.is_file() {
-            return Err(BenchError::Librrd(format!(
+            return Err(LoadError(format!(
                 "rrdscale's librrd.so.8 is not at {} (build it with scripts/build-librrd.sh, or give --librrd)",
                 path.display()
             )));
@@ -57,18 +68,18 @@ impl Librrd {
         // SAFETY: only the symbol's presence is checked; it is not called.
         let ours = unsafe { lib._lib.get::<*const ()>(b"rrdc_flushall\0") }.is_ok();
         if !ours {
-            return Err(BenchError::Librrd(format!("{} is not rrdscale's librrd", path.display())));
+            return Err(LoadError(format!("{} is not rrdscale's librrd", path.display())));
         }
         lib.version = format!("{} (rrdscale's {})", lib.version, path.display());
         Ok(lib)
     }
 
     /// Loads librrd by its soname.
-    pub fn load() -> Result<Librrd, BenchError> {
+    pub fn load() -> Result<Librrd, LoadError> {
         Librrd::open(Some(std::ffi::OsStr::new(SONAME)))
     }
 
-    fn open(name: Option<&std::ffi::OsStr>) -> Result<Librrd, BenchError> {
+    fn open(name: Option<&std::ffi::OsStr>) -> Result<Librrd, LoadError> {
         // RTLD_NODELETE: librrd keeps its error context in thread-specific
         // data with a destructor inside the library; unloading it would
         // leave every thread that used it to call freed code on exit.
@@ -76,7 +87,7 @@ impl Librrd {
         // its own globals (and those of glib/cairo it links).
         let flags = libloading::os::unix::RTLD_NOW | libc::RTLD_NODELETE;
         let lib = unsafe { libloading::os::unix::Library::open(name, flags) }.map_err(|e| {
-            BenchError::Librrd(format!(
+            LoadError(format!(
                 "cannot load {} ({e}); install rrdtool 1.7's library (Debian: apt-get install librrd8)",
                 name.unwrap_or_default().to_string_lossy()
             ))
@@ -85,9 +96,9 @@ impl Librrd {
         // functions; the pointers are copied out and kept only alongside
         // `lib`, which stays loaded as long as they are reachable.
         unsafe {
-            let sym = |name: &[u8]| -> Result<*const (), BenchError> {
+            let sym = |name: &[u8]| -> Result<*const (), LoadError> {
                 let s: libloading::os::unix::Symbol<*const ()> = lib.get(name).map_err(|e| {
-                    BenchError::Librrd(format!(
+                    LoadError(format!(
                         "{SONAME} has no {} ({e})",
                         String::from_utf8_lossy(&name[..name.len() - 1])
                     ))

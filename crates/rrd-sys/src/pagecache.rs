@@ -11,7 +11,7 @@
 //!   `PROT_NONE`, so no page is ever faulted in, read or written, and a file
 //!   that shrinks while mapped cannot raise `SIGBUS` here.
 //! - Every mapping is unmapped before the function returns, on error paths
-//!   too (a guard owns it).
+//!   too (`crate::map::residency` owns it).
 //! - Mappings are made in bounded windows, so a huge file costs at most one
 //!   window of address space and one window of `mincore` bytes at a time.
 //!
@@ -26,8 +26,6 @@ use std::fs::File;
 use std::io;
 use std::num::NonZeroU64;
 use std::os::fd::AsFd;
-
-use rustix::mm::{MapFlags, ProtFlags};
 
 /// Pages mapped and probed per `mmap`/`mincore` round: 1 GiB with 4 KiB
 /// pages. RRD files are far smaller and take one round; the bound only
@@ -59,14 +57,11 @@ pub fn resident_pages(file: &File) -> io::Result<Vec<bool>> {
     let mut first = 0u64;
     while first < pages {
         let count = (pages - first).min(WINDOW_PAGES);
-        let len = usize::try_from(count * page).map_err(|_| too_large(len_bytes))?;
-        let mapping = Mapping::new(file, first * page, len)?;
         probe.clear();
         probe.resize(count as usize, 0u8);
-        mapping.mincore(&mut probe)?;
+        crate::map::residency(file, first * page, &mut probe)?;
         // Only bit 0 is defined; the others are reserved by the kernel.
         resident.extend(probe.iter().map(|b| b & 1 == 1));
-        drop(mapping);
         first += count;
     }
     Ok(resident)
@@ -163,57 +158,6 @@ fn too_large(len_bytes: u64) -> io::Error {
         io::ErrorKind::InvalidInput,
         format!("the file is {len_bytes} bytes long, more than this machine can address"),
     )
-}
-
-/// A `PROT_NONE` shared mapping of a window of a file, unmapped on drop.
-struct Mapping {
-    addr: *mut std::ffi::c_void,
-    len: usize,
-}
-
-impl Mapping {
-    fn new(file: &File, offset: u64, len: usize) -> io::Result<Mapping> {
-        // SAFETY: a null hint lets the kernel choose a fresh range, so no
-        // existing memory is replaced. PROT_NONE means the range can never be
-        // read or written through, so no Rust reference to it exists or can
-        // be made, and a concurrent truncation cannot fault us. `offset` is a
-        // multiple of the page size (callers pass whole pages).
-        let addr = unsafe {
-            rustix::mm::mmap(
-                std::ptr::null_mut(),
-                len,
-                ProtFlags::empty(),
-                MapFlags::SHARED,
-                file.as_fd(),
-                offset,
-            )
-        }?;
-        Ok(Mapping { addr, len })
-    }
-
-    /// Fills `vec` (one byte per page of the mapping) with residency bits.
-    fn mincore(&self, vec: &mut [u8]) -> io::Result<()> {
-        debug_assert_eq!(vec.len() as u64, (self.len as u64).div_ceil(page_size()));
-        // SAFETY: `addr` is the page-aligned start of a live mapping of
-        // `len` bytes that this guard owns, and `vec` has one writable byte
-        // for each of its pages, which is all mincore writes.
-        let rc = unsafe { libc::mincore(self.addr, self.len, vec.as_mut_ptr()) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: `addr`/`len` describe exactly the mapping made in `new`,
-        // nothing else refers to it, and it is unmapped only here, once.
-        // An error would mean the range was not mapped; there is nothing to
-        // recover, and the address space is the only thing at stake.
-        let _ = unsafe { rustix::mm::munmap(self.addr, self.len) };
-    }
 }
 
 /// The memory this process may use: the tightest limit of its memory
