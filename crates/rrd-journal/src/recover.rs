@@ -51,7 +51,7 @@ use crate::{
 };
 
 /// Work units the resynchronisation scans of one segment may spend per
-/// byte of the segment (one unit per checksummed byte, [`SHAPE_STEP_WORK`]
+/// byte of the segment (one unit per checksummed byte, `SHAPE_STEP_WORK`
 /// per length field walked), on top of [`RESYNC_WORK_BASE`].
 pub const RESYNC_WORK_PER_BYTE: u64 = 64;
 /// Work every segment may spend whatever its length: two whole records.
