@@ -10,12 +10,12 @@
 //!   waiting for each reply. `--clients` threads (default 1) each own a
 //!   disjoint share of the files and walk them round-robin, one step later
 //!   per round, for `--secs` (or `--rounds`); values/s of all clients and
-//!   every request's latency ([`roundtrip`]).
+//!   every request's latency (`roundtrip`).
 //! - `batch-per-interval`: what Cacti-style pollers and relays do: one
 //!   client sends one `BATCH` per interval with one `UPDATE` for every file
 //!   (the same timestamp), `--intervals` times; the first interval (every
 //!   file's first UPDATE since the daemon started) and the later ones
-//!   (steady state) are reported apart ([`interval`]).
+//!   (steady state) are reported apart (`interval`).
 //!
 //! Each side starts its daemon on its own copy of the files (`-w` far
 //! beyond the run, so no flush competes; for the roundtrip and
@@ -24,7 +24,7 @@
 //! (`default` = no `--sync` option, labelled with the policy the daemon's
 //! help names), rrdcached with `-j` (it writes its journal and never syncs
 //! it). Counters of the daemon process (`/proc/PID/io`, CPU) are taken
-//! around the measured part. The side ([`measure_side`]) is the same for
+//! around the measured part. The side (`measure_side`) is the same for
 //! every pattern; a pattern gives what is prepared before the daemon starts
 //! and what is sent while it runs.
 //!
@@ -151,7 +151,7 @@ struct Sent {
 type PerFile = Box<dyn Fn(u64) -> u64>;
 
 /// `daemon-ingest` (every pattern) as a [`DaemonWorkload`]; a pattern
-/// gives its side ([`bulk`], [`roundtrip::side`], [`interval::side`]) and
+/// gives its side (`bulk`, `roundtrip::side`, `interval::side`) and
 /// its report's own parts.
 pub struct Ingest<'a>(pub &'a IngestArgs);
 

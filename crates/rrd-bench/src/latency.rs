@@ -3,8 +3,8 @@
 //! allocation, no sorting) and histograms of several clients merge by
 //! adding their buckets.
 //!
-//! Values are nanoseconds. Below 2^[`SUB_BITS`] every value has its own
-//! bucket; above, each power of two is split into 2^[`SUB_BITS`] equal
+//! Values are nanoseconds. Below 2^`SUB_BITS` every value has its own
+//! bucket; above, each power of two is split into 2^`SUB_BITS` equal
 //! buckets, so a bucket is at most 1/128 (0.8%) of its values wide.
 //! Quantiles are given as the upper bound of their bucket (never below the
 //! true value, at most 0.8% above it), capped by the exact maximum.

@@ -1,6 +1,10 @@
-//! Hand-written SVG line charts for the report: one series per side (and
-//! pass), linear or logarithmic axes, tick labels at round numbers, a
-//! legend. No dependency: the output is a few hundred lines of text.
+//! The workspace's one SVG chart writer, hand-written (no dependency: the
+//! output is a few hundred lines of text). The bench report draws line
+//! charts with [`line_chart`] (one series per side and pass, linear or
+//! logarithmic axes, tick labels at round numbers, a legend); `rrdscale
+//! pagesim` draws the paper's figures from the same parts: a document
+//! ([`open`], [`close`]), plot areas ([`Frame`]: data to pixels, axes,
+//! lines, markers), [`linear_ticks`] and [`legend`].
 //!
 //! Deliberately absent: anything interactive, and fonts beyond the
 //! viewer's sans-serif.
@@ -35,8 +39,203 @@ const BOTTOM: f64 = 60.0;
 const COLORS: [&str; 8] =
     ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+/// Text made safe for an SVG text node or attribute.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// Starts a document of `width` × `height` pixels on a white background.
+pub fn open(s: &mut String, width: f64, height: f64) {
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="{width}" height="{height}" fill="white"/>"#);
+}
+
+/// Ends a document begun by [`open`].
+pub fn close(s: &mut String) {
+    s.push_str("</svg>\n");
+}
+
+/// A plot area inside a document: maps data to pixels, linearly or by
+/// decades on either axis.
+pub struct Frame {
+    pub left: f64,
+    pub top: f64,
+    pub width: f64,
+    pub height: f64,
+    /// The data range of each axis (positive on a log axis).
+    pub x: (f64, f64),
+    pub y: (f64, f64),
+    pub log_x: bool,
+    pub log_y: bool,
+}
+
+impl Frame {
+    /// The pixel column of `x`.
+    pub fn px(&self, x: f64) -> f64 {
+        let (lo, hi, v) = if self.log_x {
+            (self.x.0.log10(), self.x.1.log10(), x.max(self.x.0).log10())
+        } else {
+            (self.x.0, self.x.1, x)
+        };
+        self.left + (v - lo) / (hi - lo) * self.width
+    }
+
+    /// The pixel row of `y` (a log axis clamps values below its range).
+    pub fn py(&self, y: f64) -> f64 {
+        let (lo, hi, v) = if self.log_y {
+            (self.y.0.log10(), self.y.1.log10(), y.max(self.y.0).log10())
+        } else {
+            (self.y.0, self.y.1, y)
+        };
+        self.top + self.height - (v - lo) / (hi - lo) * self.height
+    }
+
+    /// Axes, horizontal grid, ticks and labels (already formatted), with
+    /// the axis labels and a bold title.
+    pub fn axes(
+        &self,
+        s: &mut String,
+        x_ticks: &[(f64, String)],
+        y_ticks: &[(f64, String)],
+        x_label: &str,
+        y_label: &str,
+        title: &str,
+    ) {
+        let (l, t, w, h) = (self.left, self.top, self.width, self.height);
+        for (v, label) in y_ticks {
+            let y = self.py(*v);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{l:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11">{}</text>"##,
+                l + w,
+                l - 6.0,
+                y + 4.0,
+                esc(label)
+            );
+        }
+        for (v, label) in x_ticks {
+            let x = self.px(*v);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#000"/><text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="11">{}</text>"##,
+                t + h,
+                t + h + 4.0,
+                t + h + 17.0,
+                esc(label)
+            );
+        }
+        let _ = writeln!(
+            s,
+            r##"<rect x="{l:.1}" y="{t:.1}" width="{w:.1}" height="{h:.1}" fill="none" stroke="#000"/>"##
+        );
+        let _ = writeln!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="12">{}</text>"##,
+            l + w / 2.0,
+            t + h + 34.0,
+            esc(x_label)
+        );
+        let _ = writeln!(
+            s,
+            r##"<text transform="translate({:.1},{:.1}) rotate(-90)" text-anchor="middle" font-size="12">{}</text>"##,
+            l - 44.0,
+            t + h / 2.0,
+            esc(y_label)
+        );
+        if !title.is_empty() {
+            let _ = writeln!(
+                s,
+                r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="13" font-weight="bold">{}</text>"##,
+                l + w / 2.0,
+                t - 10.0,
+                esc(title)
+            );
+        }
+    }
+
+    /// A line through `points`; `dash` is an SVG dash array ("6 4").
+    pub fn polyline(&self, s: &mut String, points: &[(f64, f64)], color: &str, dash: Option<&str>) {
+        let pts: Vec<String> =
+            points.iter().map(|&(x, y)| format!("{:.1},{:.1}", self.px(x), self.py(y))).collect();
+        let dash = dash.map_or(String::new(), |d| format!(r#" stroke-dasharray="{d}""#));
+        let _ = writeln!(
+            s,
+            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2"{dash}/>"#,
+            pts.join(" ")
+        );
+    }
+
+    /// A hollow circle at each point (a series drawn as points only).
+    pub fn markers(&self, s: &mut String, points: &[(f64, f64)], color: &str) {
+        for &(x, y) in points {
+            let _ = writeln!(
+                s,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="none" stroke="{color}" stroke-width="1.5"/>"#,
+                self.px(x),
+                self.py(y)
+            );
+        }
+    }
+
+    /// A small filled dot at each point (on a line's measured points).
+    pub fn dots(&self, s: &mut String, points: &[(f64, f64)], color: &str) {
+        for &(x, y) in points {
+            let _ = writeln!(
+                s,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{color}"/>"#,
+                self.px(x),
+                self.py(y)
+            );
+        }
+    }
+}
+
+/// One legend line: its label, colour, dash array, and whether the series
+/// is drawn as markers rather than a line.
+pub type LegendEntry<'a> = (&'a str, &'a str, Option<&'a str>, bool);
+
+/// A legend, one entry per 16 px from `(x, y)`.
+pub fn legend(s: &mut String, x: f64, y: f64, entries: &[LegendEntry]) {
+    for (i, (label, color, dash, marker)) in entries.iter().enumerate() {
+        let yy = y + i as f64 * 16.0;
+        if *marker {
+            let _ = writeln!(
+                s,
+                r#"<circle cx="{:.1}" cy="{yy:.1}" r="3.5" fill="none" stroke="{color}" stroke-width="1.5"/>"#,
+                x + 11.0
+            );
+        } else {
+            let dash = dash.map_or(String::new(), |d| format!(r#" stroke-dasharray="{d}""#));
+            let _ = writeln!(
+                s,
+                r#"<line x1="{x:.1}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="{color}" stroke-width="2"{dash}/>"#,
+                x + 22.0
+            );
+        }
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+            x + 28.0,
+            yy + 4.0,
+            esc(label)
+        );
+    }
+}
+
+/// `[0, step, 2·step, …]` up to `max`, with a step from 1-2-5 × 10^k;
+/// returns the axis top (the last tick) too.
+pub fn linear_ticks(max: f64) -> (f64, Vec<(f64, String)>) {
+    let raw = (max / 5.0).max(1e-9);
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|&v| v >= raw).unwrap_or(10.0 * mag);
+    let top = (max / step).ceil().max(1.0) * step;
+    let n = (top / step).round() as usize;
+    let ticks =
+        (0..=n).map(|i| (i as f64 * step, format!("{}", (i as f64 * step * 1e6).round() / 1e6))).collect();
+    (top, ticks)
 }
 
 /// Round tick positions covering `[lo, hi]` (in data units).
@@ -105,108 +304,56 @@ pub fn line_chart(chart: &Chart, series: &[Series]) -> String {
     let yt = ticks(y0, y1, chart.log_y);
     let (x0, x1) = (xt.first().copied().unwrap_or(x0).min(x0), xt.last().copied().unwrap_or(x1).max(x1));
     let (y0, y1) = (yt.first().copied().unwrap_or(y0).min(y0), yt.last().copied().unwrap_or(y1).max(y1));
-    let f = |v: f64, log: bool| if log { v.log10() } else { v };
-    let px = |x: f64| {
-        LEFT + (f(x, chart.log_x) - f(x0, chart.log_x)) / (f(x1, chart.log_x) - f(x0, chart.log_x))
-            * (W - LEFT - RIGHT)
+    let frame = Frame {
+        left: LEFT,
+        top: TOP,
+        width: W - LEFT - RIGHT,
+        height: H - TOP - BOTTOM,
+        x: (x0, x1),
+        y: (y0, y1),
+        log_x: chart.log_x,
+        log_y: chart.log_y,
     };
-    let py = |y: f64| {
-        H - BOTTOM
-            - (f(y, chart.log_y) - f(y0, chart.log_y)) / (f(y1, chart.log_y) - f(y0, chart.log_y))
-                * (H - TOP - BOTTOM)
-    };
-
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
+    open(&mut s, W, H);
     let _ = writeln!(
         s,
         r#"<text x="{}" y="24" font-size="15" text-anchor="middle">{}</text>"#,
         (W - RIGHT + LEFT) / 2.0,
         esc(chart.title)
     );
+    // A grid both ways (the report's charts are read off it).
     for &t in &xt {
-        let x = px(t);
+        let x = frame.px(t);
         let _ =
             writeln!(s, r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{}" stroke="#ddd"/>"##, H - BOTTOM);
-        let _ = writeln!(
-            s,
-            r#"<text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
-            H - BOTTOM + 16.0,
-            label(t)
-        );
     }
-    for &t in &yt {
-        let y = py(t);
-        let _ =
-            writeln!(s, r##"<line x1="{LEFT}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#ddd"/>"##, W - RIGHT);
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
-            LEFT - 6.0,
-            y + 4.0,
-            label(t)
-        );
-    }
-    let _ = writeln!(
-        s,
-        r#"<rect x="{LEFT}" y="{TOP}" width="{}" height="{}" fill="none" stroke="black"/>"#,
-        W - LEFT - RIGHT,
-        H - TOP - BOTTOM
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
-        (W - RIGHT + LEFT) / 2.0,
-        H - 16.0,
-        esc(chart.x_label)
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="18" y="{}" text-anchor="middle" transform="rotate(-90 18 {})">{}</text>"#,
-        (H - BOTTOM + TOP) / 2.0,
-        (H - BOTTOM + TOP) / 2.0,
-        esc(chart.y_label)
-    );
-    for (i, ser) in series.iter().enumerate() {
+    let label_ticks = |ts: &[f64]| -> Vec<(f64, String)> { ts.iter().map(|&t| (t, label(t))).collect() };
+    frame.axes(&mut s, &label_ticks(&xt), &label_ticks(&yt), chart.x_label, chart.y_label, "");
+    let mut entries = Vec::new();
+    for ser in series {
         let color = COLORS[ser.color % COLORS.len()];
         let dash = match ser.dash % 3 {
-            0 => "",
-            1 => r#" stroke-dasharray="7 4""#,
-            _ => r#" stroke-dasharray="2 3""#,
+            0 => None,
+            1 => Some("7 4"),
+            _ => Some("2 3"),
         };
-        let points: Vec<String> = ser
+        let points: Vec<(f64, f64)> = ser
             .points
             .iter()
+            .copied()
             .filter(|(x, y)| {
                 x.is_finite() && y.is_finite() && (!chart.log_x || *x > 0.0) && (!chart.log_y || *y > 0.0)
             })
-            .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
             .collect();
         if !points.is_empty() {
-            let _ = writeln!(
-                s,
-                r#"<polyline fill="none" stroke="{color}" stroke-width="2"{dash} points="{}"/>"#,
-                points.join(" ")
-            );
-            for p in &points {
-                let (x, y) = p.split_once(',').expect("formatted above");
-                let _ = writeln!(s, r#"<circle cx="{x}" cy="{y}" r="2.5" fill="{color}"/>"#);
-            }
+            frame.polyline(&mut s, &points, color, dash);
+            frame.dots(&mut s, &points, color);
         }
-        let ly = TOP + 10.0 + 18.0 * i as f64;
-        let lx = W - RIGHT + 12.0;
-        let _ = writeln!(
-            s,
-            r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="3"{dash}/>"#,
-            lx + 22.0
-        );
-        let _ = writeln!(s, r#"<text x="{}" y="{}">{}</text>"#, lx + 28.0, ly + 4.0, esc(&ser.name));
+        entries.push((ser.name.as_str(), color, dash, false));
     }
-    s.push_str("</svg>\n");
+    legend(&mut s, W - RIGHT + 12.0, TOP + 10.0, &entries);
+    close(&mut s);
     s
 }
 

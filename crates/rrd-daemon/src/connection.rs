@@ -32,7 +32,7 @@
 //!
 //! BATCH: successes are silent, errors are collected with their command
 //! number and sent at `.`, after every journal commit of the batch is done
-//! (its records are written every [`BATCH_WRITE_BYTES`] of input and at
+//! (its records are written every `BATCH_WRITE_BYTES` of input and at
 //! the `.`).
 //! QUIT (or a handler that closes) inside a BATCH closes without a reply,
 //! as rrdcached does.

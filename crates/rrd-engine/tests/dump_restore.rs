@@ -21,8 +21,7 @@ use rrd_engine::dump::{dump, DumpHeader, DumpOptions};
 use rrd_engine::restore;
 use rrd_engine::Rrd;
 
-mod common;
-use common::Rng;
+use rrd_testkit::Rng;
 
 fn setup() {
     static TZ: Once = Once::new();
@@ -159,7 +158,7 @@ fn build(dir: &Path, f: &Fixture, seed: u64) -> PathBuf {
     args.extend_from_slice(f.defs);
     rrdtool(&args);
 
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut t = START;
     let mut counters: Vec<f64> = vec![1000.0; f.feeds.len()];
     let mut batch: Vec<String> = Vec::new();

@@ -19,8 +19,7 @@ use std::process::Command;
 use rrd_engine::mapped::MappedFiles;
 use rrd_engine::update::{update_file, UpdateOptions};
 
-mod common;
-use common::Rng;
+use rrd_testkit::Rng;
 
 fn rrdtool(args: &[&str]) {
     let out = Command::new("rrdtool")
@@ -38,7 +37,7 @@ const START: i64 = 1_000_000_000;
 /// of 60 to 700 s (some beyond a 600 s heartbeat), about 5% unknowns, and
 /// counters that only grow.
 fn stream(seed: u64, ds_count: usize, calls: usize) -> Vec<Vec<String>> {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut t = START;
     let mut counters = vec![0u64; ds_count];
     (0..calls)

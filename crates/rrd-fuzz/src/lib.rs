@@ -18,9 +18,11 @@
 pub mod attime;
 pub mod header_decode;
 pub mod journal_replay;
+pub mod protocol_batch;
 pub mod protocol_line;
 pub mod restore_xml;
 pub mod rpn;
+pub mod web_body;
 
 /// One fuzz target.
 pub struct Target {
@@ -80,6 +82,50 @@ pub const TARGETS: &[Target] = &[
             "flush",
             "update,fetch",
             "all",
+        ],
+    },
+    Target {
+        name: "protocol_batch",
+        run: protocol_batch::run,
+        seeds: &[("fuzz/seeds/protocol_batch", "")],
+        words: &[
+            "BATCH\n",
+            ".\n",
+            "UPDATE ",
+            "update ",
+            "FETCH ",
+            "FETCHBIN ",
+            "FLUSH ",
+            "FLUSHALL\n",
+            "PENDING ",
+            "FORGET ",
+            "STATS\n",
+            "HELP ",
+            "QUIT\n",
+            "LIST ",
+            "INFO ",
+            "FIRST ",
+            "LAST ",
+            "CREATE ",
+            "WROTE ",
+            "SUSPEND ",
+            "RESUME ",
+            "SUSPENDALL\n",
+            "RESUMEALL\n",
+            "PING\n",
+            "QUEUE\n",
+            "\r\n",
+            "\n",
+            " ",
+            "\\",
+            "\\ ",
+            "a.rrd",
+            "/x/../a.rrd",
+            "N:1:2",
+            "1700000000:U",
+            "@",
+            "AVERAGE",
+            "-s -1d",
         ],
     },
     Target {
@@ -267,38 +313,77 @@ pub const TARGETS: &[Target] = &[
             "-1",
         ],
     },
+    Target {
+        name: "web_body",
+        run: web_body::run,
+        seeds: &[("fuzz/seeds/web_body", "")],
+        words: &[
+            "post ",
+            "graph\n",
+            "create\n",
+            "complex\n",
+            "number=",
+            "&mode=",
+            "derive",
+            "count",
+            "&color=",
+            "%23FF0000",
+            "&timestamp=",
+            "&datetime=",
+            "2026-01-01 00:00:00",
+            "&description=",
+            "%00",
+            "%2F",
+            "..",
+            "{",
+            "}",
+            "[",
+            "]",
+            "\"",
+            ":",
+            ",",
+            "null",
+            "true",
+            "1e400",
+            "-9223372036854775809",
+            "9223372036854775807",
+            "\"service_name\"",
+            "\"data\"",
+            "\"graph_id\"",
+            "\"sort\"",
+            "\"color\"",
+            "\"adjustval\"",
+            "\"unit\"",
+            "\"sumup\"",
+            "\"stack\"",
+            "\\u0000",
+            "\\ud800",
+        ],
+    },
 ];
 
-/// A seeded generator of inputs: xorshift64* choices, and mutations of a
+/// A seeded generator of inputs: choices by the workspace's test
+/// generator (`rrd_testkit::Rng`, SplitMix64), and mutations of a
 /// corpus entry (bit flips, interesting bytes and integers, deletions,
 /// duplications, splices with another entry, inserted words, cuts): one
 /// for half the inputs (most stay close to valid), two to eight for the
 /// rest. The same seed gives the same inputs.
 pub struct Mutator {
-    state: u64,
+    rng: rrd_testkit::Rng,
 }
 
 impl Mutator {
     pub fn new(seed: u64) -> Mutator {
-        Mutator { state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1 }
+        Mutator { rng: rrd_testkit::Rng::new(seed) }
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.state;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.state = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        self.rng.next_u64()
     }
 
     /// A number in `0..n` (0 for n = 0).
     pub fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next_u64() % n as u64) as usize
-        }
+        self.rng.index(n)
     }
 
     /// A place in `data` (or its end), half the time among the first 256
@@ -312,7 +397,7 @@ impl Mutator {
     }
 
     fn random_bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next_u64() as u8).collect()
+        self.rng.bytes(n)
     }
 
     /// A new input from `corpus` (random bytes when it is empty).

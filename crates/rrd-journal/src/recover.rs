@@ -51,7 +51,7 @@ use crate::{
 };
 
 /// Work units the resynchronisation scans of one segment may spend per
-/// byte of the segment (one unit per checksummed byte, [`SHAPE_STEP_WORK`]
+/// byte of the segment (one unit per checksummed byte, `SHAPE_STEP_WORK`
 /// per length field walked), on top of [`RESYNC_WORK_BASE`].
 pub const RESYNC_WORK_PER_BYTE: u64 = 64;
 /// Work every segment may spend whatever its length: two whole records.
@@ -716,17 +716,6 @@ mod tests {
         }
     }
 
-    fn xorshift(n: usize, mut x: u64) -> Vec<u8> {
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
-    }
-
     /// The resynchronisation scan is cheap on honest damage: a megabyte of
     /// random bytes before one valid record costs well under one work unit
     /// per byte (almost no offset gets as far as a checksum), and the
@@ -734,7 +723,7 @@ mod tests {
     #[test]
     fn resync_over_random_bytes_is_cheap() {
         let mut bytes = header(1);
-        bytes.extend_from_slice(&xorshift(1 << 20, 0x9e37_79b9_7f4a_7c15));
+        bytes.extend_from_slice(&rrd_testkit::Rng::new(0x9e37_79b9_7f4a_7c15).bytes(1 << 20));
         let garbage_end = bytes.len();
         bytes.extend_from_slice(&framed(&rec(1)));
         let (s, work) = scan_segment_with_budget(1, &bytes, true, u64::MAX);

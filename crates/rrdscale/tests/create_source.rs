@@ -17,6 +17,7 @@
 //! A missing rrdtool fails every test here; it is never a skip. The number
 //! of random cases can be raised with `RRDSCALE_PREFILL_CASES`.
 
+use rrd_testkit::Rng;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -62,28 +63,6 @@ fn must(dir: &Path, args: &[String]) -> String {
     text(&out.stdout)
 }
 
-/// SplitMix64: a small seeded generator, so every run builds the same files.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
-
 /// A source file to build: its definitions, and an update stream of
 /// `updates` readings from `start`, spaced around `step` with gaps.
 struct SourceSpec {
@@ -108,7 +87,7 @@ fn build_source(dir: &Path, s: &SourceSpec) {
     }
     args.extend(s.rras.iter().cloned());
     must(dir, &args);
-    let mut rng = Rng(s.seed);
+    let mut rng = Rng::new(s.seed);
     let mut t = s.start;
     let mut counters = vec![0u64; s.ds.len()];
     let mut batch: Vec<String> = Vec::new();
@@ -123,7 +102,7 @@ fn build_source(dir: &Path, s: &SourceSpec) {
         let mut line = t.to_string();
         for (k, (_, dst)) in s.ds.iter().enumerate() {
             line.push(':');
-            if rng.chance(4) {
+            if rng.below(100) < 4 {
                 line.push('U');
             } else if matches!(*dst, "GAUGE" | "DDERIVE") {
                 line.push_str(&(s.base + rng.below(100)).to_string());
@@ -449,7 +428,7 @@ fn random_cases_match_rrdtool() {
     let mut prefilled = 0;
     for case in 0..cases {
         let dir = tempfile::tempdir().unwrap();
-        let mut rng = Rng(0x5eed_0000 + case);
+        let mut rng = Rng::new(0x5eed_0000 + case);
         let source_count = 1 + rng.below(3) as usize;
         let files = ["s1.rrd", "s2.rrd", "s3.rrd"];
         let mut all_names = Vec::new();
@@ -481,7 +460,7 @@ fn random_cases_match_rrdtool() {
             args.extend(source_args(&[file]));
         }
         args.extend(strings(&["--step", &step.to_string()]));
-        if rng.chance(30) {
+        if rng.below(100) < 30 {
             args.extend(strings(&["--start", &(T0 + rng.below(20_000) as i64).to_string()]));
         }
         for name in &all_names {

@@ -19,19 +19,9 @@ mod daemon_common;
 use std::time::Duration;
 
 use daemon_common::{create_rrd, require_tools, rrdtool, temp_dir, Daemon, Kind};
+use rrd_testkit::Rng;
 
 const T0: i64 = 1_000_000_000;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 #[test]
 fn acknowledged_updates_survive_kill_9_under_the_default_policy() {
@@ -56,7 +46,7 @@ fn run(sync: Option<&str>) {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
         });
     eprintln!("crash test ({sync:?}): {cycles} cycles, RRDSCALE_CRASH_SEED={seed}");
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::new(seed | 1);
     let (_t, dir) = temp_dir();
     let reference = dir.join("reference");
     std::fs::create_dir_all(&reference).unwrap();
@@ -75,14 +65,14 @@ fn run(sync: Option<&str>) {
     for cycle in 0..cycles {
         let daemon = Daemon::start(Kind::Ours, &dir, &extra);
         let mut c = daemon.client();
-        let rounds = 1 + rng.next() % 4;
+        let rounds = 1 + rng.next_u64() % 4;
         for _ in 0..rounds {
             step += 1;
-            let t = T0 + 300 * step + (rng.next() % 200) as i64;
+            let t = T0 + 300 * step + (rng.next_u64() % 200) as i64;
             let values: Vec<String> = (0..files.len())
-                .map(|i| format!("{t}:{}:{}", (rng.next() % 1000) as f64 / 10.0, step * 1000 + i as i64))
+                .map(|i| format!("{t}:{}:{}", (rng.next_u64() % 1000) as f64 / 10.0, step * 1000 + i as i64))
                 .collect();
-            if rng.next() & 1 == 0 {
+            if rng.next_u64() & 1 == 0 {
                 c.send("BATCH");
                 assert_eq!(c.read_reply(), "0 Go ahead.  End with dot '.' on its own line.\n");
                 for (f, v) in files.iter().zip(&values) {
@@ -105,7 +95,7 @@ fn run(sync: Option<&str>) {
         }
         // Long enough, often, for values to fall due (-w 1) and be written
         // while we kill.
-        std::thread::sleep(Duration::from_millis(rng.next() % 1300));
+        std::thread::sleep(Duration::from_millis(rng.next_u64() % 1300));
         daemon.kill9();
     }
     // Restart once more, write everything, stop cleanly.

@@ -11,29 +11,11 @@
 //! Every command runs with TZ=UTC and LC_ALL=C. If rrdtool is not installed
 //! the tests fail with a message saying so.
 
+use rrd_testkit::Rng;
 use std::path::Path;
 use std::process::{Command, Output};
 
 const OURS: &str = env!("CARGO_BIN_EXE_rrdscale");
-
-/// SplitMix64: a tiny seeded generator, so every run sees the same files.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 fn run(program: &str, args: &[String], dir: &Path) -> Output {
     Command::new(program)
@@ -214,7 +196,7 @@ fn make(
 
 /// The four schemas of the tests, made in `dir`.
 fn make_files(dir: &Path) -> Vec<Made> {
-    let mut rng = Rng(0x5eed_1234_abcd_0042);
+    let mut rng = Rng::new(0x5eed_1234_abcd_0042);
     let mut files = Vec::new();
 
     // Step 1 s: every classic CF, archives that wrap many times.
@@ -528,7 +510,7 @@ fn xport_matches_rrdtool() {
 #[test]
 fn xport_rounds_like_rrdtools_own_printf() {
     let dir = tempdir();
-    let mut rng = Rng(0x7e57_0f71_e5e5);
+    let mut rng = Rng::new(0x7e57_0f71_e5e5);
     setup(
         &strings(&[
             "create",

@@ -31,6 +31,7 @@
 //!
 //! A missing rrdtool fails the tests loudly.
 
+use rrd_testkit::Rng;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -57,25 +58,6 @@ fn rrdtool_ok(args: &[&str], dir: &Path) -> Vec<u8> {
     let out = run_in(RRDTOOL, args, dir);
     assert!(out.status.success(), "rrdtool {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     out.stdout
-}
-
-/// SplitMix64, so that every fixture and random case is reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
-        &xs[self.below(xs.len() as u64) as usize]
-    }
 }
 
 /// A schema made by rrdtool and fed by seeded updates.
@@ -156,7 +138,7 @@ fn fixture(dir: &Path, schema: &Schema, seed: u64) -> PathBuf {
     let mut args = vec!["create", file.as_str(), "--start", "1000000000", "--step", step.as_str()];
     args.extend_from_slice(schema.defs);
     rrdtool_ok(&args, dir);
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut t = 1_000_000_000u64;
     let mut counter = 1_000u64;
     let mut derive = 0i64;
@@ -962,7 +944,7 @@ fn random_tune_mixes_match_rrdtool() {
             (fixture(tmp.path(), schema, 80 + i), schema)
         })
         .collect();
-    let mut rng = Rng(0x7475_6e65);
+    let mut rng = Rng::new(0x7475_6e65);
     for case in 0..cases {
         let (base, schema) = &bases[(case % bases.len() as u64) as usize];
         let names: Vec<&str> =

@@ -351,19 +351,8 @@ mod tests {
         assert_eq!((val(&s, CDP_PRIMARY_VAL), val(&s, CDP_SECONDARY_VAL)), (7.5, 7.5));
     }
 
-    /// A small xorshift generator: deterministic cases without a dependency.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    /// The workspace's deterministic test generator.
+    use rrd_testkit::Rng;
 
     /// The rows an archive should hold, read off the PDP sequence: PDP
     /// number `n` (1-based since the epoch) belongs to row `(n - 1) /
@@ -394,7 +383,7 @@ mod tests {
 
     #[test]
     fn random_update_sequences_give_the_rows_the_model_gives() {
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
         for case in 0..2000 {
             let cf = [Cf::Average, Cf::Maximum, Cf::Minimum, Cf::Last][case % 4];
             let pdp_count = 2 + rng.below(6);

@@ -46,15 +46,16 @@ pub fn routes() -> Router<Arc<App>> {
 }
 
 /// The fields of a valid POST.
-struct PostRequest {
-    number: i64,
-    mode: String,
-    color: Option<String>,
-    description: Option<String>,
-    time_secs: Option<i64>,
+#[derive(Debug)]
+pub struct PostRequest {
+    pub number: i64,
+    pub mode: String,
+    pub color: Option<String>,
+    pub description: Option<String>,
+    pub time_secs: Option<i64>,
     /// The parameter that gave the time (`timestamp`, `datetime`, or
     /// `timestamp` for the server's clock), for naming it in a refusal.
-    time_field: &'static str,
+    pub time_field: &'static str,
 }
 
 /// GF refuses timestamps before this (rrdcreate's 1980 floor plus 10 s).
@@ -70,8 +71,9 @@ const MIN_TIMESTAMP: i64 = 315_360_010;
 pub const MAX_CLOCK_SKEW_SECS: i64 = 300;
 
 /// `Err` holds the `messages` object of a 400 answer; `now` is the
-/// server's clock, for [`MAX_CLOCK_SKEW_SECS`].
-fn validate_post(p: &HashMap<String, String>, now: i64) -> Result<PostRequest, Value> {
+/// server's clock, for [`MAX_CLOCK_SKEW_SECS`]. Public for the fuzz target
+/// of the web API's bodies (crates/rrd-fuzz).
+pub fn validate_post(p: &HashMap<String, String>, now: i64) -> Result<PostRequest, Value> {
     let mut bad = serde_json::Map::new();
     let number = match p.get("number").map(String::as_str) {
         None | Some("") => {

@@ -15,13 +15,15 @@
 //! time-of-day profile at `--tod-pages`. `--svg` draws the paper's Figure 13
 //! (page-ins per update against pages per file), `--tod-svg` its Figure 14.
 //!
-//! Owns: option parsing, the text/JSON rendering and the hand-written SVG.
+//! Owns: option parsing, the text/JSON rendering and the figures (drawn
+//! with rrd-bench's SVG chart writer, `rrd_bench::svg`).
 //! Deliberately not here: any simulation logic.
 
 use std::fmt::Write as _;
 use std::io::Write;
 
 use anyhow::{bail, Context, Result};
+use rrd_bench::svg::{self, legend, linear_ticks, Frame};
 use rrd_pagesim::{self as pagesim, Config, Report, Schema, TodBucket};
 
 use crate::opts;
@@ -391,157 +393,13 @@ fn to_json(r: &Report) -> String {
     s
 }
 
-/// A plot area inside an SVG: maps data to pixels.
-struct Frame {
-    left: f64,
-    top: f64,
-    width: f64,
-    height: f64,
-    x: (f64, f64),
-    y: (f64, f64),
-    log_y: bool,
-}
-
-impl Frame {
-    fn px(&self, x: f64) -> f64 {
-        self.left + (x - self.x.0) / (self.x.1 - self.x.0) * self.width
-    }
-
-    fn py(&self, y: f64) -> f64 {
-        let (lo, hi, v) = if self.log_y {
-            (self.y.0.log10(), self.y.1.log10(), y.max(self.y.0).log10())
-        } else {
-            (self.y.0, self.y.1, y)
-        };
-        self.top + self.height - (v - lo) / (hi - lo) * self.height
-    }
-
-    /// Axes, grid, ticks and labels.
-    fn axes(
-        &self,
-        s: &mut String,
-        x_ticks: &[(f64, String)],
-        y_ticks: &[(f64, String)],
-        x_label: &str,
-        y_label: &str,
-        title: &str,
-    ) {
-        let (l, t, w, h) = (self.left, self.top, self.width, self.height);
-        for (v, label) in y_ticks {
-            let y = self.py(*v);
-            let _ = writeln!(
-                s,
-                r##"<line x1="{l:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11">{label}</text>"##,
-                l + w,
-                l - 6.0,
-                y + 4.0
-            );
-        }
-        for (v, label) in x_ticks {
-            let x = self.px(*v);
-            let _ = writeln!(
-                s,
-                r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#000"/><text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="11">{label}</text>"##,
-                t + h,
-                t + h + 4.0,
-                t + h + 17.0
-            );
-        }
-        let _ = writeln!(
-            s,
-            r##"<rect x="{l:.1}" y="{t:.1}" width="{w:.1}" height="{h:.1}" fill="none" stroke="#000"/>"##
-        );
-        let _ = writeln!(
-            s,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="12">{x_label}</text>"##,
-            l + w / 2.0,
-            t + h + 34.0
-        );
-        let _ = writeln!(
-            s,
-            r##"<text transform="translate({:.1},{:.1}) rotate(-90)" text-anchor="middle" font-size="12">{y_label}</text>"##,
-            l - 44.0,
-            t + h / 2.0
-        );
-        let _ = writeln!(
-            s,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="13" font-weight="bold">{title}</text>"##,
-            l + w / 2.0,
-            t - 10.0
-        );
-    }
-
-    fn polyline(&self, s: &mut String, points: &[(f64, f64)], color: &str, dash: Option<&str>) {
-        let pts: Vec<String> =
-            points.iter().map(|&(x, y)| format!("{:.1},{:.1}", self.px(x), self.py(y))).collect();
-        let dash = dash.map_or(String::new(), |d| format!(r#" stroke-dasharray="{d}""#));
-        let _ = writeln!(
-            s,
-            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2"{dash}/>"#,
-            pts.join(" ")
-        );
-    }
-
-    fn markers(&self, s: &mut String, points: &[(f64, f64)], color: &str) {
-        for &(x, y) in points {
-            let _ = writeln!(
-                s,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="none" stroke="{color}" stroke-width="1.5"/>"#,
-                self.px(x),
-                self.py(y)
-            );
-        }
-    }
-}
-
-/// `[0, step, 2·step, …]` up to `max`, with a step from 1-2-5 × 10^k.
-fn linear_ticks(max: f64) -> (f64, Vec<(f64, String)>) {
-    let raw = (max / 5.0).max(1e-9);
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|&v| v >= raw).unwrap_or(10.0 * mag);
-    let top = (max / step).ceil().max(1.0) * step;
-    let n = (top / step).round() as usize;
-    let ticks =
-        (0..=n).map(|i| (i as f64 * step, format!("{}", (i as f64 * step * 1e6).round() / 1e6))).collect();
-    (top, ticks)
-}
-
-fn legend(s: &mut String, x: f64, y: f64, entries: &[(&str, &str, Option<&str>, bool)]) {
-    for (i, (label, color, dash, marker)) in entries.iter().enumerate() {
-        let yy = y + i as f64 * 16.0;
-        if *marker {
-            let _ = writeln!(
-                s,
-                r#"<circle cx="{:.1}" cy="{yy:.1}" r="3.5" fill="none" stroke="{color}" stroke-width="1.5"/>"#,
-                x + 11.0
-            );
-        } else {
-            let dash = dash.map_or(String::new(), |d| format!(r#" stroke-dasharray="{d}""#));
-            let _ = writeln!(
-                s,
-                r#"<line x1="{x:.1}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="{color}" stroke-width="2"{dash}/>"#,
-                x + 22.0
-            );
-        }
-        let _ = writeln!(s, r#"<text x="{:.1}" y="{:.1}" font-size="11">{label}</text>"#, x + 28.0, yy + 4.0);
-    }
-}
-
-fn svg_open(s: &mut String, width: u32, height: u32) {
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif">"#
-    );
-    let _ = writeln!(s, r##"<rect width="{width}" height="{height}" fill="#fff"/>"##);
-}
-
 /// The paper's Figure 13: average page-ins per update against the pages of
 /// cache per file, with and without readahead, and the model. Left: linear
 /// scale as in the paper; right: the no-readahead curves on a log scale,
 /// where the model can be told from the simulation.
 fn figure13_svg(r: &Report) -> String {
     let mut s = String::new();
-    svg_open(&mut s, 1000, 520);
+    svg::open(&mut s, 1000.0, 520.0);
     let p_max = r.rows.last().map_or(1, |row| row.cache_pages) as f64;
     let p_min = r.rows.first().map_or(1, |row| row.cache_pages) as f64;
     let x_range = (p_min.min(p_max - 1.0), p_max);
@@ -563,8 +421,16 @@ fn figure13_svg(r: &Report) -> String {
     let paper = series(&|row| row.paper.page_ins_per_update());
     let y_max = ra.iter().chain(&ra_miss).chain(&none).map(|&(_, y)| y).fold(0.0, f64::max);
     let (top, y_ticks) = linear_ticks(y_max.max(1e-3));
-    let left =
-        Frame { left: 70.0, top: 50.0, width: 380.0, height: 330.0, x: x_range, y: (0.0, top), log_y: false };
+    let left = Frame {
+        left: 70.0,
+        top: 50.0,
+        width: 380.0,
+        height: 330.0,
+        x: x_range,
+        y: (0.0, top),
+        log_x: false,
+        log_y: false,
+    };
     left.axes(
         &mut s,
         &x_ticks,
@@ -605,6 +471,7 @@ fn figure13_svg(r: &Report) -> String {
         height: 330.0,
         x: x_range,
         y: (y_lo, y_hi),
+        log_x: false,
         log_y: true,
     };
     right.axes(
@@ -642,7 +509,7 @@ fn figure13_svg(r: &Report) -> String {
             ("model with LRU chain and crossings (points)", "#2ca02c", None, true),
         ],
     );
-    s.push_str("</svg>\n");
+    svg::close(&mut s);
     s
 }
 
@@ -651,7 +518,7 @@ fn figure13_svg(r: &Report) -> String {
 /// readahead.
 fn figure14_svg(r: &Report) -> String {
     let mut s = String::new();
-    svg_open(&mut s, 1000, 560);
+    svg::open(&mut s, 1000.0, 560.0);
     let x_ticks: Vec<(f64, String)> = (0..=12).map(|i| ((i * 120) as f64, hhmm(i * 120))).collect();
     let bar_w = (r.schema.step_secs as f64 / 60.0).clamp(1.0, 60.0);
     type Value = Box<dyn Fn(&TodBucket) -> f64>;
@@ -669,6 +536,7 @@ fn figure14_svg(r: &Report) -> String {
             height: 190.0,
             x: (0.0, 1440.0),
             y: (0.0, top),
+            log_x: false,
             log_y: false,
         };
         let title = if top_px < 100.0 {
@@ -693,6 +561,6 @@ fn figure14_svg(r: &Report) -> String {
             );
         }
     }
-    s.push_str("</svg>\n");
+    svg::close(&mut s);
     s
 }

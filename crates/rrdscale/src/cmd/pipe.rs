@@ -9,14 +9,14 @@
 //!   **worker** of its file (sharded by device and inode, so every name of
 //!   one file reaches the same worker and its lines stay in order; a path's
 //!   first line opens the file here and the descriptor goes with it,
-//!   [`Router`]); any
+//!   `Router`); any
 //!   other line is a **barrier**: the reader waits until every earlier
 //!   update is applied, then runs it itself (it may read or replace those
 //!   files; `restore -` reads from the same input);
 //! - each worker applies its updates in the order received, through its
 //!   own [`BatchUpdater`] (files kept open, bounded; readahead off; locks
 //!   as rrdtool takes them); while its updates read from the disk it
-//!   prefetches the pages of the updates it already holds ([`PrefetchGate`]);
+//!   prefetches the pages of the updates it already holds (`PrefetchGate`);
 //! - the calling thread **writes** the answers in input order (each line
 //!   has a sequence number), and flushes only when no further answer is
 //!   waiting: one `write` per batch for a stream, at once for a client
