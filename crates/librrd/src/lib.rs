@@ -14,6 +14,18 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+/// Run by the dynamic loader when the library is loaded: librrd locks
+/// files with POSIX process locks, and its callers rely on their threads
+/// never conflicting with each other (rrdcached fetches a file while its
+/// flush thread updates it), so the engine takes process locks here.
+extern "C" fn on_load() {
+    rrd_engine::rrd::use_process_locks();
+}
+
+#[used]
+#[link_section = ".init_array"]
+static ON_LOAD: extern "C" fn() = on_load;
+
 mod ahead;
 mod client;
 mod ffi;

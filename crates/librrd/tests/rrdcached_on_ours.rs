@@ -42,11 +42,14 @@ const SESSION: &[&str] = &[
     "FETCH a.rrd AVERAGE 1600000000 1600001800",
     "UPDATE a.rrd 1600001200:3:700 1600001500:4:900",
     "UPDATE b.rrd 1600000240:21",
-    "FLUSHALL",
+    // FLUSH waits until the file is written; a FETCH right after FLUSHALL
+    // would race rrdcached's flush thread (with librrd as with ours).
+    "FLUSH b.rrd",
     "FETCH b.rrd LAST 1600000000 1600000300",
     "INFO b.rrd",
     "UPDATE a.rrd 1600001800:5:1000",
     "LAST a.rrd",
+    "FLUSHALL",
 ];
 
 fn reply(reader: &mut BufReader<UnixStream>) -> Vec<String> {

@@ -26,6 +26,17 @@ pub enum LockKind {
 /// `EAGAIN` or `EACCES` (both occur, depending on the kernel path). An
 /// unlock never waits.
 pub fn ofd_lock(fd: impl AsFd, kind: LockKind, wait: bool) -> io::Result<()> {
+    set_lock(fd, kind, if wait { libc::F_OFD_SETLKW } else { libc::F_OFD_SETLK })
+}
+
+/// As [`ofd_lock`], but a POSIX process lock (`F_SETLK`), as librrd takes:
+/// it belongs to the process, so threads of one process never conflict
+/// with each other, and closing any descriptor of the file drops it.
+pub fn process_lock(fd: impl AsFd, kind: LockKind, wait: bool) -> io::Result<()> {
+    set_lock(fd, kind, if wait { libc::F_SETLKW } else { libc::F_SETLK })
+}
+
+fn set_lock(fd: impl AsFd, kind: LockKind, cmd: libc::c_int) -> io::Result<()> {
     // SAFETY: a zeroed flock is a valid value (all integer fields, l_pid
     // must be 0 for OFD locks); fcntl only reads it.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
@@ -35,7 +46,12 @@ pub fn ofd_lock(fd: impl AsFd, kind: LockKind, wait: bool) -> io::Result<()> {
         LockKind::Shared => libc::F_RDLCK,
     } as libc::c_short;
     fl.l_whence = libc::SEEK_SET as libc::c_short;
-    let cmd = if wait && kind != LockKind::Unlock { libc::F_OFD_SETLKW } else { libc::F_OFD_SETLK };
+    // An unlock never waits.
+    let cmd = match (kind, cmd) {
+        (LockKind::Unlock, libc::F_OFD_SETLKW) => libc::F_OFD_SETLK,
+        (LockKind::Unlock, libc::F_SETLKW) => libc::F_SETLK,
+        (_, cmd) => cmd,
+    };
     // SAFETY: the descriptor is valid while `fd` is borrowed; `fl` outlives
     // the call and is only read.
     let rc = unsafe { libc::fcntl(fd.as_fd().as_raw_fd(), cmd, &fl) };
@@ -76,5 +92,21 @@ mod tests {
         // Closing a description drops its lock.
         drop(a);
         ofd_lock(&b, LockKind::Exclusive, true).unwrap();
+    }
+
+    /// Process locks: two descriptors of one process never conflict, and
+    /// an OFD lock (another "owner") does conflict with them.
+    #[test]
+    fn process_locks_do_not_conflict_within_the_process() {
+        let tmp = tempfile::NamedTempFile::new().unwrap();
+        let a = OpenOptions::new().read(true).write(true).open(tmp.path()).unwrap();
+        let b = OpenOptions::new().read(true).write(true).open(tmp.path()).unwrap();
+        let c = OpenOptions::new().read(true).write(true).open(tmp.path()).unwrap();
+        process_lock(&a, LockKind::Exclusive, false).unwrap();
+        // The same owner: granted (it replaces the process's lock).
+        process_lock(&b, LockKind::Exclusive, false).unwrap();
+        assert!(is_conflict(&ofd_lock(&c, LockKind::Shared, false).unwrap_err()));
+        process_lock(&a, LockKind::Unlock, false).unwrap();
+        ofd_lock(&c, LockKind::Exclusive, false).unwrap();
     }
 }

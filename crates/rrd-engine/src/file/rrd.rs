@@ -164,12 +164,23 @@ impl Locking {
     }
 }
 
+static PROCESS_LOCKS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes every lock [`lock_file`] takes from now on a POSIX process lock
+/// (`F_SETLK`), as librrd's are, instead of an open-file-description lock.
+/// For the drop-in librrd: programs loading it (rrdcached's flush and
+/// request threads) rely on their threads never conflicting with each
+/// other, which librrd's process locks guarantee.
+pub fn use_process_locks() {
+    PROCESS_LOCKS.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Takes (`exclusive`: a write lock, else a read lock) or releases
 /// (`unlock`) a POSIX record lock on the whole file, as rrdtool does around
 /// every command, so that rrdtool and rrdscale never interleave the
 /// read-modify-write of one file. The lock also ends when the file is closed.
 pub fn lock_file(file: &File, path: &Path, exclusive: bool, unlock: bool, mode: Locking) -> Result<()> {
-    use rrd_sys::lock::{is_conflict, ofd_lock, LockKind};
+    use rrd_sys::lock::{is_conflict, ofd_lock, process_lock, LockKind};
     if mode == Locking::None {
         return Ok(());
     }
@@ -183,7 +194,8 @@ pub fn lock_file(file: &File, path: &Path, exclusive: bool, unlock: bool, mode: 
     // Open-file-description locks: they conflict with rrdtool's POSIX locks,
     // but are not shared by every descriptor of the process (a reader thread
     // closing its own descriptor must not drop a flusher's lock).
-    match ofd_lock(file, kind, mode == Locking::Block) {
+    let lock = if PROCESS_LOCKS.load(std::sync::atomic::Ordering::Relaxed) { process_lock } else { ofd_lock };
+    match lock(file, kind, mode == Locking::Block) {
         Ok(()) => Ok(()),
         Err(e) if is_conflict(&e) => Err(Error::Locked),
         Err(e) => Err(Error::Io { path: path.to_path_buf(), source: e }),
