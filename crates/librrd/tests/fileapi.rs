@@ -35,17 +35,7 @@ const NOT_GLIBC: &[&str] = &[
 ];
 
 fn program(lib: &Path, out_dir: &Path) -> std::path::PathBuf {
-    let exe = out_dir.join("fileapi");
-    let status = Command::new("cc")
-        .args(["-g", "-O1", "-Wall", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(script("fileapi.c"))
-        .arg(lib)
-        .arg("-lm")
-        .status()
-        .expect("running cc");
-    assert!(status.success(), "cc failed on fileapi.c");
-    exe
+    compile_c("fileapi", lib, out_dir, &["-lm"])
 }
 
 /// (name, the rest of its line and the indented lines after it).

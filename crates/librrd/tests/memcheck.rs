@@ -24,16 +24,7 @@ use common::*;
 const OWN_WORDING: &[&str] = &["create_r bad dir"];
 
 fn program(lib: &Path, out_dir: &Path) -> std::path::PathBuf {
-    let exe = out_dir.join("memcheck");
-    let status = Command::new("cc")
-        .args(["-g", "-O1", "-Wall", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(script("memcheck.c"))
-        .arg(lib)
-        .status()
-        .expect("running cc");
-    assert!(status.success(), "cc failed on memcheck.c");
-    exe
+    compile_c("memcheck", lib, out_dir, &[])
 }
 
 /// (name, "result\tflag\ttext" plus the lines of its data) per call.

@@ -138,3 +138,19 @@ pub fn assert_same_files(ours: &Path, theirs: &Path) -> usize {
     }
     compared
 }
+
+/// Compiles the C test program `NAME.c` (tests/scripts) against `lib` into
+/// `out_dir/NAME`, with warnings as errors and debug info for valgrind.
+pub fn compile_c(name: &str, lib: &Path, out_dir: &Path, extra: &[&str]) -> PathBuf {
+    let exe = out_dir.join(name);
+    let status = Command::new("cc")
+        .args(["-g", "-O1", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(script(&format!("{name}.c")))
+        .arg(lib)
+        .args(extra)
+        .status()
+        .expect("running cc");
+    assert!(status.success(), "cc failed on {name}.c");
+    exe
+}
