@@ -80,7 +80,16 @@ fn collectd_run(dir: &Path, lib_dir: Option<&Path>) -> (String, Vec<String>) {
                 assert!(Instant::now() < deadline, "collectd created no files");
                 std::thread::sleep(Duration::from_millis(20));
             }
-            std::thread::sleep(Duration::from_millis(300));
+            // And until the first values are in (the plugin's queue thread
+            // writes them): a fixed pause was too short under load.
+            let last = |f: &Path| {
+                let out = Command::new("/usr/bin/rrdtool").arg("last").arg(f).output().ok()?;
+                String::from_utf8_lossy(&out.stdout).trim().parse::<i64>().ok()
+            };
+            while !files.iter().all(|f| last(f) == Some(t)) {
+                assert!(Instant::now() < deadline, "collectd never wrote the first values");
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
     }
     ask("FLUSH plugin=rrdtool".to_string());
