@@ -406,13 +406,13 @@ fn update_into(
         match rrd_engine::Rrd::open(path, false) {
             Ok(rrd) => {
                 for (time, rra_index, row) in &summary {
-                    let rra = &rrd.header.rra[*rra_index];
+                    let rra = &rrd.header.rra()[*rra_index];
                     for (d, v) in row.iter().enumerate() {
                         let key = format!(
                             "[{time}]RRA[{}][{}]DS[{}]",
                             rra.cf_name.as_str(),
                             rra.pdp_count,
-                            rrd.header.ds[d].name.as_str()
+                            rrd.header.ds()[d].name.as_str()
                         );
                         push(&key, Value::Val(*v));
                     }
@@ -678,7 +678,7 @@ pub unsafe extern "C" fn rrd_last_r(filename: *const c_char) -> TimeT {
     // SAFETY: a string, per the contract.
     let file = unsafe { ffi::text(filename) };
     guard(-1, || match rrd_engine::Rrd::open(Path::new(&file), false) {
-        Ok(rrd) => rrd.header.live.last_up as TimeT,
+        Ok(rrd) => rrd.header.live().last_up as TimeT,
         Err(e) => {
             ffi::set_error(&e.to_string());
             -1
@@ -711,9 +711,9 @@ pub unsafe extern "C" fn rrd_lastupdate_r(
     guard(-1, || match rrd_engine::Rrd::open(Path::new(&file), false) {
         Ok(rrd) => {
             let h = &rrd.header;
-            let names: Vec<String> = h.ds.iter().map(|d| d.name.as_str().to_string()).collect();
+            let names: Vec<String> = h.ds().iter().map(|d| d.name.as_str().to_string()).collect();
             let last: Vec<String> = h
-                .pdp
+                .pdp()
                 .iter()
                 .map(|p| {
                     let end = p.last_ds.iter().position(|&b| b == 0).unwrap_or(p.last_ds.len());
@@ -722,7 +722,7 @@ pub unsafe extern "C" fn rrd_lastupdate_r(
                 .collect();
             // SAFETY: the caller's out-parameters.
             unsafe {
-                put(ret_last_update, h.live.last_up as TimeT);
+                put(ret_last_update, h.live().last_up as TimeT);
                 put(ret_ds_count, names.len() as c_ulong);
                 put(ret_ds_names, ffi::c_string_array(&names, false));
                 put(ret_last_ds, ffi::c_string_array(&last, false));

@@ -126,7 +126,7 @@ fn soft_nofile() -> usize {
 /// as its bytes in the file, twice over for the vectors' slack and the
 /// path (an estimate for the bound, not an account).
 fn kept_bytes(k: &KeptHeader) -> usize {
-    usize::try_from(k.layout.data_off).unwrap_or(usize::MAX / 4).saturating_mul(2) + 256
+    usize::try_from(k.header.layout().data_off).unwrap_or(usize::MAX / 4).saturating_mul(2) + 256
 }
 
 /// Memory kept headers may take in all: 1/16 of the memory this process
@@ -143,17 +143,17 @@ fn kept_budget() -> usize {
 /// every archive that consolidates at the next step (the first archive,
 /// one step per row, always).
 fn next_pages(k: &KeptHeader) -> Vec<u64> {
-    let last_header_page = k.layout.data_off.saturating_sub(1) / 4096;
+    let last_header_page = k.header.layout().data_off.saturating_sub(1) / 4096;
     let mut pages: Vec<u64> = (0..=last_header_page).collect();
-    let step = k.header.pdp_step.max(1);
-    let next_pdp = u64::try_from(k.header.live.last_up).unwrap_or(0) / step + 1;
-    for (i, rra) in k.header.rra.iter().enumerate() {
-        let rows = k.layout.row_counts.get(i).copied().unwrap_or(0);
-        let (Some(&cur), true) = (k.header.rra_ptr.get(i), rows > 0 && rra.pdp_count > 0) else { continue };
+    let step = k.header.pdp_step().max(1);
+    let next_pdp = u64::try_from(k.header.live().last_up).unwrap_or(0) / step + 1;
+    for (i, rra) in k.header.rra().iter().enumerate() {
+        let rows = k.header.layout().row_counts.get(i).copied().unwrap_or(0);
+        let (Some(&cur), true) = (k.header.rra_ptr().get(i), rows > 0 && rra.pdp_count > 0) else { continue };
         if !next_pdp.is_multiple_of(rra.pdp_count) {
             continue;
         }
-        let page = k.layout.row_off(i, (cur + 1) % rows) / 4096;
+        let page = k.header.layout().row_off(i, (cur + 1) % rows) / 4096;
         if page > last_header_page && !pages.contains(&page) {
             pages.push(page);
         }
@@ -324,13 +324,13 @@ mod tests {
         let opts = rrd_engine::create::CreateOptions { start: Some(1_700_000_000), ..Default::default() };
         rrd_engine::create::create(&path, &opts, &defs, 1_700_000_000).unwrap();
         let mut k = KeptHeader::read(&path).unwrap();
-        let last_header_page = (k.layout.data_off - 1) / 4096;
+        let last_header_page = (k.header.layout().data_off - 1) / 4096;
         let page_of = |k: &KeptHeader, rra: usize, rows: u64| {
-            (k.layout.rra_data_off[rra] + (k.header.rra_ptr[rra] + 1) % rows * 8) / 4096
+            (k.header.layout().rra_data_off[rra] + (k.header.rra_ptr()[rra] + 1) % rows * 8) / 4096
         };
-        k.header.rra_ptr[1] = 10;
+        k.header.set_cur_row(1, 10).unwrap();
         for cur in [0u64, 254, 255, 1999] {
-            k.header.rra_ptr[0] = cur;
+            k.header.set_cur_row(0, cur).unwrap();
             let mut want: Vec<u64> = (0..=last_header_page).collect();
             let row_page = page_of(&k, 0, 2000);
             if row_page > last_header_page {
@@ -338,11 +338,11 @@ mod tests {
             }
             // The next step is not a multiple of 6 steps: the MAX archive
             // does not consolidate.
-            k.header.live.last_up = 300 * 5_666_667;
-            assert_ne!((k.header.live.last_up as u64 / 300 + 1) % 6, 0);
+            k.header.live_mut().last_up = 300 * 5_666_667;
+            assert_ne!((k.header.live().last_up as u64 / 300 + 1) % 6, 0);
             assert_eq!(next_pages(&k), want, "current row {cur}");
             // One step before a multiple of 6: it does, one row on.
-            k.header.live.last_up = 300 * (6 * 944_445) - 300;
+            k.header.live_mut().last_up = 300 * (6 * 944_445) - 300;
             want.push(page_of(&k, 1, 600));
             assert_eq!(next_pages(&k), want, "current row {cur}, consolidating");
         }

@@ -219,7 +219,7 @@ fn trial(
         let mut stale = 0;
         for i in 0..n {
             let last = rrd_engine::Rrd::open(&file_path(&st.files_dir, i), false)
-                .map(|r| r.header.live.last_up)
+                .map(|r| r.header.live().last_up)
                 .unwrap_or(i64::MIN);
             stale += u64::from(last < min_last);
         }

@@ -361,7 +361,7 @@ pub fn make_master_from(
         let rrd = rrd_engine::Rrd::open(&first, false)
             .map_err(|e| BenchError::Invalid(format!("reading the fresh file back failed: {e}")))?;
         // Through the live header's last_up (8 bytes).
-        let fixed = (rrd.layout.live_head_off + 8) as usize;
+        let fixed = (rrd.layout().live_head_off + 8) as usize;
         if given.len() != bytes.len() || given[..fixed] != bytes[..fixed] {
             return Err(BenchError::Invalid(format!(
                 "{} is not a {} file last updated at {start}",
@@ -606,13 +606,13 @@ pub fn count_last_update_by(dir: &Path, n: u64, expected: impl Fn(u64) -> i64) -
         let expected = expected(i);
         let p = file_path(dir, i);
         match rrd_engine::Rrd::open(&p, false) {
-            Ok(r) if r.header.live.last_up == expected => ok += 1,
+            Ok(r) if r.header.live().last_up == expected => ok += 1,
             Ok(r) => {
                 if first.is_none() {
                     first = Some(format!(
                         "{} was last updated at {}, not {expected}",
                         p.display(),
-                        r.header.live.last_up
+                        r.header.live().last_up
                     ));
                 }
             }

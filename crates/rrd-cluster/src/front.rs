@@ -339,9 +339,9 @@ pub fn check_create(fields: &[String]) -> Result<u64, Reply> {
     let header = rrd_engine::create::build_header(&opts, &defs, unix_now())
         .map_err(|e| Reply::error(format!("RRD Error: {e}")))?;
     let ds = header.ds_count() as u64;
-    let rows: u64 = header.rra.iter().map(|r| r.row_count).fold(0u64, u64::saturating_add);
+    let rows: u64 = header.rra().iter().map(|r| r.row_count).fold(0u64, u64::saturating_add);
     // The header: 512 bytes per DS and per RRA bound every version's.
-    Ok(rows.saturating_mul(ds).saturating_mul(8).saturating_add(512 * (ds + header.rra.len() as u64 + 1)))
+    Ok(rows.saturating_mul(ds).saturating_mul(8).saturating_add(512 * (ds + header.rra().len() as u64 + 1)))
 }
 
 impl Session {

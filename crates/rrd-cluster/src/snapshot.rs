@@ -245,7 +245,7 @@ fn install(path: &Path, bytes: &[u8]) -> Result<bool, String> {
     write().map_err(|e| format!("{}: {e}", tmp.display()))?;
     let theirs = KeptHeader::read(&tmp).map_err(|e| format!("snapshot of {}: {e}", path.display()))?;
     let newer = match KeptHeader::read(path) {
-        Ok(ours) => theirs.header.live.last_up > ours.header.live.last_up,
+        Ok(ours) => theirs.header.live().last_up > ours.header.live().last_up,
         Err(_) => true,
     };
     if !newer {

@@ -250,13 +250,7 @@ impl Drop for Kept {
 /// The memory a kept header occupies (its heap parts and their allocations).
 pub fn kept_header_bytes(k: &KeptHeader) -> u64 {
     use std::mem::size_of;
-    let h = &k.header;
-    let heap = h.ds.capacity() * size_of::<rrd_format::DsDef>()
-        + h.rra.capacity() * size_of::<rrd_format::RraDef>()
-        + h.pdp.capacity() * size_of::<rrd_format::PdpPrep>()
-        + h.cdp.capacity() * size_of::<rrd_format::CdpPrep>()
-        + (h.rra_ptr.capacity() + k.layout.rra_data_off.capacity() + k.layout.row_counts.capacity()) * 8
-        + k.written_pages.capacity() * 8;
+    let heap = k.header.heap_bytes() + k.written_pages.capacity() * 8;
     // Boxes and vectors each cost an allocation header.
     (size_of::<KeptHeader>() + heap + 8 * 16) as u64
 }

@@ -95,9 +95,7 @@ pub fn with_merged<T>(
         let file = open(cache, key)?;
         let _ = advise(&file, Advice::Random, 0, 0);
         let mut rrd = match KeptHeader::current_header(snap.kept.as_deref(), path) {
-            Some((header, layout)) => {
-                Rrd { path: path.to_path_buf(), store: OverlayStore::new(&file), header, layout }
-            }
+            Some(header) => Rrd { path: path.to_path_buf(), store: OverlayStore::new(&file), header },
             None => Rrd::from_store(path, OverlayStore::new(&file)).map_err(|e| ReadError(e.to_string()))?,
         };
         if !snap.values.is_empty() {
@@ -129,5 +127,5 @@ fn open(cache: &Cache, key: &str) -> Result<File, ReadError> {
 /// prints it after a flush. Reads the header only: the pending values are
 /// applied to an overlay, whose writes stay in memory.
 pub fn last_update(cache: &Cache, key: &str) -> Result<i64, ReadError> {
-    with_merged(cache, key, |rrd| Ok(rrd.header.live.last_up))
+    with_merged(cache, key, |rrd| Ok(rrd.header.live().last_up))
 }

@@ -62,8 +62,8 @@ pub(crate) fn read_parallel<T: Send>(
 pub(crate) fn read_last_update(root: &Root, path: &str) -> Option<(f64, KeptHeader)> {
     KeptHeader::read_in(root, std::path::Path::new(path))
         .ok()
-        .filter(|k| k.header.live.last_up >= 1)
-        .map(|k| (k.header.live.last_up as f64, k))
+        .filter(|k| k.header.live().last_up >= 1)
+        .map(|k| (k.header.live().last_up as f64, k))
 }
 
 /// Each file's header and last update time ([`read_last_update`]). The

@@ -43,7 +43,7 @@ fn add(daemon: &Daemon, key: &str, values: &[String]) {
     let mut shard = cache.shard(key);
     let e = shard.entry(key.into()).or_insert_with(|| {
         let kept = KeptHeader::read(Path::new(key)).unwrap();
-        let mut e = Entry::new(kept.header.live.last_up as f64, 0, unix_now());
+        let mut e = Entry::new(kept.header.live().last_up as f64, 0, unix_now());
         e.kept = cache.keep(kept);
         e
     });
@@ -128,7 +128,7 @@ fn run(fault: Fault) {
     make(&path);
     let reference = base.join("reference.rrd");
     std::fs::copy(&path, &reference).unwrap();
-    let live_off = KeptHeader::read(&path).unwrap().layout.live_head_off;
+    let live_off = KeptHeader::read(&path).unwrap().header.layout().live_head_off;
     let config = Config { base_dir: Some(base.clone()), ..Default::default() };
     let daemon = Daemon::new(config, Journaler::disabled());
     let plan = Arc::new(Plan { fault: Mutex::new(fault), live_off, hits: AtomicU64::new(0) });

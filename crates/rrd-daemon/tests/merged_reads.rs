@@ -55,7 +55,7 @@ fn add(daemon: &Daemon, key: &str, values: &[String]) {
     let mut shard = cache.shard(key);
     let e = shard.entry(key.into()).or_insert_with(|| {
         let kept = KeptHeader::read(Path::new(key)).unwrap();
-        let mut e = Entry::new(kept.header.live.last_up as f64, 0, unix_now());
+        let mut e = Entry::new(kept.header.live().last_up as f64, 0, unix_now());
         e.kept = cache.keep(kept);
         e
     });
@@ -105,10 +105,10 @@ fn everything<S: Store>(rrd: &Rrd<S>, key: &str) -> Result<Vec<String>, ReadErro
             }
         }
     }
-    for e in info_of_header(&rrd.header, &rrd.layout, key).map_err(|e| ReadError(e.to_string()))? {
+    for e in info_of_header(&rrd.header, rrd.layout(), key).map_err(|e| ReadError(e.to_string()))? {
         out.push(format!("{} {:?}", e.key, e.value));
     }
-    out.push(format!("{:?}", rrd.header.rra_ptr));
+    out.push(format!("{:?}", rrd.header.rra_ptr()));
     Ok(out)
 }
 

@@ -44,6 +44,8 @@ mod commands;
 pub mod error;
 mod file;
 mod math;
+#[cfg(test)]
+mod testfile;
 
 pub use access::{batch, mapped, overlay, plan};
 pub use commands::{create, dump, fetch, info, list, reduce, resize, restore, tune, xport};

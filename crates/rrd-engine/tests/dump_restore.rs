@@ -247,8 +247,8 @@ fn dump_matches_rrdtool_byte_for_byte() {
 
 /// The `cur_row` of every archive of an RRD file.
 fn cur_rows(bytes: &[u8]) -> Vec<u64> {
-    let (h, _) = rrd_format::Header::decode(bytes, bytes.len() as u64).unwrap();
-    h.rra_ptr
+    let h = rrd_format::Header::decode(bytes, bytes.len() as u64).unwrap();
+    h.rra_ptr().to_vec()
 }
 
 #[test]

@@ -17,6 +17,8 @@ pub enum FormatError {
     LengthMismatch { expected: u64, actual: u64 },
     #[error("{what} overflows")]
     Overflow { what: &'static str },
+    #[error("invalid header: {what}")]
+    Invalid { what: String },
     #[error("corrupt header at byte {offset}: {what}")]
     Corrupt { offset: u64, what: String },
 }

@@ -286,10 +286,41 @@ pub struct CdpPrep {
     pub scratch: Par,
 }
 
-/// Everything before the data area. `cdp` is indexed `rra_index * ds_count
-/// + ds_index`.
+/// Everything before the data area, validated: a value of this type always
+/// satisfies the invariants listed in the crate docs (non-zero counts, step,
+/// row and PDP counts; every `cur_row` below its `row_cnt`; NUL-terminated
+/// names whose DS types and CFs agree with their parsed forms; one PDP
+/// scratch area per DS, one CDP area per (RRA, DS), one row pointer per
+/// RRA; a layout without overflow). The fields are private so that nothing
+/// can break them: a header comes from [`Header::decode`] or the checked
+/// constructor [`Header::from_parts`], and the mutators below change only
+/// what cannot move a byte of the layout or an index out of range (the live
+/// head, scratch areas, parameters, row pointers through a checked setter).
+/// Structural changes (new DS or RRA, other row counts, version) go through
+/// [`Header::into_parts`] and back through `from_parts`.
+///
+/// `cdp` is indexed `rra_index * ds_count + ds_index`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Header {
+    version: Version,
+    stat_pad: [u8; 7],
+    pdp_step: u64,
+    stat_par: Par,
+    ds: Vec<DsDef>,
+    rra: Vec<RraDef>,
+    live: LiveHead,
+    pdp: Vec<PdpPrep>,
+    cdp: Vec<CdpPrep>,
+    rra_ptr: Vec<u64>,
+    /// Computed from the counts when the header was validated.
+    layout: Layout,
+}
+
+/// The pieces of a header, unchecked: what [`Header::from_parts`] checks and
+/// [`Header::into_parts`] gives back, for code that builds or restructures
+/// a header (create, restore, tune's structural changes, resize).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeaderParts {
     pub version: Version,
     /// The seven bytes between the version string and the float cookie.
     pub stat_pad: [u8; 7],
@@ -401,7 +432,7 @@ impl Header {
     /// Decodes and validates a header. `buf` must hold at least the header
     /// (see [`StatHead::header_len`]); `file_len` is the length of the whole
     /// file, checked against the layout.
-    pub fn decode(buf: &[u8], file_len: u64) -> Result<(Header, Layout), FormatError> {
+    pub fn decode(buf: &[u8], file_len: u64) -> Result<Header, FormatError> {
         let sh = StatHead::decode(buf)?;
         let header_len = sh.header_len();
         if file_len < header_len {
@@ -493,7 +524,7 @@ impl Header {
         }
         debug_assert_eq!(r.pos as u64, layout.data_off);
 
-        let header = Header {
+        Ok(Header {
             version: sh.version,
             stat_pad,
             pdp_step: sh.pdp_step,
@@ -504,14 +535,213 @@ impl Header {
             pdp,
             cdp,
             rra_ptr,
-        };
-        Ok((header, layout))
+            layout,
+        })
     }
 
-    pub fn layout(&self) -> Layout {
-        let rows: Vec<u64> = self.rra.iter().map(|r| r.row_count).collect();
-        Layout::new(self.ds.len() as u64, self.version.live_head_len(), &rows)
-            .expect("a header in memory has a valid layout")
+    /// The checked constructor: a header from parts that satisfy every
+    /// invariant [`Header::decode`] guarantees, or an error naming the first
+    /// one broken.
+    pub fn from_parts(parts: HeaderParts) -> Result<Header, FormatError> {
+        let HeaderParts { version, stat_pad, pdp_step, stat_par, ds, rra, live, pdp, cdp, rra_ptr } = parts;
+        let invalid = |what: String| Err(FormatError::Invalid { what });
+        if ds.is_empty() {
+            return invalid("no data source".into());
+        }
+        if rra.is_empty() {
+            return invalid("no archive".into());
+        }
+        if pdp_step == 0 {
+            return invalid("pdp_step is zero".into());
+        }
+        for (i, d) in ds.iter().enumerate() {
+            if !d.name.0.contains(&0) || !d.dst_name.0.contains(&0) {
+                return invalid(format!("ds[{i}] has a name or type that is not NUL-terminated"));
+            }
+            if Dst::parse(d.dst_name.as_str()) != Some(d.dst) {
+                return invalid(format!("ds[{i}] type '{}' is not {:?}", d.dst_name.as_str(), d.dst));
+            }
+        }
+        for (j, r) in rra.iter().enumerate() {
+            if !r.cf_name.0.contains(&0) {
+                return invalid(format!("rra[{j}] cf is not NUL-terminated"));
+            }
+            if Cf::parse(r.cf_name.as_str()) != Some(r.cf) {
+                return invalid(format!("rra[{j}] cf '{}' is not {:?}", r.cf_name.as_str(), r.cf));
+            }
+            if r.row_count == 0 {
+                return invalid(format!("rra[{j}] row_cnt is zero"));
+            }
+            if r.pdp_count == 0 {
+                return invalid(format!("rra[{j}] pdp_cnt is zero"));
+            }
+        }
+        if pdp.len() != ds.len() {
+            return invalid(format!("{} PDP scratch areas for {} data sources", pdp.len(), ds.len()));
+        }
+        if Some(cdp.len()) != ds.len().checked_mul(rra.len()) {
+            return invalid(format!(
+                "{} CDP scratch areas for {} data sources and {} archives",
+                cdp.len(),
+                ds.len(),
+                rra.len()
+            ));
+        }
+        if rra_ptr.len() != rra.len() {
+            return invalid(format!("{} row pointers for {} archives", rra_ptr.len(), rra.len()));
+        }
+        for (j, (&cur, r)) in rra_ptr.iter().zip(&rra).enumerate() {
+            if cur >= r.row_count {
+                return invalid(format!("rra[{j}] cur_row {cur} is not below row_cnt {}", r.row_count));
+            }
+        }
+        let rows: Vec<u64> = rra.iter().map(|r| r.row_count).collect();
+        let layout = Layout::new(ds.len() as u64, version.live_head_len(), &rows)?;
+        Ok(Header { version, stat_pad, pdp_step, stat_par, ds, rra, live, pdp, cdp, rra_ptr, layout })
+    }
+
+    /// The parts, for a structural change that ends in [`Header::from_parts`].
+    pub fn into_parts(self) -> HeaderParts {
+        let Header { version, stat_pad, pdp_step, stat_par, ds, rra, live, pdp, cdp, rra_ptr, layout: _ } =
+            self;
+        HeaderParts { version, stat_pad, pdp_step, stat_par, ds, rra, live, pdp, cdp, rra_ptr }
+    }
+
+    /// Where every section of a file with this header lives.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// The seven bytes between the version string and the float cookie.
+    pub fn stat_pad(&self) -> [u8; 7] {
+        self.stat_pad
+    }
+
+    pub fn pdp_step(&self) -> u64 {
+        self.pdp_step
+    }
+
+    pub fn stat_par(&self) -> &Par {
+        &self.stat_par
+    }
+
+    pub fn ds(&self) -> &[DsDef] {
+        &self.ds
+    }
+
+    pub fn rra(&self) -> &[RraDef] {
+        &self.rra
+    }
+
+    pub fn live(&self) -> &LiveHead {
+        &self.live
+    }
+
+    pub fn pdp(&self) -> &[PdpPrep] {
+        &self.pdp
+    }
+
+    pub fn cdp(&self) -> &[CdpPrep] {
+        &self.cdp
+    }
+
+    /// Every archive's `cur_row` (the row written last).
+    pub fn rra_ptr(&self) -> &[u64] {
+        &self.rra_ptr
+    }
+
+    /// The live head (last update time).
+    pub fn live_mut(&mut self) -> &mut LiveHead {
+        &mut self.live
+    }
+
+    /// The PDP scratch areas (one per DS; the slice cannot change length).
+    pub fn pdp_mut(&mut self) -> &mut [PdpPrep] {
+        &mut self.pdp
+    }
+
+    /// The CDP scratch areas (one per (RRA, DS)).
+    pub fn cdp_mut(&mut self) -> &mut [CdpPrep] {
+        &mut self.cdp
+    }
+
+    /// A DS's parameters (heartbeat, minimum, maximum, or a COMPUTE's RPN).
+    pub fn ds_par_mut(&mut self, ds: usize) -> &mut Par {
+        &mut self.ds[ds].par
+    }
+
+    /// An archive's parameters (xff, Holt-Winters coefficients, ...).
+    pub fn rra_par_mut(&mut self, rra: usize) -> &mut Par {
+        &mut self.rra[rra].par
+    }
+
+    /// Moves archive `rra`'s `cur_row` to the next row (wrapping to the
+    /// first) and returns it: how an update writes a row.
+    pub fn advance_row(&mut self, rra: usize) -> u64 {
+        let cur = &mut self.rra_ptr[rra];
+        *cur = if *cur + 1 >= self.rra[rra].row_count { 0 } else { *cur + 1 };
+        *cur
+    }
+
+    /// Sets archive `rra`'s `cur_row`, refusing a row past its last.
+    pub fn set_cur_row(&mut self, rra: usize, row: u64) -> Result<(), FormatError> {
+        let rows = self.rra[rra].row_count;
+        if row >= rows {
+            return Err(FormatError::Invalid {
+                what: format!("rra[{rra}] cur_row {row} is not below row_cnt {rows}"),
+            });
+        }
+        self.rra_ptr[rra] = row;
+        Ok(())
+    }
+
+    /// Renames a DS (at most [`DS_NAME_MAX`] bytes).
+    pub fn rename_ds(&mut self, ds: usize, name: &str) -> Result<(), FormatError> {
+        if name.len() > DS_NAME_MAX || name.contains('\0') {
+            return Err(FormatError::Invalid { what: format!("data source name '{name}' does not fit") });
+        }
+        self.ds[ds].name = Name::new(name);
+        Ok(())
+    }
+
+    /// Changes a DS's type (the stored name and the parsed type together).
+    pub fn set_ds_type(&mut self, ds: usize, dst: Dst) {
+        self.ds[ds].dst_name = Name::new(dst.name());
+        self.ds[ds].dst = dst;
+    }
+
+    /// Raises the version between those with the same live head (0003 to
+    /// 0005), which changes no offset; other changes need `from_parts`.
+    pub fn set_version(&mut self, version: Version) -> Result<(), FormatError> {
+        if version.live_head_len() != self.version.live_head_len() {
+            return Err(FormatError::Invalid {
+                what: format!(
+                    "version {} has another live head than {}",
+                    version.as_str(),
+                    self.version.as_str()
+                ),
+            });
+        }
+        self.version = version;
+        Ok(())
+    }
+
+    /// Bytes this header holds on the heap (its vectors' allocations, the
+    /// layout's included), for callers that budget the headers they keep.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.ds.capacity() * size_of::<DsDef>()
+            + self.rra.capacity() * size_of::<RraDef>()
+            + self.pdp.capacity() * size_of::<PdpPrep>()
+            + self.cdp.capacity() * size_of::<CdpPrep>()
+            + (self.rra_ptr.capacity()
+                + self.layout.rra_data_off.capacity()
+                + self.layout.row_counts.capacity())
+                * size_of::<u64>()
     }
 
     pub fn ds_count(&self) -> usize {

@@ -6,12 +6,17 @@
 //! files, decide how to read them, or know what an update means: that is the
 //! engine's job. See `docs/format.md` for the layout drawn byte by byte.
 //!
-//! Invariants after a successful [`Header::decode`]:
+//! Invariants of every [`Header`] (its fields are private: a header comes
+//! only from [`Header::decode`] or the checked constructor
+//! [`Header::from_parts`], and its mutators cannot break them):
 //! - `ds_cnt`, `rra_cnt`, `pdp_step`, every `row_cnt` and `pdp_cnt` are non-zero;
 //! - every `cur_row` is below its `row_cnt`;
 //! - every name field is NUL-terminated and every DS type and CF is known;
-//! - the file length equals the layout's length, so every row offset is in
-//!   the file.
+//! - one PDP scratch area per DS, one CDP scratch area per (RRA, DS), one
+//!   row pointer per RRA;
+//! - the layout (which the header carries) computes without overflow; after
+//!   `decode`, the file length equals the layout's length, so every row
+//!   offset is in the file.
 #![forbid(unsafe_code)]
 
 pub mod error;

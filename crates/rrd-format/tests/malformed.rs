@@ -5,8 +5,8 @@
 use proptest::prelude::*;
 use rrd_format::*;
 
-/// A valid 2-DS, 3-RRA file built from structs (no rrdtool needed).
-fn sample_file() -> Vec<u8> {
+/// The parts of a valid 2-DS, 3-RRA header (no rrdtool needed).
+fn sample_parts() -> HeaderParts {
     let ds = |name: &str, dst: Dst| DsDef {
         name: Name::new(name),
         dst_name: Name::new(dst.name()),
@@ -23,7 +23,7 @@ fn sample_file() -> Vec<u8> {
     };
     let mut pdp = PdpPrep { last_ds: [0; LAST_DS_LEN], pad: [0; 2], scratch: [0; 10] };
     pdp.set_last_ds("U");
-    let header = Header {
+    HeaderParts {
         version: Version(3),
         stat_pad: [0; 7],
         pdp_step: 300,
@@ -34,7 +34,12 @@ fn sample_file() -> Vec<u8> {
         pdp: vec![pdp.clone(), pdp],
         cdp: vec![CdpPrep { scratch: [0; 10] }; 6],
         rra_ptr: vec![3, 0, 2],
-    };
+    }
+}
+
+/// A valid file with [`sample_parts`]'s header and zero rows.
+fn sample_file() -> Vec<u8> {
+    let header = Header::from_parts(sample_parts()).expect("the sample is valid");
     let mut bytes = header.encode();
     let layout = header.layout();
     bytes.resize(layout.file_len as usize, 0);
@@ -42,7 +47,81 @@ fn sample_file() -> Vec<u8> {
 }
 
 fn decode_all(bytes: &[u8]) -> Result<Header, FormatError> {
-    Header::decode(bytes, bytes.len() as u64).map(|(h, _)| h)
+    Header::decode(bytes, bytes.len() as u64)
+}
+
+/// The checked constructor refuses each broken invariant, naming it, and
+/// the parts of a decoded header come back unchanged.
+#[test]
+fn from_parts_refuses_every_broken_invariant() {
+    type Breaker = fn(&mut HeaderParts);
+    let breakers: Vec<(&str, Breaker)> = vec![
+        ("no data source", |p| {
+            p.ds.clear();
+            p.pdp.clear();
+            p.cdp.clear();
+        }),
+        ("no archive", |p| {
+            p.rra.clear();
+            p.cdp.clear();
+            p.rra_ptr.clear();
+        }),
+        ("pdp_step is zero", |p| p.pdp_step = 0),
+        ("not NUL-terminated", |p| p.ds[1].name = Name([b'x'; 20])),
+        ("type 'GAUGE' is not Counter", |p| p.ds[0].dst = Dst::Counter),
+        ("cf 'MAX' is not Average", |p| p.rra[1].cf = Cf::Average),
+        ("rra[2] row_cnt is zero", |p| p.rra[2].row_count = 0),
+        ("rra[0] pdp_cnt is zero", |p| p.rra[0].pdp_count = 0),
+        ("1 PDP scratch areas for 2 data sources", |p| {
+            p.pdp.pop();
+        }),
+        ("7 CDP scratch areas", |p| p.cdp.push(CdpPrep { scratch: [0; 10] })),
+        ("2 row pointers for 3 archives", |p| {
+            p.rra_ptr.pop();
+        }),
+        ("rra[1] cur_row 5 is not below row_cnt 5", |p| p.rra_ptr[1] = 5),
+        ("overflows", |p| p.rra[0].row_count = u64::MAX / 4),
+    ];
+    for (want, brk) in breakers {
+        let mut parts = sample_parts();
+        brk(&mut parts);
+        let err = Header::from_parts(parts).expect_err(want).to_string();
+        assert!(err.contains(want), "{want}: got '{err}'");
+    }
+    let bytes = sample_file();
+    let h = decode_all(&bytes).unwrap();
+    assert_eq!(h.clone().into_parts(), sample_parts());
+    assert_eq!(Header::from_parts(h.clone().into_parts()).unwrap(), h);
+}
+
+/// The mutators keep the invariants: a row pointer wraps, a setter refuses a
+/// row past the last, a rename refuses a name that does not fit, and a
+/// version change that would move the live head is refused.
+#[test]
+fn mutators_cannot_break_the_header() {
+    let mut h = Header::from_parts(sample_parts()).unwrap();
+    assert_eq!(h.advance_row(2), 0, "rra[2] has 3 rows and was at row 2");
+    assert_eq!(h.advance_row(0), 4);
+    assert!(h.set_cur_row(1, 5).is_err());
+    h.set_cur_row(1, 4).unwrap();
+    assert_eq!(h.rra_ptr(), &[4, 4, 0]);
+    assert!(h.rename_ds(0, "a_name_of_twenty_chr").is_err());
+    h.rename_ds(0, "a_name_of_nineteen_").unwrap();
+    assert_eq!(h.ds_index("a_name_of_nineteen_"), Some(0));
+    h.set_ds_type(1, Dst::Derive);
+    assert_eq!((h.ds()[1].dst, h.ds()[1].dst_name.as_str()), (Dst::Derive, "DERIVE"));
+    assert!(h.set_version(Version(2)).is_err(), "0002 has an 8-byte live head");
+    h.set_version(Version(5)).unwrap();
+    let again = Header::decode(
+        &{
+            let mut b = h.encode();
+            b.resize(h.layout().file_len as usize, 0);
+            b
+        },
+        h.layout().file_len,
+    )
+    .unwrap();
+    assert_eq!(again, h);
 }
 
 #[test]

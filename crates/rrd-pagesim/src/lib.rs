@@ -244,7 +244,7 @@ impl Schema {
     pub fn wrap_secs(&self) -> Option<u64> {
         let header = self.header(1_000_000_000, 1).ok()?;
         header
-            .rra
+            .rra()
             .iter()
             .map(|r| self.step_secs.saturating_mul(r.pdp_count).saturating_mul(r.row_count))
             .max()
@@ -257,7 +257,7 @@ impl Schema {
         let opts =
             CreateOptions { start: Some(start), step_secs: Some(self.step_secs), ..Default::default() };
         let mut header = build_header(&opts, &self.defs, 0)?;
-        if header.rra.iter().any(|r| !r.cf.is_classic()) {
+        if header.rra().iter().any(|r| !r.cf.is_classic()) {
             return Err(Error::invalid(
                 "pagesim needs AVERAGE, MIN, MAX or LAST archives; Holt-Winters archives cannot be updated yet",
             ));
@@ -268,8 +268,9 @@ impl Schema {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         let mut state = (z ^ (z >> 31)) | 1;
-        for (ptr, rra) in header.rra_ptr.iter_mut().zip(&header.rra) {
-            *ptr = next_random(&mut state) % rra.row_count.max(1);
+        for r in 0..header.rra_count() {
+            let row = next_random(&mut state) % header.rra()[r].row_count;
+            header.set_cur_row(r, row).expect("a row below the row count");
         }
         Ok(header)
     }
@@ -304,9 +305,9 @@ impl Trace {
     pub fn record(schema: &Schema, start: i64, steps: u64, seed: u64) -> Result<Trace> {
         let mut header = schema.header(start, seed)?;
         let created = header.clone();
-        let layout = header.layout();
+        let layout = header.layout().clone();
         let step = i64::try_from(schema.step_secs).map_err(|_| Error::invalid("the step is too large"))?;
-        let value_count = header.ds.iter().filter(|d| d.dst != Dst::Compute).count();
+        let value_count = header.ds().iter().filter(|d| d.dst != Dst::Compute).count();
         let opts = UpdateOptions::default();
         let mut trace = Trace {
             header: created,
@@ -419,7 +420,7 @@ fn pages_spanning(start: u64, end: u64) -> Range<u64> {
 
 impl PageMap {
     pub fn new(header: &Header, kind: PageLayout) -> PageMap {
-        let layout = header.layout();
+        let layout = header.layout().clone();
         let row_len = layout.row_len().max(1);
         let header_pages = pages_spanning(0, layout.data_off);
         let live_pages = pages_spanning(layout.live_head_off, layout.data_off);
@@ -805,7 +806,7 @@ impl ModelInput {
     pub fn of(header: &Header) -> ModelInput {
         let layout = header.layout();
         ModelInput {
-            rras: header.rra.iter().map(|r| (r.pdp_count, r.row_count)).collect(),
+            rras: header.rra().iter().map(|r| (r.pdp_count, r.row_count)).collect(),
             row_len: layout.row_len(),
             header_pages: layout.data_off.div_ceil(PAGE_LEN),
         }

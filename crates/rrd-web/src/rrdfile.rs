@@ -123,7 +123,7 @@ pub fn refused_times(message: &str) -> Option<(i64, i64)> {
 
 /// The file's last update time (one header read).
 pub fn last_update(path: &Path) -> Result<i64, WebError> {
-    Ok(open_waiting(path, false)?.header.live.last_up)
+    Ok(open_waiting(path, false)?.header.live().last_up)
 }
 
 /// How long an embedded write waits for a file lock held elsewhere.
@@ -156,7 +156,7 @@ fn open_waiting(path: &Path, write: bool) -> Result<rrd_engine::Rrd<std::fs::Fil
 /// [`WebError::TooEarly`].
 pub fn update_direct(path: &Path, u: &Update) -> Result<Outcome, WebError> {
     let mut rrd = open_waiting(path, true)?;
-    if let Some(outcome) = judge(u.time, rrd.header.live.last_up)? {
+    if let Some(outcome) = judge(u.time, rrd.header.live().last_up)? {
         return Ok(outcome);
     }
     let opts = rrd_engine::update::UpdateOptions { template: None, skip_past_updates: false };
@@ -194,8 +194,8 @@ mod tests {
         ensure(&short, Resolution::OneMinute, true, 1_700_000_000).unwrap();
         let l = rrd_engine::Rrd::open(&long, false).unwrap();
         let s = rrd_engine::Rrd::open(&short, false).unwrap();
-        assert_eq!((l.header.pdp_step, s.header.pdp_step), (300, 60));
-        assert_eq!((l.header.rra.len(), s.header.rra.len()), (8, 2));
+        assert_eq!((l.header.pdp_step(), s.header.pdp_step()), (300, 60));
+        assert_eq!((l.header.rra().len(), s.header.rra().len()), (8, 2));
         // Readers hold a read lock until closed; the writer needs them gone.
         drop((l, s));
         let at = |time, number, sub| Update { time, number, sub };

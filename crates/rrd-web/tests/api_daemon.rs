@@ -43,7 +43,7 @@ fn start_rrdcached(dir: &std::path::Path) -> (Daemon, String) {
 
 fn last_update(dir: &std::path::Path, id: i64) -> i64 {
     let rrd = rrd_engine::Rrd::open(&dir.join("data").join(format!("{id}.rrd")), false).unwrap();
-    rrd.header.live.last_up
+    rrd.header.live().last_up
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -447,7 +447,7 @@ async fn the_minute_tick_rewrites_every_number_like_gfs_worker() {
     let last = |id: &Value, suffix: &str| {
         let path = dir.path().join("data").join(format!("{}{suffix}.rrd", id["id"].as_i64().unwrap()));
         let rrd = rrd_engine::Rrd::open(&path, false).unwrap();
-        rrd.header.live.last_up
+        rrd.header.live().last_up
     };
     // A 5-minute mark: both files of both graphs.
     let at = t0 + 300;

@@ -22,7 +22,7 @@ async fn start_config(dir: &Path, config: rrd_web::Config) -> (Arc<rrd_web::App>
 
 fn last_up(dir: &Path, id: i64, suffix: &str) -> i64 {
     let path = dir.join("data").join(format!("{id}{suffix}.rrd"));
-    rrd_engine::Rrd::open(&path, false).unwrap().header.live.last_up
+    rrd_engine::Rrd::open(&path, false).unwrap().header.live().last_up
 }
 
 fn metric(text: &str, name: &str) -> i64 {

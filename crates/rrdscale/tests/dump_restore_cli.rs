@@ -196,10 +196,11 @@ fn dump_usage_and_open_errors() {
 /// `cur_row` masked: what remains is everything rrdtool does not choose at
 /// random.
 fn canonical(bytes: &[u8]) -> Vec<u8> {
-    let (h, layout) = rrd_format::Header::decode(bytes, bytes.len() as u64).expect("a valid RRD file");
+    let h = rrd_format::Header::decode(bytes, bytes.len() as u64).expect("a valid RRD file");
+    let layout = h.layout();
     let mut out = bytes[..layout.rra_ptr_off as usize].to_vec();
     let row_len = layout.row_len() as usize;
-    for (r, &cur) in h.rra_ptr.iter().enumerate() {
+    for (r, &cur) in h.rra_ptr().iter().enumerate() {
         let start = layout.rra_data_off[r] as usize;
         let rows = layout.row_counts[r] as usize;
         let data = &bytes[start..start + rows * row_len];

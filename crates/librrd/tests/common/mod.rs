@@ -87,10 +87,11 @@ pub fn assert_same_text(ours: &str, theirs: &str, what: &str) {
 
 /// An RRD with each archive rotated so that its oldest row comes first.
 pub fn canonical_rrd(bytes: &[u8]) -> Vec<u8> {
-    let (header, layout) = rrd_format::Header::decode(bytes, bytes.len() as u64).expect("a valid RRD");
+    let header = rrd_format::Header::decode(bytes, bytes.len() as u64).expect("a valid RRD");
+    let layout = header.layout();
     let mut out = bytes.to_vec();
     let row_len = layout.row_len() as usize;
-    for (i, &cur) in header.rra_ptr.iter().enumerate() {
+    for (i, &cur) in header.rra_ptr().iter().enumerate() {
         let rows = layout.row_counts[i] as usize;
         let start = layout.rra_data_off[i] as usize;
         let area = &bytes[start..start + rows * row_len];

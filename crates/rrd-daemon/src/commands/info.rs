@@ -42,7 +42,7 @@ pub async fn info(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     let d = daemon.clone();
     blocking(move || {
         let entries = reader::with_merged(&d.cache, &key, |rrd| {
-            info_of_header(&rrd.header, &rrd.layout, &key).map_err(|e| reader::ReadError(e.to_string()))
+            info_of_header(&rrd.header, rrd.layout(), &key).map_err(|e| reader::ReadError(e.to_string()))
         })
         .map_err(|e| Reply::error(format!("RRD Error: {}", e.0)))?;
         let body: String = entries.iter().map(|e| info_line(&e.key, &e.value)).collect();
@@ -71,9 +71,9 @@ pub async fn first(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
             .map_err(|e| Reply::error(format!("RRD Error: {}", e.0)))?;
         let h = &h;
         let rra =
-            h.rra.get(index as usize).ok_or_else(|| Reply::error("RRD Error: invalid rraindex number"))?;
-        let step = i128::from(rra.pdp_count) * i128::from(h.pdp_step);
-        let last_up = i128::from(h.live.last_up);
+            h.rra().get(index as usize).ok_or_else(|| Reply::error("RRD Error: invalid rraindex number"))?;
+        let step = i128::from(rra.pdp_count) * i128::from(h.pdp_step());
+        let last_up = i128::from(h.live().last_up);
         let t = last_up - last_up % step.max(1) - (i128::from(rra.row_count) - 1) * step;
         if t < 1 {
             return Err(Reply::error("RRD Error: the first time stamp is before 1970"));

@@ -62,7 +62,7 @@ pub fn open_entry(daemon: &Daemon, key: &str, opened: Option<File>) -> Result<(f
     }
     let kept =
         KeptHeader::read_open(&file, path, &meta).map_err(|e| Reply::error(format!("RRD Error: {e}")))?;
-    let last_up = kept.header.live.last_up;
+    let last_up = kept.header.live().last_up;
     if last_up < 1 {
         return Err(Reply::error("Error: rrdcached: Invalid timestamp returned"));
     }

@@ -63,7 +63,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rrd_format::{Header, Layout};
+use rrd_format::Header;
 
 use crate::error::{Error, Result};
 use crate::pagecache::{advise, Advice};
@@ -194,7 +194,6 @@ fn now_ns() -> i128 {
 #[derive(Clone, Debug)]
 pub struct KeptHeader {
     pub header: Header,
-    pub layout: Layout,
     pub stamp: FileStamp,
     /// Pages written since they were last released (sorted, unique).
     pub written_pages: Vec<u64>,
@@ -250,22 +249,16 @@ impl KeptHeader {
         lock_file(file, path, false, false, Locking::from_env())?;
         let stamp = FileStamp::of_metadata(meta);
         let rrd = Rrd::from_store(path, KnownLen { file, len_bytes: meta.len() })?;
-        Ok(KeptHeader {
-            header: rrd.header,
-            layout: rrd.layout,
-            stamp,
-            written_pages: Vec::new(),
-            written_by: None,
-        })
+        Ok(KeptHeader { header: rrd.header, stamp, written_pages: Vec::new(), written_by: None })
     }
 
     /// A copy of the header when `kept` is still the file's header (one
     /// `stat(path)`, no lock: for readers that tolerate a race the way a
     /// plain read of the file would).
-    pub fn current_header(kept: Option<&KeptHeader>, path: &Path) -> Option<(Header, Layout)> {
+    pub fn current_header(kept: Option<&KeptHeader>, path: &Path) -> Option<Header> {
         let k = kept?;
         let now = FileStamp::of_path(path).ok()?;
-        k.matches(&now, now_ns()).then(|| (k.header.clone(), k.layout.clone()))
+        k.matches(&now, now_ns()).then(|| k.header.clone())
     }
 
     fn note_written(&mut self, pages: &[u64]) {
@@ -824,21 +817,21 @@ impl BatchUpdater {
         };
         of.updates += 1;
         let store = HookedFile { file: &of.file, path: &req.path, hook: hook.as_deref() };
-        let (header, layout, mut written) = match kept {
+        let (header, mut written) = match kept {
             Some(k) => {
                 self.counters.headers_kept += 1;
-                (k.header, k.layout, k.written_pages)
+                (k.header, k.written_pages)
             }
             None => {
                 let read = match of.known_len.take() {
                     Some(len_bytes) => Rrd::from_store(&req.path, KnownLen { file: &of.file, len_bytes })
-                        .map(|rrd| (rrd.header, rrd.layout)),
-                    None => Rrd::from_store(&req.path, &of.file).map(|rrd| (rrd.header, rrd.layout)),
+                        .map(|rrd| rrd.header),
+                    None => Rrd::from_store(&req.path, &of.file).map(|rrd| rrd.header),
                 };
                 match read {
-                    Ok((header, layout)) => {
+                    Ok(header) => {
                         self.counters.headers_read += 1;
-                        (header, layout, Vec::new())
+                        (header, Vec::new())
                     }
                     Err(e) => return (Err(e), None),
                 }
@@ -848,16 +841,15 @@ impl BatchUpdater {
             return (Err(Error::invalid("Not enough arguments")), None);
         }
         let before = (self.keep_headers && self.keep_state_on_write_error).then(|| header.clone());
-        let mut rrd = Rrd { path: req.path.clone(), store, header, layout };
+        let mut rrd = Rrd { path: req.path.clone(), store, header };
         let mut sink = RowCollector { rows: BTreeMap::new(), summary: verbose.then(Vec::new) };
         let mut error = None;
         {
-            let (row_store, row_layout) = (&rrd.store, &rrd.layout);
             let mut updater = match Updater::new(&mut rrd.header, &req.opts, Now::system()) {
                 Ok(u) => u,
                 Err(e) => return (Err(e), None),
             };
-            updater.set_row_reader(crate::update::row_reader(row_store, row_layout));
+            updater.set_row_reader(crate::update::row_reader(&rrd.store));
             for arg in &req.args {
                 if let Err(msg) = updater.apply(arg, req.opts.skip_past_updates, &mut sink) {
                     error = Some(Error::Update { path: req.path.clone(), source: msg });
@@ -870,11 +862,11 @@ impl BatchUpdater {
                 }
             }
         }
-        let row_len = rrd.layout.row_len();
+        let row_len = rrd.layout().row_len();
         let mut ranges = Vec::with_capacity(sink.rows.len() + 1);
         let mut write_error = None;
         for ((r, row), values) in &sink.rows {
-            let off = rrd.layout.row_off(*r, *row);
+            let off = rrd.layout().row_off(*r, *row);
             ranges.push(off..off + row_len);
             if let Err(e) = rrd.write_row(*r, *row, values) {
                 write_error = Some(e);
@@ -882,7 +874,7 @@ impl BatchUpdater {
             }
         }
         if write_error.is_none() {
-            ranges.push(rrd.layout.live_range());
+            ranges.push(rrd.layout().live_range());
             write_error = rrd.write_live().err();
         }
         let pages = plan::pages_of(ranges.iter());
@@ -899,12 +891,11 @@ impl BatchUpdater {
         if let Ok(st) = &stamp {
             of.ident = Some((st.dev, st.ino));
         }
-        let Rrd { header, layout, .. } = rrd;
+        let Rrd { header, .. } = rrd;
         if let Some(e) = write_error {
             let restored = match (before, stamp) {
                 (Some(header), Ok(stamp)) => {
-                    let mut k =
-                        KeptHeader { header, layout, stamp, written_pages: written, written_by: None };
+                    let mut k = KeptHeader { header, stamp, written_pages: written, written_by: None };
                     k.note_written(&pages);
                     Some(k)
                 }
@@ -914,13 +905,8 @@ impl BatchUpdater {
         }
         let new_kept = match (self.keep_headers, stamp) {
             (true, Ok(stamp)) => {
-                let mut k = KeptHeader {
-                    header,
-                    layout,
-                    stamp,
-                    written_pages: std::mem::take(&mut written),
-                    written_by,
-                };
+                let mut k =
+                    KeptHeader { header, stamp, written_pages: std::mem::take(&mut written), written_by };
                 k.note_written(&pages);
                 Some(k)
             }
@@ -1415,7 +1401,7 @@ mod tests {
         let err = u.update_kept(&r2, false, &mut kept).err().expect("an injected EIO fails the update");
         assert!(matches!(err, Error::Io { .. }), "{err}");
         // The header from before the failed update is kept, for the retry.
-        assert_eq!(kept.as_ref().unwrap().header.live.last_up, 1_000_000_300);
+        assert_eq!(kept.as_ref().unwrap().header.live().last_up, 1_000_000_300);
         hook.0.store(false, std::sync::atomic::Ordering::SeqCst);
         past_racy_window();
         u.update_kept(&r2, false, &mut kept).unwrap();

@@ -110,7 +110,7 @@ use crate::plan;
 use crate::rrd::Rrd;
 use crate::store::Store;
 use crate::update::{update_rrd_live, Now, UpdateOptions, UpdateReport};
-use rrd_format::{Header, Layout};
+use rrd_format::Header;
 
 /// One file mapped `MAP_SHARED` read/write; unmapped when dropped.
 pub struct Mapping {
@@ -225,7 +225,6 @@ struct MappedFile {
 struct KeptImage {
     image: Vec<u8>,
     header: Header,
-    layout: Layout,
 }
 
 impl KeptImage {
@@ -391,14 +390,14 @@ impl MappedFiles {
         let (rrd, image) = match kept {
             Some(k) => {
                 self.counters.headers_kept += 1;
-                let KeptImage { image, header, layout } = *k;
-                (Ok(Rrd { path: path.to_path_buf(), store: &f.map, header, layout }), Some(image))
+                let KeptImage { image, header } = *k;
+                (Ok(Rrd { path: path.to_path_buf(), store: &f.map, header }), Some(image))
             }
             None => {
                 self.counters.headers_decoded += 1;
                 match decode_snapshot(path, &f.map, keep) {
-                    Ok((header, layout, image)) => {
-                        (Ok(Rrd { path: path.to_path_buf(), store: &f.map, header, layout }), image)
+                    Ok((header, image)) => {
+                        (Ok(Rrd { path: path.to_path_buf(), store: &f.map, header }), image)
                     }
                     Err(e) => (Err(e), None),
                 }
@@ -408,11 +407,11 @@ impl MappedFiles {
         let result = rrd.and_then(|mut rrd| {
             let (report, live) = update_rrd_live(&mut rrd, args, opts, verbose, now)?;
             if let Some(mut image) = image {
-                let off = rrd.layout.live_head_off as usize;
+                let off = rrd.layout().live_head_off as usize;
                 if let Some(dst) = image.get_mut(off..off + live.len()) {
                     dst.copy_from_slice(&live);
-                    let Rrd { header, layout, .. } = rrd;
-                    new_kept = Some(Box::new(KeptImage { image, header, layout }));
+                    let Rrd { header, .. } = rrd;
+                    new_kept = Some(Box::new(KeptImage { image, header }));
                 }
             }
             Ok(report)
@@ -586,10 +585,10 @@ impl plan::PrefetchTarget for MappedTarget<'_, '_> {
 /// are copied out first and decoded from the copy, which is returned: the
 /// image the decoded header corresponds to, whatever anyone stores into the
 /// mapping meanwhile. Errors are exactly [`Rrd::from_store`]'s.
-fn decode_snapshot(path: &Path, map: &Mapping, snapshot: bool) -> Result<(Header, Layout, Option<Vec<u8>>)> {
+fn decode_snapshot(path: &Path, map: &Mapping, snapshot: bool) -> Result<(Header, Option<Vec<u8>>)> {
     if !snapshot {
         let rrd = Rrd::from_store(path, map)?;
-        return Ok((rrd.header, rrd.layout, None));
+        return Ok((rrd.header, None));
     }
     let stat_len = rrd_format::layout::STAT_HEAD_LEN as usize;
     let mut image = vec![0u8; stat_len.min(map.len())];
@@ -597,14 +596,14 @@ fn decode_snapshot(path: &Path, map: &Mapping, snapshot: bool) -> Result<(Header
         match map.read_at(&mut image, 0).ok().and_then(|_| rrd_format::StatHead::decode(&image).ok()) {
             Some(sh) if sh.header_len() <= map.len() as u64 => sh.header_len() as usize,
             // Let the common path find and word the error.
-            _ => return decode_snapshot(path, map, false).map(|(h, l, _)| (h, l, None)),
+            _ => return decode_snapshot(path, map, false).map(|(h, _)| (h, None)),
         };
     image.resize(header_len, 0);
     map.read_at(&mut image[stat_len..], stat_len as u64)
         .map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-    let (header, layout) = Header::decode(&image, map.len() as u64)
+    let header = Header::decode(&image, map.len() as u64)
         .map_err(|source| Error::Format { path: path.to_path_buf(), source })?;
-    Ok((header, layout, Some(image)))
+    Ok((header, Some(image)))
 }
 
 #[cfg(test)]

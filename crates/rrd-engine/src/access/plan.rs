@@ -111,21 +111,21 @@ pub fn plan_update_with_rows(
 ) -> crate::Result<UpdatePlan> {
     let layout = header.layout();
     let mut after = header.clone();
-    let mut sink = RangeSink { layout: &layout, ranges: Vec::new() };
+    let mut sink = RangeSink { layout, ranges: Vec::new() };
     let mut error = None;
     let reads = std::cell::RefCell::new(std::iter::once(0..layout.data_off).collect::<Vec<_>>());
     {
-        let mut real = store.map(|s| crate::update::row_reader(s, &layout));
+        let mut real = store.map(crate::update::row_reader);
         let mut updater = Updater::new(&mut after, opts, now)?;
-        let (layout_ref, reads_ref) = (&layout, &reads);
-        updater.set_row_reader(Box::new(move |rra, first, out: &mut [f64]| {
+        let (layout_ref, reads_ref) = (layout, &reads);
+        updater.set_row_reader(Box::new(move |_, rra, first, out: &mut [f64]| {
             let count = out.len() as u64 / layout_ref.ds_count.max(1);
             if count > 0 {
                 let start = layout_ref.row_off(rra, first);
                 reads_ref.borrow_mut().push(start..start + count * layout_ref.row_len());
             }
             match &mut real {
-                Some(read) => read(rra, first, out),
+                Some(read) => read(layout_ref, rra, first, out),
                 None => {
                     out.fill(0.0);
                     Ok(())
@@ -279,7 +279,7 @@ mod tests {
         let layout = h.layout();
         let now = Now { secs: 0, usecs: 0 };
         let plan = plan_update(&h, &["1000000500:1:2".to_string()], &UpdateOptions::default(), now).unwrap();
-        let row0 = layout.row_off(0, (h.rra_ptr[0] + 1) % 600);
+        let row0 = layout.row_off(0, (h.rra_ptr()[0] + 1) % 600);
         assert_eq!(plan.writes.len(), 2, "{plan:?}");
         assert!(plan.writes.contains(&(row0..row0 + 16)));
         assert_eq!(plan.reads, vec![0..layout.data_off]);
@@ -290,7 +290,7 @@ mod tests {
             plan_update(&after, &["1000000800:1:2".to_string()], &UpdateOptions::default(), now).unwrap();
         let rows_written: Vec<usize> = (0..7)
             .filter(|&r| {
-                let off = layout.row_off(r, (after.rra_ptr[r] + 1) % 600);
+                let off = layout.row_off(r, (after.rra_ptr()[r] + 1) % 600);
                 plan2.writes.iter().any(|w| w.start <= off && off < w.end)
             })
             .collect();
@@ -314,7 +314,7 @@ mod tests {
         let now = Now { secs: 0, usecs: 0 };
         let plan = plan_update_with_rows(&h, &args, &UpdateOptions::default(), now, Some(&store)).unwrap();
         for rra in [1, 2] {
-            let row = (h.rra_ptr[rra] + 2) % 4;
+            let row = (h.rra_ptr()[rra] + 2) % 4;
             let off = layout.row_off(rra, row);
             assert!(plan.reads.iter().any(|r| r.start <= off && off + 8 <= r.end), "RRA {rra}: {plan:?}");
         }

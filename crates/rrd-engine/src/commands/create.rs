@@ -20,8 +20,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use rrd_format::{
-    CdpPrep, Cf, DsDef, Dst, Header, LiveHead, Name, PdpPrep, RraDef, Version, CDP_UNKN_PDP_CNT, CDP_VAL,
-    DS_MAX_VAL, DS_MIN_VAL, DS_MRHB_CNT, LAST_DS_LEN, PDP_UNKN_SEC_CNT, PDP_VAL, RRA_CDP_XFF_VAL,
+    CdpPrep, Cf, DsDef, Dst, Header, HeaderParts, LiveHead, Name, PdpPrep, RraDef, Version, CDP_UNKN_PDP_CNT,
+    CDP_VAL, DS_MAX_VAL, DS_MIN_VAL, DS_MRHB_CNT, LAST_DS_LEN, PDP_UNKN_SEC_CNT, PDP_VAL, RRA_CDP_XFF_VAL,
 };
 
 use crate::error::{Error, Result, SizeLimit};
@@ -228,11 +228,11 @@ pub fn build_header_named(
         let trrd =
             Rrd::open(t, false).map_err(|e| err(format!("Cannot open template RRD {}: {e}", t.display())))?;
         if step == 0 {
-            step = trrd.header.pdp_step;
+            step = trrd.header.pdp_step();
         }
-        ds = trrd.header.ds.clone();
-        rra = trrd.header.rra.clone();
-        template_last_up = trrd.header.live.last_up;
+        ds = trrd.header.ds().to_vec();
+        rra = trrd.header.rra().to_vec();
+        template_last_up = trrd.header.live().last_up;
     }
     if step == 0 {
         step = 300;
@@ -299,7 +299,8 @@ pub fn build_header_named(
     }
     let mut seed = random_seed();
     let rra_ptr = rra.iter().map(|r| next_random(&mut seed) % r.row_count).collect();
-    let header = Header {
+    // Fails on absurd sizes (rows × DS overflowing) before anything is written.
+    let header = Header::from_parts(HeaderParts {
         version,
         stat_pad: [0; 7],
         pdp_step: step,
@@ -310,13 +311,7 @@ pub fn build_header_named(
         pdp,
         cdp,
         rra_ptr,
-    };
-    // Fails on absurd sizes (rows × DS overflowing) before anything is written.
-    rrd_format::Layout::new(
-        header.ds.len() as u64,
-        header.version.live_head_len(),
-        &header.rra.iter().map(|r| r.row_count).collect::<Vec<_>>(),
-    )
+    })
     .map_err(|e| err(format!("the RRD would be too large: {e}")))?;
     Ok(header)
 }
@@ -394,7 +389,7 @@ pub fn create_in(
         return Err(Error::TooLarge { action, len_bytes: len, limit });
     }
     if opts.sources.is_empty() {
-        let data_values = header.rra.iter().map(|r| r.row_count).sum::<u64>() * header.ds.len() as u64;
+        let data_values = header.rra().iter().map(|r| r.row_count).sum::<u64>() * header.ds().len() as u64;
         return group.stage(path, &header, opts.no_overwrite, |out| {
             let chunk = [DNAN.to_le_bytes(); 512].concat();
             let mut left = data_values * 8;
@@ -406,7 +401,7 @@ pub fn create_in(
             Ok(())
         });
     }
-    if header.rra.iter().any(|r| crate::hw::is_hw(r.cf)) {
+    if header.rra().iter().any(|r| crate::hw::is_hw(r.cf)) {
         return Err(err("prefilling Holt-Winters archives from --source files is not supported"));
     }
     let archives = crate::prefill::prefill_from_files(&mut header, &opts.sources, defs)?;
@@ -443,12 +438,12 @@ mod tests {
             0,
         )
         .unwrap();
-        assert_eq!(h.version, Version(3));
-        assert_eq!(h.pdp[0].last_ds_str(), "U");
-        assert_eq!(h.pdp[0].scratch[PDP_UNKN_SEC_CNT], 100);
-        assert_eq!(h.pdp[0].scratch[PDP_VAL], DNAN.to_bits());
-        assert_eq!(h.ds[1].max(), 1e9);
-        assert!(h.rra_ptr[0] < 5 && h.rra_ptr[1] < 4);
+        assert_eq!(h.version(), Version(3));
+        assert_eq!(h.pdp()[0].last_ds_str(), "U");
+        assert_eq!(h.pdp()[0].scratch[PDP_UNKN_SEC_CNT], 100);
+        assert_eq!(h.pdp()[0].scratch[PDP_VAL], DNAN.to_bits());
+        assert_eq!(h.ds()[1].max(), 1e9);
+        assert!(h.rra_ptr()[0] < 5 && h.rra_ptr()[1] < 4);
         assert_eq!(h.layout().file_len, 1328);
     }
 

@@ -92,19 +92,19 @@ pub fn dump<S: Store>(rrd: &Rrd<S>, out: &mut dyn Write, opts: &DumpOptions) -> 
 
     // Files of versions 0001..0003 all dump as 0003: restore writes 0003
     // for them, and the XML has no fields that tell them apart.
-    let version = if h.version.0 <= 3 { "0003".to_string() } else { h.version.as_str() };
+    let version = if h.version().0 <= 3 { "0003".to_string() } else { h.version().as_str() };
     w.put("\t<version>");
     w.put(&version);
     w.put("</version>\n\t<step>");
-    w.put_u64(h.pdp_step);
+    w.put_u64(h.pdp_step());
     w.put("</step> <!-- Seconds -->\n\t<lastupdate>");
-    w.put_i64(h.live.last_up);
+    w.put_i64(h.live().last_up);
     w.put("</lastupdate> <!-- ");
-    w.put_local_time(h.live.last_up);
+    w.put_local_time(h.live().last_up);
     w.put(" -->\n\n");
 
-    let ds_names: Vec<&str> = h.ds.iter().map(|d| d.name.as_str()).collect();
-    for (i, ds) in h.ds.iter().enumerate() {
+    let ds_names: Vec<&str> = h.ds().iter().map(|d| d.name.as_str()).collect();
+    for (i, ds) in h.ds().iter().enumerate() {
         w.put("\t<ds>\n\t\t<name> ");
         w.put_bytes(c_str(&ds.name.0));
         w.put(" </name>\n\t\t<type> ");
@@ -128,7 +128,7 @@ pub fn dump<S: Store>(rrd: &Rrd<S>, out: &mut dyn Write, opts: &DumpOptions) -> 
             w.element("\t\t", "min", ds.par[DS_MIN_VAL]);
             w.element("\t\t", "max", ds.par[DS_MAX_VAL]);
         }
-        let pdp = &h.pdp[i];
+        let pdp = &h.pdp()[i];
         w.put("\n\t\t<!-- PDP Status -->\n\t\t<last_ds>");
         // RRDtool prints the field with %s: up to its NUL, which for a
         // corrupt field may lie in the two padding bytes after it.
@@ -144,13 +144,13 @@ pub fn dump<S: Store>(rrd: &Rrd<S>, out: &mut dyn Write, opts: &DumpOptions) -> 
     }
 
     w.put("\t<!-- Round Robin Archives -->\n");
-    for (r, rra) in h.rra.iter().enumerate() {
+    for (r, rra) in h.rra().iter().enumerate() {
         w.put("\t<rra>\n\t\t<cf>");
         w.put_bytes(c_str(&rra.cf_name.0));
         w.put("</cf>\n\t\t<pdp_per_row>");
         w.put_u64(rra.pdp_count);
         w.put("</pdp_per_row> <!-- ");
-        w.put_u64(rra.pdp_count.wrapping_mul(h.pdp_step));
+        w.put_u64(rra.pdp_count.wrapping_mul(h.pdp_step()));
         w.put(" seconds -->\n\n\t\t<params>\n");
         let p = &rra.par;
         match rra.cf {
@@ -162,7 +162,7 @@ pub fn dump<S: Store>(rrd: &Rrd<S>, out: &mut dyn Write, opts: &DumpOptions) -> 
             Cf::Seasonal | Cf::DevSeasonal => {
                 w.element("\t\t", "seasonal_gamma", p[RRA_SEASONAL_GAMMA]);
                 w.count("\t\t", "seasonal_smooth_idx", p[RRA_SEASONAL_SMOOTH_IDX]);
-                if h.version.0 >= 4 {
+                if h.version().0 >= 4 {
                     w.element("\t\t", "smoothing_window", p[RRA_SEASONAL_SMOOTHING_WINDOW]);
                 }
                 w.count("\t\t", "dependent_rra_idx", p[RRA_DEPENDENT_RRA_IDX]);
@@ -180,8 +180,8 @@ pub fn dump<S: Store>(rrd: &Rrd<S>, out: &mut dyn Write, opts: &DumpOptions) -> 
             }
         }
         w.put("\t\t</params>\n\t\t<cdp_prep>\n");
-        for d in 0..h.ds.len() {
-            let s = &h.cdp[h.cdp_index(r, d)].scratch;
+        for d in 0..h.ds().len() {
+            let s = &h.cdp()[h.cdp_index(r, d)].scratch;
             w.put("\t\t\t<ds>\n");
             w.element("\t\t\t", "primary_value", s[CDP_PRIMARY_VAL]);
             w.element("\t\t\t", "secondary_value", s[CDP_SECONDARY_VAL]);
@@ -233,18 +233,18 @@ pub fn dump<S: Store>(rrd: &Rrd<S>, out: &mut dyn Write, opts: &DumpOptions) -> 
 /// oldest, `cur_row` itself the newest.
 fn dump_rows<S: Store>(rrd: &Rrd<S>, r: usize, w: &mut XmlOut<'_>) -> Result<()> {
     let h = &rrd.header;
-    let rra = &h.rra[r];
+    let rra = &h.rra()[r];
     let row_count = rra.row_count;
-    let ds_count = h.ds.len();
+    let ds_count = h.ds().len();
     // RRDtool computes the row times in unsigned long arithmetic mixed with
     // time_t; on LP64 both are 64 bits, so wrapping u64 arithmetic gives the
     // same bits for every input, hostile ones included.
-    let period = rra.pdp_count.wrapping_mul(h.pdp_step);
-    let last_up = h.live.last_up as u64;
+    let period = rra.pdp_count.wrapping_mul(h.pdp_step());
+    let last_up = h.live().last_up as u64;
     let newest = last_up.wrapping_sub(if period == 0 { 0 } else { last_up % period });
     let mut timer = (row_count as i64).wrapping_neg().wrapping_add(1);
 
-    let first = (h.rra_ptr[r] + 1) % row_count;
+    let first = (h.rra_ptr()[r] + 1) % row_count;
     // Two runs in file order: first..row_count, then 0..first.
     for (start, end) in [(first, row_count), (0, first)] {
         let mut row = start;

@@ -72,8 +72,8 @@ impl FetchResult {
 /// whose step × pdp_cnt does not fit.
 fn rra_step_secs(header: &Header, rra_index: usize) -> Result<i64> {
     header
-        .pdp_step
-        .checked_mul(header.rra[rra_index].pdp_count)
+        .pdp_step()
+        .checked_mul(header.rra()[rra_index].pdp_count)
         .and_then(|s| i64::try_from(s).ok())
         .ok_or_else(|| Error::invalid(format!("the step of RRA {rra_index} overflows")))
 }
@@ -94,11 +94,11 @@ pub fn choose_rra(
     end: i64,
     resolution_secs: u64,
 ) -> Result<Option<usize>> {
-    let last_up = header.live.last_up as i128;
+    let last_up = header.live().last_up as i128;
     let wished = resolution_secs as i128;
     let mut best_full: Option<(usize, i128)> = None;
     let mut best_part: Option<(usize, i128, i128)> = None;
-    for (i, rra) in header.rra.iter().enumerate() {
+    for (i, rra) in header.rra().iter().enumerate() {
         if !cf_serves(cf, rra.cf, rra.pdp_count) {
             continue;
         }
@@ -168,11 +168,11 @@ impl FetchPlan {
         let (Ok(start_secs), Ok(end_secs)) = (i64::try_from(start), i64::try_from(end)) else {
             return Err(Error::invalid("the fetch range is out of range"));
         };
-        let row_count = header.rra[rra_index].row_count as i128;
+        let row_count = header.rra()[rra_index].row_count as i128;
         let rows = u64::try_from((end - start) / wide_step)
             .map_err(|_| Error::invalid("the fetch end precedes its start"))?;
 
-        let last_up = header.live.last_up as i128;
+        let last_up = header.live().last_up as i128;
         let rra_end = last_up - last_up % wide_step;
         let rra_start = rra_end - wide_step * (row_count - 1);
         // Row i of the archive (0 = oldest) is stamped rra_start + i × step; the
@@ -192,7 +192,7 @@ impl FetchPlan {
             valid_from,
             valid_to,
             row_count,
-            cur_row: header.rra_ptr[rra_index] as i128,
+            cur_row: header.rra_ptr()[rra_index] as i128,
         })
     }
 
@@ -235,7 +235,7 @@ pub fn fetch<S: Store>(
 ) -> Result<FetchResult> {
     let header = &rrd.header;
     let plan = FetchPlan::new(header, cf, start, end, resolution_secs)?;
-    let ds_count = header.ds.len();
+    let ds_count = header.ds().len();
     let wanted_rows = plan.rows as usize;
     if !matches!(usize::try_from(plan.rows).ok().and_then(|r| r.checked_mul(ds_count)), Some(n) if n <= MAX_FETCH_VALUES)
     {
@@ -251,7 +251,7 @@ pub fn fetch<S: Store>(
     plan.read(rrd, plan.valid_from, plan.valid_to, &mut data)?;
     fill(&mut data, last - plan.valid_to.max(plan.first));
 
-    let ds_names = header.ds.iter().map(|d| d.name.as_str().to_string()).collect();
+    let ds_names = header.ds().iter().map(|d| d.name.as_str().to_string()).collect();
     Ok(FetchResult {
         start: plan.start,
         end: plan.end,
@@ -373,7 +373,6 @@ pub fn rrd_snprintf_e(value: f64, precision: usize) -> String {
 mod tests {
     use super::*;
     use crate::store::MemStore;
-    use rrd_format::{CdpPrep, DsDef, Dst, LiveHead, Name, PdpPrep, RraDef, Version};
     use std::path::Path;
 
     #[test]
@@ -409,42 +408,7 @@ mod tests {
     /// A one-DS file with the given RRAs (cf, pdp_count, row_count), rows
     /// filled with `ring position + 1000 × rra index` so reads can be checked.
     fn file(step: u64, last_up: i64, rras: &[(Cf, u64, u64, u64)]) -> Rrd<MemStore> {
-        let ds = vec![DsDef {
-            name: Name::new("x"),
-            dst_name: Name::new("GAUGE"),
-            dst: Dst::Gauge,
-            par: [600, 0, 0, 0, 0, 0, 0, 0, 0, 0],
-        }];
-        let rra = rras
-            .iter()
-            .map(|&(cf, pdp_count, row_count, _)| RraDef {
-                cf_name: Name::new(cf.name()),
-                cf,
-                pad: [0; 4],
-                row_count,
-                pdp_count,
-                par: [0.5f64.to_bits(), 0, 0, 0, 0, 0, 0, 0, 0, 0],
-            })
-            .collect::<Vec<_>>();
-        let header = Header {
-            version: Version(3),
-            stat_pad: [0; 7],
-            pdp_step: step,
-            stat_par: [0; 10],
-            ds,
-            rra,
-            live: LiveHead { last_up, last_up_usec: 0 },
-            pdp: vec![PdpPrep { last_ds: [0; 30], pad: [0; 2], scratch: [0; 10] }],
-            cdp: rras.iter().map(|_| CdpPrep { scratch: [0; 10] }).collect(),
-            rra_ptr: rras.iter().map(|r| r.3).collect(),
-        };
-        let mut bytes = header.encode();
-        for (i, r) in rras.iter().enumerate() {
-            for row in 0..r.2 {
-                bytes.extend_from_slice(&((row + 1000 * i as u64) as f64).to_le_bytes());
-            }
-        }
-        Rrd::from_store(Path::new("mem.rrd"), MemStore::new(bytes)).unwrap()
+        crate::testfile::mem_file(step, last_up, &["x"], rras, |i, row, _| (row + 1000 * i as u64) as f64)
     }
 
     #[test]
@@ -495,7 +459,7 @@ mod tests {
         let r = fetch(&rrd, Cf::Average, 3300, 5700, 300).unwrap();
         assert_eq!(r.data, vec![5.0, 6.0, 7.0, 8.0, 9.0, 0.0, 1.0, 2.0, 3.0]);
         let reads = rrd.store.1.lock().unwrap().clone();
-        let row0 = rrd.layout.row_off(0, 0);
+        let row0 = rrd.layout().row_off(0, 0);
         assert_eq!(reads, vec![(row0 + 5 * 8, 5 * 8), (row0, 4 * 8)]);
         // A range wholly outside the archive reads nothing.
         rrd.store.1.lock().unwrap().clear();

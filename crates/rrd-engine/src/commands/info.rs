@@ -62,22 +62,23 @@ fn c_string(bytes: &[u8]) -> String {
 /// The info list of an open file, `filename` being the name to report (as
 /// given on the command line).
 pub fn info<S: Store>(rrd: &Rrd<S>, filename: &str) -> Result<Vec<InfoEntry>> {
-    info_of_header(&rrd.header, &rrd.layout, filename)
+    info_of_header(&rrd.header, rrd.layout(), filename)
 }
 
 /// The info list of a decoded header.
 pub fn info_of_header(header: &Header, layout: &Layout, filename: &str) -> Result<Vec<InfoEntry>> {
-    let mut out = Vec::with_capacity(8 + header.ds.len() * 9 + header.rra.len() * (6 + header.ds.len() * 3));
+    let mut out =
+        Vec::with_capacity(8 + header.ds().len() * 9 + header.rra().len() * (6 + header.ds().len() * 3));
     let mut push = |key: String, value: InfoValue| out.push(InfoEntry { key, value });
     push("filename".into(), InfoValue::Str(filename.to_string()));
-    push("rrd_version".into(), InfoValue::Str(header.version.as_str()));
-    push("step".into(), InfoValue::Count(header.pdp_step));
+    push("rrd_version".into(), InfoValue::Str(header.version().as_str()));
+    push("step".into(), InfoValue::Count(header.pdp_step()));
     // RRDtool stores time_t in an unsigned count; a negative time prints huge.
-    push("last_update".into(), InfoValue::Count(header.live.last_up as u64));
+    push("last_update".into(), InfoValue::Count(header.live().last_up as u64));
     push("header_size".into(), InfoValue::Count(layout.data_off));
 
-    let ds_names: Vec<&str> = header.ds.iter().map(|d| d.name.as_str()).collect();
-    for (i, ds) in header.ds.iter().enumerate() {
+    let ds_names: Vec<&str> = header.ds().iter().map(|d| d.name.as_str()).collect();
+    for (i, ds) in header.ds().iter().enumerate() {
         let name = ds.name.as_str();
         push(format!("ds[{name}].index"), InfoValue::Count(i as u64));
         push(format!("ds[{name}].type"), InfoValue::Str(ds.dst_name.as_str().to_string()));
@@ -91,16 +92,16 @@ pub fn info_of_header(header: &Header, layout: &Layout, filename: &str) -> Resul
             push(format!("ds[{name}].min"), f(&ds.par, DS_MIN_VAL));
             push(format!("ds[{name}].max"), f(&ds.par, DS_MAX_VAL));
         }
-        let pdp = &header.pdp[i];
+        let pdp = &header.pdp()[i];
         push(format!("ds[{name}].last_ds"), InfoValue::Str(c_string(&pdp.last_ds)));
         push(format!("ds[{name}].value"), f(&pdp.scratch, PDP_VAL));
         push(format!("ds[{name}].unknown_sec"), InfoValue::Count(pdp.scratch[PDP_UNKN_SEC_CNT]));
     }
 
-    for (i, rra) in header.rra.iter().enumerate() {
+    for (i, rra) in header.rra().iter().enumerate() {
         push(format!("rra[{i}].cf"), InfoValue::Str(rra.cf_name.as_str().to_string()));
         push(format!("rra[{i}].rows"), InfoValue::Count(rra.row_count));
-        push(format!("rra[{i}].cur_row"), InfoValue::Count(header.rra_ptr[i]));
+        push(format!("rra[{i}].cur_row"), InfoValue::Count(header.rra_ptr()[i]));
         push(format!("rra[{i}].pdp_per_row"), InfoValue::Count(rra.pdp_count));
         match rra.cf {
             Cf::HwPredict | Cf::MhwPredict => {
@@ -110,7 +111,7 @@ pub fn info_of_header(header: &Header, layout: &Layout, filename: &str) -> Resul
             Cf::Seasonal | Cf::DevSeasonal => {
                 push(format!("rra[{i}].gamma"), f(&rra.par, RRA_SEASONAL_GAMMA));
                 // The smoothing window exists from format version 0004 on.
-                if header.version.0 >= 4 {
+                if header.version().0 >= 4 {
                     push(format!("rra[{i}].smoothing_window"), f(&rra.par, RRA_SEASONAL_SMOOTHING_WINDOW));
                 }
             }
@@ -125,8 +126,8 @@ pub fn info_of_header(header: &Header, layout: &Layout, filename: &str) -> Resul
                 push(format!("rra[{i}].xff"), f(&rra.par, RRA_CDP_XFF_VAL));
             }
         }
-        for j in 0..header.ds.len() {
-            let scratch = &header.cdp[header.cdp_index(i, j)].scratch;
+        for j in 0..header.ds().len() {
+            let scratch = &header.cdp()[header.cdp_index(i, j)].scratch;
             match rra.cf {
                 Cf::HwPredict | Cf::MhwPredict => {
                     push(format!("rra[{i}].cdp_prep[{j}].intercept"), f(scratch, CDP_HW_INTERCEPT));

@@ -235,8 +235,8 @@ pub fn fetch_reduced<S: Store>(
         // allows over the range.
         return fetch(rrd, cf, start, end, resolution_secs);
     }
-    let ds_count = header.ds.len();
-    let ds_names = header.ds.iter().map(|d| d.name.as_str().to_string()).collect();
+    let ds_count = header.ds().len();
+    let ds_names = header.ds().iter().map(|d| d.name.as_str().to_string()).collect();
     let r = Reduction::new(plan.step, plan.start, plan.end, min_step)?;
     let mut out = Vec::with_capacity(r.out_values(ds_count)?);
     if r.lead {
@@ -293,7 +293,6 @@ pub fn fetch_reduced<S: Store>(
 mod tests {
     use super::*;
     use crate::store::MemStore;
-    use rrd_format::{CdpPrep, DsDef, Dst, Header, LiveHead, Name, PdpPrep, RraDef, Version};
     use std::path::Path;
 
     /// A two-DS file with the given RRAs (cf, pdp_count, row_count,
@@ -304,47 +303,7 @@ mod tests {
         rras: &[(Cf, u64, u64, u64)],
         value: impl Fn(usize, u64, usize) -> f64,
     ) -> Rrd<MemStore> {
-        let ds = ["x", "y"]
-            .iter()
-            .map(|n| DsDef {
-                name: Name::new(n),
-                dst_name: Name::new("GAUGE"),
-                dst: Dst::Gauge,
-                par: [600, 0, 0, 0, 0, 0, 0, 0, 0, 0],
-            })
-            .collect::<Vec<_>>();
-        let rra = rras
-            .iter()
-            .map(|&(cf, pdp_count, row_count, _)| RraDef {
-                cf_name: Name::new(cf.name()),
-                cf,
-                pad: [0; 4],
-                row_count,
-                pdp_count,
-                par: [0.5f64.to_bits(), 0, 0, 0, 0, 0, 0, 0, 0, 0],
-            })
-            .collect::<Vec<_>>();
-        let header = Header {
-            version: Version(3),
-            stat_pad: [0; 7],
-            pdp_step: step,
-            stat_par: [0; 10],
-            ds,
-            rra,
-            live: LiveHead { last_up, last_up_usec: 0 },
-            pdp: (0..2).map(|_| PdpPrep { last_ds: [0; 30], pad: [0; 2], scratch: [0; 10] }).collect(),
-            cdp: (0..2 * rras.len()).map(|_| CdpPrep { scratch: [0; 10] }).collect(),
-            rra_ptr: rras.iter().map(|r| r.3).collect(),
-        };
-        let mut bytes = header.encode();
-        for (i, r) in rras.iter().enumerate() {
-            for row in 0..r.2 {
-                for d in 0..2 {
-                    bytes.extend_from_slice(&value(i, row, d).to_le_bytes());
-                }
-            }
-        }
-        Rrd::from_store(Path::new("mem.rrd"), MemStore::new(bytes)).unwrap()
+        crate::testfile::mem_file(step, last_up, &["x", "y"], rras, value)
     }
 
     fn same_bits(a: &FetchResult, b: &FetchResult) -> bool {

@@ -54,22 +54,23 @@ pub fn resized<S: Store>(
     rra_index: u64,
     delta_rows: i64,
 ) -> Result<(rrd_format::Header, Vec<f64>)> {
-    let mut header = rrd.header.clone();
+    let header = &rrd.header;
+    let mut parts = header.clone().into_parts();
     if rra_index >= header.rra_count() as u64 {
         return Err(Error::Unknown(Unknown::Rra { index: rra_index }));
     }
     let target = rra_index as usize;
-    let row_count = header.rra[target].row_count;
+    let row_count = header.rra()[target].row_count;
     if delta_rows < 0 && row_count <= delta_rows.unsigned_abs() {
         return Err(Error::invalid("This RRA is not that big"));
     }
-    match header.version.0 {
+    match header.version().0 {
         3 | 4 => {}
-        1 => header.version = Version(3),
+        1 => parts.version = Version(3),
         _ => {
             return Err(Error::invalid(format!(
                 "Do not know how to handle RRD version {}",
-                rrd.header.version.as_str()
+                rrd.header.version().as_str()
             )))
         }
     }
@@ -78,9 +79,9 @@ pub fn resized<S: Store>(
         // rrdtool writes the new rows one by one whatever their number
         // (a saturated strtol's 2^63 - 1 rows never ends); the data is built
         // in memory here, so the grown file is held to create's size limit.
-        let mut row_counts: Vec<u64> = header.rra.iter().map(|r| r.row_count).collect();
+        let mut row_counts: Vec<u64> = header.rra().iter().map(|r| r.row_count).collect();
         row_counts[target] = row_count.saturating_add(delta_rows as u64);
-        let len = rrd_format::Layout::new(ds as u64, header.version.live_head_len(), &row_counts)
+        let len = rrd_format::Layout::new(ds as u64, parts.version.live_head_len(), &row_counts)
             .map_err(|e| Error::invalid(format!("the RRD would be too large: {e}")))?
             .file_len;
         let max = create::max_create_bytes()?;
@@ -89,7 +90,7 @@ pub fn resized<S: Store>(
             return Err(Error::TooLarge { action: "resizing".into(), len_bytes: len, limit });
         }
     }
-    let cur_row = header.rra_ptr[target];
+    let cur_row = header.rra_ptr()[target];
     let mut data = Vec::new();
     for r in 0..header.rra_count() {
         let rows = rrd.read_rra(r)?;
@@ -103,14 +104,14 @@ pub fn resized<S: Store>(
             data.extend_from_slice(&rows[..(cur_row as usize + 1) * ds]);
             data.resize(data.len() + grow as usize * ds, DNAN);
             data.extend_from_slice(&rows[(cur_row as usize + 1) * ds..]);
-            header.rra[r].row_count = row_count + grow;
+            parts.rra[r].row_count = row_count + grow;
         } else {
             let shrink = delta_rows.unsigned_abs();
             let remove_end = (cur_row + shrink) % row_count;
             let kept: Vec<u64> = if remove_end <= cur_row {
                 // The dropped rows wrap: rows after cur_row and rows
                 // 0..=remove_end go, and cur_row moves back.
-                header.rra_ptr[r] = cur_row - (remove_end + 1);
+                parts.rra_ptr[r] = cur_row - (remove_end + 1);
                 (remove_end + 1..=cur_row).collect()
             } else {
                 (0..=cur_row).chain(cur_row + shrink + 1..row_count).collect()
@@ -118,9 +119,10 @@ pub fn resized<S: Store>(
             for i in kept {
                 data.extend_from_slice(row(i));
             }
-            header.rra[r].row_count = row_count - shrink;
+            parts.rra[r].row_count = row_count - shrink;
         }
     }
+    let header = rrd_format::Header::from_parts(parts).map_err(|e| Error::invalid(e.to_string()))?;
     Ok((header, data))
 }
 
@@ -135,7 +137,7 @@ mod tests {
         let opts = CreateOptions { start: Some(1_000_000_000), step_secs: Some(300), ..Default::default() };
         let defs = ["DS:a:GAUGE:600:U:U".to_string(), format!("RRA:AVERAGE:0.5:1:{rows}")];
         let mut header = build_header(&opts, &defs, 0).unwrap();
-        header.rra_ptr[0] = cur_row;
+        header.set_cur_row(0, cur_row).unwrap();
         let mut bytes = header.encode();
         rrd_format::encode_values(&(0..rows).map(|i| i as f64).collect::<Vec<_>>(), &mut bytes);
         Rrd::from_store(Path::new("t.rrd"), MemStore::new(bytes)).unwrap()
@@ -149,17 +151,17 @@ mod tests {
     fn grow_inserts_unknown_rows_after_the_current_row() {
         let (h, d) = resized(&rrd(5, 1), 0, 2).unwrap();
         assert_eq!(shown(&d), [0, 1, -1, -1, 2, 3, 4]);
-        assert_eq!((h.rra[0].row_count, h.rra_ptr[0]), (7, 1));
+        assert_eq!((h.rra()[0].row_count, h.rra_ptr()[0]), (7, 1));
     }
 
     #[test]
     fn shrink_drops_the_oldest_rows_wrapping_when_needed() {
         let (h, d) = resized(&rrd(6, 1), 0, -2).unwrap();
         assert_eq!(shown(&d), [0, 1, 4, 5]);
-        assert_eq!((h.rra[0].row_count, h.rra_ptr[0]), (4, 1));
+        assert_eq!((h.rra()[0].row_count, h.rra_ptr()[0]), (4, 1));
         let (h, d) = resized(&rrd(6, 4), 0, -3).unwrap();
         assert_eq!(shown(&d), [2, 3, 4]);
-        assert_eq!((h.rra[0].row_count, h.rra_ptr[0]), (3, 2));
+        assert_eq!((h.rra()[0].row_count, h.rra_ptr()[0]), (3, 2));
     }
 
     #[test]

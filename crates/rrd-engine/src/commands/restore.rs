@@ -35,9 +35,9 @@ use quick_xml::events::Event;
 
 use crate::error::os_message;
 use rrd_format::{
-    CdpPrep, Cf, DsDef, Dst, Header, LiveHead, Name, Par, PdpPrep, RraDef, Version, CDP_HW_INTERCEPT,
-    CDP_HW_LAST_INTERCEPT, CDP_HW_LAST_SEASONAL, CDP_HW_LAST_SLOPE, CDP_HW_SEASONAL, CDP_HW_SLOPE,
-    CDP_INIT_SEASONAL, CDP_LAST_NULL_COUNT, CDP_NULL_COUNT, CDP_PRIMARY_VAL, CDP_SECONDARY_VAL,
+    CdpPrep, Cf, DsDef, Dst, Header, HeaderParts, LiveHead, Name, Par, PdpPrep, RraDef, Version,
+    CDP_HW_INTERCEPT, CDP_HW_LAST_INTERCEPT, CDP_HW_LAST_SEASONAL, CDP_HW_LAST_SLOPE, CDP_HW_SEASONAL,
+    CDP_HW_SLOPE, CDP_INIT_SEASONAL, CDP_LAST_NULL_COUNT, CDP_NULL_COUNT, CDP_PRIMARY_VAL, CDP_SECONDARY_VAL,
     CDP_UNKN_PDP_CNT, CDP_VAL, DS_MAX_VAL, DS_MIN_VAL, DS_MRHB_CNT, LAST_DS_LEN, PDP_UNKN_SEC_CNT, PDP_VAL,
     RRA_CDP_XFF_VAL, RRA_DELTA_NEG, RRA_DELTA_POS, RRA_DEPENDENT_RRA_IDX, RRA_FAILURE_THRESHOLD,
     RRA_HW_ALPHA, RRA_HW_BETA, RRA_SEASONAL_GAMMA, RRA_SEASONAL_SMOOTHING_WINDOW, RRA_SEASONAL_SMOOTH_IDX,
@@ -97,7 +97,7 @@ impl Restored {
     /// A `cur_row` for every archive, chosen at random as RRDtool does.
     pub fn random_cur_rows(&self) -> Vec<u64> {
         self.header
-            .rra
+            .rra()
             .iter()
             .map(|r| {
                 let mut h = RandomState::new().build_hasher();
@@ -110,14 +110,13 @@ impl Restored {
     /// Writes the whole file, archive `i` having `cur_rows[i]` as its
     /// current row (the newest row is stored there, the oldest after it).
     pub fn write_to(&self, out: &mut dyn Write, cur_rows: &[u64]) -> io::Result<()> {
-        assert_eq!(cur_rows.len(), self.header.rra.len(), "one cur_row per archive");
+        assert_eq!(cur_rows.len(), self.header.rra().len(), "one cur_row per archive");
         let mut header = self.header.clone();
-        for (i, (&cur, rra)) in cur_rows.iter().zip(&self.header.rra).enumerate() {
-            assert!(cur < rra.row_count, "cur_row of archive {i} out of range");
-            header.rra_ptr[i] = cur;
+        for (i, &cur) in cur_rows.iter().enumerate() {
+            header.set_cur_row(i, cur).expect("cur_row in range");
         }
         out.write_all(&header.encode())?;
-        let ds_count = self.header.ds.len();
+        let ds_count = self.header.ds().len();
         let mut buf = Vec::with_capacity(64 * 1024);
         for (rows, &cur) in self.rows.iter().zip(cur_rows) {
             let row_count = rows.len() / ds_count;
@@ -332,7 +331,7 @@ impl DocBuild {
             rows.push(r.rows);
             rra_ptr.push(row_count - 1);
         }
-        let header = Header {
+        let header = Header::from_parts(HeaderParts {
             version,
             stat_pad: [0; 7],
             pdp_step: self.step,
@@ -343,10 +342,8 @@ impl DocBuild {
             pdp,
             cdp,
             rra_ptr,
-        };
-        let row_counts: Vec<u64> = header.rra.iter().map(|r| r.row_count).collect();
-        rrd_format::Layout::new(ds_count as u64, version.live_head_len(), &row_counts)
-            .map_err(|e| RestoreError::Invalid(format!("the RRD described is too large: {e}")))?;
+        })
+        .map_err(|e| RestoreError::Invalid(format!("the RRD described is too large: {e}")))?;
         Ok(Restored { header, rows })
     }
 }
@@ -883,9 +880,9 @@ mod tests {
     #[test]
     fn minimal_document_builds_a_header() {
         let r = parse(MINIMAL.as_bytes(), false).unwrap();
-        assert_eq!(r.header.version, Version(3));
-        assert_eq!(r.header.pdp_step, 300);
-        assert_eq!(r.header.rra[0].row_count, 3);
+        assert_eq!(r.header.version(), Version(3));
+        assert_eq!(r.header.pdp_step(), 300);
+        assert_eq!(r.header.rra()[0].row_count, 3);
         assert_eq!(r.rows[0][..2], [1.0, 20.0]);
         let checked = parse(MINIMAL.as_bytes(), true).unwrap();
         assert!(checked.rows[0][1].is_nan(), "20 is above max 10");
@@ -898,9 +895,9 @@ mod tests {
         for cur in 0..3u64 {
             let mut bytes = Vec::new();
             r.write_to(&mut bytes, &[cur]).unwrap();
-            let (h, layout) = Header::decode(&bytes, bytes.len() as u64).unwrap();
-            assert_eq!(h.rra_ptr, vec![cur]);
-            let data = rrd_format::decode_values(&bytes[layout.data_off as usize..]);
+            let h = Header::decode(&bytes, bytes.len() as u64).unwrap();
+            assert_eq!(h.rra_ptr(), [cur]);
+            let data = rrd_format::decode_values(&bytes[h.layout().data_off as usize..]);
             // The newest row (NaN) is at cur_row, the oldest right after it.
             assert!(data[cur as usize].is_nan());
             assert_eq!(data[(cur as usize + 1) % 3], 1.0);
@@ -947,7 +944,7 @@ mod tests {
         let with_compute = with_compute.replace("<row><v>20</v></row>", "<row><v>20</v><v>40</v></row>");
         let with_compute = with_compute.replace("<row><v>NaN</v></row>", "<row><v>NaN</v><v>NaN</v></row>");
         let r = parse(with_compute.as_bytes(), false).unwrap();
-        let program = crate::rpn::Program::from_par(&r.header.ds[1].par).unwrap();
+        let program = crate::rpn::Program::from_par(&r.header.ds()[1].par).unwrap();
         assert_eq!(program.to_rrd_string(&["a", "b"]), "a,2,*");
         let unknown_name = with_compute.replace("a,2,*", "zz,2,*");
         assert!(err(&unknown_name).contains("<cdef> 'zz,2,*'"), "{}", err(&unknown_name));

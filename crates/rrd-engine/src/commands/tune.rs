@@ -45,7 +45,7 @@
 use std::path::Path;
 
 use rrd_format::{
-    CdpPrep, Cf, DsDef, Dst, Header, Name, Par, PdpPrep, RraDef, Version, CDP_HW_INTERCEPT,
+    CdpPrep, Cf, DsDef, Dst, Header, HeaderParts, Name, Par, PdpPrep, RraDef, Version, CDP_HW_INTERCEPT,
     CDP_HW_LAST_INTERCEPT, CDP_HW_LAST_SEASONAL, CDP_HW_LAST_SLOPE, CDP_HW_SEASONAL, CDP_HW_SLOPE,
     CDP_INIT_SEASONAL, CDP_LAST_NULL_COUNT, CDP_NULL_COUNT, CDP_PRIMARY_VAL, CDP_SECONDARY_VAL,
     CDP_UNKN_PDP_CNT, CDP_VAL, DS_MAX_VAL, DS_MIN_VAL, DS_MRHB_CNT, LAST_DS_LEN, PDP_UNKN_SEC_CNT, PDP_VAL,
@@ -219,7 +219,7 @@ impl<S: Store> Tuner<S> {
     }
 
     fn first_rra(&self, cf: Cf) -> Option<usize> {
-        self.rrd.header.rra.iter().position(|r| r.cf == cf)
+        self.rrd.header.rra().iter().position(|r| r.cf == cf)
     }
 
     /// Applies one option to the header in memory.
@@ -229,7 +229,7 @@ impl<S: Store> Tuner<S> {
                 let parsed = scan_name_colon(arg).and_then(|(n, rest)| Some((n, scan_long(rest)?)));
                 let (name, heartbeat) = parsed.ok_or_else(|| err("invalid arguments for heartbeat"))?;
                 let ds = self.ds_match(name)?;
-                self.rrd.header.ds[ds].par[DS_MRHB_CNT] = heartbeat as u64;
+                self.rrd.header.ds_par_mut(ds)[DS_MRHB_CNT] = heartbeat as u64;
             }
             TuneOption::Minimum(arg) | TuneOption::Maximum(arg) => {
                 let (what, slot) = match opt {
@@ -242,7 +242,7 @@ impl<S: Store> Tuner<S> {
                 let value =
                     if text == "U" { DNAN } else { numparse::parse_double(text).map_err(|_| bad())? };
                 let ds = self.ds_match(name)?;
-                self.rrd.header.ds[ds].par[slot] = value.to_bits();
+                self.rrd.header.ds_par_mut(ds)[slot] = value.to_bits();
             }
             TuneOption::DataSourceType(arg) => {
                 let bad = || err("invalid arguments for data source type");
@@ -251,12 +251,10 @@ impl<S: Store> Tuner<S> {
                 let ds = self.ds_match(name)?;
                 let dst = Dst::parse(dst_text)
                     .ok_or_else(|| err(format!("unknown data acquisition function '{dst_text}'")))?;
-                let def = &mut self.rrd.header.ds[ds];
-                if def.dst_name.as_str() != dst_text {
-                    def.dst_name = Name::new(dst_text);
-                    def.dst = dst;
+                if self.rrd.header.ds()[ds].dst_name.as_str() != dst_text {
+                    self.rrd.header.set_ds_type(ds, dst);
                     // Only the first five bytes: the tail of the old reading stays.
-                    self.rrd.header.pdp[ds].last_ds[..5].copy_from_slice(b"UNKN\0");
+                    self.rrd.header.pdp_mut()[ds].last_ds[..5].copy_from_slice(b"UNKN\0");
                 }
             }
             TuneOption::DataSourceRename(arg) => {
@@ -264,7 +262,7 @@ impl<S: Store> Tuner<S> {
                 let (old, rest) = scan_name_colon(arg).ok_or_else(bad)?;
                 let (new, _) = scan_ds_name(rest).ok_or_else(bad)?;
                 let ds = self.ds_match(old)?;
-                self.rrd.header.ds[ds].name = Name::new(new);
+                self.rrd.header.rename_ds(ds, new).map_err(|e| err(e.to_string()))?;
             }
             TuneOption::DeltaPos(arg) => self.set_delta(RRA_DELTA_POS, arg)?,
             TuneOption::DeltaNeg(arg) => self.set_delta(RRA_DELTA_NEG, arg)?,
@@ -287,8 +285,9 @@ impl<S: Store> Tuner<S> {
             TuneOption::SmoothingWindow(arg) | TuneOption::SmoothingWindowDeviation(arg) => {
                 // The version goes up before the argument is checked, and
                 // stays up when the check fails.
-                if self.rrd.header.version < Version(4) {
-                    self.rrd.header.version = Version(4);
+                if self.rrd.header.version() < Version(4) {
+                    // Both have the same live head: only the version string changes.
+                    self.rrd.header.set_version(Version(4)).map_err(|e| err(e.to_string()))?;
                 }
                 let cf = if matches!(opt, TuneOption::SmoothingWindow(_)) {
                     Cf::Seasonal
@@ -320,7 +319,7 @@ impl<S: Store> Tuner<S> {
             return Err(err("Unable to parse Holt-Winters parameter"));
         }
         let rra = self.first_rra(cf).ok_or_else(|| err("Holt-Winters RRA does not exist in this RRD"))?;
-        self.rrd.header.rra[rra].par[slot] = value.to_bits();
+        *self.rrd.header.rra_par_mut(rra).get_mut(slot).expect("a parameter slot") = value.to_bits();
         Ok(())
     }
 
@@ -336,7 +335,7 @@ impl<S: Store> Tuner<S> {
         }
         let rra =
             self.first_rra(Cf::Failures).ok_or_else(|| err("Failures RRA does not exist in this RRD"))?;
-        self.rrd.header.rra[rra].par[slot] = value.to_bits();
+        *self.rrd.header.rra_par_mut(rra).get_mut(slot).expect("a parameter slot") = value.to_bits();
         Ok(())
     }
 
@@ -349,7 +348,7 @@ impl<S: Store> Tuner<S> {
         }
         let rra =
             self.first_rra(Cf::Failures).ok_or_else(|| err("Failures RRA does not exist in this RRD"))?;
-        self.rrd.header.rra[rra].par[slot] = value;
+        *self.rrd.header.rra_par_mut(rra).get_mut(slot).expect("a parameter slot") = value;
         for ds in 0..self.rrd.header.ds_count() {
             erase_violations(&mut self.rrd.header, rra, ds);
         }
@@ -362,15 +361,17 @@ impl<S: Store> Tuner<S> {
         let ds_count = self.rrd.header.ds_count();
         for rra in 0..self.rrd.header.rra_count() {
             let cdp = rra * ds_count + ds;
-            match self.rrd.header.rra[rra].cf {
-                Cf::HwPredict | Cf::MhwPredict => init_hwpredict_cdp(&mut self.rrd.header.cdp[cdp].scratch),
+            match self.rrd.header.rra()[rra].cf {
+                Cf::HwPredict | Cf::MhwPredict => {
+                    init_hwpredict_cdp(&mut self.rrd.header.cdp_mut()[cdp].scratch)
+                }
                 Cf::Seasonal | Cf::DevSeasonal => {
-                    let s = &mut self.rrd.header.cdp[cdp].scratch;
+                    let s = &mut self.rrd.header.cdp_mut()[cdp].scratch;
                     s[CDP_HW_SEASONAL] = DNAN.to_bits();
                     s[CDP_HW_LAST_SEASONAL] = DNAN.to_bits();
                     let nan = DNAN.to_le_bytes();
-                    for row in 0..self.rrd.layout.row_counts[rra] {
-                        let off = self.rrd.layout.value_off(rra, row, ds);
+                    for row in 0..self.rrd.layout().row_counts[rra] {
+                        let off = self.rrd.layout().value_off(rra, row, ds);
                         self.rrd
                             .store
                             .write_at(&nan, off)
@@ -411,13 +412,13 @@ fn scan_long(s: &str) -> Option<i64> {
 /// `erase_violations`: zero the first `window_len` bytes of the scratch
 /// area of a FAILURES archive (the violation history is kept as bytes).
 fn erase_violations(header: &mut Header, rra: usize, ds: usize) {
-    if header.rra[rra].cf != Cf::Failures {
+    if header.rra()[rra].cf != Cf::Failures {
         return;
     }
     // `unsigned short` in rrdtool; bounded by the scratch area here.
-    let window = (header.rra[rra].par[RRA_WINDOW_LEN] as u16 as usize).min(80);
+    let window = (header.rra()[rra].par[RRA_WINDOW_LEN] as u16 as usize).min(80);
     let idx = header.cdp_index(rra, ds);
-    let scratch = &mut header.cdp[idx].scratch;
+    let scratch = &mut header.cdp_mut()[idx].scratch;
     let mut bytes = [0u8; 80];
     for (chunk, v) in bytes.chunks_exact_mut(8).zip(scratch.iter()) {
         chunk.copy_from_slice(&v.to_le_bytes());
@@ -473,7 +474,7 @@ pub struct Image {
 impl Image {
     /// Reads every archive of an open file.
     pub fn read<S: Store>(rrd: &Rrd<S>) -> Result<Image> {
-        let mut values = Vec::with_capacity((rrd.layout.file_len - rrd.layout.data_off) as usize / 8);
+        let mut values = Vec::with_capacity((rrd.layout().file_len - rrd.layout().data_off) as usize / 8);
         for rra in 0..rrd.header.rra_count() {
             values.extend(rrd.read_rra(rra)?);
         }
@@ -608,15 +609,15 @@ fn find_candidates(inp: &Image, tofill: &RraDef) -> Vec<Candidate> {
     let h = &inp.header;
     let mut out = Vec::new();
     let mut rows_before = 0u64;
-    for (i, other) in h.rra.iter().enumerate() {
+    for (i, other) in h.rra().iter().enumerate() {
         if other.cf == tofill.cf || other.cf == Cf::Average {
-            out.push(Candidate { index: i, value_base: rows_before as usize * h.ds.len() });
+            out.push(Candidate { index: i, value_base: rows_before as usize * h.ds().len() });
         }
         rows_before += other.row_count;
     }
     // glibc's qsort is a stable merge sort here, and so is `sort_by`.
     out.sort_by(|a, b| {
-        let (ra, rb) = (&h.rra[a.index], &h.rra[b.index]);
+        let (ra, rb) = (&h.rra()[a.index], &h.rra()[b.index]);
         if ra.pdp_count == rb.pdp_count {
             rb.row_count.cmp(&ra.row_count)
         } else {
@@ -639,25 +640,45 @@ fn positive_mod(a: i32, b: i32) -> i32 {
     }
 }
 
+/// What row times are computed from: the step and the last update of a
+/// header, whether built (`HeaderParts`) or validated (`Header`).
+#[derive(Clone, Copy)]
+struct TimeBase {
+    step: u64,
+    last_up: i64,
+}
+
+impl From<&Header> for TimeBase {
+    fn from(h: &Header) -> TimeBase {
+        TimeBase { step: h.pdp_step(), last_up: h.live().last_up }
+    }
+}
+
+impl From<&HeaderParts> for TimeBase {
+    fn from(h: &HeaderParts) -> TimeBase {
+        TimeBase { step: h.pdp_step, last_up: h.live.last_up }
+    }
+}
+
 /// Seconds covered by one row of `rra`, as the C `int` rrdtool keeps it in.
-fn timeslot(h: &Header, rra: &RraDef) -> i32 {
-    rra.pdp_count.wrapping_mul(h.pdp_step) as i32
+fn timeslot(h: TimeBase, rra: &RraDef) -> i32 {
+    rra.pdp_count.wrapping_mul(h.step) as i32
 }
 
 /// `end_time_for_row`: the end of the interval row `row` stands for, when
 /// the archive's newest row is `cur_row`.
-fn end_time_for_row(h: &Header, rra: &RraDef, cur_row: i32, row: i32) -> i64 {
+fn end_time_for_row(h: TimeBase, rra: &RraDef, cur_row: i32, row: i32) -> i64 {
     let slot = timeslot(h, rra);
     if slot == 0 {
         return 0;
     }
     let past = positive_mod(cur_row.wrapping_sub(row), rra.row_count as i32);
-    let last_up = h.live.last_up;
+    let last_up = h.last_up;
     (last_up - last_up % i64::from(slot)) - i64::from(past.wrapping_mul(slot))
 }
 
 /// `row_for_time`: the row of `rra` whose interval holds `req_time`, or -1.
-fn row_for_time(h: &Header, rra: &RraDef, cur_row: i32, req_time: i64) -> i32 {
+fn row_for_time(h: TimeBase, rra: &RraDef, cur_row: i32, req_time: i64) -> i32 {
     let slot = timeslot(h, rra);
     if slot == 0 {
         return -1;
@@ -668,7 +689,7 @@ fn row_for_time(h: &Header, rra: &RraDef, cur_row: i32, req_time: i64) -> i32 {
     if delta > 0 {
         req += ts - delta;
     }
-    let mut last_up = h.live.last_up;
+    let mut last_up = h.last_up;
     let delta = req % ts;
     if delta > 0 {
         last_up += ts - delta;
@@ -694,7 +715,7 @@ fn row_for_time(h: &Header, rra: &RraDef, cur_row: i32, req_time: i64) -> i32 {
 #[allow(clippy::too_many_arguments)]
 fn populate_rows(
     inp: &Image,
-    out: &Header,
+    out: &HeaderParts,
     ds_map: &[i32],
     new_rra: &RraDef,
     cur_row: i32,
@@ -702,23 +723,23 @@ fn populate_rows(
     start: i32,
     count: i32,
 ) {
-    if inp.header.rra.is_empty() || !new_rra.cf.is_classic() {
+    if inp.header.rra().is_empty() || !new_rra.cf.is_classic() {
         return;
     }
     let candidates = find_candidates(inp, new_rra);
     let ih = &inp.header;
-    let in_ds = ih.ds.len();
+    let in_ds = ih.ds().len();
     let out_ds = out.ds.len();
     let new_slot = new_rra.pdp_count.wrapping_mul(out.pdp_step) as i64;
     for ri in 0..count {
         let row = start + ri;
-        let row_end = end_time_for_row(out, new_rra, cur_row, row);
+        let row_end = end_time_for_row(out.into(), new_rra, cur_row, row);
         let row_start = row_end - new_slot + 1;
         for c in &candidates {
-            let r = &ih.rra[c.index];
-            let cand_cur = ih.rra_ptr[c.index] as i32;
-            let mut first = row_for_time(ih, r, cand_cur, row_start);
-            let mut last = row_for_time(ih, r, cand_cur, row_end);
+            let r = &ih.rra()[c.index];
+            let cand_cur = ih.rra_ptr()[c.index] as i32;
+            let mut first = row_for_time(ih.into(), r, cand_cur, row_start);
+            let mut last = row_for_time(ih.into(), r, cand_cur, row_end);
             if first == -1 && last != -1 {
                 first = cand_cur;
             } else if first != -1 && last == -1 {
@@ -730,7 +751,7 @@ fn populate_rows(
             if cand_rows < 0 {
                 cand_rows = (cand_rows as u64).wrapping_add(r.row_count) as i32;
             }
-            let cand_slot = f64::from(timeslot(ih, r));
+            let cand_slot = f64::from(timeslot(ih.into(), r));
             for (k, &in_k) in ds_map.iter().enumerate() {
                 let idx = row as usize * out_ds + k;
                 if idx >= values.len() || !values[idx].is_nan() {
@@ -776,7 +797,7 @@ fn populate_rows(
 /// continues the interval in progress.
 fn prepare_cdps(
     inp: &Image,
-    out: &mut Header,
+    out: &mut HeaderParts,
     curr: usize,
     rows_before: usize,
     ds_map: &[i32],
@@ -786,24 +807,27 @@ fn prepare_cdps(
     let candidates = find_candidates(inp, &rra_def);
     let ih = &inp.header;
     let chosen =
-        candidates.iter().find(|c| ih.rra[c.index].pdp_count == 1 || ih.rra[c.index].cf == Cf::Average);
+        candidates.iter().find(|c| ih.rra()[c.index].pdp_count == 1 || ih.rra()[c.index].cf == Cf::Average);
     let out_ds = out.ds.len();
-    let in_ds = ih.ds.len();
+    let in_ds = ih.ds().len();
     for (i, &mapped) in ds_map.iter().enumerate() {
         let mut s: Par = [0; 10];
         init_cdp(out.live.last_up, out.pdp_step, &rra_def, &out.pdp[i], &mut s);
         if let (Some(c), Ok(mapped)) = (chosen, usize::try_from(mapped)) {
-            let cand = &ih.rra[c.index];
-            let cand_cur = ih.rra_ptr[c.index] as i32;
-            let last_up = ih.live.last_up;
-            let slot = i64::from(rra_def.pdp_count.wrapping_mul(ih.pdp_step) as i32);
+            let cand = &ih.rra()[c.index];
+            let cand_cur = ih.rra_ptr()[c.index] as i32;
+            let last_up = ih.live().last_up;
+            let slot = i64::from(rra_def.pdp_count.wrapping_mul(ih.pdp_step()) as i32);
             if slot != 0 {
                 let delta = last_up % slot;
                 let end_time = if delta != 0 { last_up - delta + slot } else { last_up };
                 let start_time = end_time - slot + 1;
-                let start_row = row_for_time(ih, cand, cand_cur, start_time);
-                let end_row =
-                    if end_time >= last_up { cand_cur } else { row_for_time(ih, cand, cand_cur, end_time) };
+                let start_row = row_for_time(ih.into(), cand, cand_cur, start_time);
+                let end_row = if end_time >= last_up {
+                    cand_cur
+                } else {
+                    row_for_time(ih.into(), cand, cand_cur, end_time)
+                };
                 let mut count = end_row - start_row + 1;
                 if end_row < start_row {
                     count = (count as u64).wrapping_add(cand.row_count) as i32;
@@ -815,7 +839,7 @@ fn prepare_cdps(
                 s[CDP_VAL] = 0.0f64.to_bits();
                 let cand_value = |row: u64| inp.values[c.value_base + row as usize * in_ds + mapped];
                 if start_row == -1 {
-                    s[CDP_SECONDARY_VAL] = ih.cdp[c.index * in_ds + mapped].scratch[CDP_PRIMARY_VAL];
+                    s[CDP_SECONDARY_VAL] = ih.cdp()[c.index * in_ds + mapped].scratch[CDP_PRIMARY_VAL];
                 } else {
                     let pre_start = if start_row == 0 { cand.row_count - 1 } else { start_row as u64 - 1 };
                     s[CDP_SECONDARY_VAL] = cand_value(pre_start).to_bits();
@@ -1072,38 +1096,38 @@ fn modify_structure(
     hash: u64,
 ) -> Result<Image> {
     let ih = &inp.header;
-    if !(3..=5).contains(&ih.version.0) {
+    if !(3..=5).contains(&ih.version().0) {
         return Err(err("direct modification is only supported for version 3, 4 or 5 of RRD files. \
              Consider to dump/restore before retrying a modification"));
     }
-    let in_ds = ih.ds.len();
-    let mut out = Header {
-        version: ih.version,
+    let in_ds = ih.ds().len();
+    let mut out = HeaderParts {
+        version: ih.version(),
         stat_pad: [0; 7],
-        pdp_step: ih.pdp_step,
+        pdp_step: ih.pdp_step(),
         stat_par: [0; 10],
         ds: Vec::new(),
         rra: Vec::new(),
-        live: ih.live,
+        live: *ih.live(),
         pdp: Vec::new(),
         cdp: Vec::new(),
         rra_ptr: Vec::new(),
     };
     let mut ds_ops: Vec<DsOp> = ih
-        .ds
+        .ds()
         .iter()
         .map(|d| if delete_ds.iter().any(|n| n == d.name.as_str()) { DsOp::Delete } else { DsOp::Copy })
         .collect();
     for (i, op) in ds_ops.iter().enumerate() {
         if *op == DsOp::Copy {
-            out.ds.push(ih.ds[i].clone());
-            out.pdp.push(ih.pdp[i].clone());
+            out.ds.push(ih.ds()[i].clone());
+            out.pdp.push(ih.pdp()[i].clone());
         }
     }
     for arg in add_ds {
         let names: Vec<&str> = out.ds.iter().map(|d| d.name.as_str()).collect();
         let def: DsDef = create::parse_ds(&arg[3..], &names)?;
-        if out.ds_index(def.name.as_str()).is_some() {
+        if out.ds.iter().any(|d| d.name == def.name) {
             return Err(err(format!("Duplicate DS name: {}", def.name.as_str())));
         }
         out.ds.push(def);
@@ -1129,7 +1153,7 @@ fn modify_structure(
     }
 
     // Archive definitions and scratch areas (`handle_rra_defs`).
-    for (j, in_rra) in ih.rra.iter().enumerate() {
+    for (j, in_rra) in ih.rra().iter().enumerate() {
         let mut final_rows = in_rra.row_count as i32;
         if let Some(op) = ops.iter_mut().find(|o| o.index == j as i32) {
             match op.op {
@@ -1152,7 +1176,7 @@ fn modify_structure(
         let mut out_k = 0;
         for (i, op) in ds_ops.iter().enumerate() {
             match op {
-                DsOp::Copy => out.cdp.push(ih.cdp[j * in_ds + i].clone()),
+                DsOp::Copy => out.cdp.push(ih.cdp()[j * in_ds + i].clone()),
                 DsOp::Add => {
                     let mut s = [0; 10];
                     init_cdp(out.live.last_up, out.pdp_step, &out.rra[out_index], &out.pdp[out_k], &mut s);
@@ -1167,7 +1191,7 @@ fn modify_structure(
     let total_rows: u64 = out.rra.iter().map(|r| r.row_count).sum();
     let mut values = vec![DNAN; total_rows as usize * out_ds];
     let (mut in_base, mut out_base, mut out_rra) = (0usize, 0usize, 0usize);
-    for (rra_index, in_rra) in ih.rra.iter().enumerate() {
+    for (rra_index, in_rra) in ih.rra().iter().enumerate() {
         let in_values = in_rra.row_count as usize * in_ds;
         let op = ops.iter().find(|o| o.index == rra_index as i32);
         if op.is_some_and(|o| o.final_row_count == 0) {
@@ -1217,7 +1241,7 @@ fn modify_structure(
                 _ => {}
             }
         }
-        let in_cur = ih.rra_ptr[rra_index];
+        let in_cur = ih.rra_ptr()[rra_index];
         while ii < in_rows && oi < out_rows {
             let real_ii = ((ii + in_cur + 1) % in_rows) as usize;
             let mut jj = 0;
@@ -1267,15 +1291,14 @@ fn modify_structure(
         prepare_cdps(inp, &mut out, curr, rows_before, &ds_map, &values);
         rows_before += rows as usize;
     }
-    rrd_format::Layout::new(out_ds as u64, out.version.live_head_len(), &out.layout().row_counts)
-        .map_err(|e| err(format!("the RRD would be too large: {e}")))?;
-    Ok(Image { header: out, values })
+    let header = Header::from_parts(out).map_err(|e| err(format!("the RRD would be too large: {e}")))?;
+    Ok(Image { header, values })
 }
 
 /// `stretch_rras`: the step shrinks by `factor` and every archive
 /// consolidates `factor` times as many PDPs, so rows keep their meaning.
-fn stretch(img: &mut Image, factor: u64) {
-    let h = &mut img.header;
+fn stretch(img: &mut Image, factor: u64) -> Result<()> {
+    let mut h = img.header.clone().into_parts();
     let ds = h.ds.len();
     for (r, rra) in h.rra.iter_mut().enumerate() {
         if rra.cf.is_classic() {
@@ -1288,6 +1311,8 @@ fn stretch(img: &mut Image, factor: u64) {
         rra.pdp_count = rra.pdp_count.wrapping_mul(factor);
     }
     h.pdp_step /= factor;
+    img.header = Header::from_parts(h).map_err(|e| err(format!("invalid 'newstep' parameter: {e}")))?;
+    Ok(())
 }
 
 /// `rrd_modify_r2`: the structural change of one `tune` call, with the
@@ -1296,7 +1321,7 @@ fn stretch(img: &mut Image, factor: u64) {
 pub fn modify(inp: &Image, plan: &ModifyPlan, new_step: i32, hash: u64) -> Result<Image> {
     let mut ops = plan.rra_ops.clone();
     if new_step > 0 {
-        let step = inp.header.pdp_step;
+        let step = inp.header.pdp_step();
         let new_step = new_step as u64;
         if step.checked_rem(new_step) != Some(0) || step / new_step <= 1 {
             return Err(err(
@@ -1304,7 +1329,7 @@ pub fn modify(inp: &Image, plan: &ModifyPlan, new_step: i32, hash: u64) -> Resul
             ));
         }
         let mut stretched = modify_structure(inp, &[], &[], &mut [], hash)?;
-        stretch(&mut stretched, step / new_step);
+        stretch(&mut stretched, step / new_step)?;
         modify_structure(&stretched, &plan.delete_ds, &plan.add_ds, &mut ops, hash)
     } else {
         modify_structure(inp, &plan.delete_ds, &plan.add_ds, &mut ops, hash)
@@ -1351,8 +1376,8 @@ mod tests {
     fn image(defs: &[&str]) -> Image {
         let opts = CreateOptions { start: Some(1_000_000_000), step_secs: Some(300), ..Default::default() };
         let mut header = create::build_header(&opts, &s(defs), 0).unwrap();
-        for p in &mut header.rra_ptr {
-            *p = 0;
+        for r in 0..header.rra_count() {
+            header.set_cur_row(r, 0).unwrap();
         }
         let n = header.layout().file_len - header.layout().data_off;
         Image { header, values: (0..n / 8).map(|i| i as f64).collect() }
@@ -1387,8 +1412,8 @@ mod tests {
         let img = image(&["DS:a:GAUGE:600:U:U", "RRA:LAST:0.5:1:3"]);
         let plan = parse_modify_args(&s(&["RRA#0:+2"])).unwrap();
         let out = modify(&img, &plan, 0, 0).unwrap();
-        assert_eq!(out.header.rra[0].row_count, 5);
-        assert_eq!(out.header.rra_ptr[0], 4);
+        assert_eq!(out.header.rra()[0].row_count, 5);
+        assert_eq!(out.header.rra_ptr()[0], 4);
         // Input rows 0,1,2 with cur_row 0: oldest is row 1.
         assert!(out.values[0].is_nan() && out.values[1].is_nan());
         assert_eq!(&out.values[2..], &[1.0, 2.0, 0.0]);
@@ -1399,8 +1424,8 @@ mod tests {
         let img = image(&["DS:a:GAUGE:600:U:U", "DS:b:GAUGE:600:U:U", "RRA:LAST:0.5:1:2"]);
         let plan = parse_modify_args(&s(&["DEL:a"])).unwrap();
         let out = modify(&img, &plan, 0, 0).unwrap();
-        assert_eq!(out.header.ds.len(), 1);
-        assert_eq!(out.header.cdp.len(), 1);
+        assert_eq!(out.header.ds().len(), 1);
+        assert_eq!(out.header.cdp().len(), 1);
         // Rows (a,b): (0,1) (2,3), cur_row 0, so time order is row 1, row 0.
         assert_eq!(out.values, [3.0, 1.0]);
         let none = parse_modify_args(&s(&["DEL:a", "DEL:b"])).unwrap();
@@ -1415,9 +1440,9 @@ mod tests {
         for args in [&["DELRRA:0"][..], &["RRA#0:=0"], &["RRA#0:-5"]] {
             let plan = parse_modify_args(&s(args)).unwrap();
             let out = modify(&img, &plan, 0, 0).unwrap();
-            assert_eq!(out.header.rra.len(), 2, "{args:?}");
+            assert_eq!(out.header.rra().len(), 2, "{args:?}");
             assert_eq!(out.values, [3.0, 4.0, 2.0, 6.0, 5.0], "{args:?}");
-            assert_eq!(out.header.rra_ptr, [2, 1], "{args:?}");
+            assert_eq!(out.header.rra_ptr(), [2, 1], "{args:?}");
         }
         let plan = parse_modify_args(&s(&["DELRRA:1"])).unwrap();
         assert_eq!(modify(&img, &plan, 0, 0).unwrap().values, [1.0, 0.0, 6.0, 5.0]);
@@ -1429,7 +1454,7 @@ mod tests {
         let plan = parse_modify_args(&s(&["RRA#0:+1"])).unwrap();
         assert!(modify(&img, &plan, 7, 0).unwrap_err().to_string().starts_with("invalid 'newstep'"));
         let out = modify(&img, &plan, 100, 0).unwrap();
-        assert_eq!((out.header.pdp_step, out.header.rra[0].pdp_count), (100, 6));
+        assert_eq!((out.header.pdp_step(), out.header.rra()[0].pdp_count), (100, 6));
     }
 
     #[test]
@@ -1437,14 +1462,14 @@ mod tests {
         let img = image(&["DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"]);
         let plan = parse_modify_args(&s(&["RRA:HWPREDICT:20:0.5:0.1:5"])).unwrap();
         let out = modify(&img, &plan, 0, 12345).unwrap();
-        let cfs: Vec<Cf> = out.header.rra.iter().map(|r| r.cf).collect();
+        let cfs: Vec<Cf> = out.header.rra().iter().map(|r| r.cf).collect();
         assert_eq!(
             cfs,
             [Cf::Average, Cf::HwPredict, Cf::Seasonal, Cf::DevSeasonal, Cf::DevPredict, Cf::Failures]
         );
-        assert_eq!(out.header.rra[1].par[RRA_DEPENDENT_RRA_IDX], 2);
-        assert_eq!(out.header.rra[2].par[RRA_SEASONAL_SMOOTH_IDX], 12345 % 5);
-        assert_eq!(out.header.rra[5].par[RRA_WINDOW_LEN], 9);
+        assert_eq!(out.header.rra()[1].par[RRA_DEPENDENT_RRA_IDX], 2);
+        assert_eq!(out.header.rra()[2].par[RRA_SEASONAL_SMOOTH_IDX], 12345 % 5);
+        assert_eq!(out.header.rra()[5].par[RRA_WINDOW_LEN], 9);
         let bad = parse_modify_args(&s(&["RRA:HWPREDICT:20:1.5:0.1:5"])).unwrap();
         assert_eq!(
             modify(&img, &bad, 0, 0).unwrap_err().to_string(),

@@ -1,5 +1,5 @@
-//! An open RRD: its validated header, its layout and the store its bytes
-//! live in. Reading rows and writing rows and the live header go through
+//! An open RRD: its validated header (which carries the file's layout) and
+//! the store its bytes live in. Reading rows and writing rows and the live header go through
 //! here, so every command shares one notion of where things are.
 
 use std::fs::File;
@@ -14,11 +14,15 @@ use crate::store::Store;
 /// of most files.
 const FIRST_READ_LEN: u64 = 4096;
 
+/// An open file. Any `Header` is valid by construction (decoded or built
+/// through `Header::from_parts`), so an `Rrd` can be assembled from a kept
+/// header and a store, as the daemon's merged reads and the batch do; a
+/// store shorter than the layout says fails its reads, it is never indexed
+/// past its end.
 pub struct Rrd<S: Store = File> {
     pub path: PathBuf,
     pub store: S,
     pub header: Header,
-    pub layout: Layout,
 }
 
 impl Rrd<File> {
@@ -62,8 +66,13 @@ impl<S: Store> Rrd<S> {
             buf.resize(header_len as usize, 0);
             store.read_at(&mut buf[have..], have as u64).map_err(io_err)?;
         }
-        let (header, layout) = Header::decode(&buf, file_len).map_err(fmt_err)?;
-        Ok(Rrd { path: path.to_path_buf(), store, header, layout })
+        let header = Header::decode(&buf, file_len).map_err(fmt_err)?;
+        Ok(Rrd { path: path.to_path_buf(), store, header })
+    }
+
+    /// Where every section of the file lives.
+    pub fn layout(&self) -> &Layout {
+        self.header.layout()
     }
 
     fn io(&self, source: std::io::Error) -> Error {
@@ -73,10 +82,10 @@ impl<S: Store> Rrd<S> {
     /// Reads `count` consecutive rows of RRA `rra_index` starting at
     /// `row_index` (which must not wrap).
     pub fn read_rows(&self, rra_index: usize, row_index: u64, count: u64) -> Result<Vec<f64>> {
-        assert!(row_index + count <= self.layout.row_counts[rra_index]);
-        let mut buf = vec![0u8; (count * self.layout.row_len()) as usize];
+        assert!(row_index + count <= self.layout().row_counts[rra_index]);
+        let mut buf = vec![0u8; (count * self.layout().row_len()) as usize];
         if count > 0 {
-            let off = self.layout.row_off(rra_index, row_index);
+            let off = self.layout().row_off(rra_index, row_index);
             self.store.read_at(&mut buf, off).map_err(|e| self.io(e))?;
         }
         Ok(rrd_format::decode_values(&buf))
@@ -84,15 +93,15 @@ impl<S: Store> Rrd<S> {
 
     /// Reads a whole archive, rows in file order (not time order).
     pub fn read_rra(&self, rra_index: usize) -> Result<Vec<f64>> {
-        self.read_rows(rra_index, 0, self.layout.row_counts[rra_index])
+        self.read_rows(rra_index, 0, self.layout().row_counts[rra_index])
     }
 
     /// Writes one row (one value per DS).
     pub fn write_row(&self, rra_index: usize, row_index: u64, values: &[f64]) -> Result<()> {
-        assert_eq!(values.len() as u64, self.layout.ds_count);
+        assert_eq!(values.len() as u64, self.layout().ds_count);
         let mut buf = Vec::with_capacity(values.len() * 8);
         rrd_format::encode_values(values, &mut buf);
-        let off = self.layout.row_off(rra_index, row_index);
+        let off = self.layout().row_off(rra_index, row_index);
         self.store.write_at(&buf, off).map_err(|e| self.io(e))
     }
 
@@ -100,7 +109,7 @@ impl<S: Store> Rrd<S> {
     /// Writes the live header and returns the bytes written.
     pub fn write_live(&self) -> Result<Vec<u8>> {
         let bytes = self.header.encode_live();
-        self.store.write_at(&bytes, self.layout.live_head_off).map_err(|e| self.io(e))?;
+        self.store.write_at(&bytes, self.layout().live_head_off).map_err(|e| self.io(e))?;
         Ok(bytes)
     }
 }

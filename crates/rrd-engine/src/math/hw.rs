@@ -70,7 +70,7 @@ pub fn init_cdp(cf: Cf, s: &mut Par) {
 
 fn dep(h: &Header, rra: usize) -> usize {
     // Out-of-range values become an index no archive has.
-    usize::try_from(h.rra[rra].par[RRA_DEPENDENT_RRA_IDX]).unwrap_or(usize::MAX)
+    usize::try_from(h.rra()[rra].par[RRA_DEPENDENT_RRA_IDX]).unwrap_or(usize::MAX)
 }
 
 /// Checks that every dependency chain an update follows stays inside the
@@ -79,7 +79,7 @@ fn dep(h: &Header, rra: usize) -> usize {
 pub fn check_dependencies(h: &Header) -> Result<(), String> {
     let n = h.rra_count();
     for r in 0..n {
-        let cf = h.rra[r].cf;
+        let cf = h.rra()[r].cf;
         let depth = match cf {
             Cf::HwPredict | Cf::MhwPredict | Cf::DevPredict => 1,
             Cf::Seasonal | Cf::DevSeasonal => 2,
@@ -94,12 +94,12 @@ pub fn check_dependencies(h: &Header) -> Result<(), String> {
                     "the Holt-Winters archive RRA[{r}] ({}) depends on an archive that does not exist \
                      (index {})",
                     cf.name(),
-                    h.rra[cur].par[RRA_DEPENDENT_RRA_IDX]
+                    h.rra()[cur].par[RRA_DEPENDENT_RRA_IDX]
                 ));
             }
             cur = next;
         }
-        if cf == Cf::Failures && (h.rra[r].par[RRA_WINDOW_LEN] as u16) > 80 {
+        if cf == Cf::Failures && (h.rra()[r].par[RRA_WINDOW_LEN] as u16) > 80 {
             return Err(format!("the FAILURES archive RRA[{r}] has a window longer than 80 steps"));
         }
     }
@@ -200,9 +200,9 @@ pub fn update_aberrant_cf(
 ) {
     let ds_count = h.ds_count();
     let cdp = rra * ds_count + ds;
-    h.cdp[cdp].scratch[slot] = pdp.to_bits();
-    let cf = h.rra[rra].cf;
-    let model_at = |h: &Header, i: usize| h.rra.get(i).and_then(|r| Model::of(r.cf));
+    h.cdp_mut()[cdp].scratch[slot] = pdp.to_bits();
+    let cf = h.rra()[rra].cf;
+    let model_at = |h: &Header, i: usize| h.rra().get(i).and_then(|r| Model::of(r.cf));
     match cf {
         Cf::HwPredict | Cf::MhwPredict => {
             let model = Model::of(cf).expect("HW family");
@@ -220,7 +220,7 @@ pub fn update_aberrant_cf(
             }
         }
         Cf::Failures => {
-            let hw = h.rra.get(dep(h, rra)).map(|_| dep(h, dep(h, rra)));
+            let hw = h.rra().get(dep(h, rra)).map(|_| dep(h, dep(h, rra)));
             if let Some(model) = hw.and_then(|i| model_at(h, i)) {
                 update_failures(h, rra, ds, slot, model);
             }
@@ -232,13 +232,13 @@ pub fn update_aberrant_cf(
 fn update_hwpredict(h: &mut Header, rra: usize, ds: usize, slot: usize, model: Model) {
     let ds_count = h.ds_count();
     let seasonal_rra = dep(h, rra);
-    let (alpha, beta) = (h.rra[rra].par_f64(RRA_HW_ALPHA), h.rra[rra].par_f64(RRA_HW_BETA));
+    let (alpha, beta) = (h.rra()[rra].par_f64(RRA_HW_ALPHA), h.rra()[rra].par_f64(RRA_HW_BETA));
     let seasonal_coef = {
-        let s = &h.cdp[seasonal_rra * ds_count + ds].scratch;
+        let s = &h.cdp()[seasonal_rra * ds_count + ds].scratch;
         // An archive earlier in the file has already moved on this step.
         f(if seasonal_rra < rra { s[CDP_HW_LAST_SEASONAL] } else { s[CDP_HW_SEASONAL] })
     };
-    let c = &mut h.cdp[rra * ds_count + ds].scratch;
+    let c = &mut h.cdp_mut()[rra * ds_count + ds].scratch;
     c[CDP_HW_LAST_INTERCEPT] = c[CDP_HW_INTERCEPT];
     c[CDP_HW_LAST_SLOPE] = c[CDP_HW_SLOPE];
     c[CDP_LAST_NULL_COUNT] = c[CDP_NULL_COUNT];
@@ -272,10 +272,10 @@ fn update_hwpredict(h: &mut Header, rra: usize, ds: usize, slot: usize, model: M
 fn update_seasonal(h: &mut Header, rra: usize, ds: usize, slot: usize, next_coef: f64, model: Model) {
     let ds_count = h.ds_count();
     let hw_rra = dep(h, rra);
-    let hw_alpha = h.rra[hw_rra].par_f64(RRA_HW_ALPHA);
-    let gamma = h.rra[rra].par_f64(RRA_SEASONAL_GAMMA);
-    let coefs = h.cdp[hw_rra * ds_count + ds].scratch;
-    let s = &mut h.cdp[rra * ds_count + ds].scratch;
+    let hw_alpha = h.rra()[hw_rra].par_f64(RRA_HW_ALPHA);
+    let gamma = h.rra()[rra].par_f64(RRA_SEASONAL_GAMMA);
+    let coefs = h.cdp()[hw_rra * ds_count + ds].scratch;
+    let s = &mut h.cdp_mut()[rra * ds_count + ds].scratch;
     let seasonal = f(s[CDP_HW_SEASONAL]);
     s[CDP_HW_LAST_SEASONAL] = s[CDP_HW_SEASONAL];
     s[CDP_HW_SEASONAL] = next_coef.to_bits();
@@ -309,23 +309,23 @@ fn update_seasonal(h: &mut Header, rra: usize, ds: usize, slot: usize, next_coef
 fn update_devpredict(h: &mut Header, rra: usize, ds: usize, slot: usize) {
     let ds_count = h.ds_count();
     let dev_rra = dep(h, rra);
-    let d = &h.cdp[dev_rra * ds_count + ds].scratch;
+    let d = &h.cdp()[dev_rra * ds_count + ds].scratch;
     let v = if dev_rra < rra { d[CDP_LAST_SEASONAL_DEVIATION] } else { d[CDP_SEASONAL_DEVIATION] };
-    h.cdp[rra * ds_count + ds].scratch[slot] = v;
+    h.cdp_mut()[rra * ds_count + ds].scratch[slot] = v;
 }
 
 fn update_devseasonal(h: &mut Header, rra: usize, ds: usize, slot: usize, next_dev: f64, model: Model) {
     let ds_count = h.ds_count();
     let hw_rra = dep(h, rra);
     let seasonal_rra = dep(h, hw_rra);
-    let gamma = h.rra[rra].par_f64(RRA_SEASONAL_GAMMA);
-    let coefs = h.cdp[hw_rra * ds_count + ds].scratch;
+    let gamma = h.rra()[rra].par_f64(RRA_SEASONAL_GAMMA);
+    let coefs = h.cdp()[hw_rra * ds_count + ds].scratch;
     {
-        let s = &mut h.cdp[rra * ds_count + ds].scratch;
+        let s = &mut h.cdp_mut()[rra * ds_count + ds].scratch;
         s[CDP_LAST_SEASONAL_DEVIATION] = s[CDP_SEASONAL_DEVIATION];
         s[CDP_SEASONAL_DEVIATION] = next_dev.to_bits();
     }
-    let seasonal_coef = match h.cdp.get(seasonal_rra.wrapping_mul(ds_count).wrapping_add(ds)) {
+    let seasonal_coef = match h.cdp().get(seasonal_rra.wrapping_mul(ds_count).wrapping_add(ds)) {
         Some(c) if seasonal_rra < rra => f(c.scratch[CDP_HW_LAST_SEASONAL]),
         Some(c) => f(c.scratch[CDP_HW_SEASONAL]),
         None => DNAN,
@@ -335,7 +335,7 @@ fn update_devseasonal(h: &mut Header, rra: usize, ds: usize, slot: usize, next_d
     } else {
         (CDP_HW_INTERCEPT, CDP_HW_SLOPE, CDP_NULL_COUNT)
     };
-    let s = &mut h.cdp[rra * ds_count + ds].scratch;
+    let s = &mut h.cdp_mut()[rra * ds_count + ds].scratch;
     if f(coefs[ic]).is_nan() || f(coefs[sl]).is_nan() || seasonal_coef.is_nan() {
         s[slot] = DNAN.to_bits();
         return;
@@ -399,15 +399,15 @@ fn update_failures(h: &mut Header, rra: usize, ds: usize, slot: usize, model: Mo
     let seasonal_rra = dep(h, hw_rra);
     // rrdtool orders the DEVSEASONAL lookup by the SEASONAL archive's index.
     let deviation = {
-        let d = &h.cdp[dev_rra * ds_count + ds].scratch;
+        let d = &h.cdp()[dev_rra * ds_count + ds].scratch;
         f(if rra < seasonal_rra { d[CDP_SEASONAL_DEVIATION] } else { d[CDP_LAST_SEASONAL_DEVIATION] })
     };
-    let observed = f(h.cdp[rra * ds_count + ds].scratch[slot]);
+    let observed = f(h.cdp()[rra * ds_count + ds].scratch[slot]);
     let mut violation = false;
     if !deviation.is_nan() {
-        let s = &h.cdp[seasonal_rra * ds_count + ds].scratch;
+        let s = &h.cdp()[seasonal_rra * ds_count + ds].scratch;
         let seasonal_coef = f(if rra < seasonal_rra { s[CDP_HW_SEASONAL] } else { s[CDP_HW_LAST_SEASONAL] });
-        let c = &h.cdp[hw_rra * ds_count + ds].scratch;
+        let c = &h.cdp()[hw_rra * ds_count + ds].scratch;
         let prediction = if rra < hw_rra {
             model.predict(f(c[CDP_HW_INTERCEPT]), f(c[CDP_HW_SLOPE]), c[CDP_NULL_COUNT], seasonal_coef)
         } else {
@@ -421,13 +421,13 @@ fn update_failures(h: &mut Header, rra: usize, ds: usize, slot: usize, model: Mo
         violation = if observed.is_nan() {
             true
         } else {
-            let (pos, neg) = (h.rra[rra].par_f64(RRA_DELTA_POS), h.rra[rra].par_f64(RRA_DELTA_NEG));
+            let (pos, neg) = (h.rra()[rra].par_f64(RRA_DELTA_POS), h.rra()[rra].par_f64(RRA_DELTA_NEG));
             observed > prediction + pos * deviation || observed < prediction - neg * deviation
         };
     }
-    let window = h.rra[rra].par[RRA_WINDOW_LEN] as u16;
-    let threshold = h.rra[rra].par[RRA_FAILURE_THRESHOLD];
-    let s = &mut h.cdp[rra * ds_count + ds].scratch;
+    let window = h.rra()[rra].par[RRA_WINDOW_LEN] as u16;
+    let threshold = h.rra()[rra].par[RRA_FAILURE_THRESHOLD];
+    let s = &mut h.cdp_mut()[rra * ds_count + ds].scratch;
     let mut bytes = scratch_bytes(s);
     let count = push_violation(&mut bytes, window, violation);
     set_scratch_bytes(s, &bytes);
@@ -487,13 +487,16 @@ pub fn smooth(values: &mut [f64], ds_count: usize, offset: u64) -> Option<Vec<f6
 /// coefficients on the baseline and moves the baseline into the HWPREDICT
 /// intercept. Returns whether `values` changed (and must be written).
 pub fn apply_smoother(h: &mut Header, rra: usize, values: &mut [f64]) -> bool {
-    let row_count = h.rra[rra].row_count;
-    let window =
-        if h.version.0 >= 4 { h.rra[rra].par_f64(rrd_format::RRA_SEASONAL_SMOOTHING_WINDOW) } else { 0.05 };
+    let row_count = h.rra()[rra].row_count;
+    let window = if h.version().0 >= 4 {
+        h.rra()[rra].par_f64(rrd_format::RRA_SEASONAL_SMOOTHING_WINDOW)
+    } else {
+        0.05
+    };
     let offset = (window / 2.0 * row_count as f64).floor() as u64;
     // The dependency must be known before anything is written.
-    let model = if h.rra[rra].cf == Cf::Seasonal {
-        match h.rra.get(dep(h, rra)).and_then(|r| Model::of(r.cf)) {
+    let model = if h.rra()[rra].cf == Cf::Seasonal {
+        match h.rra().get(dep(h, rra)).and_then(|r| Model::of(r.cf)) {
             Some(m) => Some(m),
             None => return false,
         }
@@ -510,7 +513,7 @@ pub fn apply_smoother(h: &mut Header, rra: usize, values: &mut [f64]) -> bool {
             for row in values.chunks_exact_mut(ds_count) {
                 row[j] = model.init_seasonality(row[j], b);
             }
-            let c = &mut h.cdp[hw_rra * ds_count + j].scratch;
+            let c = &mut h.cdp_mut()[hw_rra * ds_count + j].scratch;
             c[CDP_HW_INTERCEPT] = (f(c[CDP_HW_INTERCEPT]) + b).to_bits();
         }
     }

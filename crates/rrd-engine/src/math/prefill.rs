@@ -109,7 +109,7 @@ pub fn latest_last_up(paths: &[PathBuf]) -> Result<i64> {
     let mut latest = 0i64;
     for path in paths {
         let rrd = Rrd::open(path, false).map_err(|_| cannot_open(path))?;
-        latest = latest.max(rrd.header.live.last_up);
+        latest = latest.max(rrd.header.live().last_up);
     }
     Ok(latest)
 }
@@ -126,7 +126,7 @@ impl Source {
     /// open source RRD".
     pub fn open(path: &Path) -> Result<Source> {
         let rrd = Rrd::open(path, false).map_err(|_| cannot_open(path))?;
-        let values = (0..rrd.header.rra.len())
+        let values = (0..rrd.header.rra().len())
             .map(|r| rrd.read_rra(r))
             .collect::<Result<Vec<_>>>()
             .map_err(|_| cannot_open(path))?;
@@ -148,14 +148,14 @@ pub fn prefill_from_files(header: &mut Header, paths: &[PathBuf], defs: &[String
 /// order, `ds_count` values per row. Fails only when memory for the
 /// archives cannot be had.
 pub fn prefill(header: &mut Header, sources: &[Source], mappings: &[DsMapping]) -> Result<Vec<Vec<f64>>> {
-    let ds_count = header.ds.len();
+    let ds_count = header.ds().len();
     let mut target = Target {
-        step: header.pdp_step,
-        last_up: header.live.last_up,
+        step: header.pdp_step(),
+        last_up: header.live().last_up,
         rras: header
-            .rra
+            .rra()
             .iter()
-            .zip(&header.rra_ptr)
+            .zip(header.rra_ptr())
             .map(|(r, &cur_row)| Archive {
                 cf: r.cf,
                 pdp_count: r.pdp_count,
@@ -164,7 +164,7 @@ pub fn prefill(header: &mut Header, sources: &[Source], mappings: &[DsMapping]) 
                 cur_row,
             })
             .collect(),
-        values: header.rra.iter().map(|r| unknown_rows(r.row_count, ds_count)).collect::<Result<_>>()?,
+        values: header.rra().iter().map(|r| unknown_rows(r.row_count, ds_count)).collect::<Result<_>>()?,
         ds_count,
     };
     let real_rra_count = target.rras.len();
@@ -297,10 +297,11 @@ impl Target {
                 break;
             }
             let src = &sources[c.source];
-            let srra = &src.header.rra[c.rra];
-            let (s_step, s_last_up, s_rows) = (src.header.pdp_step, src.header.live.last_up, srra.row_count);
-            let s_cur = src.header.rra_ptr[c.rra];
-            let s_ds_count = src.header.ds.len();
+            let srra = &src.header.rra()[c.rra];
+            let (s_step, s_last_up, s_rows) =
+                (src.header.pdp_step(), src.header.live().last_up, srra.row_count);
+            let s_cur = src.header.rra_ptr()[c.rra];
+            let s_ds_count = src.header.ds().len();
             let end_bin =
                 row_for_time(s_last_up, s_step, srra.pdp_count, s_rows, s_cur as i32, bin_end) as i64 as u64;
             let start_bin = row_for_time(s_last_up, s_step, srra.pdp_count, s_rows, s_cur as i32, bin_start)
@@ -360,25 +361,26 @@ impl Target {
         let slot = r * self.ds_count + d;
         for c in candidates {
             let src = &sources[c.source];
-            if src.header.pdp_step != self.step {
+            if src.header.pdp_step() != self.step {
                 continue;
             }
-            let srra = &src.header.rra[c.rra];
+            let srra = &src.header.rra()[c.rra];
             let (s_begin, s_end) =
-                cdp_start_end(src.header.live.last_up, src.header.pdp_step, srra.pdp_count);
+                cdp_start_end(src.header.live().last_up, src.header.pdp_step(), srra.pdp_count);
             if s_begin == begin
                 && s_end == end
-                && (self.last_up as u64) / self.step == (src.header.live.last_up as u64) / src.header.pdp_step
+                && (self.last_up as u64) / self.step
+                    == (src.header.live().last_up as u64) / src.header.pdp_step()
             {
-                if let Some(cdp) = src.header.cdp.get(c.rra * src.header.ds.len() + c.ds) {
-                    header.cdp[slot] = cdp.clone();
+                if let Some(cdp) = src.header.cdp().get(c.rra * src.header.ds().len() + c.ds) {
+                    header.cdp_mut()[slot] = cdp.clone();
                 }
                 return;
             }
         }
 
         // init_cdp for the classic CFs, with the unknown count forced to 0.
-        let scratch = &mut header.cdp[slot].scratch;
+        let scratch = &mut header.cdp_mut()[slot].scratch;
         scratch[CDP_VAL] = DNAN.to_bits();
         scratch[CDP_UNKN_PDP_CNT] = 0;
         let c = &self.rras[cdp_rra];
@@ -421,7 +423,7 @@ impl Target {
                     pdp_count: a.pdp_count,
                     xff: a.xff,
                 };
-                consolidate::update_cdp(&mut header.cdp[slot].scratch, &input);
+                consolidate::update_cdp(&mut header.cdp_mut()[slot].scratch, &input);
             }
             // Stop rather than wrap around for absurd times.
             match t.checked_add(self.step as i64) {
@@ -443,7 +445,7 @@ fn prefill_pdp_prep(
     candidates: &[Candidate],
     sources: &[Source],
 ) {
-    if header.pdp[d].last_ds_str() != "U" {
+    if header.pdp()[d].last_ds_str() != "U" {
         return;
     }
     let step = target.step;
@@ -457,22 +459,23 @@ fn prefill_pdp_prep(
         }
         previous = Some(c.source);
         let src = &sources[c.source];
-        let Some(spdp) = src.header.pdp.get(c.ds) else { continue };
+        let Some(spdp) = src.header.pdp().get(c.ds) else { continue };
         if spdp.last_ds_str() == "U" {
             continue;
         }
-        let s_begin = pdp_begin(src.header.live.last_up, src.header.pdp_step);
-        let s_end = s_begin.wrapping_add(src.header.pdp_step as i64).wrapping_sub(1);
-        let same_type = name_bytes(&header.ds[d].dst_name.0) == name_bytes(&src.header.ds[c.ds].dst_name.0);
+        let s_begin = pdp_begin(src.header.live().last_up, src.header.pdp_step());
+        let s_end = s_begin.wrapping_add(src.header.pdp_step() as i64).wrapping_sub(1);
+        let same_type =
+            name_bytes(&header.ds()[d].dst_name.0) == name_bytes(&src.header.ds()[c.ds].dst_name.0);
         if s_end <= end && s_end >= begin && same_type {
-            header.pdp[d] = spdp.clone();
+            header.pdp_mut()[d] = spdp.clone();
             // rrdtool reads the unknown-seconds counter as a double here,
             // so this only fires for absurd counters; kept for fidelity.
-            let unknown_as_double = f64::from_bits(header.pdp[d].scratch[PDP_UNKN_SEC_CNT]);
+            let unknown_as_double = f64::from_bits(header.pdp()[d].scratch[PDP_UNKN_SEC_CNT]);
             if unknown_as_double > step as f64 {
-                let source_known = (src.header.pdp_step as f64 - unknown_as_double) as i64;
+                let source_known = (src.header.pdp_step() as f64 - unknown_as_double) as i64;
                 let max_target_known = target.last_up.wrapping_sub(begin);
-                header.pdp[d].scratch[PDP_UNKN_SEC_CNT] =
+                header.pdp_mut()[d].scratch[PDP_UNKN_SEC_CNT] =
                     max_target_known.wrapping_sub(source_known).max(0) as u64;
             }
             break;
@@ -515,7 +518,7 @@ fn find_candidates(
     mappings: &[DsMapping],
     selection: Selection,
 ) -> Vec<Candidate> {
-    let ds_name = name_bytes(&header.ds[d].name.0);
+    let ds_name = name_bytes(&header.ds()[d].name.0);
     let mapping = mappings.iter().find(|m| m.ds_name.as_bytes() == ds_name);
     let looked_for = match mapping {
         Some(m) if !m.mapped_name.is_empty() => m.mapped_name.as_bytes(),
@@ -529,12 +532,12 @@ fn find_candidates(
                 continue;
             }
         }
-        let Some(ds) = src.header.ds.iter().position(|s| name_bytes(&s.name.0) == looked_for) else {
+        let Some(ds) = src.header.ds().iter().position(|s| name_bytes(&s.name.0) == looked_for) else {
             continue;
         };
         let mut list: Vec<Candidate> = src
             .header
-            .rra
+            .rra()
             .iter()
             .enumerate()
             .filter(|(_, maybe)| match selection {
@@ -561,8 +564,8 @@ fn sort_by_granularity(sources: &[Source], a: &Candidate, b: &Candidate) -> i32 
     if a.source == b.source && a.rra == b.rra {
         return 0;
     }
-    let ad = &sources[a.source].header.rra[a.rra];
-    let bd = &sources[b.source].header.rra[b.rra];
+    let ad = &sources[a.source].header.rra()[a.rra];
+    let bd = &sources[b.source].header.rra()[b.rra];
     if ad.pdp_count == bd.pdp_count {
         return bd.row_count.wrapping_sub(ad.row_count) as i32;
     }
@@ -582,10 +585,10 @@ fn order_for_target(
 ) -> i32 {
     let ah = &sources[a.source].header;
     let bh = &sources[b.source].header;
-    let (ad, bd) = (&ah.rra[a.rra], &bh.rra[b.rra]);
+    let (ad, bd) = (&ah.rra()[a.rra], &bh.rra()[b.rra]);
     let resolution = |pdp: u64, step: u64| pdp.wrapping_mul(step as i32 as i64 as u64);
-    let ares = resolution(ad.pdp_count, ah.pdp_step);
-    let bres = resolution(bd.pdp_count, bh.pdp_step);
+    let ares = resolution(ad.pdp_count, ah.pdp_step());
+    let bres = resolution(bd.pdp_count, bh.pdp_step());
     let tres = resolution(tofill.pdp_count, target.step);
     if ad.cf == tofill.cf && ares == tres {
         return -1;
@@ -982,35 +985,54 @@ mod tests {
     fn averages_are_consolidated_from_a_finer_source() {
         // Source: ten 5-minute averages 1..=10, the newest ending at 3000.
         let mut sh = header(3000, &["DS:x:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10"]);
-        sh.rra_ptr[0] = 9;
-        sh.pdp[0].set_last_ds("42");
+        sh.set_cur_row(0, 9).unwrap();
+        sh.pdp_mut()[0].set_last_ds("42");
         let source = Source { values: vec![(1..=10).map(f64::from).collect()], header: sh };
         // Target: 10-minute averages and 5-minute maxima of the same span.
         let mut th = header(3000, &["DS:x:GAUGE:600:U:U", "RRA:AVERAGE:0.5:2:5", "RRA:MAX:0.5:1:4"]);
-        th.rra_ptr = vec![4, 3];
+        th.set_cur_row(0, 4).unwrap();
+        th.set_cur_row(1, 3).unwrap();
         let values = prefill(&mut th, &[source], &[]).unwrap();
         assert_eq!(values, vec![vec![1.5, 3.5, 5.5, 7.5, 9.5], vec![7.0, 8.0, 9.0, 10.0]]);
-        assert_eq!(th.pdp[0].last_ds_str(), "42", "same PDP, same type: the state is copied");
+        assert_eq!(th.pdp()[0].last_ds_str(), "42", "same PDP, same type: the state is copied");
     }
 
+    /// Sources at the edges: every combination a header can hold prefills
+    /// without panicking; the combinations no header can hold (step 0, no
+    /// rows, a row pointer past the last row) are refused when built.
     #[test]
     fn absurd_sources_do_not_panic() {
         let target_defs = ["DS:x:GAUGE:600:U:U", "RRA:AVERAGE:0.5:3:5", "RRA:MAX:0.5:1:4", "RRA:LAST:0:7:3"];
+        let mut prefilled = 0;
         for last_up in [i64::MAX, i64::MIN, -1, 0, 1] {
-            for (step, rows, cur_row) in [(0, 10, 3), (1, 0, 0), (u64::MAX, 10, 99), (300, 10, u64::MAX)] {
-                let mut sh =
-                    header(3000, &["DS:x:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10", "RRA:MAX:0.5:2:10"]);
-                sh.live.last_up = last_up;
-                sh.pdp_step = step;
-                sh.rra[0].row_count = rows;
-                sh.rra_ptr[0] = cur_row;
-                sh.pdp[0].set_last_ds("1");
-                let values = vec![vec![1.0; 10], vec![2.0; 10]];
+            for (step, rows, cur_row) in
+                [(0, 10, 3), (1, 0, 0), (u64::MAX, 10, 9), (u64::MAX, 10, 99), (300, 10, u64::MAX), (1, 1, 0)]
+            {
+                let mut parts =
+                    header(3000, &["DS:x:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10", "RRA:MAX:0.5:2:10"])
+                        .into_parts();
+                parts.live.last_up = last_up;
+                parts.pdp_step = step;
+                parts.rra[0].row_count = rows;
+                parts.rra_ptr[0] = cur_row;
+                parts.pdp[0].set_last_ds("1");
+                let buildable = step != 0 && rows != 0 && cur_row < rows;
+                let sh = match Header::from_parts(parts) {
+                    Ok(sh) => sh,
+                    Err(e) => {
+                        assert!(!buildable, "{step}/{rows}/{cur_row} refused: {e}");
+                        continue;
+                    }
+                };
+                assert!(buildable, "{step}/{rows}/{cur_row} built");
+                let values = vec![vec![1.0; rows as usize], vec![2.0; 10]];
                 let mut th = header(3000, &target_defs);
-                th.live.last_up = last_up;
+                th.live_mut().last_up = last_up;
                 let out = prefill(&mut th, &[Source { header: sh, values }], &[]).unwrap();
                 assert_eq!(out.iter().map(Vec::len).collect::<Vec<_>>(), vec![5, 4, 3]);
+                prefilled += 1;
             }
         }
+        assert_eq!(prefilled, 10, "two buildable edge sources for each of five last_up values");
     }
 }

@@ -54,8 +54,11 @@ pub trait RowSink {
 
 /// Reads `out.len() / ds_count` consecutive rows of an archive, starting at
 /// a row index, from wherever the file lives. Holt-Winters updates read
-/// rows of their SEASONAL and DEVSEASONAL archives through this.
-pub type RowReader<'a> = Box<dyn FnMut(usize, u64, &mut [f64]) -> std::io::Result<()> + 'a>;
+/// rows of their SEASONAL and DEVSEASONAL archives through this. The
+/// updater passes the layout of the header it updates (which it holds
+/// mutably, so the reader cannot keep one of its own).
+pub type RowReader<'a> =
+    Box<dyn FnMut(&rrd_format::Layout, usize, u64, &mut [f64]) -> std::io::Result<()> + 'a>;
 
 /// Collects the last value written to each row (file order) and, when
 /// asked, the `updatev` summary.
@@ -156,7 +159,7 @@ impl<'h> Updater<'h> {
         crate::hw::check_dependencies(header)
             .map_err(|e| Error::invalid(format!("this file cannot be updated: {e}")))?;
         let tmpl_idx = match &opts.template {
-            None => (0..header.ds_count()).filter(|&i| header.ds[i].dst != Dst::Compute).collect(),
+            None => (0..header.ds_count()).filter(|&i| header.ds()[i].dst != Dst::Compute).collect(),
             Some(t) => {
                 let mut idx = Vec::new();
                 for name in t.split(':') {
@@ -172,7 +175,7 @@ impl<'h> Updater<'h> {
             }
         };
         let mut programs = Vec::with_capacity(header.ds_count());
-        for ds in &header.ds {
+        for ds in header.ds() {
             programs.push(if ds.dst == Dst::Compute {
                 Some(crate::rpn::Program::from_par(&ds.par).map_err(|e| {
                     Error::invalid(format!(
@@ -209,7 +212,8 @@ impl<'h> Updater<'h> {
         let reader = self.reader.as_mut().ok_or_else(|| {
             "updating Holt-Winters archives needs the file's seasonal rows, and none were given".to_string()
         })?;
-        reader(rra, first, &mut out).map_err(|e| format!("reading seasonal row failed: {e}"))?;
+        reader(self.header.layout(), rra, first, &mut out)
+            .map_err(|e| format!("reading seasonal row failed: {e}"))?;
         for k in 0..count {
             if let Some(v) = self.written.get(&(rra, first + k)) {
                 out[k as usize * ds_count..(k as usize + 1) * ds_count].copy_from_slice(v);
@@ -225,8 +229,8 @@ impl<'h> Updater<'h> {
         offset: u64,
         buf: &mut Option<Vec<f64>>,
     ) -> Result<(), ArgError> {
-        let row_cnt = self.header.rra[rra].row_count;
-        let row = self.header.rra_ptr[rra].wrapping_add(offset) % row_cnt;
+        let row_cnt = self.header.rra()[rra].row_count;
+        let row = self.header.rra_ptr()[rra].wrapping_add(offset) % row_cnt;
         *buf = Some(self.read_rows(rra, row, 1).map_err(ArgError::Fatal)?);
         Ok(())
     }
@@ -236,10 +240,10 @@ impl<'h> Updater<'h> {
     /// passes its smoothing row (after burn-in).
     fn schedule_smooth(&mut self, rra: usize, elapsed: u64) -> bool {
         let ds_count = self.header.ds_count();
-        let cur_row = self.header.rra_ptr[rra];
-        let row_cnt = self.header.rra[rra].row_count;
-        let smooth_idx = self.header.rra[rra].par[rrd_format::RRA_SEASONAL_SMOOTH_IDX];
-        let init = &mut self.header.cdp[rra * ds_count].scratch[rrd_format::CDP_INIT_SEASONAL];
+        let cur_row = self.header.rra_ptr()[rra];
+        let row_cnt = self.header.rra()[rra].row_count;
+        let smooth_idx = self.header.rra()[rra].par[rrd_format::RRA_SEASONAL_SMOOTH_IDX];
+        let init = &mut self.header.cdp_mut()[rra * ds_count].scratch[rrd_format::CDP_INIT_SEASONAL];
         let reached = cur_row.wrapping_add(elapsed);
         if *init > crate::hw::BURNIN_CYCLES {
             if smooth_idx > cur_row {
@@ -264,10 +268,10 @@ impl<'h> Updater<'h> {
         self.smooth_scheduled = false;
         let ds_count = self.header.ds_count();
         for rra in 0..self.header.rra_count() {
-            if !matches!(self.header.rra[rra].cf, Cf::Seasonal | Cf::DevSeasonal) {
+            if !matches!(self.header.rra()[rra].cf, Cf::Seasonal | Cf::DevSeasonal) {
                 continue;
             }
-            let row_cnt = self.header.rra[rra].row_count;
+            let row_cnt = self.header.rra()[rra].row_count;
             let mut values = self.read_rows(rra, 0, row_cnt).map_err(UpdateError::Refused)?;
             if crate::hw::apply_smoother(self.header, rra, &mut values) {
                 for (row, v) in values.chunks_exact(ds_count).enumerate() {
@@ -297,12 +301,12 @@ impl<'h> Updater<'h> {
 
     fn process_arg(&mut self, arg: &str, sink: &mut dyn RowSink) -> Result<(), ArgError> {
         let (updvals, cur_secs, cur_usecs) = self.parse_arg(arg)?;
-        let live = self.header.live;
+        let live = *self.header.live();
         let mut interval = (cur_secs - live.last_up) as f64 + (cur_usecs - live.last_up_usec) as f64 / 1e6;
         let mut pdp_new = self.update_pdp_prep(&updvals, interval).map_err(ArgError::Fatal)?;
         let mut bufs = CoefBufs::default();
 
-        let step = self.header.pdp_step;
+        let step = self.header.pdp_step();
         let last_up = live.last_up as u64;
         let proc_pdp_st = last_up - last_up % step;
         let occu_pdp_age = cur_secs as u64 % step;
@@ -345,8 +349,8 @@ impl<'h> Updater<'h> {
             self.update_aberrant_cdps(elapsed, &pdp_temp, &mut bufs)?;
             self.write_to_rras(&steps, &skip, cur_secs, sink);
         }
-        self.header.live.last_up = cur_secs;
-        self.header.live.last_up_usec = cur_usecs;
+        self.header.live_mut().last_up = cur_secs;
+        self.header.live_mut().last_up_usec = cur_usecs;
         Ok(())
     }
 
@@ -410,10 +414,10 @@ impl<'h> Updater<'h> {
             secs = numparse::c_long(t.floor());
             usecs = numparse::c_long((t - secs as f64) * 1e6);
         }
-        if self.header.version.0 < 3 {
+        if self.header.version().0 < 3 {
             usecs = 0;
         }
-        let live = self.header.live;
+        let live = self.header.live();
         if secs < live.last_up || (secs == live.last_up && usecs <= live.last_up_usec) {
             return Err(ArgError::TooEarly(format!(
                 "illegal attempt to update using time {secs} when last update time is {} (minimum one second step)",
@@ -429,10 +433,10 @@ impl<'h> Updater<'h> {
     fn update_pdp_prep(&mut self, updvals: &[String], interval: f64) -> Result<Vec<f64>, String> {
         let mut pdp_new = vec![DNAN; self.header.ds_count()];
         for (i, val) in updvals.iter().enumerate() {
-            let ds = &self.header.ds[i];
+            let ds = &self.header.ds()[i];
             let heartbeat = ds.heartbeat() as f64;
             let (dst, min, max) = (ds.dst, ds.min(), ds.max());
-            let pdp = &mut self.header.pdp[i];
+            let pdp = &mut self.header.pdp_mut()[i];
             if heartbeat < interval {
                 pdp.set_last_ds("U");
             }
@@ -503,7 +507,7 @@ impl<'h> Updater<'h> {
     }
 
     fn simple_update(&mut self, interval: f64, pdp_new: &[f64]) {
-        for (pdp, &new) in self.header.pdp.iter_mut().zip(pdp_new) {
+        for (pdp, &new) in self.header.pdp_mut().iter_mut().zip(pdp_new) {
             if new.is_nan() {
                 let unkn = pdp.scratch[PDP_UNKN_SEC_CNT] as f64 + interval.floor();
                 pdp.scratch[PDP_UNKN_SEC_CNT] = unkn as u64;
@@ -523,12 +527,12 @@ impl<'h> Updater<'h> {
         elapsed: u64,
         pdp_new: &[f64],
     ) -> Result<Vec<f64>, ArgError> {
-        let step = self.header.pdp_step;
+        let step = self.header.pdp_step();
         let diff_pdp_st = elapsed * step;
         let mut pdp_temp = vec![DNAN; self.header.ds_count()];
         for i in 0..self.header.ds_count() {
-            let mrhb = self.header.ds[i].heartbeat() as f64;
-            let scratch = &mut self.header.pdp[i].scratch;
+            let mrhb = self.header.ds()[i].heartbeat() as f64;
+            let scratch = &mut self.header.pdp_mut()[i].scratch;
             let mut pre_unknown = 0.0;
             if pdp_new[i].is_nan() {
                 pre_unknown = pre_int;
@@ -576,7 +580,7 @@ impl<'h> Updater<'h> {
         let mut steps = Vec::with_capacity(self.header.rra_count());
         let mut skip = vec![false; self.header.rra_count()];
         for r in 0..self.header.rra_count() {
-            let rra = &self.header.rra[r];
+            let rra = &self.header.rra()[r];
             let (cf, pdp_cnt, row_cnt, xff) = (rra.cf, rra.pdp_count, rra.row_count, rra.xff());
             let (start_pdp_offset, step_cnt) =
                 consolidate::rows_completed(pdp_cnt, row_cnt, proc_pdp_cnt, elapsed);
@@ -605,7 +609,7 @@ impl<'h> Updater<'h> {
                         pdp_count: pdp_cnt,
                         xff,
                     };
-                    consolidate::update_cdp(&mut self.header.cdp[idx].scratch, &input);
+                    consolidate::update_cdp(&mut self.header.cdp_mut()[idx].scratch, &input);
                 } else if elapsed > 2 {
                     self.reset_cdp(r, d, elapsed, temp, bufs)?;
                 }
@@ -623,9 +627,10 @@ impl<'h> Updater<'h> {
         temp: f64,
         bufs: &CoefBufs,
     ) -> Result<(), ArgError> {
-        let cf = self.header.rra[r].cf;
-        let window = self.header.rra[r].par[rrd_format::RRA_WINDOW_LEN];
-        let s = &mut self.header.cdp[r * self.header.ds.len() + d].scratch;
+        let cf = self.header.rra()[r].cf;
+        let window = self.header.rra()[r].par[rrd_format::RRA_WINDOW_LEN];
+        let ds_count = self.header.ds_count();
+        let s = &mut self.header.cdp_mut()[r * ds_count + d].scratch;
         match cf {
             Cf::Seasonal | Cf::DevSeasonal => {
                 let (Some(last), Some(next)) = (&bufs.last, &bufs.next) else {
@@ -673,10 +678,10 @@ impl<'h> Updater<'h> {
         for pass in 0..elapsed {
             let slot = if pass == 0 { CDP_PRIMARY_VAL } else { CDP_SECONDARY_VAL };
             for r in 0..self.header.rra_count() {
-                if self.header.rra[r].pdp_count != 1 {
+                if self.header.rra()[r].pdp_count != 1 {
                     continue;
                 }
-                let cf = self.header.rra[r].cf;
+                let cf = self.header.rra()[r].cf;
                 if matches!(cf, Cf::Seasonal | Cf::DevSeasonal) {
                     self.lookup_seasonal(r, elapsed + 1 + pass, &mut bufs.next)?;
                 }
@@ -693,16 +698,10 @@ impl<'h> Updater<'h> {
         let ds_count = self.header.ds_count();
         let mut values = vec![0.0; ds_count];
         for (r, &step_cnt) in steps.iter().enumerate() {
-            let seasonal = matches!(self.header.rra[r].cf, Cf::Seasonal | Cf::DevSeasonal);
-            let row_cnt = self.header.rra[r].row_count;
-            let step_time = (self.header.rra[r].pdp_count * self.header.pdp_step) as i64;
+            let seasonal = matches!(self.header.rra()[r].cf, Cf::Seasonal | Cf::DevSeasonal);
+            let step_time = (self.header.rra()[r].pdp_count * self.header.pdp_step()) as i64;
             for k in 0..step_cnt {
-                let cur = &mut self.header.rra_ptr[r];
-                *cur += 1;
-                if *cur >= row_cnt {
-                    *cur = 0;
-                }
-                let row = *cur;
+                let row = self.header.advance_row(r);
                 if skip[r] {
                     continue;
                 }
@@ -714,7 +713,7 @@ impl<'h> Updater<'h> {
                 let back = remaining.wrapping_sub(step_subtract).wrapping_mul(step_time as u64) as i64;
                 let rra_time = (current_time - current_time.rem_euclid(step_time)).wrapping_sub(back);
                 for (d, v) in values.iter_mut().enumerate() {
-                    *v = f64::from_bits(self.header.cdp[r * ds_count + d].scratch[slot]);
+                    *v = f64::from_bits(self.header.cdp()[r * ds_count + d].scratch[slot]);
                 }
                 sink.row(r, row, rra_time, &values);
                 if seasonal {
@@ -773,9 +772,8 @@ pub fn update_rrd_live<S: Store>(
     let mut sink = RowCollector { rows: BTreeMap::new(), summary: verbose.then(Vec::new) };
     let mut error = None;
     {
-        let (store, layout) = (&rrd.store, &rrd.layout);
         let mut updater = Updater::new(&mut rrd.header, opts, now)?;
-        updater.set_row_reader(row_reader(store, layout));
+        updater.set_row_reader(row_reader(&rrd.store));
         for arg in args {
             if let Err(msg) = updater.apply(arg, opts.skip_past_updates, &mut sink) {
                 error = Some(Error::Update { path: rrd.path.clone(), source: msg });
@@ -795,9 +793,9 @@ pub fn update_rrd_live<S: Store>(
     Ok((UpdateReport { error, summary: sink.summary }, live))
 }
 
-/// A [`RowReader`] over a store laid out as `layout` says.
-pub fn row_reader<'a, S: Store + ?Sized>(store: &'a S, layout: &'a rrd_format::Layout) -> RowReader<'a> {
-    Box::new(move |rra, first, out| {
+/// A [`RowReader`] over a store.
+pub fn row_reader<'a, S: Store + ?Sized>(store: &'a S) -> RowReader<'a> {
+    Box::new(move |layout, rra, first, out| {
         let count = out.len() as u64 / layout.ds_count.max(1);
         if first + count > layout.row_counts[rra] {
             return Err(std::io::Error::other("row out of range"));
@@ -857,7 +855,7 @@ mod tests {
         // [1000,1010]: 2 for 5 s and 4 for 5 s -> 3; [1010,1020]: 4 for
         // 2.5 s and 6 for 7.5 s -> (10 + 45) / 10 = 5.5.
         assert_eq!(s, vec![(1010, 0, vec![3.0]), (1020, 0, vec![5.5])]);
-        assert_eq!((h.live.last_up, h.live.last_up_usec), (1020, 0));
+        assert_eq!((h.live().last_up, h.live().last_up_usec), (1020, 0));
     }
 
     #[test]
@@ -926,9 +924,9 @@ mod tests {
         assert_eq!(column(&s, 4, 0), vec![5.0, 3.0]);
         // The open row of the AVERAGE archive carries one PDP of 3; the
         // open PDP holds 5 s of 3.
-        let cdp = &h.cdp[4].scratch;
+        let cdp = &h.cdp()[4].scratch;
         assert_eq!((f64::from_bits(cdp[CDP_VAL]), cdp[CDP_UNKN_PDP_CNT]), (3.0, 0));
-        assert_eq!(f64::from_bits(h.pdp[0].scratch[PDP_VAL]), 15.0);
+        assert_eq!(f64::from_bits(h.pdp()[0].scratch[PDP_VAL]), 15.0);
         // The primary row of the first update is stamped with its PDP's end.
         assert_eq!(s.iter().find(|r| r.1 == 1).unwrap().0, 1020);
         // Next: 9 at 1060. The PDP ending 1060 is 5 s of 3 and 5 s of 9,

@@ -20,7 +20,8 @@ struct RrdFile {
 impl RrdFile {
     fn read(path: &Path) -> RrdFile {
         let bytes = std::fs::read(path).unwrap();
-        let (header, layout) = rrd_format::Header::decode(&bytes, bytes.len() as u64).unwrap();
+        let header = rrd_format::Header::decode(&bytes, bytes.len() as u64).unwrap();
+        let layout = header.layout();
         let start = layout.row_off(0, 0) as usize;
         let end = start + (layout.row_counts[0] * layout.row_len()) as usize;
         RrdFile { header, rra0: rrd_format::decode_values(&bytes[start..end]) }
@@ -123,7 +124,7 @@ fn par_bytes_and_info_text_match_rrdtool() {
         let ds_index = INPUTS.len() + i;
         let program = Program::parse_compute(expr, &names[..ds_index])
             .unwrap_or_else(|e| panic!("{expr}: rrdtool accepts it, we say: {e}"));
-        let rrdtool_par = rrd.header.ds[ds_index].par;
+        let rrdtool_par = rrd.header.ds()[ds_index].par;
         assert_eq!(program.to_par().unwrap(), rrdtool_par, "stored bytes of {expr}");
         assert_eq!(Program::from_par(&rrdtool_par).unwrap(), program, "reading back {expr}");
         let text = program.to_rrd_string(&names);
@@ -146,7 +147,7 @@ fn leading_prev_of_bytes_match_rrdtool() {
         let rrd = RrdFile::read(&path);
         let program = Program::parse_compute(expr, &INPUTS).unwrap();
         assert!(matches!(program.nodes()[0], Node::PrevOf(_)));
-        assert_eq!(program.to_par().unwrap(), rrd.header.ds[5].par, "{expr}");
+        assert_eq!(program.to_par().unwrap(), rrd.header.ds()[5].par, "{expr}");
     }
 }
 
@@ -255,8 +256,8 @@ fn rrdtool_eval(dir: &Path, expr: &str, rows: &[Row]) -> Result<Vec<([f64; 5], f
     }
     let rrd = RrdFile::read(&path);
     let data = &rrd.rra0;
-    let row_count = rrd.header.rra[0].row_count as usize;
-    let cur = rrd.header.rra_ptr[0] as usize;
+    let row_count = rrd.header.rra()[0].row_count as usize;
+    let cur = rrd.header.rra_ptr()[0] as usize;
     let n = rows.len();
     Ok((0..n)
         .map(|k| {

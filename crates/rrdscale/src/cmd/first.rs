@@ -24,9 +24,9 @@ use crate::opts;
 /// The stamp of the oldest row of RRA `rra_index`, as `rrd_first_r`
 /// computes it (None when the index is out of range).
 pub(crate) fn first_row_time(header: &Header, rra_index: usize) -> Option<i64> {
-    let rra = header.rra.get(rra_index)?;
-    let step = (rra.pdp_count as i128) * (header.pdp_step as i128);
-    let last_up = header.live.last_up as i128;
+    let rra = header.rra().get(rra_index)?;
+    let step = (rra.pdp_count as i128) * (header.pdp_step() as i128);
+    let last_up = header.live().last_up as i128;
     let t = last_up - last_up % step - (rra.row_count as i128 - 1) * step;
     i64::try_from(t).ok()
 }

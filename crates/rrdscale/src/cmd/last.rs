@@ -24,7 +24,7 @@ pub fn last(args: &[String]) -> (i64, Option<anyhow::Error>) {
     let [file] = parsed.operands.as_slice() else {
         return (-1, Some(anyhow!("Usage: rrdtool last [--daemon|-d <addr>] <file>")));
     };
-    let local = || -> Result<i64> { Ok(open_rrd(file)?.header.live.last_up) };
+    let local = || -> Result<i64> { Ok(open_rrd(file)?.header.live().last_up) };
     match rrd_client::daemon(parsed.value("daemon")) {
         Daemon::Absent => split(local()),
         Daemon::Unreachable(e) => match local() {

@@ -35,13 +35,13 @@ fn print(file: &str, out: &mut dyn Write) -> Result<()> {
     let rrd = open_rrd(file)?;
     let header = &rrd.header;
     let mut text = Vec::new();
-    for ds in &header.ds {
+    for ds in header.ds() {
         text.push(b' ');
         text.extend_from_slice(ds.name.as_str().as_bytes());
     }
     text.extend_from_slice(b"\n\n");
-    text.extend_from_slice(format!("{:>10}:", header.live.last_up as u64).as_bytes());
-    for pdp in &header.pdp {
+    text.extend_from_slice(format!("{:>10}:", header.live().last_up as u64).as_bytes());
+    for pdp in header.pdp() {
         text.push(b' ');
         // The stored text up to its NUL, byte for byte.
         let end = pdp.last_ds.iter().position(|&b| b == 0).unwrap_or(pdp.last_ds.len());

@@ -129,7 +129,7 @@ fn update_via_daemon(session: &mut rrd_client::Session, req: &UpdateRequest) -> 
         }
         Some(template) => {
             let rrd = rrd_engine::Rrd::open(&req.path, false)?;
-            let names: Vec<&str> = rrd.header.ds.iter().map(|d| d.name.as_str()).collect();
+            let names: Vec<&str> = rrd.header.ds().iter().map(|d| d.name.as_str()).collect();
             rrd_client::map_template(template, &names, &req.args).map_err(|e| anyhow!(e))?
         }
         None => req.args.clone(),
@@ -171,14 +171,14 @@ pub fn report(
         if !summary.is_empty() {
             let rrd = rrd_engine::Rrd::open(path, false)?;
             for (time, rra_index, values) in summary {
-                let rra = &rrd.header.rra[*rra_index];
+                let rra = &rrd.header.rra()[*rra_index];
                 for (d, v) in values.iter().enumerate() {
                     writeln!(
                         out,
                         "[{time}]RRA[{}][{}]DS[{}] = {}",
                         rra.cf_name.as_str(),
                         rra.pdp_count,
-                        rrd.header.ds[d].name.as_str(),
+                        rrd.header.ds()[d].name.as_str(),
                         super::fmt_info_value(*v)
                     )?;
                 }

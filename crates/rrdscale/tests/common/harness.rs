@@ -338,11 +338,12 @@ fn hide_cur_row(b: &[u8]) -> Vec<u8> {
 /// and unused parameter slots are deterministic (the self-test of rrdtool
 /// against itself checks exactly that).
 pub fn normalize_file(bytes: &[u8]) -> Result<Vec<u8>, String> {
-    let (header, layout) =
+    let header =
         rrd_format::Header::decode(bytes, bytes.len() as u64).map_err(|e| format!("cannot decode: {e}"))?;
+    let layout = header.layout();
     let mut out = bytes.to_vec();
     let row_len = layout.row_len() as usize;
-    for (i, &cur) in header.rra_ptr.iter().enumerate() {
+    for (i, &cur) in header.rra_ptr().iter().enumerate() {
         let rows = layout.row_counts[i] as usize;
         let start = layout.rra_data_off[i] as usize;
         let area = &bytes[start..start + rows * row_len];
@@ -358,9 +359,10 @@ pub fn normalize_file(bytes: &[u8]) -> Result<Vec<u8>, String> {
 
 /// Names the header field or data cell at `off`, for byte-diff reports.
 fn describe_offset(bytes: &[u8], off: usize) -> String {
-    let Ok((h, l)) = rrd_format::Header::decode(bytes, bytes.len() as u64) else {
+    let Ok(h) = rrd_format::Header::decode(bytes, bytes.len() as u64) else {
         return format!("offset {off}");
     };
+    let l = h.layout();
     let off = off as u64;
     let (ds, rra) = (l.ds_count, l.rra_count);
     let what = if off < l.ds_def_off {
