@@ -1,67 +1,29 @@
-//! A [`Store`] that fails on purpose: the Nth read, write or sync fails
-//! with a chosen `io::ErrorKind` or raw errno, or a write stores only the
-//! first bytes of its buffer and then fails (a short write that the retry
-//! of `write_all` could not complete, e.g. ENOSPC).
+//! A [`Store`] that fails on purpose: [`FaultStore`] consults a
+//! [`FaultPlan`] (rrd-testkit's, the workspace's one fault-injection
+//! mechanism: counting per operation kind, rules, actions, the text
+//! syntax, `clear`) before each read, write and sync, so the Nth one fails
+//! with an errno or `io::ErrorKind`, or moves only the first bytes of its
+//! buffer and then fails ([`Action::Partial`]: a short write that the retry
+//! of `write_all` could not complete, e.g. ENOSPC). A store moves all its
+//! bytes or fails, so a plain [`Action::Short`] also ends in EIO.
 //!
 //! For tests of what a failed update leaves behind (the engine writes rows
 //! in file order, then the live header; a failure stops there), and for
 //! other crates' tests. Compiled only for tests: this crate's, and other
-//! crates' through the `fault-injection` feature (a dev-dependency
-//! feature), so no release build carries it.
-//!
-//! Counting: every call of each kind is numbered from 1 across the
-//! store's life; a rule names an operation kind, the first number it hits,
-//! and how many it hits. [`FaultStore::clear`] lifts every rule.
+//! crates' through the `fault-injection` feature (which also brings in
+//! rrd-testkit, an optional dependency), so no release build carries it.
 //!
 //! [`Store`] has no sync; [`SyncData`] adds one (`fdatasync` for files,
 //! nothing for memory) so the Nth sync can fail too.
-//!
-//! Deliberately absent: delays, reordering, simulated power loss (dropping
-//! writes not yet synced). A failed write here fails when it is issued.
 
 use std::fs::File;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::Arc;
 
 use crate::store::{MemStore, Store};
-
-/// The operations a fault can hit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StoreOp {
-    Read,
-    Write,
-    Sync,
-}
-
-/// How a faulted operation fails.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StoreFault {
-    /// Nothing done; this error kind.
-    Kind(io::ErrorKind),
-    /// Nothing done; this raw errno (`libc::EIO`, `libc::ENOSPC`, ...).
-    Errno(i32),
-    /// Only the first `bytes` of the buffer are read or written, then the
-    /// call fails with `errno`.
-    Partial { bytes: usize, errno: i32 },
-}
-
-impl StoreFault {
-    fn error(self) -> io::Error {
-        match self {
-            StoreFault::Kind(k) => io::Error::from(k),
-            StoreFault::Errno(e) | StoreFault::Partial { errno: e, .. } => io::Error::from_raw_os_error(e),
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Rule {
-    op: StoreOp,
-    first: u64,
-    times: u64,
-    fault: StoreFault,
-}
+/// The plan [`FaultStore`] obeys, re-exported so the engine's users need
+/// no dependency of their own on rrd-testkit.
+pub use rrd_testkit::fault::{Action, FaultPlan, Op, EIO, ENOSPC};
 
 /// `fdatasync` for stores that have one.
 pub trait SyncData {
@@ -87,38 +49,28 @@ impl SyncData for MemStore {
     }
 }
 
-/// Wraps a store and fails the operations its rules name.
+/// Wraps a store; its reads, writes and syncs are [`Op::Read`],
+/// [`Op::Write`] and [`Op::Sync`] of its plan.
 #[derive(Debug)]
 pub struct FaultStore<S> {
     inner: S,
-    rules: Mutex<Vec<Rule>>,
-    counts: [AtomicU64; 3],
+    plan: Arc<FaultPlan>,
 }
 
 impl<S> FaultStore<S> {
-    /// No faults until a rule is added.
+    /// No faults until a rule is added to [`FaultStore::plan`].
     pub fn new(inner: S) -> FaultStore<S> {
-        FaultStore { inner, rules: Mutex::new(Vec::new()), counts: Default::default() }
+        FaultStore::with_plan(inner, FaultPlan::new())
     }
 
-    /// The `nth` (1-based) operation of kind `op` fails with `fault`.
-    pub fn fail_nth(&self, op: StoreOp, nth: u64, fault: StoreFault) {
-        self.rules.lock().expect("fault rules lock").push(Rule { op, first: nth, times: 1, fault });
+    /// Obeys `plan`, which others may share (one count across stores).
+    pub fn with_plan(inner: S, plan: Arc<FaultPlan>) -> FaultStore<S> {
+        FaultStore { inner, plan }
     }
 
-    /// Every operation of kind `op` from the `nth` on fails, until [`FaultStore::clear`].
-    pub fn fail_from(&self, op: StoreOp, nth: u64, fault: StoreFault) {
-        self.rules.lock().expect("fault rules lock").push(Rule { op, first: nth, times: u64::MAX, fault });
-    }
-
-    /// Lifts every rule (the counts go on).
-    pub fn clear(&self) {
-        self.rules.lock().expect("fault rules lock").clear();
-    }
-
-    /// Operations of kind `op` attempted so far.
-    pub fn count(&self, op: StoreOp) -> u64 {
-        self.counts[op as usize].load(Ordering::SeqCst)
+    /// The rules and counts.
+    pub fn plan(&self) -> &Arc<FaultPlan> {
+        &self.plan
     }
 
     pub fn inner(&self) -> &S {
@@ -128,12 +80,6 @@ impl<S> FaultStore<S> {
     pub fn into_inner(self) -> S {
         self.inner
     }
-
-    fn check(&self, op: StoreOp) -> Option<StoreFault> {
-        let n = self.counts[op as usize].fetch_add(1, Ordering::SeqCst) + 1;
-        let rules = self.rules.lock().expect("fault rules lock");
-        rules.iter().find(|r| r.op == op && n >= r.first && n - r.first < r.times).map(|r| r.fault)
-    }
 }
 
 impl<S: Store> Store for FaultStore<S> {
@@ -142,26 +88,11 @@ impl<S: Store> Store for FaultStore<S> {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        match self.check(StoreOp::Read) {
-            None => self.inner.read_at(buf, offset),
-            Some(f @ StoreFault::Partial { bytes, .. }) => {
-                let n = bytes.min(buf.len());
-                self.inner.read_at(&mut buf[..n], offset)?;
-                Err(f.error())
-            }
-            Some(f) => Err(f.error()),
-        }
+        self.plan.transfer_exact(Op::Read, buf.len(), |n| self.inner.read_at(&mut buf[..n], offset))
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        match self.check(StoreOp::Write) {
-            None => self.inner.write_at(buf, offset),
-            Some(f @ StoreFault::Partial { bytes, .. }) => {
-                self.inner.write_at(&buf[..bytes.min(buf.len())], offset)?;
-                Err(f.error())
-            }
-            Some(f) => Err(f.error()),
-        }
+        self.plan.transfer_exact(Op::Write, buf.len(), |n| self.inner.write_at(&buf[..n], offset))
     }
 }
 
@@ -179,10 +110,8 @@ impl<S: Store> Store for &FaultStore<S> {
 
 impl<S: SyncData> SyncData for FaultStore<S> {
     fn sync_data(&self) -> io::Result<()> {
-        match self.check(StoreOp::Sync) {
-            None => self.inner.sync_data(),
-            Some(f) => Err(f.error()),
-        }
+        self.plan.gate(Op::Sync)?;
+        self.inner.sync_data()
     }
 }
 
@@ -207,8 +136,6 @@ mod tests {
     use crate::update::{update_rrd, Now, UpdateOptions};
 
     const T0: i64 = 1_000_000_000;
-    const EIO: i32 = 5;
-    const ENOSPC: i32 = 28;
 
     fn new_file(dir: &Path) -> std::path::PathBuf {
         let path = dir.join("f.rrd");
@@ -252,7 +179,7 @@ mod tests {
     fn clean_and_write_count(original: &[u8]) -> (Vec<u8>, u64) {
         let counted = FaultStore::new(MemStore::new(original.to_vec()));
         update(&counted).unwrap();
-        let writes = counted.count(StoreOp::Write);
+        let writes = counted.plan().count(Op::Write);
         (counted.into_inner().into_inner(), writes)
     }
 
@@ -265,14 +192,14 @@ mod tests {
         assert_ne!(clean, original);
         for nth in 1..=writes {
             let header = nth == writes;
-            let mut faults = vec![StoreFault::Errno(EIO), StoreFault::Kind(io::ErrorKind::StorageFull)];
+            let mut faults = vec![Action::Fail(EIO), Action::Kind(io::ErrorKind::StorageFull)];
             if !header {
                 // A row write stopped part-way: harmless, the retry rewrites the row.
-                faults.push(StoreFault::Partial { bytes: 3, errno: ENOSPC });
+                faults.push(Action::Partial { bytes: 3, errno: ENOSPC });
             }
             for fault in faults {
                 let store = FaultStore::new(MemStore::new(original.clone()));
-                store.fail_nth(StoreOp::Write, nth, fault);
+                store.plan().inject(Op::Write, nth, fault);
                 let err = update(&store).expect_err("the update must report the failed write");
                 assert!(matches!(err, crate::Error::Io { .. }), "write {nth}: {err}");
                 decodes(&store.inner().0.lock().unwrap());
@@ -301,7 +228,7 @@ mod tests {
         };
         for cut in (0..live_len).step_by(4) {
             let store = FaultStore::new(MemStore::new(original.clone()));
-            store.fail_nth(StoreOp::Write, writes, StoreFault::Partial { bytes: cut, errno: EIO });
+            store.plan().inject(Op::Write, writes, Action::Partial { bytes: cut, errno: EIO });
             assert!(update(&store).is_err());
             decodes(&store.inner().0.lock().unwrap());
         }
@@ -325,7 +252,7 @@ mod tests {
             std::fs::write(&path, &original).unwrap();
             let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
             let store = FaultStore::new(file);
-            store.fail_nth(StoreOp::Write, nth, StoreFault::Errno(ENOSPC));
+            store.plan().inject(Op::Write, nth, Action::Fail(ENOSPC));
             assert!(update(&store).is_err());
             let info = std::process::Command::new(rrdtool)
                 .arg("info")
@@ -346,16 +273,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let original = std::fs::read(new_file(dir.path())).unwrap();
         let store = FaultStore::new(MemStore::new(original.clone()));
-        store.fail_nth(StoreOp::Read, 1, StoreFault::Partial { bytes: 10, errno: EIO });
+        store.plan().inject(Op::Read, 1, Action::Partial { bytes: 10, errno: EIO });
         assert!(Rrd::from_store(Path::new("f.rrd"), &store).is_err());
         assert!(Rrd::from_store(Path::new("f.rrd"), &store).is_ok(), "only the first read fails");
-        store.fail_from(StoreOp::Sync, 2, StoreFault::Kind(io::ErrorKind::Other));
+        store.plan().inject_from(Op::Sync, 2, Action::Kind(io::ErrorKind::Other));
         assert!(store.sync_data().is_ok());
         assert!(store.sync_data().is_err());
         assert!(store.sync_data().is_err());
-        store.clear();
+        store.plan().clear();
         assert!(store.sync_data().is_ok());
-        assert_eq!(store.count(StoreOp::Sync), 4);
+        assert_eq!(store.plan().count(Op::Sync), 4);
         assert!(*store.inner().0.lock().unwrap() == original, "reads and syncs change nothing");
     }
 }
