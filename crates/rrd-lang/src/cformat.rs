@@ -117,8 +117,8 @@ pub fn printf(v: f64, c: Conversion) -> String {
 /// `%e` of `|v|`: mantissa and an exponent of at least two digits.
 fn c_exp(v: f64, precision: usize, upper: bool, alt: bool) -> String {
     let s = format!("{:.*e}", precision, v.abs());
-    let (mant, exp) = s.split_once('e').expect("LowerExp always writes an exponent");
-    let exp: i32 = exp.parse().expect("LowerExp writes a decimal exponent");
+    let mant = &s[..s.find('e').expect("LowerExp writes an exponent")];
+    let exp = exponent(&s);
     let point = if alt && precision == 0 { "." } else { "" };
     let e = if upper { 'E' } else { 'e' };
     format!("{mant}{point}{e}{}{:02}", if exp < 0 { '-' } else { '+' }, exp.unsigned_abs())
@@ -136,8 +136,16 @@ fn c_general(v: f64, precision: usize, upper: bool, alt: bool) -> String {
         };
     }
     // The exponent X of the %e form with p - 1 digits after the point.
-    let e_form = format!("{:.*e}", p - 1, v.abs());
-    let x: i32 = e_form.split_once('e').expect("exponent").1.parse().expect("digits");
+    let x = exponent(&format!("{:.*e}", p - 1, v.abs()));
+    // glibc's own rule where rounding carries up to 10^P from just below:
+    // it chose %f by the unrounded exponent, P - 1, which has no fraction
+    // digits, and keeps that count when the carry turns it into %e, so
+    // `%#.2g` of 99.5 is `1.e+02` (not C99's `1.0e+02`). Without `#` the
+    // stripped zeros hide it. (40 digits never carry: a double is never
+    // that close below a power of ten.)
+    if alt && x == p as i32 && exponent(&format!("{:.40e}", v.abs())) == x - 1 {
+        return c_exp(v, 0, upper, alt);
+    }
     let s = if (p as i32) > x && x >= -4 {
         let mut f = format!("{:.*}", (p as i32 - 1 - x) as usize, v.abs());
         // `#` always shows the point, even with no digit after it.
@@ -155,6 +163,11 @@ fn c_general(v: f64, precision: usize, upper: bool, alt: bool) -> String {
     let (num, exp) = s.split_at(s.find(['e', 'E']).unwrap_or(s.len()));
     let num = if num.contains('.') { num.trim_end_matches('0').trim_end_matches('.') } else { num };
     format!("{num}{exp}")
+}
+
+/// The decimal exponent of a `LowerExp` text.
+fn exponent(e_form: &str) -> i32 {
+    e_form.split_once('e').expect("LowerExp writes an exponent").1.parse().expect("a decimal exponent")
 }
 
 /// 10^e as rrd_snprintf computes it: repeated multiplication (or
@@ -342,6 +355,13 @@ mod tests {
         ("%G", 1e-10, "1E-10", "1E-10"),
         ("%.2E", 0.000123, "1.23E-04", "1.23E-04"),
         ("%.2g", 99.5, "1e+02", "100"),
+        // glibc keeps the %f form's zero fraction digits when rounding
+        // carries to 10^P (rrd_snprintf has its own way).
+        ("%#.2g", 99.5, "1.e+02", "100."),
+        ("%#.3g", 999.5, "1.e+03", "1000."),
+        ("%#.2G", 99.96, "1.E+02", "1.0E+02"),
+        ("%#.2g", 9.96, "10.", "10."),
+        ("%#.3g", 99.96, "100.", "100."),
         ("%#g", 1.0, "1.00000", "1.00000"),
         ("%#.3g", 100.0, "100.", "100."),
         ("%#.1g", 0.0, "0.", "0."),
@@ -363,6 +383,36 @@ mod tests {
         assert_eq!(printf(DNAN, spec("%f")), "-nan");
         assert_eq!(printf(DNAN, spec("%5.2E")), " -NAN");
         assert_eq!(printf(f64::NEG_INFINITY, spec("%-6f")), "-inf  ");
+    }
+
+    /// Against the C library itself: random bits, decimals and binary
+    /// ties, every conversion, flag and precision up to 20.
+    #[test]
+    fn printf_is_the_c_librarys() {
+        let mut rng = rrd_testkit::Rng::new(0x00cf_02a7);
+        let mut values =
+            vec![0.0, -0.0, 0.5, 2.5, 99.5, 999.5, 5e-324, f64::MAX, f64::NAN, DNAN, f64::INFINITY];
+        for _ in 0..150 {
+            values.push(f64::from_bits(rng.next_u64()));
+            values.push(rng.range(-1_000_000, 1_000_000) as f64 * 10f64.powi(rng.range(-25, 25) as i32));
+            // Multiples of 1/16: exact ties at small precisions.
+            values.push(rng.range(-100_000, 100_000) as f64 / 16.0);
+        }
+        let mut checked = 0;
+        for conv in ['e', 'E', 'f', 'F', 'g', 'G'] {
+            for flag in [None, Some('-'), Some('+'), Some(' '), Some('0'), Some('#')] {
+                for precision in (0..=20).map(Some).chain([None]) {
+                    let width = rng.index(3) * 7;
+                    let c = Conversion { flag, width, precision, conv };
+                    for &v in &values {
+                        let want = rrd_sys::clib::snprintf_double(flag, width, precision, conv, v);
+                        assert_eq!(printf(v, c), want, "{c:?} {v:e} ({:#x})", v.to_bits());
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 300_000);
     }
 
     #[test]
