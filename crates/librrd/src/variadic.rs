@@ -16,9 +16,9 @@
 //! (ties rounded half up on a scaled value, not to even on the exact binary
 //! one; negative zero without its sign; NaN unsigned; nothing more once an
 //! integer part passes 64 bits, and -1): each conversion is read from the
-//! `va_list` here ([`VaArgs`]), doubles formatted by `rrd_graph`'s copy of
-//! that formatter (`printf::format_double_rrd`, which graph's PRINT uses;
-//! padded here), the other
+//! `va_list` here ([`VaArgs`]), doubles formatted by rrd-lang's copy of
+//! that formatter (`cformat::rrd_snprintf`, which graph's PRINT, xport and
+//! dump use; padded here), the other
 //! conversions by the C library's `snprintf` one at a time (the two agree
 //! on them), `%c` unpadded as librrd's. A `long double` (`%Lf`) is not
 //! supported (-1).
@@ -312,17 +312,17 @@ unsafe fn format(fmt: &[u8], args: &mut VaArgs) -> (Vec<u8>, bool) {
                     (true, Some(_)) => None,
                 };
                 if has(b'#') && sign.is_some() {
-                    // No flag of format_double_rrd's says both.
+                    // No flag of cformat::rrd_snprintf's says both.
                     out.extend(c_format(&spec(&[conv as u8]), Arg::Double(v)));
                     continue;
                 }
-                let c = rrd_graph::printf::Conversion {
+                let c = rrd_lang::cformat::Conversion {
                     flag: digits_flag,
                     width: 0,
                     precision: precision.map(|p| p as usize),
                     conv,
                 };
-                let Some(body) = rrd_graph::printf::format_double_rrd(v, c) else { return (out, true) };
+                let Some(body) = rrd_lang::cformat::rrd_snprintf(v, c) else { return (out, true) };
                 let pad = (width.unwrap_or(0) as usize).saturating_sub(body.len());
                 if has(b'-') {
                     out.extend_from_slice(body.as_bytes());

@@ -17,7 +17,7 @@
 //!
 //! The table itself (which rows, which step) is computed in `graph`.
 
-use rrd_engine::fetch::rrd_snprintf_e;
+use rrd_lang::cformat::rrd_snprintf_e;
 use rrd_lang::numparse::trim_c_space;
 
 /// The data formats.

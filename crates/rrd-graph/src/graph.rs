@@ -555,7 +555,7 @@ fn render_data(mut im: Image<'_>, data: Evaluation, format: DataFormat, now: i64
                     Align::Justified => "justified",
                 }),
                 Kind::HRule { .. } => {
-                    keep(&mut last, rrd_engine::fetch::rrd_snprintf_e(0.0, 10), false);
+                    keep(&mut last, rrd_lang::cformat::rrd_snprintf_e(0.0, 10), false);
                     MetaEntry::Hrule
                 }
                 Kind::VRule { value, .. } => {
@@ -1344,9 +1344,9 @@ impl Image<'_> {
                 .unwrap_or_default();
         }
         let mut label = if let Some((width, precision)) = self.alt_label {
-            crate::printf::format_double(
+            rrd_lang::cformat::printf(
                 v,
-                crate::printf::Conversion { flag: None, width, precision: Some(precision), conv: 'f' },
+                rrd_lang::cformat::Conversion { flag: None, width, precision: Some(precision), conv: 'f' },
             )
         } else {
             let decimals =
@@ -2090,9 +2090,9 @@ impl Image<'_> {
                 let sym = usize::try_from(scale + 8).ok().and_then(|i| SI.get(i)).copied().unwrap_or('?');
                 format!("{pvalue:3.0} {sym}")
             } else {
-                crate::printf::format_double(
+                rrd_lang::cformat::printf(
                     value,
-                    crate::printf::Conversion { flag: None, width: 3, precision: Some(0), conv: 'e' },
+                    rrd_lang::cformat::Conversion { flag: None, width: 3, precision: Some(0), conv: 'e' },
                 )
             };
             if let Some((scale, shift)) = self.o.right_axis {
@@ -2105,9 +2105,9 @@ impl Image<'_> {
                     let (v, symb, _) = auto_scale(sval, self.o.base as f64);
                     format!("{v:4.0} {symb}")
                 } else {
-                    crate::printf::format_double(
+                    rrd_lang::cformat::printf(
                         sval,
-                        crate::printf::Conversion { flag: None, width: 3, precision: Some(0), conv: 'e' },
+                        rrd_lang::cformat::Conversion { flag: None, width: 3, precision: Some(0), conv: 'e' },
                     )
                 };
                 let font = self.color(ColorTag::Font);

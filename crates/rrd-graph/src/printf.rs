@@ -6,11 +6,13 @@
 //! exactly one double conversion (one optional flag, width, precision),
 //! then at most one `%s`/`%S` for the SI prefix, and `%%` anywhere. The
 //! output is what glibc's `snprintf` prints for it, `-nan` for RRDtool's
-//! unknown value included.
+//! unknown value included (the number itself printed by
+//! `rrd_lang::cformat`, the one copy of C's number printing).
 //!
 //! Also here: RRDtool's `auto_scale` (value to SI prefix).
 
 use crate::error::{GraphError, Result};
+use rrd_lang::cformat;
 
 /// The whitelist, as RRDtool prints it in its error message.
 const PRINT_PATTERN: &str =
@@ -25,14 +27,9 @@ enum Piece {
     Symbol,
 }
 
-/// A `%[flag][width][.precision]l<conv>` conversion.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Conversion {
-    pub flag: Option<char>,
-    pub width: usize,
-    pub precision: Option<usize>,
-    pub conv: char,
-}
+/// A `%[flag][width][.precision]l<conv>` conversion (rrd-lang's: one copy
+/// of C's number printing).
+pub use rrd_lang::cformat::Conversion;
 
 /// A checked PRINT/GPRINT format.
 #[derive(Clone, Debug, PartialEq)]
@@ -143,7 +140,7 @@ impl PrintFormat {
         for p in &self.pieces {
             match p {
                 Piece::Text(t) => out.push_str(t),
-                Piece::Number(c) => out.push_str(&format_double(value, *c)),
+                Piece::Number(c) => out.push_str(&cformat::printf(value, *c)),
                 Piece::Symbol => out.push_str(symbol),
             }
         }
@@ -152,14 +149,14 @@ impl PrintFormat {
 
     /// The text RRDtool's own portable printf (`rrd_snprintf`, which its
     /// xport meta lists use) makes of it: the number through
-    /// [`format_double_rrd`]. A value too large for its integer conversion
+    /// [`cformat::rrd_snprintf`]. A value too large for its integer conversion
     /// ends the text there, as that printf gives up.
     pub fn format_rrd(&self, value: f64, symbol: &str) -> String {
         let mut out = String::new();
         for p in &self.pieces {
             match p {
                 Piece::Text(t) => out.push_str(t),
-                Piece::Number(c) => match format_double_rrd(value, *c) {
+                Piece::Number(c) => match cformat::rrd_snprintf(value, *c) {
                     Some(t) => out.push_str(&t),
                     None => return out,
                 },
@@ -167,238 +164,6 @@ impl PrintFormat {
             }
         }
         out
-    }
-}
-
-/// One double as RRDtool 1.7.2's own `rrd_snprintf` (C99-snprintf, with
-/// `long double` as `double`) prints it: powers of ten by repeated
-/// multiplication, the fraction scaled to an integer and rounded half up
-/// (so ties round away from zero, where glibc rounds the exact binary
-/// value), at most 19 fractional digits, NaN without a sign. `None` when
-/// the integer part does not fit 64 bits (it gives up there).
-pub fn format_double_rrd(v: f64, c: Conversion) -> Option<String> {
-    let upper = c.conv.is_ascii_uppercase();
-    let kind = c.conv.to_ascii_lowercase();
-    let sign = if v < 0.0 {
-        "-"
-    } else {
-        match c.flag {
-            Some('+') => "+",
-            Some(' ') => " ",
-            _ => "",
-        }
-    };
-    let pad = |body: String, zero_ok: bool| -> String {
-        let len = body.len();
-        if len >= c.width {
-            return body;
-        }
-        let n = c.width - len;
-        match c.flag {
-            Some('-') => format!("{body}{}", " ".repeat(n)),
-            Some('0') if zero_ok => {
-                let (s, digits) = body.split_at(sign.len());
-                format!("{s}{}{digits}", "0".repeat(n))
-            }
-            _ => format!("{}{body}", " ".repeat(n)),
-        }
-    };
-    if v.is_nan() || v.is_infinite() {
-        let word = match (v.is_nan(), upper) {
-            (true, false) => "nan",
-            (true, true) => "NAN",
-            (false, false) => "inf",
-            (false, true) => "INF",
-        };
-        return Some(pad(format!("{sign}{word}"), false));
-    }
-    let pow10 = |mut e: i32| {
-        let mut r = 1.0f64;
-        while e > 0 {
-            r *= 10.0;
-            e -= 1;
-        }
-        while e < 0 {
-            r /= 10.0;
-            e += 1;
-        }
-        r
-    };
-    let cast = |x: f64| if x >= u64::MAX as f64 { None } else { Some(x as u64) };
-    let myround = |x: f64| cast(x).map(|i| if x - i as f64 >= 0.5 { i + 1 } else { i });
-    let mut precision = c.precision.unwrap_or(6) as i32;
-    let alt = c.flag == Some('#');
-    let mut omit_zeros = false;
-    let mut estyle = kind == 'e';
-    let mut exponent = 0i32;
-    if kind == 'e' || kind == 'g' {
-        if kind == 'g' {
-            if precision == 0 {
-                precision = 1;
-            }
-            precision -= 1;
-            omit_zeros = !alt;
-        }
-        let mut tmp = v.abs();
-        while tmp < 1.0 && tmp > 0.0 {
-            exponent -= 1;
-            if exponent < -307 {
-                break;
-            }
-            tmp *= 10.0;
-        }
-        while tmp >= 10.0 {
-            exponent += 1;
-            if exponent > 308 {
-                break;
-            }
-            tmp /= 10.0;
-        }
-        estyle = true;
-    }
-    let (int_part, frac_part) = loop {
-        precision = precision.min(19);
-        let mut u = v.abs();
-        if estyle {
-            u /= pow10(exponent);
-        }
-        let mut int_part = cast(u)?;
-        let mask = pow10(precision);
-        let mut frac = myround(mask * (u - int_part as f64))?;
-        if frac as f64 >= mask {
-            int_part += 1;
-            frac = 0;
-            if estyle && int_part == 10 {
-                int_part = 1;
-                exponent += 1;
-            }
-        }
-        if kind == 'g' && estyle && precision + 1 > exponent && exponent >= -4 {
-            precision -= exponent;
-            estyle = false;
-            continue;
-        }
-        break (int_part, frac);
-    };
-    let mut frac_digits = if frac_part != 0 { frac_part.to_string() } else { String::new() };
-    let mut lead_zeros = (precision - frac_digits.len() as i32).max(0) as usize;
-    if omit_zeros {
-        if !frac_digits.is_empty() {
-            let trimmed = frac_digits.trim_end_matches('0').len();
-            precision -= (frac_digits.len() - trimmed) as i32;
-            frac_digits.truncate(trimmed);
-        } else {
-            precision = 0;
-            lead_zeros = 0;
-        }
-    }
-    let mut body = format!("{sign}{int_part}");
-    if precision > 0 || alt {
-        body.push('.');
-    }
-    body.push_str(&"0".repeat(lead_zeros));
-    body.push_str(&frac_digits);
-    if estyle {
-        let e = if upper { 'E' } else { 'e' };
-        let es = if exponent < 0 { '-' } else { '+' };
-        body.push_str(&format!("{e}{es}{:02}", exponent.unsigned_abs()));
-    }
-    Some(pad(body, true))
-}
-
-/// `%e`-style mantissa and exponent as C prints them (at least two
-/// exponent digits).
-fn c_exp(v: f64, precision: usize, upper: bool, alt: bool) -> String {
-    let s = format!("{:.*e}", precision, v.abs());
-    let (mant, exp) = s.split_once('e').expect("exponent");
-    let exp: i32 = exp.parse().expect("exponent digits");
-    let mut mant = mant.to_string();
-    if alt && precision == 0 {
-        mant.push('.');
-    }
-    let e = if upper { 'E' } else { 'e' };
-    format!("{mant}{e}{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
-}
-
-/// `%g`: `%e` or `%f` by the exponent, trailing zeros removed (unless `#`).
-fn c_general(v: f64, precision: usize, upper: bool, alt: bool) -> String {
-    let p = if precision == 0 { 1 } else { precision };
-    if v == 0.0 {
-        let s = match (alt, p) {
-            (true, 1) => "0.".to_string(),
-            (true, _) => format!("{:.*}", p - 1, 0.0),
-            _ => "0".to_string(),
-        };
-        return s;
-    }
-    // The exponent X of the %e form with p - 1 digits after the point.
-    let e_form = format!("{:.*e}", p - 1, v.abs());
-    let x: i32 = e_form.split_once('e').expect("exponent").1.parse().expect("digits");
-    let mut s = if (p as i32) > x && x >= -4 {
-        let mut f = format!("{:.*}", (p as i32 - 1 - x) as usize, v.abs());
-        // `#` always shows the point, even with no digit after it.
-        if alt && !f.contains('.') {
-            f.push('.');
-        }
-        f
-    } else {
-        c_exp(v, p - 1, upper, alt)
-    };
-    if !alt {
-        // Strip trailing zeros of the fraction (before any exponent).
-        let (num, exp) = match s.find(['e', 'E']) {
-            Some(k) => (s[..k].to_string(), s[k..].to_string()),
-            None => (s.clone(), String::new()),
-        };
-        let num =
-            if num.contains('.') { num.trim_end_matches('0').trim_end_matches('.').to_string() } else { num };
-        s = num + &exp;
-    }
-    s
-}
-
-/// One double as glibc's `printf` prints it for conversion `c`.
-pub(crate) fn format_double(v: f64, c: Conversion) -> String {
-    let upper = c.conv.is_ascii_uppercase();
-    let alt = c.flag == Some('#');
-    let negative = v.is_sign_negative();
-    let body = if v.is_nan() {
-        if upper { "NAN" } else { "nan" }.to_string()
-    } else if v.is_infinite() {
-        if upper { "INF" } else { "inf" }.to_string()
-    } else {
-        let precision = c.precision.unwrap_or(6);
-        match c.conv.to_ascii_lowercase() {
-            'f' => {
-                let mut s = format!("{:.*}", precision, v.abs());
-                if alt && precision == 0 {
-                    s.push('.');
-                }
-                s
-            }
-            'e' => c_exp(v, precision, upper, alt),
-            _ => c_general(v, precision, upper, alt),
-        }
-    };
-    let sign = if negative {
-        "-"
-    } else {
-        match c.flag {
-            Some('+') => "+",
-            Some(' ') => " ",
-            _ => "",
-        }
-    };
-    let len = sign.len() + body.len();
-    if len >= c.width {
-        return format!("{sign}{body}");
-    }
-    let pad = c.width - len;
-    match c.flag {
-        Some('-') => format!("{sign}{body}{}", " ".repeat(pad)),
-        // glibc pads infinities and NaN with spaces even with the 0 flag.
-        Some('0') if v.is_finite() => format!("{sign}{}{body}", "0".repeat(pad)),
-        _ => format!("{}{sign}{body}", " ".repeat(pad)),
     }
 }
 

@@ -11,7 +11,7 @@
 //! cannot read memory it should not.
 
 use crate::error::{GraphError, Result};
-use crate::printf::{format_double, Conversion};
+use rrd_lang::cformat::{printf, Conversion};
 
 /// RRDtool's `FMT_LEG_LEN`: the buffer every PRINT/GPRINT text is made in.
 const FMT_LEG_LEN: usize = 200;
@@ -69,10 +69,7 @@ pub(crate) fn val_strftime(fmt: &str, value: f64) -> Option<String> {
     let in_range = value.is_finite() && value >= i64::MIN as f64 && value <= i64::MAX as f64;
     let tm = if in_range { tm_of(value as i64, false) } else { None };
     let Some(tm) = tm else {
-        return Some(format_double(
-            value,
-            Conversion { flag: None, width: 0, precision: Some(0), conv: 'f' },
-        ));
+        return Some(printf(value, Conversion { flag: None, width: 0, precision: Some(0), conv: 'f' }));
     };
     c_strftime(if fmt.is_empty() { DEFAULT_TIMESTAMP_FMT } else { fmt }, &tm)
 }
@@ -81,7 +78,7 @@ pub(crate) fn val_strftime(fmt: &str, value: f64) -> Option<String> {
 /// `strfduration` writes it, or `%f` of it when it is not finite.
 pub(crate) fn val_strfduration(fmt: &str, value: f64) -> Result<String> {
     if !value.is_finite() {
-        return Ok(format_double(value, Conversion { flag: None, width: 0, precision: None, conv: 'f' }));
+        return Ok(printf(value, Conversion { flag: None, width: 0, precision: None, conv: 'f' }));
     }
     let mut out = strfduration(fmt, value)?;
     // RRDtool writes into its legend buffer and keeps what fits.
@@ -160,7 +157,7 @@ pub(crate) fn strfduration(fmt: &str, value: f64) -> Result<String> {
         let scale = 10f64.powi(precision as i32);
         let truncated = (v * scale).trunc() / scale;
         let conv = Conversion { flag: zpad.then_some('0'), width, precision: Some(precision), conv: 'f' };
-        out.push_str(&format_double(truncated, conv));
+        out.push_str(&printf(truncated, conv));
     }
     Ok(out)
 }

@@ -12,8 +12,9 @@
 
 use std::sync::Arc;
 
-use rrd_engine::fetch::{fetch, printf_e};
+use rrd_engine::fetch::fetch;
 use rrd_format::Cf;
+use rrd_lang::cformat::printf_e;
 use rrd_lang::numparse;
 use rrd_protocol::{Command, Reply};
 

@@ -25,7 +25,7 @@ fn key_of(daemon: &Daemon, file: &str) -> Result<String, Reply> {
 fn info_line(key: &str, value: &InfoValue) -> String {
     match value {
         InfoValue::Value(v) if v.is_nan() => format!("{key} 0 NaN\n"),
-        InfoValue::Value(v) => format!("{key} 0 {}\n", rrd_engine::fetch::printf_e10(*v)),
+        InfoValue::Value(v) => format!("{key} 0 {}\n", rrd_lang::cformat::printf_e10(*v)),
         InfoValue::Count(c) => format!("{key} 1 {c}\n"),
         InfoValue::Str(s) => format!("{key} 2 {s}\n"),
         InfoValue::Int(i) => format!("{key} 3 {i}\n"),

@@ -318,7 +318,7 @@ impl XmlOut<'_> {
         if v.is_nan() {
             self.buf.extend_from_slice(b"NaN");
         } else {
-            self.buf.extend_from_slice(crate::fetch::rrd_snprintf_e(v, 10).as_bytes());
+            self.buf.extend_from_slice(rrd_lang::cformat::rrd_snprintf_e(v, 10).as_bytes());
         }
     }
 
@@ -403,8 +403,8 @@ mod tests {
     /// without a sign (glibc would print "-0.0000000000e+00").
     #[test]
     fn values_print_like_rrdtool_not_glibc() {
-        assert_eq!(crate::fetch::rrd_snprintf_e(-0.0, 10), "0.0000000000e+00");
-        assert_eq!(crate::fetch::rrd_snprintf_e(1.5, 10), "1.5000000000e+00");
+        assert_eq!(rrd_lang::cformat::rrd_snprintf_e(-0.0, 10), "0.0000000000e+00");
+        assert_eq!(rrd_lang::cformat::rrd_snprintf_e(1.5, 10), "1.5000000000e+00");
     }
 
     #[test]

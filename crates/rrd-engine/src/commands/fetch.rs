@@ -1,7 +1,7 @@
 //! `fetch`: choosing an archive for a time range and reading its rows, as
-//! RRDtool 1.7.2's `rrd_fetch_fn` does, plus the two `%e` formattings of
-//! values RRDtool uses: glibc's `printf` (fetch, info) and its own
-//! `rrd_snprintf` (xport, dump), which differ in the last digit near ties.
+//! RRDtool 1.7.2's `rrd_fetch_fn` does. (How values are printed, glibc's
+//! `printf` for fetch and info, rrdtool's `rrd_snprintf` for xport and
+//! dump, is `rrd_lang::cformat`.)
 //!
 //! Archive choice, in RRDtool's words: among the RRAs whose CF matches (or,
 //! for the four classic CFs, any classic RRA with one PDP per row), prefer
@@ -262,148 +262,11 @@ pub fn fetch<S: Store>(
     })
 }
 
-/// Formats `value` as C's `printf("%.{precision}e")` does with glibc: a
-/// mantissa with `precision` decimals, ties to even (like glibc on exact
-/// binary values), an exponent of at least two digits, and `nan`, `-nan`,
-/// `inf`, `-inf` for the special values.
-pub fn printf_e(value: f64, precision: usize) -> String {
-    if value.is_nan() {
-        return if value.is_sign_negative() { "-nan".into() } else { "nan".into() };
-    }
-    if value.is_infinite() {
-        return if value < 0.0 { "-inf".into() } else { "inf".into() };
-    }
-    let rust = format!("{value:.precision$e}");
-    let (mantissa, exp) = rust.split_once('e').expect("LowerExp always writes an exponent");
-    let exp: i32 = exp.parse().expect("LowerExp writes a decimal exponent");
-    let sign = if exp < 0 { '-' } else { '+' };
-    format!("{mantissa}e{sign}{:02}", exp.unsigned_abs())
-}
-
-/// `printf("%0.10e")`, the format of every value `fetch`, `info`, `xport`
-/// and `dump` print.
-pub fn printf_e10(value: f64) -> String {
-    printf_e(value, 10)
-}
-
-/// `rrd_snprintf("%0.{precision}e")`: how 1.7.2's `xport` and `dump` print
-/// values. Its
-/// own portable printf (C99-snprintf, built with `long double` being plain
-/// `double`) scales the value by powers of ten computed in doubles and
-/// rounds half up, so near ties its last digit can differ from glibc's
-/// exact `printf` (which `fetch` and `info` use). Negative zero prints
-/// without a sign; the exponent is clamped to the range of a double's
-/// decimal exponents, which is what makes subnormals print as `0.000…e-308`.
-pub fn rrd_snprintf_e(value: f64, precision: usize) -> String {
-    // DBL_MIN_10_EXP and DBL_MAX_10_EXP.
-    const MIN_10_EXP: i32 = -307;
-    const MAX_10_EXP: i32 = 308;
-    let sign = if value < 0.0 { "-" } else { "" };
-    if value.is_nan() {
-        return format!("{sign}nan");
-    }
-    if value.is_infinite() {
-        return format!("{sign}inf");
-    }
-    let precision = precision.min(19);
-    let pow10 = |mut e: i32| {
-        let mut r = 1.0f64;
-        while e > 0 {
-            r *= 10.0;
-            e -= 1;
-        }
-        while e < 0 {
-            r /= 10.0;
-            e += 1;
-        }
-        r
-    };
-    // The decimal exponent, found by repeated scaling (each step rounded).
-    let mut exponent = 0i32;
-    let mut tmp = value.abs();
-    loop {
-        if !(tmp < 1.0 && tmp > 0.0) {
-            break;
-        }
-        exponent -= 1;
-        if exponent < MIN_10_EXP {
-            break;
-        }
-        tmp *= 10.0;
-    }
-    loop {
-        if tmp < 10.0 {
-            break;
-        }
-        exponent += 1;
-        if exponent > MAX_10_EXP {
-            break;
-        }
-        tmp /= 10.0;
-    }
-    let scaled = value.abs() / pow10(exponent);
-    // C's cast to uintmax_t, refusing what does not fit.
-    let trunc = |v: f64| if v >= u64::MAX as f64 { None } else { Some(v as u64) };
-    let Some(mut int_part) = trunc(scaled) else { return String::new() };
-    let mask_u = pow10(precision as i32) as u64;
-    let product = mask_u as f64 * (scaled - int_part as f64);
-    let mut frac_part = match trunc(product) {
-        Some(t) if product - t as f64 >= 0.5 => t + 1,
-        Some(t) => t,
-        None => u64::MAX,
-    };
-    if frac_part >= mask_u {
-        int_part += 1;
-        frac_part = 0;
-        if int_part == 10 {
-            int_part = 1;
-            exponent += 1;
-        }
-    }
-    let esign = if exponent < 0 { '-' } else { '+' };
-    let mut out = format!("{sign}{int_part}");
-    if precision > 0 {
-        out.push_str(&format!(".{frac_part:0precision$}"));
-    }
-    out.push_str(&format!("e{esign}{:02}", exponent.unsigned_abs()));
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::MemStore;
     use std::path::Path;
-
-    #[test]
-    fn values_print_like_rrd_snprintf() {
-        assert_eq!(rrd_snprintf_e(20.111111111111, 10), "2.0111111111e+01");
-        assert_eq!(rrd_snprintf_e(0.0, 10), "0.0000000000e+00");
-        // No sign on negative zero, unlike glibc.
-        assert_eq!(rrd_snprintf_e(-0.0, 10), "0.0000000000e+00");
-        assert_eq!(rrd_snprintf_e(-1.5e100, 10), "-1.5000000000e+100");
-        assert_eq!(rrd_snprintf_e(f64::NEG_INFINITY, 10), "-inf");
-        assert_eq!(rrd_snprintf_e(9.99999999999, 10), "1.0000000000e+01");
-        // A subnormal: the exponent stops at -308 (rrdtool 1.7.2 printed this
-        // very string for these bits).
-        assert_eq!(rrd_snprintf_e(f64::from_bits(1_600_000_000), 10), "0.0000007905e-308");
-    }
-
-    #[test]
-    fn printf_e_matches_glibc() {
-        assert_eq!(printf_e10(20.111111111111), "2.0111111111e+01");
-        assert_eq!(printf_e10(0.0), "0.0000000000e+00");
-        assert_eq!(printf_e10(-0.0), "-0.0000000000e+00");
-        assert_eq!(printf_e10(1e-300), "1.0000000000e-300");
-        assert_eq!(printf_e10(1.5e100), "1.5000000000e+100");
-        assert_eq!(printf_e10(f64::NAN), "nan");
-        assert_eq!(printf_e10(FILL_NAN), "-nan");
-        assert_eq!(printf_e10(f64::NEG_INFINITY), "-inf");
-        // An exact tie rounds to even, as glibc does.
-        assert_eq!(printf_e10(100000000005.0), "1.0000000000e+11");
-        assert_eq!(printf_e10(100000000015.0), "1.0000000002e+11");
-        assert_eq!(printf_e(1.125, 2), "1.12e+00");
-    }
 
     /// A one-DS file with the given RRAs (cf, pdp_count, row_count), rows
     /// filled with `ring position + 1000 × rra index` so reads can be checked.

@@ -19,10 +19,10 @@ use rrd_format::{
 };
 
 use crate::error::{Error, Result};
-use crate::fetch::printf_e10;
 use crate::rpn;
 use crate::rrd::Rrd;
 use crate::store::Store;
+use rrd_lang::cformat::printf_e10;
 
 /// One value of an info entry, typed as RRDtool types it.
 #[derive(Clone, Debug, PartialEq)]

@@ -41,12 +41,13 @@ use rrd_format::Cf;
 
 use crate::attime;
 use crate::error::{Error, Result, Unknown};
-use crate::fetch::{fetch, rrd_snprintf_e, FetchResult, FILL_NAN, MAX_FETCH_VALUES};
+use crate::fetch::{fetch, FetchResult, FILL_NAN, MAX_FETCH_VALUES};
 use crate::numparse::c_int;
 use crate::numparse::rrd_strtod;
 use crate::reduce::{fetch_reduced, reduce_result};
 use crate::rpn::{Context, Node, Op, Program, RpnError, Stack};
 use crate::rrd::Rrd;
+use rrd_lang::cformat::rrd_snprintf_e;
 use rrd_lang::ctime;
 
 /// The longest variable name RRDtool accepts.

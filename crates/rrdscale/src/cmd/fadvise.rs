@@ -29,7 +29,6 @@
 //! `pagecache::advise` takes ranges), and any output on stdout.
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex};
@@ -39,7 +38,7 @@ use anyhow::{bail, Context, Result};
 use rrd_engine::pagecache::{self, Advice};
 use rrd_lang::ctext::io_text as os_message;
 
-use super::fincore::walk_operands;
+use super::fincore::{open_regular, walk_operands};
 use crate::opts;
 
 const DEFAULT_JOBS: usize = 16;
@@ -84,16 +83,7 @@ fn advice_name(a: Advice) -> &'static str {
 
 /// Applies every advice to one file, or says why it could not.
 fn advise_file(path: &Path, advice: &[Advice]) -> std::result::Result<(), String> {
-    // O_NONBLOCK: a FIFO among the operands must not hang a worker.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("cannot open: {}", os_message(&e)))?;
-    let meta = file.metadata().map_err(|e| format!("cannot stat: {}", os_message(&e)))?;
-    if !meta.is_file() {
-        return Err("not a regular file".to_string());
-    }
+    let (file, _) = open_regular(path)?;
     for &a in advice {
         let result = match a {
             Advice::DontNeed => pagecache::evict(&file),

@@ -19,10 +19,11 @@ use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
 use rrd_client::Daemon;
-use rrd_engine::fetch::{fetch, printf_e10, FetchResult};
+use rrd_engine::fetch::{fetch, FetchResult};
 use rrd_engine::Rrd;
 use rrd_format::Cf;
 use rrd_lang::attime;
+use rrd_lang::cformat::printf_e10;
 use rrd_lang::numparse;
 
 use crate::opts;

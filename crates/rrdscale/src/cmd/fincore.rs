@@ -74,16 +74,7 @@ struct Report {
 
 /// Resident pages of one path, or a sentence saying why there are none.
 fn examine(path: &Path, keep_map: bool) -> std::result::Result<Report, String> {
-    // O_NONBLOCK: a FIFO among the operands must not hang the walk.
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("cannot open: {}", os_message(&e)))?;
-    let meta = file.metadata().map_err(|e| format!("cannot stat: {}", os_message(&e)))?;
-    if !meta.is_file() {
-        return Err("not a regular file".to_string());
-    }
+    let (file, meta) = open_regular(path)?;
     if meta.len() == 0 {
         return Err("the file is empty, so it has no pages to examine".to_string());
     }
@@ -94,6 +85,22 @@ fn examine(path: &Path, keep_map: bool) -> std::result::Result<Report, String> {
         size_bytes: meta.len(),
         resident: keep_map.then_some(map),
     })
+}
+
+/// Opens `path` for reading if it is a regular file, or says why not
+/// (`cannot open: …`, `cannot stat: …`, `not a regular file`). O_NONBLOCK:
+/// a FIFO among the operands must not hang the walk. Shared with `fadvise`.
+pub(super) fn open_regular(path: &Path) -> std::result::Result<(fs::File, fs::Metadata), String> {
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("cannot open: {}", os_message(&e)))?;
+    let meta = file.metadata().map_err(|e| format!("cannot stat: {}", os_message(&e)))?;
+    if !meta.is_file() {
+        return Err("not a regular file".to_string());
+    }
+    Ok((file, meta))
 }
 
 /// Expands operands into the files to examine, in order, calling `file` for
