@@ -1,6 +1,8 @@
 //! What the workspace's tests share: [`Rng`], the one small deterministic
 //! random number generator of tests, differential harnesses and the fuzz
-//! targets' mutator.
+//! targets' mutator; and [`mrtg`], running the real MRTG once (tests of two
+//! crates drive it). Only the standard library: every crate's tests can
+//! use it without pulling anything in.
 //!
 //! Why not the `rand` crate: the cases a seed gives must never change
 //! under a dependency upgrade (a seed printed by a failing CI run has to
@@ -11,6 +13,8 @@
 //! seed from the clock (callers choose and print their seeds).
 
 #![forbid(unsafe_code)]
+
+pub mod mrtg;
 
 /// SplitMix64 (Steele, Lea and Flood, 2014): one 64-bit state, any seed
 /// (zero included) is good, and the same seed always gives the same
