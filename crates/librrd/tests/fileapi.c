@@ -52,9 +52,6 @@ typedef struct { int fd; char *file_start; int mm_prot; int mm_flags; } rrd_simp
 #define RRD_READVALUES (1 << 6)
 #define RRD_LOCK (1 << 7)
 
-char *rrd_get_error(void);
-void rrd_clear_error(void);
-int rrd_test_error(void);
 void rrd_set_error(char *, ...);
 int rrd_create_r(const char *, unsigned long, time_t, int, const char **);
 int rrd_update_r(const char *, const char *, int, const char **);
@@ -78,22 +75,7 @@ double rrd_strtod(const char *, char **);
 unsigned int rrd_strtodbl(const char *, char **, double *, const char *);
 int rrd_snprintf(char *, size_t, const char *, ...);
 
-/* name, result, error flag and text (line breaks as \n), tab-separated. */
-static void put(const char *name, const char *result) {
-    const char *e = rrd_get_error();
-    printf("%s\t%s\t%d\t", name, result, rrd_test_error());
-    for (const char *c = e ? e : "(null)"; *c; c++) {
-        if (*c == '\n') fputs("\\n", stdout); else putchar(*c);
-    }
-    putchar('\n');
-    rrd_clear_error();
-}
-
-static void report(const char *name, long rc) {
-    char r[32];
-    snprintf(r, sizeof r, "%ld", rc);
-    put(name, r);
-}
+#include "report.h"
 
 /* The header as rrd_open left it, through the rrd_t's pointers. */
 static void print_header(const rrd_t *rrd, const rrd_file_t *f) {

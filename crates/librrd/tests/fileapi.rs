@@ -17,9 +17,6 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
 use common::*;
 
 /// `rrd_snprintf` cases where librrd's own formatter and glibc's differ
@@ -34,53 +31,11 @@ const NOT_GLIBC: &[&str] = &[
     "snprintf char width",
 ];
 
-fn program(lib: &Path, out_dir: &Path) -> std::path::PathBuf {
-    compile_c("fileapi", lib, out_dir, &["-lm"])
-}
-
-/// (name, the rest of its line and the indented lines after it).
-fn calls(out: &str) -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = Vec::new();
-    for line in out.lines() {
-        match line.strip_prefix("  ") {
-            Some(data) => v.last_mut().expect("a call before its data").1.push_str(&format!("\n{data}")),
-            None => {
-                let (name, rest) = line.split_once('\t').unwrap_or((line, ""));
-                v.push((name.to_string(), rest.to_string()));
-            }
-        }
-    }
-    v
-}
-
 #[test]
 fn file_api_and_helpers_behave_as_librrd_and_memcheck_finds_nothing() {
-    require("/usr/bin/valgrind", "valgrind");
-    require("/usr/bin/cc", "gcc");
-    require(DEBIAN_LIBRRD, "librrd8");
-    let (lib_dir, lib) = library_dir();
-    let build = tempfile::tempdir().unwrap();
-    let exe = program(&lib, build.path());
-
-    let ours_dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new("/usr/bin/valgrind");
-    cmd.args([
-        "-q",
-        "--error-exitcode=1",
-        "--leak-check=full",
-        "--errors-for-leak-kinds=definite",
-        "--trace-children=yes",
-    ])
-    .arg(&exe)
-    .arg(ours_dir.path())
-    .arg("--null");
-    let ours = run(cmd, Some(lib_dir.path()));
-    let theirs_dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(&exe);
-    cmd.arg(theirs_dir.path());
-    let theirs = run(cmd, None);
-
-    let (a, b) = (calls(&ours), calls(&theirs));
+    let CRuns { ours, ours_dir, theirs, theirs_dir, .. } =
+        run_c_on_both("fileapi", &["-lm"], &["--trace-children=yes"], &[], &["--null"]);
+    let (a, b) = (c_calls(&ours, false), c_calls(&theirs, false));
     // Ours ran the NULL calls too, after everything both ran.
     let null_calls = &a[b.len().min(a.len())..];
     assert!(a.len() > b.len() && b.len() > 150, "every call ran: {} and {}", a.len(), b.len());

@@ -23,9 +23,6 @@ typedef struct rrd_info_t {
     char *key; int type; rrd_infoval_t value; struct rrd_info_t *next;
 } rrd_info_t;
 
-char *rrd_get_error(void);
-void rrd_clear_error(void);
-int rrd_test_error(void);
 void rrd_info_free(rrd_info_t *);
 void rrd_freemem(void *);
 int rrd_create(int, char **);
@@ -50,22 +47,7 @@ int rrd_restore(int, char **);
 int rrd_tune(int, char **);
 int rrd_resize(int, char **);
 
-/* name, result, error flag and text (line breaks as \n), tab-separated. */
-static void put(const char *name, const char *result) {
-    const char *e = rrd_get_error();
-    printf("%s\t%s\t%d\t", name, result, rrd_test_error());
-    for (const char *c = e ? e : "(null)"; *c; c++) {
-        if (*c == '\n') fputs("\\n", stdout); else putchar(*c);
-    }
-    putchar('\n');
-    rrd_clear_error();
-}
-
-static void report(const char *name, long rc) {
-    char r[32];
-    snprintf(r, sizeof r, "%ld", rc);
-    put(name, r);
-}
+#include "report.h"
 
 static void report_ptr(const char *name, const void *p) {
     put(name, p ? "ptr" : "null");

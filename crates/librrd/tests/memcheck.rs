@@ -14,7 +14,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::*;
 
@@ -23,51 +22,15 @@ use common::*;
 /// and the system's reason.
 const OWN_WORDING: &[&str] = &["create_r bad dir"];
 
-fn program(lib: &Path, out_dir: &Path) -> std::path::PathBuf {
-    compile_c("memcheck", lib, out_dir, &[])
-}
-
-/// (name, "result\tflag\ttext" plus the lines of its data) per call.
-fn calls(out: &str) -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = Vec::new();
-    for line in out.lines().filter(|l| !l.starts_with("lib ")) {
-        match line.strip_prefix("  ") {
-            Some(data) => v.last_mut().expect("a call before its data").1.push_str(&format!("\n{data}")),
-            None => {
-                let (name, rest) = line.split_once('\t').expect("name<TAB>result<TAB>flag<TAB>text");
-                v.push((name.to_string(), rest.to_string()));
-            }
-        }
-    }
-    v
-}
-
 #[test]
 fn bad_arguments_set_errors_as_librrd_and_memcheck_finds_nothing() {
-    require("/usr/bin/valgrind", "valgrind");
-    require("/usr/bin/cc", "gcc");
-    require(DEBIAN_LIBRRD, "librrd8");
-    let (lib_dir, lib) = library_dir();
-    let build = tempfile::tempdir().unwrap();
-    let exe = program(&lib, build.path());
-
-    let ours_dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new("/usr/bin/valgrind");
     // The read-ahead across calls forced on, so memcheck sees it too.
-    cmd.env("RRDSCALE_LIBRRD_AHEAD", "always");
-    cmd.args(["-q", "--error-exitcode=1", "--leak-check=full", "--errors-for-leak-kinds=definite"])
-        .arg(&exe)
-        .arg(ours_dir.path());
-    let ours = run(cmd, Some(lib_dir.path()));
-    let theirs_dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(&exe);
-    cmd.arg(theirs_dir.path());
-    let theirs = run(cmd, None);
-
+    let CRuns { lib, ours, theirs, .. } =
+        run_c_on_both("memcheck", &[], &[], &[("RRDSCALE_LIBRRD_AHEAD", "always")], &[]);
     assert!(ours.contains(&format!("lib {}", lib.display())), "ours loaded: {ours}");
     let debian = Path::new(DEBIAN_LIBRRD).canonicalize().unwrap();
     assert!(theirs.contains(&format!("lib {}", debian.display())), "Debian's loaded: {theirs}");
-    let (a, b) = (calls(&ours), calls(&theirs));
+    let (a, b) = (c_calls(&ours, true), c_calls(&theirs, true));
     assert_eq!(a.len(), b.len(), "the same calls ran");
     assert!(a.len() > 60, "every call ran: {}", a.len());
     let mut failures = 0;

@@ -15,8 +15,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use common::*;
 
@@ -70,15 +69,7 @@ fn start_snmpd(dir: &Path) -> Snmpd {
     let conf = dir.join("snmpd.conf");
     std::fs::write(&conf, format!("rocommunity public 127.0.0.1\npass {OID} /bin/sh {}\n", script.display()))
         .unwrap();
-    let child = Command::new(SNMPD)
-        .args(["-f", "-Lo", "-C", "-c", conf.to_str().unwrap(), &format!("udp:127.0.0.1:{port}")])
-        .env("MIBS", "")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting snmpd");
-    std::thread::sleep(Duration::from_millis(800));
+    let child = rrd_testkit::mrtg::start_snmpd(SNMPD, &conf, port);
     Snmpd { child, port }
 }
 
@@ -99,29 +90,16 @@ fn mrtg(dir: &Path, work: &Path, shim: &Path, lib_dir: Option<&Path>, time: i64,
     .unwrap();
     let maps_out = work.join("maps.txt");
     let mut cmd = Command::new(MRTG);
-    cmd.env("LANG", "C")
-        .env("FAKE_TIME", time.to_string())
+    cmd.env("FAKE_TIME", time.to_string())
         .env("LD_PRELOAD", shim)
         .env("PERL5LIB", dir)
         .env("PERL5OPT", "-MShowLibrrd")
-        .env("SHOW_LIBRRD", &maps_out)
-        .args([
-            "--confcache-file",
-            work.join("mrtg.ok").to_str().unwrap(),
-            "--lock-file",
-            work.join("mrtg.lock").to_str().unwrap(),
-            "--logging",
-            work.join("mrtg.log").to_str().unwrap(),
-            cfg.to_str().unwrap(),
-        ]);
+        .env("SHOW_LIBRRD", &maps_out);
     cmd.env_remove("LD_LIBRARY_PATH");
     if let Some(d) = lib_dir {
         cmd.env("LD_LIBRARY_PATH", d);
     }
-    let out = cmd.output().expect("running mrtg");
-    let log = std::fs::read_to_string(work.join("mrtg.log")).unwrap_or_default();
-    assert!(out.status.success(), "mrtg failed: {}\n{log}", String::from_utf8_lossy(&out.stderr));
-    assert!(!log.contains("ERROR"), "mrtg reported an error:\n{log}");
+    rrd_testkit::mrtg::run_once(cmd, work, &cfg);
     std::fs::read_to_string(&maps_out).expect("the mapped libraries")
 }
 

@@ -31,15 +31,7 @@ use tokio::net::UnixStream;
 
 mod common;
 
-const T0: i64 = 1_000_000_000;
-
-fn make(path: &Path) {
-    common::create_rrd(
-        path,
-        T0,
-        &["DS:x:GAUGE:600:U:U", "DS:y:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:20", "RRA:MAX:0.5:3:20"],
-    );
-}
+use common::{make_xy as make, T0};
 
 fn value(k: i64) -> String {
     format!("{}:{}:{}", T0 + 300 * k, k, k * 100)

@@ -8,20 +8,20 @@
 //! Faults come from the batch updater's `FaultHook` (the writes and syncs
 //! the flusher issues), not from the journal.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rrd_daemon::cache::{unix_now, Entry, Values};
 use rrd_daemon::commands::update_value_time;
-use rrd_daemon::config::Config;
 use rrd_daemon::flusher;
-use rrd_daemon::journaler::Journaler;
 use rrd_daemon::state::Daemon;
 use rrd_engine::batch::{BatchUpdater, FaultHook, KeptHeader};
 use rrd_engine::update::{update_file, UpdateOptions};
 
 mod common;
+
+use common::Scene;
 
 const T0: i64 = 999_997_200;
 const SEQ: u64 = 7;
@@ -32,6 +32,15 @@ fn make(path: &Path) {
         T0,
         &["DS:g:GAUGE:600:U:U", "DS:c:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:30", "RRA:MAX:0.5:3:20"],
     );
+}
+
+/// The daemon's scene, and `reference.rrd`: a copy of its file as made, for
+/// the same updates applied directly.
+fn scene() -> (Scene, PathBuf) {
+    let s = Scene::new(make);
+    let reference = s.base.join("reference.rrd");
+    std::fs::copy(&s.path, &reference).unwrap();
+    (s, reference)
 }
 
 fn value(k: i64) -> String {
@@ -121,16 +130,8 @@ fn pending_of(daemon: &Daemon, key: &str) -> (Vec<String>, bool, Option<u64>) {
 }
 
 fn run(fault: Fault) {
-    let dir = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(dir.path()).unwrap();
-    let path = base.join("a.rrd");
-    let key = path.display().to_string();
-    make(&path);
-    let reference = base.join("reference.rrd");
-    std::fs::copy(&path, &reference).unwrap();
+    let (Scene { dir: _dir, path, key, daemon, .. }, reference) = scene();
     let live_off = KeptHeader::read(&path).unwrap().header.layout().live_head_off;
-    let config = Config { base_dir: Some(base.clone()), ..Default::default() };
-    let daemon = Daemon::new(config, Journaler::disabled());
     let plan = Arc::new(Plan { fault: Mutex::new(fault), live_off, hits: AtomicU64::new(0) });
     let mut updater = BatchUpdater::new(4);
     updater.faults = Some(plan.clone());
@@ -201,15 +202,7 @@ fn a_failed_sync_keeps_the_values_until_a_sync_succeeds() {
 /// values before it are written. Nothing is retried.
 #[test]
 fn invalid_values_are_dropped_as_rrdcached_drops_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(dir.path()).unwrap();
-    let path = base.join("a.rrd");
-    let key = path.display().to_string();
-    make(&path);
-    let reference = base.join("reference.rrd");
-    std::fs::copy(&path, &reference).unwrap();
-    let config = Config { base_dir: Some(base.clone()), ..Default::default() };
-    let daemon = Daemon::new(config, Journaler::disabled());
+    let (Scene { dir: _dir, path, key, daemon, .. }, reference) = scene();
     let mut updater = BatchUpdater::new(4);
     let mut values: Vec<String> = (1..=6).map(value).collect();
     values[3] = format!("{}:abc:5", T0 + 300 * 4);

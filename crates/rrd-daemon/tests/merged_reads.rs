@@ -8,9 +8,7 @@ use std::path::Path;
 
 use rrd_daemon::cache::{unix_now, Entry, Values};
 use rrd_daemon::commands::update_value_time;
-use rrd_daemon::config::Config;
 use rrd_daemon::flusher;
-use rrd_daemon::journaler::Journaler;
 use rrd_daemon::reader::{self, ReadError};
 use rrd_daemon::state::Daemon;
 use rrd_engine::batch::{BatchUpdater, KeptHeader};
@@ -20,6 +18,8 @@ use rrd_engine::{Rrd, Store};
 use rrd_format::Cf;
 
 mod common;
+
+use common::Scene;
 
 /// A multiple of 300 and of 3600.
 const T0: i64 = 999_997_200;
@@ -119,12 +119,7 @@ fn from_file(key: &str) -> Vec<String> {
 
 #[test]
 fn merged_reads_equal_the_file_after_a_flush() {
-    let dir = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(dir.path()).unwrap();
-    let key = base.join("a.rrd").display().to_string();
-    make(Path::new(&key));
-    let config = Config { base_dir: Some(base.clone()), ..Default::default() };
-    let daemon = Daemon::new(config, Journaler::disabled());
+    let Scene { dir: _dir, key, daemon, .. } = Scene::new(make);
     let mut updater = BatchUpdater::new(4);
 
     // No entry at all: the file as it is.
@@ -165,12 +160,7 @@ fn merged_reads_equal_the_file_after_a_flush() {
 /// flush applied to the changed file.
 #[test]
 fn merged_reads_notice_foreign_writes() {
-    let dir = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(dir.path()).unwrap();
-    let key = base.join("a.rrd").display().to_string();
-    make(Path::new(&key));
-    let config = Config { base_dir: Some(base.clone()), ..Default::default() };
-    let daemon = Daemon::new(config, Journaler::disabled());
+    let Scene { dir: _dir, base, key, daemon, .. } = Scene::new(make);
     add(&daemon, &key, &(1..=5).map(value).collect::<Vec<_>>());
     std::thread::sleep(std::time::Duration::from_millis(80));
     // rrdtool (or anyone) writes values 1..=3 directly.

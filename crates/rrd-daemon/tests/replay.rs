@@ -15,15 +15,7 @@ use rrd_journal::{Journal, Record, SyncPolicy};
 
 mod common;
 
-const T0: i64 = 1_000_000_000;
-
-fn make(path: &Path) {
-    common::create_rrd(
-        path,
-        T0,
-        &["DS:x:GAUGE:600:U:U", "DS:y:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:20", "RRA:MAX:0.5:3:20"],
-    );
-}
+use common::{make_xy as make, T0};
 
 /// Replays `journal_dir` into a fresh daemon state and writes everything.
 fn replay_and_flush(base: &Path, journal_dir: &Path) -> replay::ReplaySummary {

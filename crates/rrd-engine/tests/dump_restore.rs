@@ -14,7 +14,6 @@
 //! is formatted). A missing rrdtool fails the tests loudly.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Once;
 
 use rrd_engine::dump::{dump, DumpHeader, DumpOptions};
@@ -23,21 +22,13 @@ use rrd_engine::Rrd;
 
 use rrd_testkit::Rng;
 
+mod common;
+use common::rrdtool;
+
 fn setup() {
     static TZ: Once = Once::new();
     // Before any localtime_r call in this process; glibc reads TZ once.
     TZ.call_once(|| std::env::set_var("TZ", "UTC"));
-}
-
-fn rrdtool(args: &[&str]) -> Vec<u8> {
-    let out = Command::new("rrdtool")
-        .args(args)
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C")
-        .output()
-        .expect("rrdtool 1.7.2 must be installed (/usr/bin/rrdtool) for these tests");
-    assert!(out.status.success(), "rrdtool {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    out.stdout
 }
 
 /// What the update stream feeds a data source.

@@ -14,22 +14,14 @@
 //! A missing rrdtool fails the tests loudly.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use rrd_engine::mapped::MappedFiles;
 use rrd_engine::update::{update_file, UpdateOptions};
 
 use rrd_testkit::Rng;
 
-fn rrdtool(args: &[&str]) {
-    let out = Command::new("rrdtool")
-        .args(args)
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C")
-        .output()
-        .expect("rrdtool 1.7.2 must be installed (/usr/bin/rrdtool) for these tests");
-    assert!(out.status.success(), "rrdtool {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-}
+mod common;
+use common::rrdtool;
 
 const START: i64 = 1_000_000_000;
 

@@ -1,8 +1,9 @@
 //! What the workspace's tests share: [`Rng`], the one small deterministic
 //! random number generator of tests, differential harnesses and the fuzz
-//! targets' mutator; and [`fault`], the one fault-injection mechanism
-//! (which I/O operation fails and how), which rrd-engine's `FaultStore`
-//! and rrd-journal's `FaultyIo` adapt to their I/O.
+//! targets' mutator; [`fault`], the one fault-injection mechanism (which
+//! I/O operation fails and how), which rrd-engine's `FaultStore` and
+//! rrd-journal's `FaultyIo` adapt to their I/O; and [`mrtg`], running the
+//! real MRTG once (tests of two crates drive it).
 //!
 //! Why not the `rand` crate: the cases a seed gives must never change
 //! under a dependency upgrade (a seed printed by a failing CI run has to
@@ -15,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod fault;
+pub mod mrtg;
 
 /// SplitMix64 (Steele, Lea and Flood, 2014): one 64-bit state, any seed
 /// (zero included) is good, and the same seed always gives the same

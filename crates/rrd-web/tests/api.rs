@@ -1,62 +1,11 @@
 //! The GrowthForecast API over a real socket: the server runs in-process on
 //! an ephemeral port and a minimal HTTP/1.1 client talks to it.
 
-use std::net::SocketAddr;
+mod api_support;
+
 use std::path::Path;
 
-use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-async fn start(dir: &Path) -> SocketAddr {
-    let app = rrd_web::App::open(dir).expect("open data dir");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(rrd_web::serve(listener, app));
-    addr
-}
-
-/// One request; returns (status, body).
-async fn http(addr: SocketAddr, method: &str, target: &str, form: &str) -> (u16, Vec<u8>) {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let req = format!(
-        "{method} {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
-         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
-        form.len()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).await.unwrap();
-    let split = buf.windows(4).position(|w| w == b"\r\n\r\n").expect("header end");
-    let head = String::from_utf8_lossy(&buf[..split]).to_string();
-    let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let mut body = buf[split + 4..].to_vec();
-    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
-        body = dechunk(&body);
-    }
-    (status, body)
-}
-
-fn dechunk(mut b: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let line_end = b.windows(2).position(|w| w == b"\r\n").unwrap();
-        let n = usize::from_str_radix(std::str::from_utf8(&b[..line_end]).unwrap().trim(), 16).unwrap();
-        if n == 0 {
-            return out;
-        }
-        out.extend_from_slice(&b[line_end + 2..line_end + 2 + n]);
-        b = &b[line_end + 4 + n..];
-    }
-}
-
-async fn json(addr: SocketAddr, method: &str, target: &str, form: &str) -> (u16, Value) {
-    let (st, body) = http(addr, method, target, form).await;
-    (
-        st,
-        serde_json::from_slice(&body)
-            .unwrap_or_else(|e| panic!("{target}: {e}: {}", String::from_utf8_lossy(&body))),
-    )
-}
+use api_support::{http, json, start};
 
 /// The last known `num` value in the graph's RRD file (AVERAGE, 5 min).
 fn rrd_num(dir: &Path, id: i64, at: i64) -> f64 {

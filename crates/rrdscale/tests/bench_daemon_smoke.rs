@@ -9,8 +9,12 @@
 //! fail with a message saying so (CI installs the Debian package
 //! `rrdcached`).
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
+
+use common::tools::succeeded;
 
 use serde_json::Value;
 
@@ -41,14 +45,7 @@ fn bench(args: &[&str]) -> (String, Value) {
         .env("TZ", "UTC")
         .output()
         .expect("running rrdscale bench");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "rrdscale bench {} failed: {}\nstderr:\n{}\nstdout:\n{stdout}",
-        args.join(" "),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeded(&format!("rrdscale bench {}", args.join(" ")), &out);
     let v: Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("the JSON file")).expect("JSON");
     (stdout, v)

@@ -8,8 +8,12 @@
 //! rrdtool and librrd are required: when missing, these tests fail with a
 //! message saying so.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use common::tools::succeeded;
 
 fn rrdscale() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rrdscale"));
@@ -29,15 +33,22 @@ fn rrdtool(args: &[&str]) -> std::process::Output {
 /// Runs `rrdscale bench ARGS`, asserting success; returns the report.
 fn bench(args: &[&str]) -> String {
     let out = rrdscale().arg("bench").args(args).output().expect("running rrdscale bench");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "rrdscale bench {} failed: {}\nstderr:\n{}\nstdout:\n{stdout}",
-        args.join(" "),
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeded(&format!("rrdscale bench {}", args.join(" ")), &out);
     stdout
+}
+
+/// Runs `rrdscale bench LINE --dir DIR/b FLAG DIR/PATH...` in a fresh
+/// directory DIR (a `PATH` that is absolute is taken as it is), asserting
+/// success; returns DIR and the report.
+fn bench_in(line: &str, paths: &[(&str, &str)]) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+    for (flag, path) in [("--dir", "b")].iter().chain(paths) {
+        args.push(flag.to_string());
+        args.push(dir.path().join(path).to_str().unwrap().to_string());
+    }
+    let report = bench(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    (dir, report)
 }
 
 /// The directories listed as "Files of <side>: `<dir>`".
@@ -110,29 +121,13 @@ fn row_count(report: &str, prefix: &str) -> usize {
 
 #[test]
 fn perftest_against_rrdtool_in_every_mode() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().join("b");
+    let (dir, report) = bench_in(
+        "perftest --files 50 --updates-per-round 3 --rounds 2 --mode direct,batch,pipe,mapped \
+         --vs rrdtool,rrdtool-pipe",
+        &[("--json", "r.json"), ("--svg", "svg")],
+    );
     let json = dir.path().join("r.json");
     let svg = dir.path().join("svg");
-    let report = bench(&[
-        "perftest",
-        "--files",
-        "50",
-        "--updates-per-round",
-        "3",
-        "--rounds",
-        "2",
-        "--mode",
-        "direct,batch,pipe,mapped",
-        "--vs",
-        "rrdtool,rrdtool-pipe",
-        "--dir",
-        d.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-        "--svg",
-        svg.to_str().unwrap(),
-    ]);
     for mode in ["direct", "batch", "pipe", "mapped"] {
         assert_eq!(row_count(&report, &format!("| rrdscale | 100 | perftest | {mode} |")), 1, "{report}");
     }
@@ -168,24 +163,11 @@ fn perftest_against_rrdtool_in_every_mode() {
 /// and every update writes.
 #[test]
 fn perftest_with_a_process_per_pass() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().join("b");
+    let (dir, report) = bench_in(
+        "perftest --files 40 --updates-per-round 3 --mode pipe-cycle,pipe --vs rrdtool,rrdtool-pipe-cycle",
+        &[("--json", "r.json")],
+    );
     let json = dir.path().join("r.json");
-    let report = bench(&[
-        "perftest",
-        "--files",
-        "40",
-        "--updates-per-round",
-        "3",
-        "--mode",
-        "pipe-cycle,pipe",
-        "--vs",
-        "rrdtool,rrdtool-pipe-cycle",
-        "--dir",
-        d.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-    ]);
     assert_eq!(row_count(&report, "| rrdscale | 40 | perftest | pipe-cycle |"), 1, "{report}");
     assert_eq!(row_count(&report, "| rrdtool 1.7.2 | 40 | perftest | pipe-cycle |"), 1, "{report}");
     assert!(report.contains("Byte-identical across sides: 40 of 40 compared files"), "{report}");
@@ -212,19 +194,7 @@ fn perftest_with_a_process_per_pass() {
 
 #[test]
 fn perftest_alone_has_no_ratio() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().join("b");
-    let report = bench(&[
-        "perftest",
-        "--files",
-        "20",
-        "--updates-per-round",
-        "2",
-        "--schema",
-        "mrtg",
-        "--dir",
-        d.to_str().unwrap(),
-    ]);
+    let (_dir, report) = bench_in("perftest --files 20 --updates-per-round 2 --schema mrtg", &[]);
     let row =
         report.lines().find(|l| l.starts_with("| rrdscale | 20 | mrtg | direct |")).expect("summary row");
     assert!(row.ends_with("| – | – |"), "no reference, no ratio: {row}");
@@ -234,21 +204,8 @@ fn perftest_alone_has_no_ratio() {
 
 #[test]
 fn growthforecast_against_rrdtool() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().join("b");
-    let report = bench(&[
-        "growthforecast",
-        "--sizes",
-        "20,40",
-        "--passes",
-        "2",
-        "--mode",
-        "direct,batch",
-        "--vs",
-        "rrdtool",
-        "--dir",
-        d.to_str().unwrap(),
-    ]);
+    let (_dir, report) =
+        bench_in("growthforecast --sizes 20,40 --passes 2 --mode direct,batch --vs rrdtool", &[]);
     for n in [20, 40] {
         for side in ["rrdscale direct", "rrdscale batch", "librrd"] {
             assert_eq!(row_count(&report, &format!("| {n} | {side} |")), 1, "{report}");
@@ -268,19 +225,7 @@ fn growthforecast_against_rrdtool() {
 
 #[test]
 fn growthforecast_alone() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().join("b");
-    let report = bench(&[
-        "growthforecast",
-        "--sizes",
-        "20,40",
-        "--passes",
-        "2",
-        "--mode",
-        "pipe",
-        "--dir",
-        d.to_str().unwrap(),
-    ]);
+    let (_dir, report) = bench_in("growthforecast --sizes 20,40 --passes 2 --mode pipe", &[]);
     assert_eq!(row_count(&report, "| 40 | rrdscale pipe |"), 1, "{report}");
     assert!(!report.contains("speedup"), "{report}");
     check_files(&report, &["rrdscale pipe"]);
@@ -290,25 +235,11 @@ fn growthforecast_alone() {
 /// a cgroup hierarchy, as on the project's machines) and removes it after.
 #[test]
 fn memory_budget_charges_each_side_and_cleans_up() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().join("b");
-    let report = bench(&[
-        "perftest",
-        "--files",
-        "30",
-        "--updates-per-round",
-        "2",
-        "--evict",
-        "round",
-        "--mode",
-        "direct,batch,mapped",
-        "--vs",
-        "rrdtool",
-        "--memory-budget",
-        "64M",
-        "--dir",
-        d.to_str().unwrap(),
-    ]);
+    let (_dir, report) = bench_in(
+        "perftest --files 30 --updates-per-round 2 --evict round --mode direct,batch,mapped --vs rrdtool \
+         --memory-budget 64M",
+        &[],
+    );
     assert!(report.contains("Memory budget: 64.0 MiB (67108864 bytes)"), "{report}");
     assert!(report.contains("### Cold passes only"), "{report}");
     let row = report
@@ -354,23 +285,10 @@ fn our_librrd_against_debians_in_one_run() {
         "{} is missing: build the workspace (cargo test --workspace builds it)",
         ours.display()
     );
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().join("b");
-    let report = bench(&[
-        "perftest",
-        "--files",
-        "40",
-        "--updates-per-round",
-        "3",
-        "--mode",
-        "librrd",
-        "--vs",
-        "rrdtool",
-        "--librrd",
-        ours.to_str().unwrap(),
-        "--dir",
-        d.to_str().unwrap(),
-    ]);
+    let (dir, report) = bench_in(
+        "perftest --files 40 --updates-per-round 3 --mode librrd --vs rrdtool",
+        &[("--librrd", ours.to_str().unwrap())],
+    );
     assert_eq!(row_count(&report, "| rrdscale | 40 | perftest | librrd.so.8 |"), 1, "{report}");
     assert_eq!(row_count(&report, "| rrdtool 1.7.2 | 40 | perftest | librrd |"), 1, "{report}");
     assert!(report.contains(&format!("rrdscale's {}", ours.display())), "ours named in the tools: {report}");

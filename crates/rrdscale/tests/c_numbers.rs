@@ -13,22 +13,13 @@
 //! Every command runs with TZ=UTC and LC_ALL=C; without rrdtool the test
 //! fails saying so.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+
+use common::tools::run_in as run;
 
 const OURS: &str = env!("CARGO_BIN_EXE_rrdscale");
-
-fn run(program: &str, args: &[&str], dir: &Path) -> Output {
-    Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C")
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run {program} ({e}); these tests need rrdtool 1.7.2 installed at /usr/bin/rrdtool")
-        })
-}
 
 /// `info` of `file` without the random start rows, or `None` if absent.
 fn info(program: &str, file: &str, dir: &Path) -> Option<String> {

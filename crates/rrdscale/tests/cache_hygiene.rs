@@ -3,8 +3,12 @@
 //! `fetch` of a cold file leave nothing behind and keep what was hot.
 //! Runs on the real disk (DONTNEED does nothing on tmpfs).
 
+mod common;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
+
+use common::tools::rrdscale_ok as rrdscale;
 use std::process::Command;
 
 use rrd_engine::pagecache;
@@ -16,17 +20,6 @@ fn disk_dir() -> tempfile::TempDir {
     let fs = String::from_utf8_lossy(&out.stdout).trim().to_string();
     assert_ne!(fs, "tmpfs", "this test needs a disk-backed directory; {} is on tmpfs", dir.path().display());
     dir
-}
-
-fn rrdscale(dir: &Path, args: &[&str]) -> Vec<u8> {
-    let out = Command::new(env!("CARGO_BIN_EXE_rrdscale"))
-        .args(args)
-        .current_dir(dir)
-        .env("TZ", "UTC")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "rrdscale {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    out.stdout
 }
 
 fn resident(path: &Path) -> Vec<u64> {

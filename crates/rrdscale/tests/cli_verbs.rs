@@ -7,24 +7,21 @@
 //! `OK` lines aside) and exit the same way. rrdtool is required: when it is
 //! missing these tests fail with a message.
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
+
+use common::pipe::tool_command;
 
 const RRDTOOL: &str = "/usr/bin/rrdtool";
 const RRDSCALE: &str = env!("CARGO_BIN_EXE_rrdscale");
 const T0: i64 = 1_000_000_000;
 
 fn run(program: &str, args: &[&str], dir: &Path, stdin: &str) -> Output {
-    let mut child = Command::new(program)
+    let mut child = tool_command(program, dir)
         .args(args)
-        .current_dir(dir)
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C")
-        .env_remove("RRDCACHED_ADDRESS")
-        .env_remove("RRDSCALE_ACCESS")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("starting {program} ({e}); rrdtool 1.7.2 must be installed"));

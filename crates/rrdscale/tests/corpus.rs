@@ -4,21 +4,13 @@
 //! rrdtool printed for it (TZ=UTC). rrdscale must print the same bytes, and
 //! must not need rrdtool installed to prove it.
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
+
+use common::tools::rrdscale_ok as rrdscale;
 
 const CORPUS: &[&str] = &["v3_classic", "v3_hw", "v4_mhw", "v5_dcounter"];
-
-fn rrdscale(dir: &Path, args: &[&str]) -> Vec<u8> {
-    let out = Command::new(env!("CARGO_BIN_EXE_rrdscale"))
-        .args(args)
-        .current_dir(dir)
-        .env("TZ", "UTC")
-        .output()
-        .expect("run rrdscale");
-    assert!(out.status.success(), "rrdscale {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    out.stdout
-}
 
 fn golden(dir: &Path, name: &str) -> Vec<u8> {
     std::fs::read(dir.join(name)).unwrap_or_else(|e| panic!("golden file {name}: {e}"))

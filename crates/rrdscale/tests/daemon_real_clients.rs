@@ -73,6 +73,15 @@ fn fields(line: &str) -> Vec<String> {
 }
 
 impl Recorder {
+    /// How many UPDATE requests went through, in all sessions.
+    fn updates(&self) -> usize {
+        let sessions = self.sessions.lock().unwrap();
+        sessions
+            .iter()
+            .map(|s| s.lock().unwrap().requests.iter().filter(|r| r.starts_with("update ")).count())
+            .sum()
+    }
+
     fn start(socket: PathBuf, upstream: PathBuf) -> Recorder {
         let listener = UnixListener::bind(&socket).unwrap();
         let sessions: Arc<Mutex<Vec<Arc<Mutex<Session>>>>> = Arc::default();
@@ -285,13 +294,7 @@ fn collectd_writes_through_our_daemon_like_through_rrdcached() {
     child.wait().unwrap();
     let log = std::fs::read_to_string(dir.join("collectd.log")).unwrap_or_default();
     assert!(!log.contains("rrdc_update"), "collectd reported failed updates:\n{log}");
-    let updates: usize = rec
-        .sessions
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|s| s.lock().unwrap().requests.iter().filter(|r| r.starts_with("update ")).count())
-        .sum();
+    let updates = rec.updates();
     assert!(updates >= 8, "collectd sent only {updates} updates; log:\n{log}");
     replay_and_compare(&rec, &ours, &dir);
     ours.stop();
@@ -310,22 +313,7 @@ fn mrtg_writes_through_our_daemon_like_through_rrdcached() {
     // A local SNMP agent with a known community on a free port.
     let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     std::fs::write(dir.join("snmpd.conf"), "rocommunity public 127.0.0.1\n").unwrap();
-    let mut snmpd = Command::new(SNMPD)
-        .args([
-            "-f",
-            "-Lo",
-            "-C",
-            "-c",
-            dir.join("snmpd.conf").to_str().unwrap(),
-            &format!("udp:127.0.0.1:{port}"),
-        ])
-        .env("MIBS", "")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting snmpd");
-    std::thread::sleep(Duration::from_millis(800));
+    let mut snmpd = rrd_testkit::mrtg::start_snmpd(SNMPD, &dir.join("snmpd.conf"), port);
 
     let work = dir.join("mrtg");
     std::fs::create_dir_all(&work).unwrap();
@@ -348,32 +336,11 @@ fn mrtg_writes_through_our_daemon_like_through_rrdcached() {
             // MRTG stamps updates with whole seconds.
             std::thread::sleep(Duration::from_millis(1200));
         }
-        let out = Command::new(MRTG)
-            .env("LANG", "C")
-            .args([
-                "--confcache-file",
-                dir.join("mrtg.ok").to_str().unwrap(),
-                "--lock-file",
-                dir.join("mrtg.lock").to_str().unwrap(),
-                "--logging",
-                dir.join("mrtg.log").to_str().unwrap(),
-                cfg.to_str().unwrap(),
-            ])
-            .output()
-            .expect("running mrtg");
-        let log = std::fs::read_to_string(dir.join("mrtg.log")).unwrap_or_default();
-        assert!(out.status.success(), "mrtg failed: {}\n{log}", String::from_utf8_lossy(&out.stderr));
-        assert!(!log.contains("ERROR"), "mrtg reported an error:\n{log}");
+        rrd_testkit::mrtg::run_once(Command::new(MRTG), &dir, &cfg);
     }
     let _ = snmpd.kill();
     let _ = snmpd.wait();
-    let updates: usize = rec
-        .sessions
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|s| s.lock().unwrap().requests.iter().filter(|r| r.starts_with("update ")).count())
-        .sum();
+    let updates = rec.updates();
     assert_eq!(updates, 3, "one update per mrtg run");
     replay_and_compare(&rec, &ours, &dir);
     ours.stop();

@@ -13,30 +13,16 @@
 //! Example images are left in `test-output/graph/`. A missing rrdtool fails
 //! the tests.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const RRDTOOL: &str = "/usr/bin/rrdtool";
+use common::tools::{assert_no_failures, compare_outputs, differences, rrdscale_bin, run_in as run, words};
+use common::RRDTOOL;
+
 /// The files' data starts here (Tue 2023-11-14 22:13:20 UTC).
 const T0: i64 = 1_700_000_000;
-
-fn rrdscale_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_rrdscale")
-}
-
-fn run(program: &str, args: &[String], dir: &Path) -> Output {
-    assert!(
-        Path::new(RRDTOOL).exists(),
-        "rrdtool not installed: run .ci/run or apt-get install rrdtool (looked for {RRDTOOL})"
-    );
-    Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C")
-        .output()
-        .unwrap_or_else(|e| panic!("running {program}: {e}"))
-}
 
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
@@ -704,23 +690,25 @@ fn cli_cases() -> Vec<Vec<String>> {
     cases
 }
 
+/// A graph with several legend lines (of `t.rrd`), so that legend
+/// placement, sizes and coordinates are exercised.
+const LEGENDS: &[&str] = &[
+    "DEF:a=t.rrd:a:AVERAGE",
+    "DEF:b=t.rrd:b:AVERAGE",
+    "VDEF:m=a,MAXIMUM",
+    "AREA:a#ff000080:in traffic",
+    "LINE2:b#0000ff:out traffic\\l",
+    "GPRINT:m:max %6.2lf%s",
+    "COMMENT:centred\\c",
+    "HRULE:60#00ff00:sixty",
+    "COMMENT:a long comment that will not fit on the same line as the others do",
+    "LINE1:a#00ffff:last\\r",
+];
+
 /// The graph options real templates use (Cacti, Munin, Smokeping,
 /// LibreNMS, MRTG front ends), each over a graph with several legend
 /// lines so that legend placement, sizes and coordinates are exercised.
 fn option_cases() -> Vec<Vec<String>> {
-    let legends: &[&str] = &[
-        "DEF:a=t.rrd:a:AVERAGE",
-        "DEF:b=t.rrd:b:AVERAGE",
-        "VDEF:m=a,MAXIMUM",
-        "AREA:a#ff000080:in traffic",
-        "LINE2:b#0000ff:out traffic\\l",
-        "GPRINT:m:max %6.2lf%s",
-        "COMMENT:centred\\c",
-        "HRULE:60#00ff00:sixty",
-        "COMMENT:a long comment that will not fit on the same line as the others do",
-        "LINE1:a#00ffff:last\\r",
-        "PRINT:m:%lf",
-    ];
     let options: &[&[&str]] = &[
         // Grids.
         &["--x-grid", "HOUR:6:DAY:1:DAY:1:86400:%a"],
@@ -812,7 +800,8 @@ fn option_cases() -> Vec<Vec<String>> {
         .map(|o| {
             let mut case = strings(&["--start", S, "--end", E]);
             case.extend(strings(o));
-            case.extend(strings(legends));
+            case.extend(strings(LEGENDS));
+            case.push("PRINT:m:%lf".to_string());
             case
         })
         .chain(template_cases())
@@ -843,15 +832,7 @@ fn graphv_and_graph_print_what_rrdtool_prints() {
                 .replace(&format!("ours{n}.img"), &format!("theirs{n}.img"))
                 .into_bytes();
             if ours.stdout != theirs.stdout || ours.status.success() != theirs.status.success() {
-                failures.push(format!(
-                    "{verb} case {n} {case:?}:\n--- rrdtool ({})\n{}{}\n--- rrdscale ({})\n{}{}",
-                    theirs.status,
-                    String::from_utf8_lossy(&theirs.stdout),
-                    String::from_utf8_lossy(&theirs.stderr),
-                    ours.status,
-                    String::from_utf8_lossy(&ours.stdout),
-                    String::from_utf8_lossy(&ours.stderr)
-                ));
+                failures.push(differences(&format!("{verb} case {n} {case:?}"), &theirs, &ours, true));
             }
             // Both write a file exactly when something is drawn, of the
             // same size (--zoom included).
@@ -866,11 +847,13 @@ fn graphv_and_graph_print_what_rrdtool_prints() {
             let _ = std::fs::remove_file(dir.path().join(format!("theirs{n}.img")));
         }
     }
-    assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+    assert_no_failures(&failures);
 }
 
 #[test]
 fn errors_match_rrdtool() {
+    // The DEF most cases draw from.
+    const DA: &str = "DEF:a=t.rrd:a:AVERAGE";
     let dir = tempdir();
     setup(dir.path());
     let cases: &[&[&str]] = &[
@@ -889,16 +872,7 @@ fn errors_match_rrdtool() {
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "VDEF:m=a,FOO"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "VDEF:m=a,101,PERCENT"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "CDEF:b=a,+", "LINE1:b#ff0000"],
-        &[
-            "x.png",
-            "--start",
-            S,
-            "--end",
-            E,
-            "DEF:a=t.rrd:a:AVERAGE",
-            "CDEF:b=a,2,*,600,TREND",
-            "LINE1:b#ff0000",
-        ],
+        &["x.png", "--start", S, "--end", E, DA, "CDEF:b=a,2,*,600,TREND", "LINE1:b#ff0000"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "LINE1:a#ff0000:x\\q"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "STACK:a#ff0000"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "TEXTALIGN:middle"],
@@ -912,36 +886,9 @@ fn errors_match_rrdtool() {
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "LINE1:a", "GPRINT:zz:%lf"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "LINE1:a", "GPRINT:a"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "VDEF:m=a,MAXIMUM", "GPRINT:m:%lf:x"],
-        &[
-            "x.png",
-            "--start",
-            S,
-            "--end",
-            E,
-            "DEF:a=t.rrd:a:AVERAGE",
-            "VDEF:m=a,MAXIMUM",
-            "GPRINT:m:%H:vformatter=x",
-        ],
-        &[
-            "x.png",
-            "--start",
-            S,
-            "--end",
-            E,
-            "DEF:a=t.rrd:a:AVERAGE",
-            "VDEF:m=a,MAXIMUM",
-            "PRINT:m:%q:valstrfduration",
-        ],
-        &[
-            "x.png",
-            "--start",
-            S,
-            "--end",
-            E,
-            "DEF:a=t.rrd:a:AVERAGE",
-            "VDEF:m=a,MAXIMUM",
-            "GPRINT:m:format=%lf:format=%le",
-        ],
+        &["x.png", "--start", S, "--end", E, DA, "VDEF:m=a,MAXIMUM", "GPRINT:m:%H:vformatter=x"],
+        &["x.png", "--start", S, "--end", E, DA, "VDEF:m=a,MAXIMUM", "PRINT:m:%q:valstrfduration"],
+        &["x.png", "--start", S, "--end", E, DA, "VDEF:m=a,MAXIMUM", "GPRINT:m:format=%lf:format=%le"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "TICK:a#ff0000"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "TICK:a#ff0000:x"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "TICK:a#ff0000:1:l:extra"],
@@ -949,30 +896,9 @@ fn errors_match_rrdtool() {
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "LINE1:a#ff0000::gradheight=3"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "SHIFT:a:a", "LINE1:a"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "SHIFT:a:1x", "LINE1:a"],
-        &[
-            "x.png",
-            "--start",
-            S,
-            "--end",
-            E,
-            "DEF:a=t.rrd:a:AVERAGE",
-            "VDEF:m=a,LAST",
-            "SHIFT:m:60",
-            "LINE1:a",
-        ],
+        &["x.png", "--start", S, "--end", E, DA, "VDEF:m=a,LAST", "SHIFT:m:60", "LINE1:a"],
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE", "XPORT:zz", "LINE1:a"],
-        &[
-            "x.png",
-            "--start",
-            S,
-            "--end",
-            E,
-            "-a",
-            "JSON",
-            "DEF:a=t.rrd:a:AVERAGE",
-            "VDEF:m=a,LAST",
-            "PRINT:m:%lf",
-        ],
+        &["x.png", "--start", S, "--end", E, "-a", "JSON", DA, "VDEF:m=a,LAST", "PRINT:m:%lf"],
     ];
     let line: &[&str] = &["DEF:a=t.rrd:a:AVERAGE", "LINE1:a#ff0000"];
     let bad_options: &[&[&str]] = &[
@@ -1030,7 +956,7 @@ fn errors_match_rrdtool() {
             ));
         }
     }
-    assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+    assert_no_failures(&failures);
 }
 
 /// Command lines as Cacti, LibreNMS, Smokeping and Munin write them.
@@ -1234,18 +1160,7 @@ fn named_fonts_are_used() {
         "-v",
         "bytes",
     ]);
-    args.extend(strings(&[
-        "DEF:a=t.rrd:a:AVERAGE",
-        "DEF:b=t.rrd:b:AVERAGE",
-        "VDEF:m=a,MAXIMUM",
-        "AREA:a#ff000080:in traffic",
-        "LINE2:b#0000ff:out traffic\\l",
-        "GPRINT:m:max %6.2lf%s",
-        "COMMENT:centred\\c",
-        "HRULE:60#00ff00:sixty",
-        "COMMENT:a long comment that will not fit on the same line as the others do",
-        "LINE1:a#00ffff:last\\r",
-    ]));
+    args.extend(strings(LEGENDS));
     let lines = |o: &Output| -> Vec<(String, String)> {
         String::from_utf8_lossy(&o.stdout)
             .lines()
@@ -1801,7 +1716,7 @@ fn data_formats_equal_rrdtool_byte_for_byte() {
         }
     }
     assert_eq!(compared, cases.len() * 7 * 2 * 2);
-    assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+    assert_no_failures(&failures);
 }
 
 /// CDEF's time-series operators PREDICT, PREDICTSIGMA, PREDICTPERC (with
@@ -1838,43 +1753,14 @@ fn predict_and_newweek_equal_rrdtool() {
     for tz in ["UTC", "Europe/Zurich"] {
         for cdef in &cdefs {
             let var = &cdef[5..6];
-            let args = strings(&[
-                "xport",
-                "-t",
-                "--start",
-                "1700300000",
-                "--end",
-                last,
-                "--step",
-                "1800",
-                "-m",
-                "2000",
-                "DEF:a=t.rrd:a:AVERAGE",
-                cdef,
-                &format!("XPORT:{var}:x"),
-            ]);
-            let out = |program: &str| {
-                Command::new(program)
-                    .args(&args)
-                    .current_dir(dir.path())
-                    .env("TZ", tz)
-                    .env("LC_ALL", "C")
-                    .output()
-                    .expect("running xport")
-            };
-            let (theirs, ours) = (out(RRDTOOL), out(rrdscale_bin()));
-            if theirs.stdout != ours.stdout || theirs.stderr != ours.stderr {
-                failures.push(format!(
-                    "TZ={tz} {cdef}:\n--- rrdtool\n{}{}\n--- rrdscale\n{}{}",
-                    String::from_utf8_lossy(&theirs.stdout),
-                    String::from_utf8_lossy(&theirs.stderr),
-                    String::from_utf8_lossy(&ours.stdout),
-                    String::from_utf8_lossy(&ours.stderr)
-                ));
-            }
+            let args = words(&format!(
+                "xport -t --start 1700300000 --end {last} --step 1800 -m 2000 \
+                 DEF:a=t.rrd:a:AVERAGE {cdef} XPORT:{var}:x"
+            ));
+            compare_outputs(&args, dir.path(), tz, &format!("TZ={tz} {cdef}"), &mut failures);
         }
     }
-    assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+    assert_no_failures(&failures);
 }
 
 /// `-a PDF` and `-a EPS`: graph/graphv print what rrdtool prints, and the
@@ -2105,38 +1991,16 @@ fn print_numbers_equal_rrdtool_in_pictures_and_meta_lists() {
     let mut failures = Vec::new();
     for value in values {
         for format in ["XML", "JSON"] {
-            let mut args = strings(&[
-                "graphv",
-                "-",
-                "-a",
-                format,
-                "--start",
-                S,
-                "--end",
-                E,
-                "-w",
-                "10",
-                "DEF:a=t.rrd:a:AVERAGE",
-                &format!("CDEF:c=a,0,*,{value},+"),
-                "VDEF:v=c,MAXIMUM",
-                "LINE1:c",
-            ]);
+            let mut args = words(&format!(
+                "graphv - -a {format} --start {S} --end {E} -w 10 DEF:a=t.rrd:a:AVERAGE \
+                 CDEF:c=a,0,*,{value},+ VDEF:v=c,MAXIMUM LINE1:c"
+            ));
             args.extend(formats.iter().map(|f| format!("PRINT:v:{f}")));
             args.extend(formats.iter().map(|f| format!("GPRINT:v:{f}")));
-            let theirs = run(RRDTOOL, &args, dir.path());
-            let ours = run(rrdscale_bin(), &args, dir.path());
-            if theirs.stdout != ours.stdout || theirs.stderr != ours.stderr {
-                failures.push(format!(
-                    "{value} -a {format}:\n--- rrdtool\n{}{}\n--- rrdscale\n{}{}",
-                    String::from_utf8_lossy(&theirs.stdout),
-                    String::from_utf8_lossy(&theirs.stderr),
-                    String::from_utf8_lossy(&ours.stdout),
-                    String::from_utf8_lossy(&ours.stderr)
-                ));
-            }
+            compare_outputs(&args, dir.path(), "UTC", &format!("{value} -a {format}"), &mut failures);
         }
     }
-    assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+    assert_no_failures(&failures);
 }
 
 /// What TICK and a gradient AREA put on the picture (rrdscale's pixels;

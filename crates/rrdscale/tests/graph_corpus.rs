@@ -38,11 +38,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use common::gen::{case_seed, Rng};
+use common::tools::{differences, rrdscale_bin, run_in as run};
+use common::RRDTOOL;
 
-const RRDTOOL: &str = "/usr/bin/rrdtool";
 /// Data starts here (Tue 2023-11-14 22:13:20 UTC).
 const T0: i64 = 1_700_000_000;
 /// Four weeks of data in every file.
@@ -52,24 +52,6 @@ const DAYS: i64 = 28;
 const CHANNEL_TOLERANCE: i32 = 96;
 /// The largest share of visibly different pixels accepted.
 const MAX_VISIBLE_DIFF: f64 = 0.0075;
-
-fn run(program: &str, args: &[String], dir: &Path) -> Output {
-    assert!(
-        Path::new(RRDTOOL).exists(),
-        "rrdtool not installed: run .ci/run or apt-get install rrdtool (looked for {RRDTOOL})"
-    );
-    Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C")
-        .output()
-        .unwrap_or_else(|e| panic!("running {program}: {e}"))
-}
-
-fn rrdscale_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_rrdscale")
-}
 
 /// One RRD file of the fixture, as the generator needs to know it.
 struct FileSpec {
@@ -485,15 +467,7 @@ fn generated_graphs_equal_rrdtool_in_graphv_and_pixels() {
         let theirs = run(RRDTOOL, &with_image("theirs.png"), dir.path());
         let ours = run(rrdscale_bin(), &with_image("ours.png"), dir.path());
         if theirs.stdout != ours.stdout || theirs.status.success() != ours.status.success() {
-            failures.push(format!(
-                "case {n}: graphv {line:?}\n--- rrdtool ({})\n{}{}--- rrdscale ({})\n{}{}",
-                theirs.status,
-                String::from_utf8_lossy(&theirs.stdout),
-                String::from_utf8_lossy(&theirs.stderr),
-                ours.status,
-                String::from_utf8_lossy(&ours.stdout),
-                String::from_utf8_lossy(&ours.stderr),
-            ));
+            failures.push(differences(&format!("case {n}: graphv {line:?}"), &theirs, &ours, true));
             continue;
         }
         if !theirs.status.success() {

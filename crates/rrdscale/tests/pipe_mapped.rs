@@ -7,23 +7,10 @@
 //! rrdtool is required: when missing, these tests fail with a message.
 
 use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 mod common;
-use common::pipe::run_pipe;
-
-fn rrdtool_create(path: &Path, start: i64) {
-    let out = Command::new("rrdtool")
-        .arg("create")
-        .arg(path)
-        .args(["--start", &start.to_string(), "--step", "300"])
-        .args(["DS:a:GAUGE:600:U:U", "DS:b:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:20", "RRA:MAX:0.5:4:10"])
-        .env("TZ", "UTC")
-        .output()
-        .expect("rrdtool 1.7.2 must be installed (/usr/bin/rrdtool) for these tests");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-}
+use common::pipe::{assert_bad_knob, pipe_command, rrdtool_create, run_pipe};
 
 #[test]
 fn mapped_pipe_mode_equals_pread_and_rrdtool() {
@@ -99,16 +86,8 @@ fn mapped_pipe_mode_follows_a_replaced_file() {
     rrdtool_create(&d.join("a.rrd"), 1_000_000_000);
     rrdtool_create(&d.join("fresh.rrd"), 1_000_000_000);
     std::fs::copy(d.join("fresh.rrd"), d.join("expected.rrd")).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rrdscale"))
-        .arg("-")
-        .current_dir(d)
-        .env("TZ", "UTC")
-        .env("RRDSCALE_ACCESS", "mmap")
-        .env_remove("RRDCACHED_ADDRESS")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child =
+        pipe_command(env!("CARGO_BIN_EXE_rrdscale"), d).env("RRDSCALE_ACCESS", "mmap").spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut answer = || {
@@ -141,13 +120,5 @@ fn mapped_pipe_mode_follows_a_replaced_file() {
 
 #[test]
 fn a_bad_access_method_is_an_error() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (out, err) = run_pipe(
-        env!("CARGO_BIN_EXE_rrdscale"),
-        tmp.path(),
-        Some(("RRDSCALE_ACCESS", "carrier-pigeon")),
-        "quit\n",
-    );
-    assert!(out.is_empty(), "{out}");
-    assert!(err.contains("RRDSCALE_ACCESS must be 'pread' or 'mmap'"), "{err}");
+    assert_bad_knob("RRDSCALE_ACCESS", "carrier-pigeon", "RRDSCALE_ACCESS must be 'pread' or 'mmap'");
 }

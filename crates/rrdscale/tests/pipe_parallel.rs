@@ -9,26 +9,19 @@
 //! rrdtool is required: when missing, these tests fail with a message.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
 mod common;
-use common::pipe::run_pipe;
+use common::pipe::{assert_bad_knob, cut_ok_times, pipe_command, run_pipe, tool_command};
 
 const START: i64 = 1_000_000_000;
 
+/// A file of the tests, made by rrdtool, starting at `START`.
 fn rrdtool_create(path: &Path) {
-    let out = Command::new("rrdtool")
-        .arg("create")
-        .arg(path)
-        .args(["--start", &START.to_string(), "--step", "300"])
-        .args(["DS:a:GAUGE:600:U:U", "DS:b:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:20", "RRA:MAX:0.5:4:10"])
-        .env("TZ", "UTC")
-        .output()
-        .expect("rrdtool 1.7.2 must be installed (/usr/bin/rrdtool) for these tests");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    common::pipe::rrdtool_create(path, START);
 }
 
 /// Copies every file of `from` into a new directory `to`.
@@ -40,6 +33,39 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
         }
     }
+}
+
+/// Files and a stream for them, with rrdtool's answers.
+struct Seeded {
+    /// The files as made: `f0.rrd` and on.
+    seed: PathBuf,
+    /// Two rounds of one update to each file.
+    input: String,
+    /// A copy of the files `rrdtool -` ran `input` on.
+    want: PathBuf,
+    /// Its answers (OK lines' times cut).
+    want_out: String,
+}
+
+/// `files` files made by rrdtool in a fresh directory's `seed`, a stream
+/// of two updates to each, and what `rrdtool -` makes of it in a copy.
+fn seeded(files: i64) -> (tempfile::TempDir, Seeded) {
+    let tmp = tempfile::tempdir().unwrap();
+    let seed = tmp.path().join("seed");
+    std::fs::create_dir(&seed).unwrap();
+    for i in 0..files {
+        rrdtool_create(&seed.join(format!("f{i}.rrd")));
+    }
+    let mut input = String::new();
+    for round in 1..=2 {
+        for i in 0..files {
+            input.push_str(&format!("update f{i}.rrd {}:{i}:{}\n", START + 300 * round, i * round));
+        }
+    }
+    let want = tmp.path().join("rrdtool");
+    copy_dir(&seed, &want);
+    let (want_out, _) = run_pipe("rrdtool", &want, None, &input);
+    (tmp, Seeded { seed, input, want, want_out })
 }
 
 /// Asserts that every regular file under `want` (recursively) exists with
@@ -251,16 +277,8 @@ fn a_client_waiting_for_each_answer_gets_it() {
     for f in 0..4 {
         rrdtool_create(&d.join(format!("f{f}.rrd")));
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rrdscale"))
-        .arg("-")
-        .current_dir(d)
-        .env("TZ", "UTC")
-        .env("RRDSCALE_PIPE_THREADS", "3")
-        .env_remove("RRDCACHED_ADDRESS")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child =
+        pipe_command(env!("CARGO_BIN_EXE_rrdscale"), d).env("RRDSCALE_PIPE_THREADS", "3").spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel();
@@ -292,15 +310,7 @@ fn a_client_waiting_for_each_answer_gets_it() {
 
 #[test]
 fn a_bad_thread_count_is_an_error() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (out, err) = run_pipe(
-        env!("CARGO_BIN_EXE_rrdscale"),
-        tmp.path(),
-        Some(("RRDSCALE_PIPE_THREADS", "zero")),
-        "quit\n",
-    );
-    assert!(out.is_empty(), "{out}");
-    assert!(err.contains("RRDSCALE_PIPE_THREADS must be a number from 1 to 64"), "{err}");
+    assert_bad_knob("RRDSCALE_PIPE_THREADS", "zero", "RRDSCALE_PIPE_THREADS must be a number from 1 to 64");
 }
 
 /// A client that stops reading answers (closes its end of the output)
@@ -313,14 +323,8 @@ fn a_closed_output_ends_the_session() {
     for f in 0..8 {
         rrdtool_create(&d.join(format!("f{f}.rrd")));
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rrdscale"))
-        .arg("-")
-        .current_dir(d)
-        .env("TZ", "UTC")
+    let mut child = pipe_command(env!("CARGO_BIN_EXE_rrdscale"), d)
         .env("RRDSCALE_PIPE_THREADS", "2")
-        .env_remove("RRDCACHED_ADDRESS")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
@@ -375,32 +379,12 @@ fn updates_leave_the_access_time_alone() {
 /// open runs out of descriptors).
 #[test]
 fn a_low_descriptor_limit_costs_kept_files_not_updates() {
-    let tmp = tempfile::tempdir().unwrap();
-    let seed = tmp.path().join("seed");
-    std::fs::create_dir(&seed).unwrap();
     let files: i64 = 150;
-    for i in 0..files {
-        rrdtool_create(&seed.join(format!("f{i}.rrd")));
-    }
-    let mut input = String::new();
-    for round in 1..=2 {
-        for i in 0..files {
-            input.push_str(&format!("update f{i}.rrd {}:{i}:{}\n", START + 300 * round, i * round));
-        }
-    }
-    let want = tmp.path().join("rrdtool");
-    copy_dir(&seed, &want);
-    let (want_out, _) = run_pipe("rrdtool", &want, None, &input);
+    let (tmp, Seeded { seed, input, want, want_out }) = seeded(files);
     let got = tmp.path().join("rrdscale");
     copy_dir(&seed, &got);
-    let mut child = Command::new("sh")
+    let mut child = tool_command("sh", &got)
         .args(["-c", "ulimit -n 48 && exec \"$0\" -", env!("CARGO_BIN_EXE_rrdscale")])
-        .current_dir(&got)
-        .env("TZ", "UTC")
-        .env_remove("RRDCACHED_ADDRESS")
-        .env_remove("RRDSCALE_ACCESS")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -408,11 +392,7 @@ fn a_low_descriptor_limit_costs_kept_files_not_updates() {
     let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
     let out = child.wait_with_output().unwrap();
     writer.join().unwrap().unwrap();
-    let got_out = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| if l.starts_with("OK u:") { "OK" } else { l })
-        .collect::<Vec<_>>()
-        .join("\n");
+    let got_out = cut_ok_times(&out.stdout);
     assert_eq!(want_out.lines().filter(|l| *l == "OK").count() as i64, 2 * files, "rrdtool: {want_out}");
     assert_eq!(got_out, want_out, "stderr: {}", String::from_utf8_lossy(&out.stderr));
     assert_same_files(&want, &got, "rrdscale under ulimit -n 48");
@@ -425,23 +405,9 @@ fn a_low_descriptor_limit_costs_kept_files_not_updates() {
 /// Answers and files as rrdtool's, on one worker and on four.
 #[test]
 fn cold_files_prefetched_through_the_readers_descriptors() {
-    let tmp = tempfile::tempdir().unwrap();
-    let seed = tmp.path().join("seed");
-    std::fs::create_dir(&seed).unwrap();
     let files: i64 = 400;
-    for i in 0..files {
-        rrdtool_create(&seed.join(format!("f{i}.rrd")));
-    }
-    let mut input = String::new();
-    for round in 1..=2 {
-        for i in 0..files {
-            input.push_str(&format!("update f{i}.rrd {}:{i}:{}\n", START + 300 * round, i * round));
-        }
-    }
+    let (tmp, Seeded { seed, input, want, want_out }) = seeded(files);
     let rrdscale = env!("CARGO_BIN_EXE_rrdscale");
-    let want = tmp.path().join("rrdtool");
-    copy_dir(&seed, &want);
-    let (want_out, _) = run_pipe("rrdtool", &want, None, &input);
     for threads in ["1", "4"] {
         let got = tmp.path().join(format!("rrdscale-{threads}"));
         copy_dir(&seed, &got);

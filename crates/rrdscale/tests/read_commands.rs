@@ -11,23 +11,15 @@
 //! Every command runs with TZ=UTC and LC_ALL=C. If rrdtool is not installed
 //! the tests fail with a message saying so.
 
+mod common;
+
 use rrd_testkit::Rng;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use common::tools::{run_in as run, words};
 
 const OURS: &str = env!("CARGO_BIN_EXE_rrdscale");
-
-fn run(program: &str, args: &[String], dir: &Path) -> Output {
-    Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .env("TZ", "UTC")
-        .env("LC_ALL", "C")
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run {program} ({e}); the read-command tests need rrdtool 1.7.2 installed at /usr/bin/rrdtool")
-        })
-}
 
 fn rrdtool(args: &[String], dir: &Path) -> Output {
     run("rrdtool", args, dir)
@@ -320,187 +312,196 @@ fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("creating a temporary directory")
 }
 
+/// The fixture of most tests: the generated files in a fresh directory, a
+/// checker for `body`'s comparisons, and at the end the assertion that
+/// every comparison agreed (`what` names them in the report).
+fn compare_on_made_files(what: &str, body: impl FnOnce(&Path, &[Made], &mut Checker)) {
+    let dir = tempdir();
+    let files = make_files(dir.path());
+    let mut check = Checker::default();
+    body(dir.path(), &files, &mut check);
+    check.finish(what);
+}
+
 /// fetch over many ranges and resolutions, including ranges before the first
 /// row and after the last update, `-a`, relative and absolute times.
 #[test]
 fn fetch_matches_rrdtool() {
-    let dir = tempdir();
-    let files = make_files(dir.path());
-    let mut check = Checker::default();
-    for m in &files {
-        let (first, last, step) = (m.first_update, m.last_update, m.step);
-        let ranges: Vec<(String, String)> = vec![
-            (format!("{}", last - 3600), format!("{last}")),
-            (format!("{}", first - 20 * step), format!("{}", first + 30 * step)),
-            (format!("{}", last - 50 * step), format!("{}", last + 80 * step)),
-            (format!("{}", first - 1000 * step), format!("{}", last + 1000 * step)),
-            (format!("{}", last + 7 * step), format!("{}", last + 20 * step)),
-            (format!("{}", first - 40 * step), format!("{}", first - 10 * step)),
-            ("end-1h".to_string(), format!("{last}")),
-            ("end-1d".to_string(), format!("{}", last - 17)),
-            (format!("{}", last - 86_400 * 3), "start+2d".to_string()),
-            (format!("{}", last - 123), format!("{}", last - 123)),
-        ];
-        let resolutions = [1, step, step * 5, step * 50, 86_400, 7 * 86_400];
-        for cf in &m.cfs {
-            for (s, e) in &ranges {
-                for r in resolutions {
-                    let args = strings(&["fetch", &m.file, cf, "-s", s, "-e", e, "-r", &r.to_string()]);
-                    check.compare(&args, dir.path(), Stderr::Same);
+    compare_on_made_files("fetch", |dir, files, check| {
+        for m in files {
+            let (first, last, step) = (m.first_update, m.last_update, m.step);
+            let ranges: Vec<(String, String)> = vec![
+                (format!("{}", last - 3600), format!("{last}")),
+                (format!("{}", first - 20 * step), format!("{}", first + 30 * step)),
+                (format!("{}", last - 50 * step), format!("{}", last + 80 * step)),
+                (format!("{}", first - 1000 * step), format!("{}", last + 1000 * step)),
+                (format!("{}", last + 7 * step), format!("{}", last + 20 * step)),
+                (format!("{}", first - 40 * step), format!("{}", first - 10 * step)),
+                ("end-1h".to_string(), format!("{last}")),
+                ("end-1d".to_string(), format!("{}", last - 17)),
+                (format!("{}", last - 86_400 * 3), "start+2d".to_string()),
+                (format!("{}", last - 123), format!("{}", last - 123)),
+            ];
+            let resolutions = [1, step, step * 5, step * 50, 86_400, 7 * 86_400];
+            for cf in &m.cfs {
+                for (s, e) in &ranges {
+                    for r in resolutions {
+                        let args = strings(&["fetch", &m.file, cf, "-s", s, "-e", e, "-r", &r.to_string()]);
+                        check.compare(&args, dir, Stderr::Same);
+                    }
+                    let args = strings(&[
+                        "fetch",
+                        &m.file,
+                        cf,
+                        "--start",
+                        s,
+                        "--end",
+                        e,
+                        "-a",
+                        "-r",
+                        &(step * 5).to_string(),
+                    ]);
+                    check.compare(&args, dir, Stderr::Same);
                 }
-                let args = strings(&[
+            }
+            // Scaled resolutions and option spellings.
+            for args in [
+                vec!["fetch", m.file.as_str(), m.cfs[0], "-r", "5m", "-s", "end-2h", "-e", "1600000000"],
+                vec![
                     "fetch",
-                    &m.file,
-                    cf,
-                    "--start",
-                    s,
-                    "--end",
-                    e,
-                    "-a",
-                    "-r",
-                    &(step * 5).to_string(),
-                ]);
-                check.compare(&args, dir.path(), Stderr::Same);
+                    "-s",
+                    "end-6h",
+                    "--end=1600000500",
+                    m.file.as_str(),
+                    m.cfs[0],
+                    "--resolution=1h",
+                ],
+                vec!["fetch", m.file.as_str(), m.cfs[0], "-s", "end-1w", "-e", "1700000000", "--align-start"],
+            ] {
+                check.compare(&strings(&args), dir, Stderr::Same);
             }
         }
-        // Scaled resolutions and option spellings.
-        for args in [
-            vec!["fetch", m.file.as_str(), m.cfs[0], "-r", "5m", "-s", "end-2h", "-e", "1600000000"],
-            vec!["fetch", "-s", "end-6h", "--end=1600000500", m.file.as_str(), m.cfs[0], "--resolution=1h"],
-            vec!["fetch", m.file.as_str(), m.cfs[0], "-s", "end-1w", "-e", "1700000000", "--align-start"],
-        ] {
-            check.compare(&strings(&args), dir.path(), Stderr::Same);
-        }
-    }
-    check.finish("fetch");
+    });
 }
 
 #[test]
 fn info_last_first_lastupdate_match_rrdtool() {
-    let dir = tempdir();
-    let files = make_files(dir.path());
-    let mut check = Checker::default();
-    for m in &files {
-        check.compare(&strings(&["info", &m.file]), dir.path(), Stderr::Same);
-        check.compare(&strings(&["last", &m.file]), dir.path(), Stderr::Same);
-        check.compare(&strings(&["lastupdate", &m.file]), dir.path(), Stderr::Same);
-        check.compare(&strings(&["first", &m.file]), dir.path(), Stderr::Same);
-        for i in 0..=m.rra_count {
-            check.compare(
-                &strings(&["first", &m.file, "--rraindex", &i.to_string()]),
-                dir.path(),
-                Stderr::Same,
-            );
+    compare_on_made_files("info/last/first/lastupdate", |dir, files, check| {
+        for m in files {
+            check.compare(&strings(&["info", &m.file]), dir, Stderr::Same);
+            check.compare(&strings(&["last", &m.file]), dir, Stderr::Same);
+            check.compare(&strings(&["lastupdate", &m.file]), dir, Stderr::Same);
+            check.compare(&strings(&["first", &m.file]), dir, Stderr::Same);
+            for i in 0..=m.rra_count {
+                check.compare(&strings(&["first", &m.file, "--rraindex", &i.to_string()]), dir, Stderr::Same);
+            }
         }
-    }
-    // The same through a path with a directory part (info prints it as given).
-    check.compare(&strings(&["info", "./s60.rrd"]), dir.path(), Stderr::Same);
-    check.finish("info/last/first/lastupdate");
+        // The same through a path with a directory part (info prints it as given).
+        check.compare(&strings(&["info", "./s60.rrd"]), dir, Stderr::Same);
+    });
 }
 
 #[test]
 fn xport_matches_rrdtool() {
-    let dir = tempdir();
-    let files = make_files(dir.path());
-    let mut check = Checker::default();
-    for m in &files {
-        let (last, step) = (m.last_update, m.step);
-        let d0 = m.ds[0];
-        let dl = m.ds[m.ds.len() - 1];
-        let f = &m.file;
-        let cf = m.cfs[0];
-        let cf2 = m.cfs[m.cfs.len().min(3) - 1];
-        let defs = [
-            format!("DEF:a={f}:{d0}:{cf}"),
-            format!("DEF:b={f}:{dl}:{cf2}"),
-            format!("DEF:c={f}:{d0}:{cf}:step={}", step * 6),
-            format!("DEF:r={f}:{d0}:{cf}:step={}:reduce=MAX", step * 4),
-        ];
-        let ranges = [
-            (last - 200 * step, last),
-            (last - 37 * step - 11, last + 5 * step + 3),
-            (last - 3 * 86_400, last - 86_400),
-            (m.first_update - 30 * step, m.first_update + 30 * step),
-        ];
-        for (s, e) in ranges {
-            // SHIFT: DEFs reaching a whole range further each way, so the
-            // shifted rows stay inside what was fetched (rrdtool reads
-            // outside its arrays otherwise).
-            let span = e - s;
-            let wide = format!("DEF:w={f}:{d0}:{cf}:start={}:end={}", s - span, e + span);
-            let wide2 = format!("DEF:x={f}:{dl}:{cf}:start={}:end={}", s - span, e + span);
-            let (s, e) = (s.to_string(), e.to_string());
-            let base = strings(&["xport", "-s", &s, "-e", &e]);
-            let shift_cases: Vec<Vec<String>> = vec![
-                vec![wide.clone(), format!("SHIFT:w:{}", span / 3), "XPORT:w:later".into()],
-                vec![
-                    wide.clone(),
-                    wide2.clone(),
-                    format!("SHIFT:x:-{}", span / 4 + 7),
-                    "CDEF:d=w,x,-".into(),
-                    "XPORT:w".into(),
-                    "XPORT:x:earlier".into(),
-                    "XPORT:d:difference".into(),
-                ],
-                vec![
-                    wide.clone(),
-                    "CDEF:c=w,2,*".into(),
-                    "VDEF:f=w,FIRST".into(),
-                    format!("SHIFT:c:{}", span / 5),
-                    format!("SHIFT:c:{}", span / 2),
-                    "XPORT:c:twice shifted".into(),
-                ],
+    compare_on_made_files("xport", |dir, files, check| {
+        for m in files {
+            let (last, step) = (m.last_update, m.step);
+            let d0 = m.ds[0];
+            let dl = m.ds[m.ds.len() - 1];
+            let f = &m.file;
+            let cf = m.cfs[0];
+            let cf2 = m.cfs[m.cfs.len().min(3) - 1];
+            let defs = [
+                format!("DEF:a={f}:{d0}:{cf}"),
+                format!("DEF:b={f}:{dl}:{cf2}"),
+                format!("DEF:c={f}:{d0}:{cf}:step={}", step * 6),
+                format!("DEF:r={f}:{d0}:{cf}:step={}:reduce=MAX", step * 4),
             ];
-            for elements in shift_cases {
-                for flags in [&[][..], &["--json", "--showtime"][..]] {
-                    let mut args = base.clone();
-                    args.extend(flags.iter().map(|s| s.to_string()));
-                    args.extend(elements.iter().cloned());
-                    check.compare(&args, dir.path(), Stderr::Same);
-                }
-            }
-            let cases: Vec<Vec<String>> = vec![
-                vec![defs[0].clone(), "XPORT:a:first ds".into()],
-                vec![defs[0].clone(), defs[1].clone(), "XPORT:a:a".into(), "XPORT:b:  b legend".into()],
-                vec![defs[2].clone(), defs[3].clone(), "XPORT:c".into(), "XPORT:r:reduced".into()],
-                // A name defined twice: the first definition is the one used.
-                vec![
-                    defs[0].clone(),
-                    defs[1].replace("DEF:b=", "DEF:a="),
-                    "CDEF:d=a,2,*".into(),
-                    "XPORT:d".into(),
-                    "XPORT:a".into(),
-                ],
-                vec![
-                    defs[0].clone(),
-                    defs[1].clone(),
-                    "CDEF:s=a,b,+,2,/".into(),
-                    "CDEF:t=a,UN,0,a,IF,b,MAX,PREV,ADDNAN".into(),
-                    "CDEF:u=a,10,GT,a,b,LT,+,COUNT,*,TIME,1000000,%,+".into(),
-                    "CDEF:v=a,LTIME,+,NEWDAY,+,NEWMONTH,+,NEWYEAR,+,STEPWIDTH,/".into(),
-                    "XPORT:s:mean".into(),
-                    "XPORT:v:time ops".into(),
-                    "XPORT:t".into(),
-                    "XPORT:u:u".into(),
-                ],
+            let ranges = [
+                (last - 200 * step, last),
+                (last - 37 * step - 11, last + 5 * step + 3),
+                (last - 3 * 86_400, last - 86_400),
+                (m.first_update - 30 * step, m.first_update + 30 * step),
             ];
-            for elements in cases {
-                for flags in
-                    [&[][..], &["--json"][..], &["-t", "--enumds"][..], &["--json", "--showtime"][..]]
-                {
-                    let mut args = base.clone();
-                    args.extend(flags.iter().map(|s| s.to_string()));
-                    args.extend(elements.iter().cloned());
-                    check.compare(&args, dir.path(), Stderr::Same);
+            for (s, e) in ranges {
+                // SHIFT: DEFs reaching a whole range further each way, so the
+                // shifted rows stay inside what was fetched (rrdtool reads
+                // outside its arrays otherwise).
+                let span = e - s;
+                let wide = format!("DEF:w={f}:{d0}:{cf}:start={}:end={}", s - span, e + span);
+                let wide2 = format!("DEF:x={f}:{dl}:{cf}:start={}:end={}", s - span, e + span);
+                let (s, e) = (s.to_string(), e.to_string());
+                let base = strings(&["xport", "-s", &s, "-e", &e]);
+                let shift_cases: Vec<Vec<String>> = vec![
+                    vec![wide.clone(), format!("SHIFT:w:{}", span / 3), "XPORT:w:later".into()],
+                    vec![
+                        wide.clone(),
+                        wide2.clone(),
+                        format!("SHIFT:x:-{}", span / 4 + 7),
+                        "CDEF:d=w,x,-".into(),
+                        "XPORT:w".into(),
+                        "XPORT:x:earlier".into(),
+                        "XPORT:d:difference".into(),
+                    ],
+                    vec![
+                        wide.clone(),
+                        "CDEF:c=w,2,*".into(),
+                        "VDEF:f=w,FIRST".into(),
+                        format!("SHIFT:c:{}", span / 5),
+                        format!("SHIFT:c:{}", span / 2),
+                        "XPORT:c:twice shifted".into(),
+                    ],
+                ];
+                for elements in shift_cases {
+                    for flags in [&[][..], &["--json", "--showtime"][..]] {
+                        let mut args = base.clone();
+                        args.extend(flags.iter().map(|s| s.to_string()));
+                        args.extend(elements.iter().cloned());
+                        check.compare(&args, dir, Stderr::Same);
+                    }
                 }
-                let mut args = base.clone();
-                args.extend(strings(&["--step", &(step * 3).to_string(), "-m", "50"]));
-                args.extend(elements.iter().cloned());
-                check.compare(&args, dir.path(), Stderr::Same);
+                let cases: Vec<Vec<String>> = vec![
+                    vec![defs[0].clone(), "XPORT:a:first ds".into()],
+                    vec![defs[0].clone(), defs[1].clone(), "XPORT:a:a".into(), "XPORT:b:  b legend".into()],
+                    vec![defs[2].clone(), defs[3].clone(), "XPORT:c".into(), "XPORT:r:reduced".into()],
+                    // A name defined twice: the first definition is the one used.
+                    vec![
+                        defs[0].clone(),
+                        defs[1].replace("DEF:b=", "DEF:a="),
+                        "CDEF:d=a,2,*".into(),
+                        "XPORT:d".into(),
+                        "XPORT:a".into(),
+                    ],
+                    vec![
+                        defs[0].clone(),
+                        defs[1].clone(),
+                        "CDEF:s=a,b,+,2,/".into(),
+                        "CDEF:t=a,UN,0,a,IF,b,MAX,PREV,ADDNAN".into(),
+                        "CDEF:u=a,10,GT,a,b,LT,+,COUNT,*,TIME,1000000,%,+".into(),
+                        "CDEF:v=a,LTIME,+,NEWDAY,+,NEWMONTH,+,NEWYEAR,+,STEPWIDTH,/".into(),
+                        "XPORT:s:mean".into(),
+                        "XPORT:v:time ops".into(),
+                        "XPORT:t".into(),
+                        "XPORT:u:u".into(),
+                    ],
+                ];
+                for elements in cases {
+                    for flags in
+                        [&[][..], &["--json"][..], &["-t", "--enumds"][..], &["--json", "--showtime"][..]]
+                    {
+                        let mut args = base.clone();
+                        args.extend(flags.iter().map(|s| s.to_string()));
+                        args.extend(elements.iter().cloned());
+                        check.compare(&args, dir, Stderr::Same);
+                    }
+                    let mut args = base.clone();
+                    args.extend(strings(&["--step", &(step * 3).to_string(), "-m", "50"]));
+                    args.extend(elements.iter().cloned());
+                    check.compare(&args, dir, Stderr::Same);
+                }
             }
         }
-    }
-    check.finish("xport");
+    });
 }
 
 /// xport prints values with rrdtool's own printf, which rounds differently
@@ -601,156 +602,65 @@ fn list_matches_rrdtool() {
 /// print -1), and the same message.
 #[test]
 fn errors_match_rrdtool() {
-    let dir = tempdir();
-    let files = make_files(dir.path());
-    let f = &files[0].file;
-    let mut check = Checker::default();
-    let same: Vec<Vec<&str>> = vec![
-        vec!["fetch", "missing.rrd", "AVERAGE"],
-        vec!["fetch", f, "BOGUS", "-s", "end-1h", "-e", "1600000500"],
-        vec!["fetch", f, "AVERAGE", "-s", "100", "-e", "200"],
-        vec!["fetch", f, "AVERAGE", "-s", "1600000500", "-e", "1600000000"],
-        vec!["fetch", f, "AVERAGE", "-s", "garbage"],
-        vec!["fetch", f, "AVERAGE", "-r", "0", "-s", "end-1h", "-e", "1600000500"],
-        vec!["fetch", f, "AVERAGE", "-r", "x", "-s", "end-1h", "-e", "1600000500"],
-        vec!["fetch", f],
-        vec!["fetch", "s300.rrd", "SEASONAL", "-s", "end-1h", "-e", "1400100000"],
-        vec!["info", "missing.rrd"],
-        vec!["info", f, f],
-        vec!["last", "missing.rrd"],
-        vec!["last", f, f],
-        vec!["lastupdate", "missing.rrd"],
-        vec!["first", "missing.rrd"],
-        vec!["first", f, "--rraindex", "99"],
-        vec!["first", f, "--rraindex", "-1"],
-        vec!["first", "--rraindex", "1"],
-        vec!["xport", "-s", "1600000000", "-e", "1600000500", "DEF:a=missing.rrd:x:AVERAGE", "XPORT:a"],
-        vec!["xport", "-s", "1600000000", "-e", "1600000500", "DEF:a=s1.rrd:nope:AVERAGE", "XPORT:a"],
-        vec!["xport", "-s", "1600000000", "-e", "1600000500", "DEF:a=s1.rrd:temp:BOGUS", "XPORT:a"],
-        vec!["xport", "-s", "1600000000", "-e", "1600000500", "DEF:a=s1.rrd:temp:AVERAGE"],
-        vec!["xport", "-s", "1600000000", "-e", "1600000500", "XPORT:zz"],
-        vec!["xport", "-s", "1600000000", "-e", "1600000500"],
-        vec![
-            "xport",
-            "-s",
-            "1600000000",
-            "-e",
-            "1600000500",
-            "-m",
-            "5",
-            "DEF:a=s1.rrd:temp:AVERAGE",
-            "XPORT:a",
-        ],
-        vec![
-            "xport",
-            "-s",
-            "1600000000",
-            "-e",
-            "1600000500",
-            "DEF:a=s1.rrd:temp:AVERAGE",
-            "CDEF:b=a,+",
-            "XPORT:b",
-        ],
-        vec![
-            "xport",
-            "-s",
-            "1600000000",
-            "-e",
-            "1600000500",
-            "DEF:a=s1.rrd:temp:AVERAGE",
-            "CDEF:b=a,1",
-            "XPORT:b",
-        ],
-        vec![
-            "xport",
-            "-s",
-            "1600000000",
-            "-e",
-            "1600000500",
-            "DEF:a=s1.rrd:temp:AVERAGE",
-            "CDEF:b=a,zz,+",
-            "XPORT:b",
-        ],
-        vec![
-            "xport",
-            "-s",
-            "1600000000",
-            "-e",
-            "1600000500",
-            "DEF:a=s1.rrd:temp:AVERAGE",
-            "CDEF:b=1,2,+",
-            "XPORT:b",
-        ],
-        vec![
-            "xport",
-            "-s",
-            "1600000000",
-            "-e",
-            "1600000500",
-            "DEF:a=s1.rrd:temp:AVERAGE",
-            "SHIFT:a:a",
-            "XPORT:a",
-        ],
-        vec![
-            "xport",
-            "-s",
-            "1600000000",
-            "-e",
-            "1600000500",
-            "DEF:a=s1.rrd:temp:AVERAGE",
-            "SHIFT:a:1x",
-            "XPORT:a",
-        ],
-        vec![
-            "xport",
-            "-s",
-            "1600000000",
-            "-e",
-            "1600000500",
-            "DEF:a=s1.rrd:temp:AVERAGE",
-            "SHIFT:a",
-            "XPORT:a",
-        ],
-        vec![
-            "xport",
-            "-s",
-            "1600000000",
-            "-e",
-            "1600000500",
-            "DEF:a=s1.rrd:temp:AVERAGE",
-            "VDEF:m=a,LAST",
-            "XPORT:m",
-        ],
-        vec!["xport", "-s", "1600000000", "-e", "1600000500", "DEF:a=s1.rrd:temp:AVERAGE", "XPORT"],
-        vec![
-            "xport",
-            "-s",
-            "1600000000",
-            "-e",
-            "1600000500",
-            "DEF:a=s1.rrd:temp:AVERAGE",
-            "VDEF:m=a,MAXIMUM",
-            "SHIFT:m:60",
-            "XPORT:a",
-        ],
+    // Each line a command ($F: the first generated file); all are errors.
+    const SAME: &[&str] = &[
+        "fetch missing.rrd AVERAGE",
+        "fetch $F BOGUS -s end-1h -e 1600000500",
+        "fetch $F AVERAGE -s 100 -e 200",
+        "fetch $F AVERAGE -s 1600000500 -e 1600000000",
+        "fetch $F AVERAGE -s garbage",
+        "fetch $F AVERAGE -r 0 -s end-1h -e 1600000500",
+        "fetch $F AVERAGE -r x -s end-1h -e 1600000500",
+        "fetch $F",
+        "fetch s300.rrd SEASONAL -s end-1h -e 1400100000",
+        "info missing.rrd",
+        "info $F $F",
+        "last missing.rrd",
+        "last $F $F",
+        "lastupdate missing.rrd",
+        "first missing.rrd",
+        "first $F --rraindex 99",
+        "first $F --rraindex -1",
+        "first --rraindex 1",
+        "xport -s 1600000000 -e 1600000500 DEF:a=missing.rrd:x:AVERAGE XPORT:a",
+        "xport -s 1600000000 -e 1600000500 DEF:a=s1.rrd:nope:AVERAGE XPORT:a",
+        "xport -s 1600000000 -e 1600000500 DEF:a=s1.rrd:temp:BOGUS XPORT:a",
+        "xport -s 1600000000 -e 1600000500 DEF:a=s1.rrd:temp:AVERAGE",
+        "xport -s 1600000000 -e 1600000500 XPORT:zz",
+        "xport -s 1600000000 -e 1600000500",
+        "xport -s 1600000000 -e 1600000500 -m 5 DEF:a=s1.rrd:temp:AVERAGE XPORT:a",
+        "xport -s 1600000000 -e 1600000500 DEF:a=s1.rrd:temp:AVERAGE CDEF:b=a,+ XPORT:b",
+        "xport -s 1600000000 -e 1600000500 DEF:a=s1.rrd:temp:AVERAGE CDEF:b=a,1 XPORT:b",
+        "xport -s 1600000000 -e 1600000500 DEF:a=s1.rrd:temp:AVERAGE CDEF:b=a,zz,+ XPORT:b",
+        "xport -s 1600000000 -e 1600000500 DEF:a=s1.rrd:temp:AVERAGE CDEF:b=1,2,+ XPORT:b",
+        "xport -s 1600000000 -e 1600000500 DEF:a=s1.rrd:temp:AVERAGE SHIFT:a:a XPORT:a",
+        "xport -s 1600000000 -e 1600000500 DEF:a=s1.rrd:temp:AVERAGE SHIFT:a:1x XPORT:a",
+        "xport -s 1600000000 -e 1600000500 DEF:a=s1.rrd:temp:AVERAGE SHIFT:a XPORT:a",
+        "xport -s 1600000000 -e 1600000500 DEF:a=s1.rrd:temp:AVERAGE VDEF:m=a,LAST XPORT:m",
+        "xport -s 1600000000 -e 1600000500 DEF:a=s1.rrd:temp:AVERAGE XPORT",
+        "xport -s 1600000000 -e 1600000500 DEF:a=s1.rrd:temp:AVERAGE VDEF:m=a,MAXIMUM SHIFT:m:60 XPORT:a",
     ];
-    for args in same {
-        let theirs = check.compare(&strings(&args), dir.path(), Stderr::Same);
-        assert!(!theirs.status.success(), "rrdtool accepted {args:?}; this case should be an error");
-    }
     // The option parser's own messages, as rrdtool's optparse words them
     // (long names only in full: `--start=` abbreviated is unknown).
-    for args in [
-        vec!["fetch", f, "AVERAGE", "--bogus"],
-        vec!["fetch", f, "AVERAGE", "--star=-1d"],
-        vec!["fetch", f, "AVERAGE", "--align-start=5"],
-        vec!["fetch", f, "AVERAGE", "--start"],
-        vec!["info", "-x", f],
-        vec!["last", "-x", f],
-    ] {
-        check.compare(&strings(&args), dir.path(), Stderr::Same);
-    }
-    check.finish("errors");
+    const OPTIONS: &[&str] = &[
+        "fetch $F AVERAGE --bogus",
+        "fetch $F AVERAGE --star=-1d",
+        "fetch $F AVERAGE --align-start=5",
+        "fetch $F AVERAGE --start",
+        "info -x $F",
+        "last -x $F",
+    ];
+    compare_on_made_files("errors", |dir, files, check| {
+        let f = &files[0].file;
+        for line in SAME {
+            let args = words(&line.replace("$F", f));
+            let theirs = check.compare(&args, dir, Stderr::Same);
+            assert!(!theirs.status.success(), "rrdtool accepted {args:?}; this case should be an error");
+        }
+        for line in OPTIONS {
+            check.compare(&words(&line.replace("$F", f)), dir, Stderr::Same);
+        }
+    });
 }
 
 /// The commands never write: the files' bytes are unchanged after every

@@ -155,3 +155,74 @@ pub fn compile_c(name: &str, lib: &Path, out_dir: &Path, extra: &[&str]) -> Path
     assert!(status.success(), "cc failed on {name}.c");
     exe
 }
+
+/// The calls a C test program printed (`report.h`): (name, the rest of its
+/// line and the indented lines after it). Lines starting `lib ` (which
+/// library was loaded) are not calls. A line without a tab is a call with
+/// nothing after its name, or, when `tabbed`, a malformed line that fails
+/// the test.
+pub fn c_calls(out: &str, tabbed: bool) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = Vec::new();
+    for line in out.lines().filter(|l| !l.starts_with("lib ")) {
+        match line.strip_prefix("  ") {
+            Some(data) => v.last_mut().expect("a call before its data").1.push_str(&format!("\n{data}")),
+            None => {
+                let (name, rest) = match line.split_once('\t') {
+                    Some(split) => split,
+                    None if !tabbed => (line, ""),
+                    None => panic!("not name<TAB>result<TAB>flag<TAB>text: {line}"),
+                };
+                v.push((name.to_string(), rest.to_string()));
+            }
+        }
+    }
+    v
+}
+
+/// The two runs of a C test program, each writing in its own directory.
+pub struct CRuns {
+    /// Our library's path.
+    pub lib: PathBuf,
+    /// Its output on our library, under valgrind.
+    pub ours: String,
+    pub ours_dir: tempfile::TempDir,
+    /// Its output on Debian's librrd 1.7.2.
+    pub theirs: String,
+    pub theirs_dir: tempfile::TempDir,
+}
+
+/// Compiles `NAME.c` (with `cc_extra`) against our library and runs it
+/// twice with its output directory as first argument: (1) on ours under
+/// valgrind's memcheck (`--error-exitcode=1 --leak-check=full
+/// --errors-for-leak-kinds=definite`, `valgrind_extra` added: no invalid
+/// access, no definite leak), with `ours_env` set and `ours_args` after the
+/// directory; (2) on Debian's librrd 1.7.2. Both must succeed.
+pub fn run_c_on_both(
+    name: &str,
+    cc_extra: &[&str],
+    valgrind_extra: &[&str],
+    ours_env: &[(&str, &str)],
+    ours_args: &[&str],
+) -> CRuns {
+    require("/usr/bin/valgrind", "valgrind");
+    require("/usr/bin/cc", "gcc");
+    require(DEBIAN_LIBRRD, "librrd8");
+    let (lib_dir, lib) = library_dir();
+    let build = tempfile::tempdir().unwrap();
+    let exe = compile_c(name, &lib, build.path(), cc_extra);
+
+    let ours_dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new("/usr/bin/valgrind");
+    cmd.envs(ours_env.iter().copied())
+        .args(["-q", "--error-exitcode=1", "--leak-check=full", "--errors-for-leak-kinds=definite"])
+        .args(valgrind_extra)
+        .arg(&exe)
+        .arg(ours_dir.path())
+        .args(ours_args);
+    let ours = run(cmd, Some(lib_dir.path()));
+    let theirs_dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(&exe);
+    cmd.arg(theirs_dir.path());
+    let theirs = run(cmd, None);
+    CRuns { lib, ours, ours_dir, theirs, theirs_dir }
+}

@@ -2,10 +2,13 @@
 
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rrd_daemon::cache::Cache;
+use rrd_daemon::config::Config;
 use rrd_daemon::flusher;
+use rrd_daemon::journaler::Journaler;
+use rrd_daemon::state::Daemon;
 use rrd_engine::batch::BatchUpdater;
 use rrd_engine::create::{create, CreateOptions};
 
@@ -15,6 +18,45 @@ pub fn create_rrd(path: &Path, start: i64, defs: &[&str]) {
     let defs: Vec<String> = defs.iter().map(|s| s.to_string()).collect();
     let opts = CreateOptions { start: Some(start), step_secs: Some(300), ..Default::default() };
     create(path, &opts, &defs, start).unwrap();
+}
+
+/// The last update of the journal tests' files (`fault`, `replay`).
+pub const T0: i64 = 1_000_000_000;
+
+/// A file of the journal tests: a gauge `x` and a counter `y`, last
+/// update [`T0`].
+pub fn make_xy(path: &Path) {
+    create_rrd(
+        path,
+        T0,
+        &["DS:x:GAUGE:600:U:U", "DS:y:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:20", "RRA:MAX:0.5:3:20"],
+    );
+}
+
+/// An in-process daemon without a journal over a fresh base directory
+/// (canonical, as the daemon names files) holding `a.rrd`.
+pub struct Scene {
+    /// Removed when the scene is dropped: keep it bound (`dir: _dir`).
+    pub dir: tempfile::TempDir,
+    pub base: PathBuf,
+    pub path: PathBuf,
+    /// `path` as the cache keys it.
+    pub key: String,
+    pub daemon: Daemon,
+}
+
+impl Scene {
+    /// `a.rrd` made by `make`, then the daemon.
+    pub fn new(make: impl FnOnce(&Path)) -> Scene {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let path = base.join("a.rrd");
+        let key = path.display().to_string();
+        make(&path);
+        let config = Config { base_dir: Some(base.clone()), ..Default::default() };
+        let daemon = Daemon::new(config, Journaler::disabled());
+        Scene { dir, base, path, key, daemon }
+    }
 }
 
 /// Queues every pending value, marks the cache stopping (so `take_batch`

@@ -32,23 +32,8 @@ pub async fn http_full(
     content_type: &str,
     body: &str,
 ) -> (u16, String, Vec<u8>) {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let req = format!(
-        "{method} {target} HTTP/1.1\r\nHost: gf.test\r\nConnection: close\r\n\
-         Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).await.unwrap();
-    let split = buf.windows(4).position(|w| w == b"\r\n\r\n").expect("header end");
-    let head = String::from_utf8_lossy(&buf[..split]).to_string();
-    let status: u16 = head.split(' ').nth(1).unwrap().parse().unwrap();
-    let mut out = buf[split + 4..].to_vec();
-    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
-        out = dechunk(&out);
-    }
-    (status, head, out)
+    let content_type = format!("Content-Type: {content_type}");
+    request(addr, method, target, &["Host: gf.test", &content_type], body).await
 }
 
 /// One request with the given extra header lines (`Name: value`) and no

@@ -21,6 +21,7 @@
 pub mod gen;
 pub mod harness;
 pub mod pipe;
+pub mod tools;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,12 +35,8 @@ pub const RRDTOOL: &str = "/usr/bin/rrdtool";
 
 /// The oracle. Panics (fails the test) when it is not installed.
 pub fn rrdtool() -> Tool {
-    let path = PathBuf::from(RRDTOOL);
-    assert!(
-        path.exists(),
-        "rrdtool not installed: run .ci/run or apt-get install rrdtool (looked for {RRDTOOL})"
-    );
-    Tool { name: "rrdtool".into(), path }
+    tools::require_rrdtool();
+    Tool { name: "rrdtool".into(), path: PathBuf::from(RRDTOOL) }
 }
 
 pub fn rrdscale() -> Tool {
