@@ -61,6 +61,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+#[cfg(any(test, feature = "fault-injection"))]
 use std::sync::Arc;
 
 use rrd_format::Header;
@@ -288,8 +289,12 @@ impl Store for KnownLen<'_> {
     }
 }
 
-/// Faults injected into the updater's writes and syncs (tests, and the
-/// fault-injection harness): each call may refuse the operation.
+/// Faults injected into the updater's writes and syncs, decided by path
+/// and offset (a write to the live header, the third row...), where
+/// `rrd_testkit::fault`'s plans count operations. For tests only: compiled
+/// under `cfg(test)` or the `fault-injection` feature (a dev-dependency
+/// feature), so a release build has no hook to call and no field to set.
+#[cfg(any(test, feature = "fault-injection"))]
 pub trait FaultHook: Send + Sync {
     /// Called before writing `len` bytes at `offset` of `path`: `Ok(n)`
     /// writes the first `n` bytes (`n < len` is then a short write, reported
@@ -302,7 +307,9 @@ pub trait FaultHook: Send + Sync {
 /// The store updates write through: the open file, with the fault hook.
 struct HookedFile<'a> {
     file: &'a File,
+    #[cfg(any(test, feature = "fault-injection"))]
     path: &'a Path,
+    #[cfg(any(test, feature = "fault-injection"))]
     hook: Option<&'a dyn FaultHook>,
 }
 
@@ -314,6 +321,7 @@ impl Store for HookedFile<'_> {
         Store::read_at(self.file, buf, offset)
     }
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        #[cfg(any(test, feature = "fault-injection"))]
         if let Some(hook) = self.hook {
             let n = hook.write(self.path, offset, buf.len())?.min(buf.len());
             if n < buf.len() {
@@ -580,7 +588,8 @@ pub struct BatchUpdater {
     /// retry redoes all of it (costs a header copy per update; the daemon's
     /// flusher turns it on, one-shot callers need not).
     pub keep_state_on_write_error: bool,
-    /// Faults to inject into writes and syncs (tests).
+    /// Faults to inject into writes and syncs (tests only).
+    #[cfg(any(test, feature = "fault-injection"))]
     pub faults: Option<Arc<dyn FaultHook>>,
     /// Most pages one `prefetch` call asks for (unbounded by default); the
     /// requests past the bound are left for a later call.
@@ -610,6 +619,7 @@ impl BatchUpdater {
             assume_written_resident: false,
             keep_headers: true,
             keep_state_on_write_error: false,
+            #[cfg(any(test, feature = "fault-injection"))]
             faults: None,
             max_prefetch_pages: u64::MAX,
             keep_from_second_update: false,
@@ -810,13 +820,20 @@ impl BatchUpdater {
         kept: Option<KeptHeader>,
         before_write: Option<FileStamp>,
     ) -> (Result<UpdateReport>, Option<KeptHeader>) {
+        #[cfg(any(test, feature = "fault-injection"))]
         let hook = self.faults.clone();
         let of = match self.files.entry(&req.path) {
             Ok(of) => of,
             Err(e) => return (Err(e), None),
         };
         of.updates += 1;
-        let store = HookedFile { file: &of.file, path: &req.path, hook: hook.as_deref() };
+        let store = HookedFile {
+            file: &of.file,
+            #[cfg(any(test, feature = "fault-injection"))]
+            path: &req.path,
+            #[cfg(any(test, feature = "fault-injection"))]
+            hook: hook.as_deref(),
+        };
         let (header, mut written) = match kept {
             Some(k) => {
                 self.counters.headers_kept += 1;
@@ -921,12 +938,12 @@ impl BatchUpdater {
     /// of other files). Returns the pages released. The kept header stays
     /// valid: neither call changes the file's stamp.
     pub fn sync(&mut self, path: &Path, kept: Option<&mut KeptHeader>, release: bool) -> Result<u64> {
-        let hook = self.faults.clone();
+        #[cfg(any(test, feature = "fault-injection"))]
+        if let Some(h) = self.faults.clone() {
+            h.sync(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        }
         let of = self.files.entry(path)?;
         let io_err = |source| Error::Io { path: path.to_path_buf(), source };
-        if let Some(h) = &hook {
-            h.sync(path).map_err(io_err)?;
-        }
         of.file.sync_data().map_err(io_err)?;
         self.release_written(path, kept, release)
     }
@@ -949,6 +966,7 @@ impl BatchUpdater {
     /// `syncfs` among its workers). Runs the fault hook's sync of every
     /// path first, as a sync would.
     pub fn filesystems(&mut self, paths: &[&Path]) -> Result<Vec<(u64, PathBuf)>> {
+        #[cfg(any(test, feature = "fault-injection"))]
         if let Some(h) = self.faults.clone() {
             for path in paths {
                 h.sync(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
