@@ -23,7 +23,9 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 cargo +nightly fuzz build
 for t in "${targets[@]}"; do
-    mkdir -p "corpus/$t"
+    # The artifacts folder exists before it is counted: with pipefail, a
+    # `find` of a missing folder would end the script here.
+    mkdir -p "corpus/$t" "artifacts/$t"
     seeds=()
     [ -d "seeds/$t" ] && seeds=("seeds/$t")
     echo "== fuzz $t for ${secs}s"

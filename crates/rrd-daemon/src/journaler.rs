@@ -146,7 +146,30 @@ pub enum Ticket {
     /// The commit generation the record belongs to (from 1).
     At(u64),
     /// The journal could not take the record.
-    Failed(String),
+    Failed(JournalError),
+}
+
+/// Why the journal did not take a record: its update is not acknowledged.
+/// The text is what the client reads after "Journal write failed, update
+/// not acknowledged: ".
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum JournalError {
+    /// The daemon is stopping; nothing is appended any more.
+    #[error("the journal stopped")]
+    Stopped,
+    /// This record cannot be journaled (it does not fit a frame); other
+    /// records can.
+    #[error("{0}")]
+    Record(String),
+    /// An append failed without poisoning the journal (no space, a short
+    /// write taken back): the records of that append fail, later ones may
+    /// succeed.
+    #[error("{0}")]
+    Append(String),
+    /// A write or sync failed in a way that leaves the segment's durability
+    /// unknown: this record and every later one fail until a restart.
+    #[error("{0}")]
+    Poisoned(String),
 }
 
 impl Ticket {
@@ -240,10 +263,10 @@ impl Journaler {
         let index = file_number % STAGES;
         let mut frames = shared.stages[index].lock().expect("journal stage lock");
         if shared.stopped.load(Ordering::SeqCst) {
-            return Ticket::Failed("the journal stopped".into());
+            return Ticket::Failed(JournalError::Stopped);
         }
         if let Err(e) = rrd_journal::encode_frame(&mut frames, path, args) {
-            return Ticket::Failed(e.to_string());
+            return Ticket::Failed(JournalError::Record(e.to_string()));
         }
         // Mark, then read the ticket, both under the buffer's lock (see the
         // module doc).
@@ -264,7 +287,7 @@ impl Journaler {
     /// (here, see [`Journaler::commit`]), and under `--sync always` synced
     /// (by the sync thread); `Err(reason)` when the journal could not
     /// take it.
-    pub async fn wait(&self, ticket: &Ticket) -> Result<(), String> {
+    pub async fn wait(&self, ticket: &Ticket) -> Result<(), JournalError> {
         let at = match ticket {
             Ticket::Done => return Ok(()),
             Ticket::Failed(why) => return Err(why.clone()),
@@ -279,7 +302,7 @@ impl Journaler {
                     shared.notify();
                 }
                 if rx.wait_for(|&done| done >= at).await.is_err() {
-                    return Err("the journal stopped".into());
+                    return Err(JournalError::Stopped);
                 }
             }
         }
@@ -288,7 +311,7 @@ impl Journaler {
 
     /// Whether the (decided) record of `ticket` failed, and why; call
     /// after [`Journaler::wait`] returned for it or a later ticket.
-    pub fn failure(&self, ticket: &Ticket) -> Result<(), String> {
+    pub fn failure(&self, ticket: &Ticket) -> Result<(), JournalError> {
         match (ticket, &self.shared) {
             (Ticket::Done, _) | (_, None) => Ok(()),
             (Ticket::Failed(why), _) => Err(why.clone()),
@@ -352,16 +375,18 @@ impl Shared {
         }
     }
 
-    fn failure_of(&self, at: u64) -> Result<(), String> {
+    fn failure_of(&self, at: u64) -> Result<(), JournalError> {
         if at >= self.poisoned_from.load(Ordering::SeqCst) {
-            return Err(self.poison_reason.lock().expect("poison reason lock").clone());
+            return Err(JournalError::Poisoned(
+                self.poison_reason.lock().expect("poison reason lock").clone(),
+            ));
         }
         if !self.any_failure.load(Ordering::SeqCst) {
             return Ok(());
         }
         let failures = self.failures.lock().expect("journal failures lock");
         match failures.iter().rev().find(|(first, last, _)| (*first..=*last).contains(&at)) {
-            Some((_, _, why)) => Err(why.clone()),
+            Some((_, _, why)) => Err(JournalError::Append(why.clone())),
             None => Ok(()),
         }
     }
@@ -730,11 +755,14 @@ mod tests {
         let (j, _) = start(dir.path(), SyncPolicy::None);
         let huge = "9".repeat(70_000);
         let bad = j.submit_update(0, "/f.rrd", [huge.as_str()]);
-        assert!(matches!(&bad, Ticket::Failed(why) if why.contains("too large")), "{bad:?}");
+        assert!(
+            matches!(&bad, Ticket::Failed(JournalError::Record(why)) if why.contains("too large")),
+            "{bad:?}"
+        );
         let good = j.submit_update(0, "/f.rrd", ["1:1"]);
         j.wait(&good).await.unwrap();
         assert!(j.wait(&bad).await.is_err());
         j.shutdown(false);
-        assert_eq!(j.submit_update(0, "/f.rrd", ["2:1"]), Ticket::Failed("the journal stopped".into()));
+        assert_eq!(j.submit_update(0, "/f.rrd", ["2:1"]), Ticket::Failed(JournalError::Stopped));
     }
 }

@@ -17,7 +17,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use rrd_daemon::config::Config;
-use rrd_daemon::journaler::Journaler;
+use rrd_daemon::journaler::{JournalError, Journaler};
 use rrd_daemon::state::Daemon;
 use rrd_daemon::stats::Stats;
 use rrd_daemon::{connection, metrics, replay};
@@ -209,6 +209,12 @@ async fn a_failed_sync_stops_acknowledgements_and_restart_replays_the_acknowledg
     assert!(stats.contains("UpdatesRefused: 3\n"), "{stats}");
     // Other commands still work.
     assert_eq!(c.call("PING").await, "0 PONG\n");
+    // The journal says why by kind: poisoned, for this record and any later one.
+    let probe = daemon.journal.submit_update(0, "/probe.rrd", ["9:1"]);
+    match daemon.journal.wait(&probe).await {
+        Err(JournalError::Poisoned(why)) => assert!(why.contains("Input/output error"), "{why}"),
+        other => panic!("a poisoned journal refuses with Poisoned, not {other:?}"),
+    }
     daemon.journal.shutdown(false);
     restart_and_compare(&s, &[value(1), value(2), value(3)]);
 }
@@ -235,9 +241,15 @@ async fn enospc_refuses_one_update_and_the_daemon_recovers() {
         let r = c.call(&format!("UPDATE f.rrd {}", value(k))).await;
         assert!(r.starts_with("-1 Journal write failed"), "{r}");
     }
+    // By kind: a failed append, not a poisoned journal (a fifth append error).
+    let probe = daemon.journal.submit_update(0, "/probe.rrd", ["9:1"]);
+    match daemon.journal.wait(&probe).await {
+        Err(JournalError::Append(why)) => assert!(why.contains("No space left on device"), "{why}"),
+        other => panic!("ENOSPC fails the append with Append, not {other:?}"),
+    }
     plan.clear();
     assert_eq!(c.call(&format!("UPDATE f.rrd {}", value(7))).await, "0 errors, enqueued 1 value(s).\n");
-    assert_eq!(metric(&daemon, "rrdscale_journal_append_errors_total"), 4.0);
+    assert_eq!(metric(&daemon, "rrdscale_journal_append_errors_total"), 5.0);
     assert_eq!(metric(&daemon, "rrdscale_journal_poisoned"), 0.0);
     daemon.journal.shutdown(false);
     restart_and_compare(&s, &[value(1), value(3), value(7)]);

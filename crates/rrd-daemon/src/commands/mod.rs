@@ -55,7 +55,7 @@ pub fn syntax_error(command: Command) -> Reply {
 }
 
 /// The error for an update the journal did not take.
-pub fn journal_error(why: &str) -> String {
+pub fn journal_error(why: &crate::journaler::JournalError) -> String {
     format!("Journal write failed, update not acknowledged: {why}")
 }
 
