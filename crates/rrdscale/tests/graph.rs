@@ -28,6 +28,11 @@ fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
 }
 
+/// `--start S --end E` (the range of most cases), then `rest`.
+fn in_range(rest: &[&str]) -> Vec<String> {
+    [strings(&["--start", S, "--end", E]), strings(rest)].concat()
+}
+
 /// A small deterministic generator for the readings.
 struct Lcg(u64);
 
@@ -783,8 +788,7 @@ fn option_cases() -> Vec<Vec<String>> {
     options
         .iter()
         .map(|o| {
-            let mut case = strings(&["--start", S, "--end", E]);
-            case.extend(strings(o));
+            let mut case = in_range(o);
             case.extend(strings(LEGENDS));
             case.push("PRINT:m:%lf".to_string());
             case
@@ -792,9 +796,9 @@ fn option_cases() -> Vec<Vec<String>> {
         .chain(template_cases())
         .chain([
             // Only data, no PRINT: rrdtool's graph prints nothing at all.
-            strings(&["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE"]),
-            strings(&["--start", S, "--end", E]),
-            strings(&["--start", S, "--end", E, "-f", "%s %lu %lu", "DEF:a=t.rrd:a:AVERAGE"]),
+            in_range(&["DEF:a=t.rrd:a:AVERAGE"]),
+            in_range(&[]),
+            in_range(&["-f", "%s %lu %lu", "DEF:a=t.rrd:a:AVERAGE"]),
         ])
         .collect()
 }
@@ -1078,14 +1082,7 @@ fn template_cases() -> Vec<Vec<String>> {
             "COMMENT:<i>italic</i> <b><i>bi</i></b>",
         ],
     ];
-    cases
-        .iter()
-        .map(|c| {
-            let mut case = strings(&["--start", S, "--end", E]);
-            case.extend(strings(c));
-            case
-        })
-        .collect()
+    cases.iter().map(|c| in_range(c)).collect()
 }
 
 /// `--lazy`: an image newer than one pixel's worth of seconds stays as it
@@ -2070,7 +2067,7 @@ fn run_cpu_timed(program: &str, args: &[String], dir: &Path) -> (Output, std::ti
 fn thousands_of_elements_in_linear_time_and_as_rrdtool_draws_them() {
     let dir = scene();
     let n = 4000;
-    let mut case = strings(&["--start", S, "--end", E]);
+    let mut case = in_range(&[]);
     for i in 0..n {
         let ds = ["a", "b", "c"][i % 3];
         let cf = ["AVERAGE", "MAX", "MIN", "LAST"][i % 4];
