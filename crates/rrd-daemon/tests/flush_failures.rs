@@ -12,8 +12,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rrd_daemon::cache::{unix_now, Entry, Values};
-use rrd_daemon::commands::update_value_time;
 use rrd_daemon::flusher;
 use rrd_daemon::state::Daemon;
 use rrd_engine::batch::{BatchUpdater, FaultHook, KeptHeader};
@@ -47,26 +45,14 @@ fn value(k: i64) -> String {
     format!("{}:{}.5:{}", T0 + 300 * k, k % 9, 100 + k * 10)
 }
 
+/// What UPDATE does to the cache, the values journaled at [`SEQ`].
 fn add(daemon: &Daemon, key: &str, values: &[String]) {
-    let cache = &daemon.cache;
-    let mut shard = cache.shard(key);
-    let e = shard.entry(key.into()).or_insert_with(|| {
-        let kept = KeptHeader::read(Path::new(key)).unwrap();
-        let mut e = Entry::new(kept.header.live().last_up as f64, 0, unix_now());
-        e.kept = cache.keep(kept);
-        e
+    assert!(!values.is_empty());
+    common::add_pending(daemon, key, values, |e, _| {
+        if e.pending.is_empty() {
+            e.oldest_seq = SEQ;
+        }
     });
-    if e.pending.is_empty() {
-        e.oldest_seq = SEQ;
-    }
-    let mut v = Values::default();
-    for s in values {
-        let t = update_value_time(s).unwrap();
-        e.last_stamp = t;
-        v.push(t, s);
-    }
-    cache.count_pending(&v, true);
-    e.pending.extend_from(&v);
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -6,12 +6,10 @@
 
 use std::path::Path;
 
-use rrd_daemon::cache::{unix_now, Entry, Values};
-use rrd_daemon::commands::update_value_time;
 use rrd_daemon::flusher;
 use rrd_daemon::reader::{self, ReadError};
 use rrd_daemon::state::Daemon;
-use rrd_engine::batch::{BatchUpdater, KeptHeader};
+use rrd_engine::batch::BatchUpdater;
 use rrd_engine::fetch::fetch;
 use rrd_engine::info::info_of_header;
 use rrd_engine::{Rrd, Store};
@@ -51,23 +49,7 @@ fn value(k: i64) -> String {
 
 /// What UPDATE does to the cache (without the journal).
 fn add(daemon: &Daemon, key: &str, values: &[String]) {
-    let cache = &daemon.cache;
-    let mut shard = cache.shard(key);
-    let e = shard.entry(key.into()).or_insert_with(|| {
-        let kept = KeptHeader::read(Path::new(key)).unwrap();
-        let mut e = Entry::new(kept.header.live().last_up as f64, 0, unix_now());
-        e.kept = cache.keep(kept);
-        e
-    });
-    let mut v = Values::default();
-    for s in values {
-        let t = update_value_time(s).expect("a value with a time");
-        assert!(t > e.last_stamp);
-        e.last_stamp = t;
-        v.push(t, s);
-    }
-    cache.count_pending(&v, true);
-    e.pending.extend_from(&v);
+    common::add_pending(daemon, key, values, |e, t| assert!(t > e.last_stamp));
 }
 
 fn flush_everything(daemon: &Daemon, updater: &mut BatchUpdater) {

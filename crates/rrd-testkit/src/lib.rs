@@ -2,8 +2,10 @@
 //! random number generator of tests, differential harnesses and the fuzz
 //! targets' mutator; [`fault`], the one fault-injection mechanism (which
 //! I/O operation fails and how), which rrd-engine's `FaultStore` and
-//! rrd-journal's `FaultyIo` adapt to their I/O; and [`mrtg`], running the
-//! real MRTG once (tests of two crates drive it).
+//! rrd-journal's `FaultyIo` adapt to their I/O; [`mrtg`], running the
+//! real MRTG once (tests of two crates drive it); and [`canonical`], the
+//! one canonical form of an RRD's bytes the differential tests of librrd
+//! and rrdscale compare.
 //!
 //! Why not the `rand` crate: the cases a seed gives must never change
 //! under a dependency upgrade (a seed printed by a failing CI run has to
@@ -15,6 +17,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod canonical;
 pub mod fault;
 pub mod mrtg;
 

@@ -38,26 +38,10 @@ fn create_update_dump_fetch_leave_only_needed_pages() {
     let dir = disk_dir();
     let file = dir.path().join("p.rrd");
     // The perftest schema: 69,824 bytes = 18 pages.
-    rrdscale(
-        dir.path(),
-        &[
-            "create",
-            "p.rrd",
-            "-b",
-            "1000000200",
-            "-s",
-            "300",
-            "DS:in:GAUGE:600:U:U",
-            "DS:out:GAUGE:600:U:U",
-            "RRA:AVERAGE:0.5:1:600",
-            "RRA:AVERAGE:0.5:6:600",
-            "RRA:MAX:0.5:6:600",
-            "RRA:AVERAGE:0.5:24:600",
-            "RRA:MAX:0.5:24:600",
-            "RRA:AVERAGE:0.5:144:600",
-            "RRA:MAX:0.5:144:600",
-        ],
-    );
+    let schema = rrd_bench::schema::perftest();
+    let mut create = vec!["create", "p.rrd", "-b", "1000000200", "-s", "300"];
+    create.extend(schema.iter().map(String::as_str));
+    rrdscale(dir.path(), &create);
     assert_eq!(resident(&file), Vec::<u64>::new(), "create must leave no pages cached");
 
     // One step: the header page and one row of RRA 0 (at most two pages).

@@ -212,6 +212,14 @@ fn source_args(files: &[&str]) -> Vec<String> {
     files.iter().flat_map(|f| ["--source".to_string(), f.to_string()]).collect()
 }
 
+/// `create`'s arguments after the file name: `--source` for each of
+/// `files`, then `rest` split at white space (options and definitions).
+fn with_sources(files: &[&str], rest: &str) -> Vec<String> {
+    let mut args = source_args(files);
+    args.extend(rest.split_whitespace().map(str::to_string));
+    args
+}
+
 const DAY: i64 = 86_400;
 const T0: i64 = 1_600_000_123;
 
@@ -238,17 +246,11 @@ fn same_step_other_archives() {
     let dir = tempfile::tempdir().unwrap();
     // Three days of five-minute readings.
     build_source(dir.path(), &five_minute_source("src.rrd", T0, 3 * 288, 1, 0));
-    let mut args = source_args(&["src.rrd"]);
-    args.extend(strings(&[
-        "DS:in:GAUGE:600:U:U",
-        "DS:out:COUNTER:600:U:U",
-        "RRA:AVERAGE:0.5:1:300",
-        "RRA:LAST:0.5:1:100",
-        "RRA:MAX:0.5:3:100",
-        "RRA:MIN:0.2:6:50",
-        "RRA:AVERAGE:0.9:24:30",
-        "RRA:MAX:0:288:10",
-    ]));
+    let args = with_sources(
+        &["src.rrd"],
+        "DS:in:GAUGE:600:U:U DS:out:COUNTER:600:U:U RRA:AVERAGE:0.5:1:300 RRA:LAST:0.5:1:100 \
+         RRA:MAX:0.5:3:100 RRA:MIN:0.2:6:50 RRA:AVERAGE:0.9:24:30 RRA:MAX:0:288:10",
+    );
     let c = compare_create(dir.path(), &args);
     assert!(c.known_values() > 500, "too little was prefilled:\n{}", c.dump);
     assert_eq!(c.known_last_ds(), 2, "the PDP state is copied from the source");
@@ -270,9 +272,10 @@ fn different_steps() {
         ("30", &["RRA:AVERAGE:0.5:1:500", "RRA:AVERAGE:0.5:4:500", "RRA:LAST:0:3:300"][..]),
         ("3600", &["RRA:AVERAGE:0.5:1:48", "RRA:MAX:0.5:24:5"][..]),
     ] {
-        let mut args = source_args(&["minute.rrd"]);
-        args.extend(strings(&["--step", step, "DS:in:GAUGE:600:U:U", "DS:out:DERIVE:600:U:U"]));
-        args.extend(strings(rras));
+        let args = with_sources(
+            &["minute.rrd"],
+            &format!("--step {step} DS:in:GAUGE:600:U:U DS:out:DERIVE:600:U:U {}", rras.join(" ")),
+        );
         let c = compare_create(dir.path(), &args);
         assert!(c.known_values() > 20, "step {step}: too little was prefilled:\n{}", c.dump);
     }
@@ -284,14 +287,10 @@ fn archives_of_other_cfs_fall_back_to_average() {
     let mut src = five_minute_source("avg-only.rrd", T0, 4 * 288, 3, 10);
     src.rras = strings(&["RRA:AVERAGE:0.5:1:300", "RRA:AVERAGE:0.5:12:100", "RRA:AVERAGE:0.5:288:10"]);
     build_source(dir.path(), &src);
-    let mut args = source_args(&["avg-only.rrd"]);
-    args.extend(strings(&[
-        "DS:in:GAUGE:600:U:U",
-        "DS:out:COUNTER:600:U:U",
-        "RRA:MIN:0.5:1:400",
-        "RRA:MAX:0.5:6:200",
-        "RRA:LAST:0.5:36:100",
-    ]));
+    let args = with_sources(
+        &["avg-only.rrd"],
+        "DS:in:GAUGE:600:U:U DS:out:COUNTER:600:U:U RRA:MIN:0.5:1:400 RRA:MAX:0.5:6:200 RRA:LAST:0.5:36:100",
+    );
     let c = compare_create(dir.path(), &args);
     assert!(c.known_values() > 200, "too little was prefilled:\n{}", c.dump);
 }
@@ -330,18 +329,11 @@ fn overlapping_sources_in_both_orders() {
     let mut late = five_minute_source("late.rrd", T0 + 2 * DAY, 3 * 288, 7, 500);
     late.rras = strings(&["RRA:AVERAGE:0.5:1:2000", "RRA:MAX:0.5:3:700", "RRA:LAST:0.5:1:500"]);
     build_source(dir.path(), &late);
-    let defs = strings(&[
-        "DS:in:GAUGE:600:U:U",
-        "DS:out:COUNTER:600:U:U",
-        "RRA:AVERAGE:0.5:1:2000",
-        "RRA:MAX:0.5:3:800",
-        "RRA:LAST:0.5:2:700",
-        "RRA:MIN:0.5:12:200",
-    ]);
+    let defs = "DS:in:GAUGE:600:U:U DS:out:COUNTER:600:U:U RRA:AVERAGE:0.5:1:2000 RRA:MAX:0.5:3:800 \
+                RRA:LAST:0.5:2:700 RRA:MIN:0.5:12:200";
     let mut dumps = Vec::new();
     for order in [["early.rrd", "late.rrd"], ["late.rrd", "early.rrd"]] {
-        let mut args = source_args(&order);
-        args.extend(defs.iter().cloned());
+        let args = with_sources(&order, defs);
         let c = compare_create(dir.path(), &args);
         assert!(c.known_values() > 2000, "too little was prefilled:\n{}", c.dump);
         dumps.push(c.dump);
@@ -356,16 +348,13 @@ fn explicit_start_times() {
     build_source(dir.path(), &five_minute_source("src.rrd", T0, 3 * 288, 8, 0));
     let last: i64 = must(dir.path(), &strings(&["last", "src.rrd"])).trim().parse().unwrap();
     for start in [last, last - DAY, last - 7, last + 3600, last + 123, T0 - DAY] {
-        let mut args = source_args(&["src.rrd"]);
-        args.extend(strings(&[
-            "--start",
-            &start.to_string(),
-            "DS:in:GAUGE:600:U:U",
-            "DS:out:COUNTER:600:U:U",
-            "RRA:AVERAGE:0.5:1:1000",
-            "RRA:MAX:0.5:4:300",
-            "RRA:LAST:0.5:7:100",
-        ]));
+        let args = with_sources(
+            &["src.rrd"],
+            &format!(
+                "--start {start} DS:in:GAUGE:600:U:U DS:out:COUNTER:600:U:U \
+                 RRA:AVERAGE:0.5:1:1000 RRA:MAX:0.5:4:300 RRA:LAST:0.5:7:100"
+            ),
+        );
         compare_create(dir.path(), &args);
     }
 }
@@ -375,15 +364,13 @@ fn type_mismatch_template_and_repeated_source() {
     let dir = tempfile::tempdir().unwrap();
     build_source(dir.path(), &five_minute_source("src.rrd", T0, 2 * 288, 9, 0));
     // A different DS type keeps the row data but not the PDP state.
-    let mut args = source_args(&["src.rrd"]);
-    args.extend(strings(&["DS:in:COUNTER:600:U:U", "DS:out:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:300"]));
+    let args = with_sources(&["src.rrd"], "DS:in:COUNTER:600:U:U DS:out:GAUGE:600:U:U RRA:AVERAGE:0.5:1:300");
     let c = compare_create(dir.path(), &args);
     assert_eq!(c.known_last_ds(), 0);
     assert!(c.known_values() > 100);
     // Definitions from a template, data from the sources (the template's
     // last update does not count when sources are given).
-    let mut args = source_args(&["src.rrd"]);
-    args.extend(strings(&["--template", "src.rrd", "--step", "600"]));
+    let args = with_sources(&["src.rrd"], "--template src.rrd --step 600");
     compare_create(dir.path(), &args);
     // The same source twice, and a Holt-Winters source.
     must(
@@ -402,8 +389,10 @@ fn type_mismatch_template_and_repeated_source() {
     let mut a = strings(&["update", "hw.rrd"]);
     a.extend(updates);
     must(dir.path(), &a);
-    let mut args = source_args(&["hw.rrd", "src.rrd", "hw.rrd"]);
-    args.extend(strings(&["DS:in:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:500", "RRA:MAX:0.5:6:100"]));
+    let args = with_sources(
+        &["hw.rrd", "src.rrd", "hw.rrd"],
+        "DS:in:GAUGE:600:U:U RRA:AVERAGE:0.5:1:500 RRA:MAX:0.5:6:100",
+    );
     compare_create(dir.path(), &args);
 }
 

@@ -117,6 +117,14 @@ impl Scene {
         v
     }
 
+    /// rrdcached wrote none of the files under test: each still has its
+    /// last update at `T0` (`wrote_it` says what would have written it).
+    fn assert_unwritten(&self, wrote_it: &str) {
+        for f in FILES {
+            assert_eq!(last_update(&self.dir.join(f)), T0, "{f}: {wrote_it} wrote it");
+        }
+    }
+
     /// The values under test must be in rrdcached's journal (not in its
     /// stdio buffer) for the test to mean anything.
     fn assert_journaled(&self) {
@@ -235,9 +243,7 @@ fn values_left_by_a_killed_rrdcached_are_migrated() {
     drop(c);
     rrdcached.kill9();
     s.assert_journaled();
-    for f in FILES {
-        assert_eq!(last_update(&s.dir.join(f)), T0, "{f}: rrdcached wrote it (-w 3600)");
-    }
+    s.assert_unwritten("rrdcached (-w 3600)");
     s.migrate_and_check();
 }
 
@@ -277,9 +283,7 @@ fn values_left_by_rrdcached_stopped_without_f_are_migrated() {
     rrdcached.stop();
     let journals = s.rrdcached_journals();
     assert_eq!(journals.len(), 2, "the second run keeps the first run's journal: {journals:?}");
-    for f in FILES {
-        assert_eq!(last_update(&s.dir.join(f)), T0, "{f}: SIGTERM without -F wrote it");
-    }
+    s.assert_unwritten("SIGTERM without -F");
     s.migrate_and_check();
 }
 

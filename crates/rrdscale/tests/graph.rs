@@ -28,6 +28,11 @@ fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()
 }
 
+/// `--start S --end E` (the range of most cases), then `rest`.
+fn in_range(rest: &[&str]) -> Vec<String> {
+    [strings(&["--start", S, "--end", E]), strings(rest)].concat()
+}
+
 /// A small deterministic generator for the readings.
 struct Lcg(u64);
 
@@ -43,39 +48,22 @@ impl Lcg {
 /// (60 s step, for CDEFs over mixed steps).
 fn setup(dir: &Path) {
     let ok = |o: Output| assert!(o.status.success(), "setup: {}", String::from_utf8_lossy(&o.stderr));
+    let start = T0 - 1;
     ok(run(
         RRDTOOL,
-        &strings(&[
-            "create",
-            "t.rrd",
-            "--start",
-            &(T0 - 1).to_string(),
-            "--step",
-            "300",
-            "DS:a:GAUGE:600:U:U",
-            "DS:b:COUNTER:600:U:U",
-            "DS:c:DERIVE:600:U:U",
-            "RRA:AVERAGE:0.5:1:1000",
-            "RRA:MAX:0.5:6:600",
-            "RRA:MIN:0.5:6:600",
-            "RRA:AVERAGE:0.5:12:600",
-            "RRA:LAST:0.5:1:1000",
-        ]),
+        &words(&format!(
+            "create t.rrd --start {start} --step 300 \
+             DS:a:GAUGE:600:U:U DS:b:COUNTER:600:U:U DS:c:DERIVE:600:U:U \
+             RRA:AVERAGE:0.5:1:1000 RRA:MAX:0.5:6:600 RRA:MIN:0.5:6:600 RRA:AVERAGE:0.5:12:600 \
+             RRA:LAST:0.5:1:1000"
+        )),
         dir,
     ));
     ok(run(
         RRDTOOL,
-        &strings(&[
-            "create",
-            "m.rrd",
-            "--start",
-            &(T0 - 1).to_string(),
-            "--step",
-            "60",
-            "DS:x:GAUGE:120:0:U",
-            "RRA:AVERAGE:0.5:1:6000",
-            "RRA:AVERAGE:0.5:10:2000",
-        ]),
+        &words(&format!(
+            "create m.rrd --start {start} --step 60 DS:x:GAUGE:120:0:U RRA:AVERAGE:0.5:1:6000 RRA:AVERAGE:0.5:10:2000"
+        )),
         dir,
     ));
     let mut rng = Lcg(7);
@@ -109,8 +97,11 @@ fn setup(dir: &Path) {
     }
 }
 
-fn tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new().prefix("rrdscale-graph-").tempdir().expect("tempdir")
+/// A new directory holding [`setup`]'s files.
+fn scene() -> tempfile::TempDir {
+    let dir = tempfile::Builder::new().prefix("rrdscale-graph-").tempdir().expect("tempdir");
+    setup(dir.path());
+    dir
 }
 
 /// `<workspace>/test-output/graph`.
@@ -306,8 +297,7 @@ fn width_of(def: &Def) -> String {
 
 #[test]
 fn plotted_series_equal_rrdtool_xport() {
-    let dir = tempdir();
-    setup(dir.path());
+    let dir = scene();
     for (n, def) in definitions().iter().enumerate() {
         // The library call, in the files' directory (relative paths).
         let mut options = rrd_graph::Options::default();
@@ -798,8 +788,7 @@ fn option_cases() -> Vec<Vec<String>> {
     options
         .iter()
         .map(|o| {
-            let mut case = strings(&["--start", S, "--end", E]);
-            case.extend(strings(o));
+            let mut case = in_range(o);
             case.extend(strings(LEGENDS));
             case.push("PRINT:m:%lf".to_string());
             case
@@ -807,17 +796,16 @@ fn option_cases() -> Vec<Vec<String>> {
         .chain(template_cases())
         .chain([
             // Only data, no PRINT: rrdtool's graph prints nothing at all.
-            strings(&["--start", S, "--end", E, "DEF:a=t.rrd:a:AVERAGE"]),
-            strings(&["--start", S, "--end", E]),
-            strings(&["--start", S, "--end", E, "-f", "%s %lu %lu", "DEF:a=t.rrd:a:AVERAGE"]),
+            in_range(&["DEF:a=t.rrd:a:AVERAGE"]),
+            in_range(&[]),
+            in_range(&["-f", "%s %lu %lu", "DEF:a=t.rrd:a:AVERAGE"]),
         ])
         .collect()
 }
 
 #[test]
 fn graphv_and_graph_print_what_rrdtool_prints() {
-    let dir = tempdir();
-    setup(dir.path());
+    let dir = scene();
     let mut failures = Vec::new();
     for (n, case) in cli_cases().iter().enumerate() {
         for verb in ["graphv", "graph"] {
@@ -854,8 +842,7 @@ fn graphv_and_graph_print_what_rrdtool_prints() {
 fn errors_match_rrdtool() {
     // The DEF most cases draw from.
     const DA: &str = "DEF:a=t.rrd:a:AVERAGE";
-    let dir = tempdir();
-    setup(dir.path());
+    let dir = scene();
     let cases: &[&[&str]] = &[
         &["x.png", "--start", S, "--end", E, "DEF:a=t.rrd:nope:AVERAGE", "LINE1:a#ff0000"],
         &["x.png", "--start", S, "--end", E, "DEF:a=missing.rrd:a:AVERAGE", "LINE1:a#ff0000"],
@@ -1095,14 +1082,7 @@ fn template_cases() -> Vec<Vec<String>> {
             "COMMENT:<i>italic</i> <b><i>bi</i></b>",
         ],
     ];
-    cases
-        .iter()
-        .map(|c| {
-            let mut case = strings(&["--start", S, "--end", E]);
-            case.extend(strings(c));
-            case
-        })
-        .collect()
+    cases.iter().map(|c| in_range(c)).collect()
 }
 
 /// `--lazy`: an image newer than one pixel's worth of seconds stays as it
@@ -1110,8 +1090,7 @@ fn template_cases() -> Vec<Vec<String>> {
 /// older one is redrawn.
 #[test]
 fn lazy_keeps_a_fresh_image() {
-    let dir = tempdir();
-    setup(dir.path());
+    let dir = scene();
     let args = |verb: &str, file: &str| {
         let mut a = strings(&[verb, file, "--lazy", "--start", S, "--end", E]);
         a.extend(strings(&["DEF:a=t.rrd:a:AVERAGE", "LINE1:a#ff0000:a", "VDEF:m=a,MAXIMUM", "PRINT:m:%lf"]));
@@ -1144,8 +1123,7 @@ fn lazy_keeps_a_fresh_image() {
 /// pixel or two; the image and graph geometry must be equal.
 #[test]
 fn named_fonts_are_used() {
-    let dir = tempdir();
-    setup(dir.path());
+    let dir = scene();
     let mut args = strings(&[
         "graphv",
         "-",
@@ -1212,8 +1190,7 @@ fn pictures_match_rrdtool_within_tolerance() {
     const TOLERANCE: u8 = 48;
     const MAX_SHARE: f64 = 0.10;
     const MAX_SHARE_SHRUNK: f64 = 0.15;
-    let dir = tempdir();
-    setup(dir.path());
+    let dir = scene();
     let mut worst: Option<(f64, usize, Vec<String>)> = None;
     let mut failures = Vec::new();
     for (n, case) in option_cases().iter().enumerate() {
@@ -1314,8 +1291,7 @@ fn decode_png(bytes: &[u8]) -> (u32, u32, Vec<u8>, png::ColorType) {
 
 #[test]
 fn images_decode_to_their_reported_size_and_are_not_blank() {
-    let dir = tempdir();
-    setup(dir.path());
+    let dir = scene();
     let out = output_dir();
     let examples: &[(&str, &[&str])] = &[
         (
@@ -1484,8 +1460,7 @@ fn images_decode_to_their_reported_size_and_are_not_blank() {
 
 #[test]
 fn svg_parses_and_has_the_reported_size() {
-    let dir = tempdir();
-    setup(dir.path());
+    let dir = scene();
     let args = strings(&[
         "graphv",
         "g.svg",
@@ -1553,8 +1528,7 @@ fn svg_parses_and_has_the_reported_size() {
 /// file written), errors included.
 #[test]
 fn data_formats_equal_rrdtool_byte_for_byte() {
-    let dir = tempdir();
-    setup(dir.path());
+    let dir = scene();
     // Legends and formats keep 200 bytes; JSON-escaped texts can exceed
     // the 256-byte line buffer.
     let long_area = format!("AREA:a#00ff00:{}", "L".repeat(300));
@@ -1724,8 +1698,7 @@ fn data_formats_equal_rrdtool_byte_for_byte() {
 /// rrdtool's byte for byte (in UTC and in Europe/Zurich).
 #[test]
 fn predict_and_newweek_equal_rrdtool() {
-    let dir = tempdir();
-    setup(dir.path());
+    let dir = scene();
     // The last row is masked where the `step,-n` form reads its shift 0:
     // rrdtool reads one row past its data there (beyond the array at the
     // very end).
@@ -1772,27 +1745,15 @@ fn predict_and_newweek_equal_rrdtool() {
 /// all the same colour.
 #[test]
 fn pdf_and_eps_are_documents_of_the_graph_size() {
-    let dir = tempdir();
-    setup(dir.path());
-    let case = strings(&[
-        "--start",
-        S,
-        "--end",
-        E,
-        "--title",
-        "documents",
-        "DEF:a=t.rrd:a:AVERAGE",
-        "VDEF:m=a,MAXIMUM",
-        "AREA:a#00ff0080:area",
-        "LINE2:a#ff0000:line",
-        "GPRINT:m:max %6.2lf",
-        "HRULE:m#0000ff:max",
-    ]);
+    let dir = scene();
+    let mut case = words(&format!(
+        "--start {S} --end {E} --title documents DEF:a=t.rrd:a:AVERAGE VDEF:m=a,MAXIMUM \
+         AREA:a#00ff0080:area LINE2:a#ff0000:line"
+    ));
+    case.extend(strings(&["GPRINT:m:max %6.2lf", "HRULE:m#0000ff:max"]));
     for format in ["PDF", "EPS"] {
-        let mut theirs_args = strings(&["graphv", "theirs.doc", "-a", format]);
-        theirs_args.extend(case.iter().cloned());
-        let mut ours_args = strings(&["graphv", "ours.doc", "-a", format]);
-        ours_args.extend(case.iter().cloned());
+        let theirs_args = [words(&format!("graphv theirs.doc -a {format}")), case.clone()].concat();
+        let ours_args = [words(&format!("graphv ours.doc -a {format}")), case.clone()].concat();
         let theirs = run(RRDTOOL, &theirs_args, dir.path());
         let ours = run(rrdscale_bin(), &ours_args, dir.path());
         assert!(
@@ -1881,8 +1842,7 @@ fn generated_data_format_graphs_equal_rrdtool() {
     let cases: usize =
         std::env::var("RRDSCALE_DIFF_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(60).min(400);
     println!("generated data-format graphs: seed {seed}, {cases} cases");
-    let dir = tempdir();
-    setup(dir.path());
+    let dir = scene();
     let mut rng = Lcg(seed);
     let mut pick = |n: usize| ((rng.unit() * n as f64) as usize).min(n - 1);
     let formats = ["XML", "XMLENUM", "JSON", "JSONTIME", "CSV", "TSV", "SSV"];
@@ -1967,29 +1927,15 @@ fn generated_data_format_graphs_equal_rrdtool() {
 /// tiny, zero and unknown, in every conversion and flag.
 #[test]
 fn print_numbers_equal_rrdtool_in_pictures_and_meta_lists() {
-    let dir = tempdir();
-    setup(dir.path());
+    let dir = scene();
     let formats = [
         "%.1lf", "%.0lf", "%lf", "%8.2lf", "%08.2lf", "%-8.1lfx", "%le", "%.2lE", "%lg", "%#.3lg", "%+.2lf",
         "% .3le", "%.2lf", "v=%lf!", "%.3lG", "%#.1lg", "%#lg", "%#.0lf", "%#.0le", "%.0lg", "%.20lf",
         "%230lf", "%-300lf|",
     ];
-    let values = [
-        "12.25",
-        "2.5",
-        "-3.14159",
-        "12345.678",
-        "0.000123",
-        "100",
-        "1e20",
-        "0.125",
-        "-0.5",
-        "99.995",
-        "0",
-        "UNKN",
-    ];
+    let values = words("12.25 2.5 -3.14159 12345.678 0.000123 100 1e20 0.125 -0.5 99.995 0 UNKN");
     let mut failures = Vec::new();
-    for value in values {
+    for value in &values {
         for format in ["XML", "JSON"] {
             let mut args = words(&format!(
                 "graphv - -a {format} --start {S} --end {E} -w 10 DEF:a=t.rrd:a:AVERAGE \
@@ -2010,27 +1956,10 @@ fn print_numbers_equal_rrdtool_in_pictures_and_meta_lists() {
 /// second at the bottom.
 #[test]
 fn tick_and_gradient_pixels() {
-    let dir = tempdir();
-    setup(dir.path());
+    let dir = scene();
     let draw = |elements: &[&str]| {
-        let mut args = strings(&[
-            "graph",
-            "p.png",
-            "--start",
-            S,
-            "--end",
-            E,
-            "--only-graph",
-            "-w",
-            "100",
-            "-h",
-            "60",
-            "-l",
-            "0",
-            "-u",
-            "1",
-            "--rigid",
-        ]);
+        let mut args =
+            words(&format!("graph p.png --start {S} --end {E} --only-graph -w 100 -h 60 -l 0 -u 1 --rigid"));
         args.extend(strings(elements));
         let o = run(rrdscale_bin(), &args, dir.path());
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -2063,27 +1992,14 @@ fn tick_and_gradient_pixels() {
 /// output (it stays in memory).
 #[test]
 fn unwritable_files_as_rrdtool() {
-    let dir = tempdir();
-    setup(dir.path());
+    let dir = scene();
     let mut failures = Vec::new();
     for verb in ["graph", "graphv"] {
         for format in ["PNG", "SVG", "PDF", "EPS", "CSV", "JSON", "XML"] {
-            let args = strings(&[
-                verb,
-                "/nonexistent-dir/x.img",
-                "-a",
-                format,
-                "--start",
-                S,
-                "--end",
-                E,
-                "-w",
-                "20",
-                "DEF:a=t.rrd:a:AVERAGE",
-                "VDEF:m=a,MAXIMUM",
-                "LINE1:a#ff0000:x",
-                "PRINT:m:%lf",
-            ]);
+            let args = words(&format!(
+                "{verb} /nonexistent-dir/x.img -a {format} --start {S} --end {E} -w 20 \
+                 DEF:a=t.rrd:a:AVERAGE VDEF:m=a,MAXIMUM LINE1:a#ff0000:x PRINT:m:%lf"
+            ));
             let theirs = run(RRDTOOL, &args, dir.path());
             let ours = run(rrdscale_bin(), &args, dir.path());
             if theirs.stdout != ours.stdout
@@ -2149,10 +2065,9 @@ fn run_cpu_timed(program: &str, args: &[String], dir: &Path) -> (Output, std::ti
 /// what rrdtool prints, every PRINT included.
 #[test]
 fn thousands_of_elements_in_linear_time_and_as_rrdtool_draws_them() {
-    let dir = tempdir();
-    setup(dir.path());
+    let dir = scene();
     let n = 4000;
-    let mut case = strings(&["--start", S, "--end", E]);
+    let mut case = in_range(&[]);
     for i in 0..n {
         let ds = ["a", "b", "c"][i % 3];
         let cf = ["AVERAGE", "MAX", "MIN", "LAST"][i % 4];
@@ -2164,10 +2079,8 @@ fn thousands_of_elements_in_linear_time_and_as_rrdtool_draws_them() {
     }
     // A few drawn, stacked and reading the last definitions.
     case.extend(strings(&["LINE1:v0#ff0000:first", "AREA:v3999#00ff0080:last:STACK", "GPRINT:m3999:%6.2lf"]));
-    let mut ours_args = vec!["graphv".to_string(), "ours.png".to_string()];
-    ours_args.extend(case.iter().cloned());
-    let mut theirs_args = vec!["graphv".to_string(), "theirs.png".to_string()];
-    theirs_args.extend(case.iter().cloned());
+    let ours_args = [words("graphv ours.png"), case.clone()].concat();
+    let theirs_args = [words("graphv theirs.png"), case].concat();
     let (ours, took) = run_cpu_timed(rrdscale_bin(), &ours_args, dir.path());
     let theirs = run(RRDTOOL, &theirs_args, dir.path());
     assert!(theirs.status.success(), "rrdtool: {}", String::from_utf8_lossy(&theirs.stderr));
@@ -2203,24 +2116,17 @@ fn thousands_of_elements_in_linear_time_and_as_rrdtool_draws_them() {
 /// `--maxrows` and `--step`, reduce functions and a CDEF over two files.
 #[test]
 fn long_range_xport_equals_rrdtool() {
-    let dir = tempdir();
-    setup(dir.path());
+    let dir = scene();
     let mut failures = Vec::new();
     for extra in
         [&["--maxrows", "400"][..], &["--maxrows", "13"], &["--maxrows", "1000", "--step", "86400"], &[]]
     {
-        let mut args = strings(&["xport", "--start", "315360011", "--end", "2000000000"]);
-        args.extend(strings(extra));
-        args.extend(strings(&[
-            "DEF:x=m.rrd:x:AVERAGE",
-            "DEF:a=t.rrd:a:AVERAGE:reduce=MIN",
-            "DEF:b=t.rrd:b:MAX",
-            "CDEF:s=x,a,+",
-            "XPORT:x:x",
-            "XPORT:a:a",
-            "XPORT:b:b",
-            "XPORT:s:s",
-        ]));
+        let args = words(&format!(
+            "xport --start 315360011 --end 2000000000 {} DEF:x=m.rrd:x:AVERAGE \
+             DEF:a=t.rrd:a:AVERAGE:reduce=MIN DEF:b=t.rrd:b:MAX CDEF:s=x,a,+ \
+             XPORT:x:x XPORT:a:a XPORT:b:b XPORT:s:s",
+            extra.join(" ")
+        ));
         let ours = run(rrdscale_bin(), &args, dir.path());
         let theirs = run(RRDTOOL, &args, dir.path());
         assert!(theirs.status.success(), "rrdtool {args:?}: {}", String::from_utf8_lossy(&theirs.stderr));

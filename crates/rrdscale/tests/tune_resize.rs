@@ -224,20 +224,48 @@ fn describe(dir: &Path, file: &str) -> Option<(Vec<u8>, Vec<u8>)> {
     (info.status.success() && dump.status.success()).then_some((info.stdout, dump.stdout))
 }
 
+/// `tool verb t.rrd args...` run by rrdtool in `a/` and by rrdscale in
+/// `b/`, each on its own copy of `base`.
+struct BothRuns {
+    _tmp: tempfile::TempDir,
+    a: PathBuf,
+    b: PathBuf,
+    theirs: Output,
+    ours: Output,
+    /// The run, for messages: verb, base file, arguments.
+    what: String,
+}
+
+impl BothRuns {
+    fn new(base: &Path, verb: &str, args: &[&str]) -> BothRuns {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        for d in [&a, &b] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::copy(base, d.join("t.rrd")).unwrap();
+        }
+        let full = [&[verb, "t.rrd"], args].concat();
+        let theirs = run_in(RRDTOOL, &full, &a);
+        let ours = run_in(RRDSCALE, &full, &b);
+        let what = format!("{verb} {} {args:?}", base.file_name().unwrap().to_string_lossy());
+        BothRuns { _tmp: tmp, a, b, theirs, ours, what }
+    }
+}
+
+/// Both exited alike and printed the same standard error.
+fn assert_same_status_and_stderr(theirs: &Output, ours: &Output, what: &str) {
+    assert_eq!(theirs.status.code(), ours.status.code(), "{what}: exit status; ours said {:?}", ours.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&theirs.stderr),
+        String::from_utf8_lossy(&ours.stderr),
+        "{what}: stderr"
+    );
+}
+
 /// Runs `tool tune t.rrd args...` on copies of `base` with both tools and
 /// compares everything. Returns whether rrdtool succeeded.
 fn compare_tune(base: &Path, args: &[&str]) -> bool {
-    let tmp = tempfile::tempdir().unwrap();
-    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
-    for d in [&a, &b] {
-        std::fs::create_dir(d).unwrap();
-        std::fs::copy(base, d.join("t.rrd")).unwrap();
-    }
-    let mut full = vec!["tune", "t.rrd"];
-    full.extend_from_slice(args);
-    let theirs = run_in(RRDTOOL, &full, &a);
-    let ours = run_in(RRDSCALE, &full, &b);
-    let what = format!("tune {} {args:?}", base.file_name().unwrap().to_string_lossy());
+    let BothRuns { _tmp, a, b, theirs, ours, what } = BothRuns::new(base, "tune", args);
     let rra_count = |f: &[u8]| f.get(32..40).map(|b| u64::from_le_bytes(b.try_into().unwrap()));
     if theirs.status.success() && rra_count(&std::fs::read(a.join("t.rrd")).unwrap()) == Some(0) {
         // rrdtool wrote a file without archives that nothing can read: a
@@ -247,12 +275,7 @@ fn compare_tune(base: &Path, args: &[&str]) -> bool {
         assert_eq!(std::fs::read(b.join("t.rrd")).unwrap(), std::fs::read(base).unwrap(), "{what}");
         return false;
     }
-    assert_eq!(theirs.status.code(), ours.status.code(), "{what}: exit status; ours said {:?}", ours.stderr);
-    assert_eq!(
-        String::from_utf8_lossy(&theirs.stderr),
-        String::from_utf8_lossy(&ours.stderr),
-        "{what}: stderr"
-    );
+    assert_same_status_and_stderr(&theirs, &ours, &what);
     assert_eq!(theirs.stdout, ours.stdout, "{what}: stdout");
     if !added_definitions_parse(base, args) {
         // rrdtool reports the error but still rewrites the file with an
@@ -451,23 +474,8 @@ fn assert_same_text(expected: &str, got: &str, what: &str) {
 
 /// Runs `tool resize t.rrd args...` with both tools and compares.
 fn compare_resize(base: &Path, args: &[&str]) -> bool {
-    let tmp = tempfile::tempdir().unwrap();
-    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
-    for d in [&a, &b] {
-        std::fs::create_dir(d).unwrap();
-        std::fs::copy(base, d.join("t.rrd")).unwrap();
-    }
-    let mut full = vec!["resize", "t.rrd"];
-    full.extend_from_slice(args);
-    let theirs = run_in(RRDTOOL, &full, &a);
-    let ours = run_in(RRDSCALE, &full, &b);
-    let what = format!("resize {} {args:?}", base.file_name().unwrap().to_string_lossy());
-    assert_eq!(theirs.status.code(), ours.status.code(), "{what}: exit status; ours said {:?}", ours.stderr);
-    assert_eq!(
-        String::from_utf8_lossy(&theirs.stderr),
-        String::from_utf8_lossy(&ours.stderr),
-        "{what}: stderr"
-    );
+    let BothRuns { _tmp, a, b, theirs, ours, what } = BothRuns::new(base, "resize", args);
+    assert_same_status_and_stderr(&theirs, &ours, &what);
     assert_eq!(
         std::fs::read(base).unwrap(),
         std::fs::read(b.join("t.rrd")).unwrap(),

@@ -85,24 +85,10 @@ pub fn assert_same_text(ours: &str, theirs: &str, what: &str) {
     );
 }
 
-/// An RRD with each archive rotated so that its oldest row comes first.
+/// An RRD with each archive rotated so that its oldest row comes first
+/// ([`rrd_testkit::canonical`]); panics on bytes that are not an RRD.
 pub fn canonical_rrd(bytes: &[u8]) -> Vec<u8> {
-    let header = rrd_format::Header::decode(bytes, bytes.len() as u64).expect("a valid RRD");
-    let layout = header.layout();
-    let mut out = bytes.to_vec();
-    let row_len = layout.row_len() as usize;
-    for (i, &cur) in header.rra_ptr().iter().enumerate() {
-        let rows = layout.row_counts[i] as usize;
-        let start = layout.rra_data_off[i] as usize;
-        let area = &bytes[start..start + rows * row_len];
-        let oldest = (cur as usize + 1) % rows;
-        let dst = &mut out[start..start + rows * row_len];
-        dst[..(rows - oldest) * row_len].copy_from_slice(&area[oldest * row_len..]);
-        dst[(rows - oldest) * row_len..].copy_from_slice(&area[..oldest * row_len]);
-        let ptr = layout.rra_ptr_off as usize + 8 * i;
-        out[ptr..ptr + 8].copy_from_slice(&(rows as u64 - 1).to_le_bytes());
-    }
-    out
+    rrd_testkit::canonical::oldest_rows_first(bytes).unwrap_or_else(|e| panic!("a valid RRD: {e}"))
 }
 
 /// Every file both runs left, equal (RRDs canonically, images skipped);

@@ -4,12 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use rrd_daemon::cache::Cache;
+use rrd_daemon::cache::{unix_now, Cache, Entry, Values};
+use rrd_daemon::commands::update_value_time;
 use rrd_daemon::config::Config;
 use rrd_daemon::flusher;
 use rrd_daemon::journaler::Journaler;
 use rrd_daemon::state::Daemon;
-use rrd_engine::batch::BatchUpdater;
+use rrd_engine::batch::{BatchUpdater, KeptHeader};
 use rrd_engine::create::{create, CreateOptions};
 
 /// Creates an RRD at `path`: 300 s step, last update `start`, `defs` its
@@ -18,6 +19,30 @@ pub fn create_rrd(path: &Path, start: i64, defs: &[&str]) {
     let defs: Vec<String> = defs.iter().map(|s| s.to_string()).collect();
     let opts = CreateOptions { start: Some(start), step_secs: Some(300), ..Default::default() };
     create(path, &opts, &defs, start).unwrap();
+}
+
+/// What UPDATE does to the cache (without the journal): `values` go
+/// pending on `key`'s entry, made from the file's header if new. `check`
+/// sees the entry and each value's time before the value is taken (it may
+/// assert, or set what a test needs).
+pub fn add_pending(daemon: &Daemon, key: &str, values: &[String], mut check: impl FnMut(&mut Entry, f64)) {
+    let cache = &daemon.cache;
+    let mut shard = cache.shard(key);
+    let e = shard.entry(key.into()).or_insert_with(|| {
+        let kept = KeptHeader::read(Path::new(key)).unwrap();
+        let mut e = Entry::new(kept.header.live().last_up as f64, 0, unix_now());
+        e.kept = cache.keep(kept);
+        e
+    });
+    let mut v = Values::default();
+    for s in values {
+        let t = update_value_time(s).expect("a value with a time");
+        check(e, t);
+        e.last_stamp = t;
+        v.push(t, s);
+    }
+    cache.count_pending(&v, true);
+    e.pending.extend_from(&v);
 }
 
 /// The last update of the journal tests' files (`fault`, `replay`).

@@ -1026,7 +1026,7 @@ impl BatchUpdater {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::create::{create, CreateOptions};
+    use crate::testfile::{create_file, create_with_copies, perftest_arg, PERFTEST_LIKE};
     use crate::update;
 
     /// The cache stays bounded, and every lookup returns the file of the
@@ -1060,15 +1060,13 @@ mod tests {
     #[test]
     fn batch_equals_one_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
-        let defs: Vec<String> = ["DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10", "RRA:MAX:0.5:3:10"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let opts = CreateOptions { start: Some(1_000_000_000), step_secs: Some(300), ..Default::default() };
         let mut reqs = Vec::new();
         for i in 0..20 {
-            let p = dir.path().join(format!("f{i}.rrd"));
-            create(&p, &opts, &defs, 0).unwrap();
+            let p = create_file(
+                dir.path(),
+                &format!("f{i}.rrd"),
+                &["DS:a:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:10", "RRA:MAX:0.5:3:10"],
+            );
             let q = dir.path().join(format!("g{i}.rrd"));
             std::fs::copy(&p, &q).unwrap();
             let args: Vec<String> =
@@ -1089,23 +1087,37 @@ mod tests {
     }
 
     fn perftest_like(dir: &Path, name: &str) -> PathBuf {
-        let defs: Vec<String> =
-            ["DS:a:GAUGE:600:U:U", "DS:b:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:10", "RRA:MAX:0.5:3:10"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-        let opts = CreateOptions { start: Some(1_000_000_000), step_secs: Some(300), ..Default::default() };
-        let p = dir.join(name);
-        create(&p, &opts, &defs, 0).unwrap();
-        p
+        create_file(dir, name, &PERFTEST_LIKE)
+    }
+
+    /// A perftest-like `a.rrd` and its copy `b.rrd`, the reference that
+    /// only direct updates write.
+    fn twins(dir: &Path) -> (PathBuf, PathBuf) {
+        let (a, [b]) = create_with_copies(dir, &PERFTEST_LIKE, ["b.rrd"]);
+        (a, b)
     }
 
     fn req(path: &Path, k: u64) -> UpdateRequest {
         UpdateRequest {
             path: path.to_path_buf(),
-            args: vec![format!("{}:{}:{}", 1_000_000_000 + 300 * k, k, 1000 * k)],
+            args: vec![perftest_arg(k)],
             opts: UpdateOptions::default(),
         }
+    }
+
+    /// Update `k`: of `a` by `u` if `ours`, else directly (another
+    /// writer), and of the reference `b` directly; the two files must then
+    /// be equal. Waits out the racy window after.
+    fn step_both(u: &mut BatchUpdater, a: &Path, b: &Path, k: u64, ours: bool) {
+        let r = req(a, k);
+        if ours {
+            u.update(&r, false).unwrap();
+        } else {
+            update::update_file(a, &r.args, &r.opts, false).unwrap();
+        }
+        update::update_file(b, &r.args, &r.opts, false).unwrap();
+        assert_eq!(std::fs::read(a).unwrap(), std::fs::read(b).unwrap(), "step {k}");
+        past_racy_window();
     }
 
     fn past_racy_window() {
@@ -1117,16 +1129,10 @@ mod tests {
     #[test]
     fn kept_header_is_used_and_gives_the_same_bytes() {
         let dir = tempfile::tempdir().unwrap();
-        let a = perftest_like(dir.path(), "a.rrd");
-        let b = perftest_like(dir.path(), "b.rrd");
-        std::fs::copy(&a, &b).unwrap();
+        let (a, b) = twins(dir.path());
         let mut u = BatchUpdater::new(4);
         for k in 1..=8 {
-            let r = req(&a, k);
-            u.update(&r, false).unwrap();
-            update::update_file(&b, &r.args, &r.opts, false).unwrap();
-            assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "step {k}");
-            past_racy_window();
+            step_both(&mut u, &a, &b, k, true);
         }
         assert_eq!(u.counters.headers_read, 1, "{:?}", u.counters);
         assert_eq!(u.counters.headers_kept, 7, "{:?}", u.counters);
@@ -1137,20 +1143,10 @@ mod tests {
     #[test]
     fn foreign_writes_invalidate_the_kept_header() {
         let dir = tempfile::tempdir().unwrap();
-        let a = perftest_like(dir.path(), "a.rrd");
-        let b = perftest_like(dir.path(), "b.rrd");
-        std::fs::copy(&a, &b).unwrap();
+        let (a, b) = twins(dir.path());
         let mut u = BatchUpdater::new(4);
         for k in 1..=6 {
-            let r = req(&a, k);
-            if k % 2 == 0 {
-                update::update_file(&a, &r.args, &r.opts, false).unwrap();
-            } else {
-                u.update(&r, false).unwrap();
-            }
-            update::update_file(&b, &r.args, &r.opts, false).unwrap();
-            assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "step {k}");
-            past_racy_window();
+            step_both(&mut u, &a, &b, k, k % 2 != 0);
         }
         assert_eq!(u.counters.headers_kept, 0, "{:?}", u.counters);
         assert_eq!(u.counters.headers_read, 3);
@@ -1170,22 +1166,10 @@ mod tests {
     #[test]
     fn clock_stamps_detect_foreign_changes() {
         let dir = tempfile::tempdir().unwrap();
-        let a = perftest_like(dir.path(), "a.rrd");
-        let b = perftest_like(dir.path(), "b.rrd");
-        std::fs::copy(&a, &b).unwrap();
+        let (a, b) = twins(dir.path());
         let mut u = BatchUpdater::new(4);
         u.stamp_by_clock = true;
-        let step = |u: &mut BatchUpdater, k: u64, ours: bool| {
-            let r = req(&a, k);
-            if ours {
-                u.update(&r, false).unwrap();
-            } else {
-                update::update_file(&a, &r.args, &r.opts, false).unwrap();
-            }
-            update::update_file(&b, &r.args, &r.opts, false).unwrap();
-            assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "step {k}");
-            past_racy_window();
-        };
+        let step = |u: &mut BatchUpdater, k: u64, ours: bool| step_both(u, &a, &b, k, ours);
         for k in 1..=3 {
             step(&mut u, k, true);
         }
@@ -1215,11 +1199,8 @@ mod tests {
     #[test]
     fn a_file_renamed_over_the_path_is_reopened() {
         let dir = tempfile::tempdir().unwrap();
-        let a = perftest_like(dir.path(), "a.rrd");
-        let fresh = dir.path().join("fresh.rrd");
-        std::fs::copy(&a, &fresh).unwrap();
-        let reference = dir.path().join("ref.rrd");
-        std::fs::copy(&a, &reference).unwrap();
+        let (a, [fresh, reference]) =
+            create_with_copies(dir.path(), &PERFTEST_LIKE, ["fresh.rrd", "ref.rrd"]);
         let mut u = BatchUpdater::new(4);
         u.update(&req(&a, 1), false).unwrap();
         past_racy_window();
@@ -1238,11 +1219,8 @@ mod tests {
     fn a_file_renamed_over_the_path_is_reopened_without_kept_headers() {
         for (keep_headers, from_second) in [(false, false), (true, true)] {
             let dir = tempfile::tempdir().unwrap();
-            let a = perftest_like(dir.path(), "a.rrd");
-            let fresh = dir.path().join("fresh.rrd");
-            std::fs::copy(&a, &fresh).unwrap();
-            let reference = dir.path().join("ref.rrd");
-            std::fs::copy(&a, &reference).unwrap();
+            let (a, [fresh, reference]) =
+                create_with_copies(dir.path(), &PERFTEST_LIKE, ["fresh.rrd", "ref.rrd"]);
             let mut u = BatchUpdater::new(4);
             u.keep_headers = keep_headers;
             u.keep_from_second_update = from_second;
@@ -1282,9 +1260,7 @@ mod tests {
     #[test]
     fn an_opened_file_is_updated_once_and_closed() {
         let dir = tempfile::tempdir().unwrap();
-        let a = perftest_like(dir.path(), "a.rrd");
-        let b = dir.path().join("b.rrd");
-        std::fs::copy(&a, &b).unwrap();
+        let (a, b) = twins(dir.path());
         let mut u = BatchUpdater::new(4);
         for k in 1..=4 {
             let file = open_for_update(&Root::Anywhere, true, &a).unwrap();
@@ -1403,9 +1379,7 @@ mod tests {
     #[test]
     fn write_errors_drop_the_kept_header_and_retry_cleanly() {
         let dir = tempfile::tempdir().unwrap();
-        let a = perftest_like(dir.path(), "a.rrd");
-        let b = perftest_like(dir.path(), "b.rrd");
-        std::fs::copy(&a, &b).unwrap();
+        let (a, b) = twins(dir.path());
         let hook = Arc::new(FailWrites(std::sync::atomic::AtomicBool::new(false)));
         let mut u = BatchUpdater::new(4);
         u.faults = Some(hook.clone());

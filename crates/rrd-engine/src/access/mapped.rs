@@ -609,22 +609,11 @@ fn decode_snapshot(path: &Path, map: &Mapping, snapshot: bool) -> Result<(Header
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::create::{create, CreateOptions};
+    use crate::testfile::{create_file as make, create_with_copies, perftest_arg, PERFTEST_LIKE, START};
     use crate::update::update_file;
 
-    fn make(dir: &Path, name: &str, defs: &[&str]) -> PathBuf {
-        let defs: Vec<String> = defs.iter().map(|s| s.to_string()).collect();
-        let opts = CreateOptions { start: Some(1_000_000_000), step_secs: Some(300), ..Default::default() };
-        let p = dir.join(name);
-        create(&p, &opts, &defs, 0).unwrap();
-        p
-    }
-
-    const PERFTEST_LIKE: [&str; 4] =
-        ["DS:a:GAUGE:600:U:U", "DS:b:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:10", "RRA:MAX:0.5:3:10"];
-
     fn arg(k: u64) -> Vec<String> {
-        vec![format!("{}:{}:{}", 1_000_000_000 + 300 * k, k, 1000 * k)]
+        vec![perftest_arg(k)]
     }
 
     /// Mapped updates write exactly the bytes of direct updates, step by
@@ -667,9 +656,7 @@ mod tests {
     #[test]
     fn kept_headers_follow_foreign_writes() {
         let dir = tempfile::tempdir().unwrap();
-        let a = make(dir.path(), "a.rrd", &PERFTEST_LIKE);
-        let b = dir.path().join("b.rrd");
-        std::fs::copy(&a, &b).unwrap();
+        let (a, [b]) = create_with_copies(dir.path(), &PERFTEST_LIKE, ["b.rrd"]);
         let mut files = MappedFiles { keep_headers: true, ..Default::default() };
         for k in 1..=9 {
             if k % 3 == 0 {
@@ -692,7 +679,7 @@ mod tests {
             f.write_all_at(&100u64.to_le_bytes(), hb_off).unwrap();
         }
         // A 400 s gap: known with the old 600 s heartbeat, unknown with 100 s.
-        let late = vec![format!("{}:1:1", 1_000_000_000 + 300 * 9 + 400)];
+        let late = vec![format!("{}:1:1", START + 300 * 9 + 400)];
         files.update(&a, &late, &UpdateOptions::default(), false).unwrap();
         update_file(&b, &late, &UpdateOptions::default(), false).unwrap();
         assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
@@ -704,9 +691,7 @@ mod tests {
     #[test]
     fn argument_errors_match_direct() {
         let dir = tempfile::tempdir().unwrap();
-        let a = make(dir.path(), "a.rrd", &PERFTEST_LIKE);
-        let b = dir.path().join("b.rrd");
-        std::fs::copy(&a, &b).unwrap();
+        let (a, [b]) = create_with_copies(dir.path(), &PERFTEST_LIKE, ["b.rrd"]);
         let args = vec![arg(1)[0].clone(), "1000000000:1:2".to_string(), arg(3)[0].clone()];
         let mut files = MappedFiles::default();
         let rm = files.update(&a, &args, &UpdateOptions::default(), false).unwrap();
@@ -735,11 +720,8 @@ mod tests {
 
     fn a_replaced_file_is_remapped_with(keep: bool) {
         let dir = tempfile::tempdir().unwrap();
-        let a = make(dir.path(), "a.rrd", &PERFTEST_LIKE);
-        let fresh = dir.path().join("fresh.rrd");
-        std::fs::copy(&a, &fresh).unwrap();
-        let reference = dir.path().join("ref.rrd");
-        std::fs::copy(&a, &reference).unwrap();
+        let (a, [fresh, reference]) =
+            create_with_copies(dir.path(), &PERFTEST_LIKE, ["fresh.rrd", "ref.rrd"]);
         let mut files = MappedFiles { keep_headers: keep, ..Default::default() };
         files.update(&a, &arg(1), &UpdateOptions::default(), false).unwrap();
         // Keep the old inode reachable to check it is not written again.
@@ -813,9 +795,7 @@ mod tests {
         const WIDE: [&str; 4] =
             ["DS:a:GAUGE:600:U:U", "DS:b:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:600", "RRA:MAX:0.5:3:600"];
         let dir = tempfile::tempdir().unwrap();
-        let a = make(dir.path(), "a.rrd", &WIDE);
-        let reference = dir.path().join("ref.rrd");
-        std::fs::copy(&a, &reference).unwrap();
+        let (a, [reference]) = create_with_copies(dir.path(), &WIDE, ["ref.rrd"]);
         let opts = UpdateOptions::default();
         let now = Now::system();
         // Steps 1-3: the third completes a row of the 3-step archive too.

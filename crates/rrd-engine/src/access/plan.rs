@@ -249,10 +249,11 @@ pub fn prefetch_window(requests: &[&UpdateRequest], budget: u64, target: &mut dy
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::create::{build_header, CreateOptions};
+    use crate::testfile::header_at;
 
+    /// The schema of rrdtool's perftest, last update at 1000000200.
     fn perftest_header() -> Header {
-        let defs: Vec<String> = [
+        let defs = [
             "DS:in:GAUGE:600:U:U",
             "DS:out:GAUGE:600:U:U",
             "RRA:AVERAGE:0.5:1:600",
@@ -262,12 +263,8 @@ mod tests {
             "RRA:MAX:0.5:24:600",
             "RRA:AVERAGE:0.5:144:600",
             "RRA:MAX:0.5:144:600",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let opts = CreateOptions { start: Some(1_000_000_200), step_secs: Some(300), ..Default::default() };
-        build_header(&opts, &defs, 0).unwrap()
+        ];
+        header_at(1_000_000_200, 300, &defs)
     }
 
     /// One step on the perftest schema writes the live header and one row
@@ -302,10 +299,7 @@ mod tests {
     /// plan's header is the real update's.
     #[test]
     fn plan_lists_seasonal_reads_of_holt_winters_updates() {
-        let defs: Vec<String> =
-            ["DS:x:GAUGE:600:U:U", "RRA:HWPREDICT:10:0.5:0.5:4"].iter().map(|s| s.to_string()).collect();
-        let opts = CreateOptions { start: Some(1_000_000_200), step_secs: Some(300), ..Default::default() };
-        let h = build_header(&opts, &defs, 0).unwrap();
+        let h = header_at(1_000_000_200, 300, &["DS:x:GAUGE:600:U:U", "RRA:HWPREDICT:10:0.5:0.5:4"]);
         let layout = h.layout();
         let mut bytes = h.encode();
         bytes.resize(layout.file_len as usize, 0);

@@ -420,24 +420,14 @@ pub fn create_in(
 mod tests {
     use super::*;
 
-    fn defs(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
-    }
-
     #[test]
     fn header_initial_state_matches_rrdtool() {
-        let opts = CreateOptions { start: Some(1_000_000_000), step_secs: Some(300), ..Default::default() };
-        let h = build_header(
-            &opts,
-            &defs(&[
-                "DS:in:GAUGE:600:U:U",
-                "DS:out:COUNTER:600:0:1e9",
-                "RRA:AVERAGE:0.5:1:5",
-                "RRA:MAX:0.5:3:4",
-            ]),
-            0,
-        )
-        .unwrap();
+        let h = crate::testfile::header(&[
+            "DS:in:GAUGE:600:U:U",
+            "DS:out:COUNTER:600:0:1e9",
+            "RRA:AVERAGE:0.5:1:5",
+            "RRA:MAX:0.5:3:4",
+        ]);
         assert_eq!(h.version(), Version(3));
         assert_eq!(h.pdp()[0].last_ds_str(), "U");
         assert_eq!(h.pdp()[0].scratch[PDP_UNKN_SEC_CNT], 100);

@@ -129,14 +129,12 @@ pub fn resized<S: Store>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::create::{build_header, CreateOptions};
     use crate::store::MemStore;
 
     /// One DS, archive of `rows` rows holding 0, 1, 2, ... with `cur_row`.
     fn rrd(rows: u64, cur_row: u64) -> Rrd<MemStore> {
-        let opts = CreateOptions { start: Some(1_000_000_000), step_secs: Some(300), ..Default::default() };
-        let defs = ["DS:a:GAUGE:600:U:U".to_string(), format!("RRA:AVERAGE:0.5:1:{rows}")];
-        let mut header = build_header(&opts, &defs, 0).unwrap();
+        let mut header =
+            crate::testfile::header(&["DS:a:GAUGE:600:U:U", &format!("RRA:AVERAGE:0.5:1:{rows}")]);
         header.set_cur_row(0, cur_row).unwrap();
         let mut bytes = header.encode();
         rrd_format::encode_values(&(0..rows).map(|i| i as f64).collect::<Vec<_>>(), &mut bytes);

@@ -914,26 +914,25 @@ mod tests {
         assert!(err("<foo/>").contains("<rrd>"), "{}", err("<foo/>"));
         assert!(err("").contains("ended"));
         assert!(err("<rrd><step>300</stp></rrd>").contains("malformed XML"));
-        let no_rows = MINIMAL.replace("<row><v>1</v></row><row><v>20</v></row><row><v>NaN</v></row>", "");
-        assert!(err(&no_rows).contains("no rows"), "{}", err(&no_rows));
-        let bad_value = MINIMAL.replace("<v>20</v>", "<v>abc</v>");
-        assert!(err(&bad_value).contains("<v> 'abc' is not a number"), "{}", err(&bad_value));
-        let few_values = MINIMAL.replace("<row><v>20</v></row>", "<row></row>");
-        assert!(err(&few_values).contains("</row>"), "{}", err(&few_values));
-        let unknown = MINIMAL.replace("<xff>0.5</xff>", "<xff>0.5</xff><foo>1</foo>");
-        assert!(err(&unknown).contains("<foo>"), "{}", err(&unknown));
-        let bad_type = MINIMAL.replace("GAUGE", "GAGE");
-        assert!(err(&bad_type).contains("'GAGE'"), "{}", err(&bad_type));
-        let no_step = MINIMAL.replace("<step>300</step>", "");
-        assert!(err(&no_step).contains("<step>"), "{}", err(&no_step));
         let trailing = format!("{MINIMAL}<rrd>");
         assert!(err(&trailing).contains("after </rrd>"), "{}", err(&trailing));
-        let long_name = MINIMAL.replace("<name>a</name>", "<name>abcdefghijklmnopqrstu</name>");
-        assert!(err(&long_name).contains("longer than 19"), "{}", err(&long_name));
-        let ds_after_rra = MINIMAL.replace("</rra></rrd>", "</rra><ds></ds></rrd>");
-        assert!(err(&ds_after_rra).contains("precede"), "{}", err(&ds_after_rra));
-        let v9 = MINIMAL.replace("0003", "0009");
-        assert!(err(&v9).contains("'0009'"), "{}", err(&v9));
+        // MINIMAL with one piece replaced, and what the error must name.
+        let edits = [
+            ("<row><v>1</v></row><row><v>20</v></row><row><v>NaN</v></row>", "", "no rows"),
+            ("<v>20</v>", "<v>abc</v>", "<v> 'abc' is not a number"),
+            ("<row><v>20</v></row>", "<row></row>", "</row>"),
+            ("<xff>0.5</xff>", "<xff>0.5</xff><foo>1</foo>", "<foo>"),
+            ("GAUGE", "GAGE", "'GAGE'"),
+            ("<step>300</step>", "", "<step>"),
+            ("<name>a</name>", "<name>abcdefghijklmnopqrstu</name>", "longer than 19"),
+            ("</rra></rrd>", "</rra><ds></ds></rrd>", "precede"),
+            ("0003", "0009", "'0009'"),
+        ];
+        for (from, to, named) in edits {
+            assert!(MINIMAL.contains(from), "{from}");
+            let e = err(&MINIMAL.replace(from, to));
+            assert!(e.contains(named), "{from} -> {to}: {e}");
+        }
     }
 
     #[test]

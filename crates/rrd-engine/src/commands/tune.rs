@@ -1367,15 +1367,10 @@ pub fn finish_modify<S: Store>(tuner: &Tuner<S>, path: &Path, structural: &[Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::create::{self, CreateOptions};
-
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
+    use crate::testfile::defs as s;
 
     fn image(defs: &[&str]) -> Image {
-        let opts = CreateOptions { start: Some(1_000_000_000), step_secs: Some(300), ..Default::default() };
-        let mut header = create::build_header(&opts, &s(defs), 0).unwrap();
+        let mut header = crate::testfile::header(defs);
         for r in 0..header.rra_count() {
             header.set_cur_row(r, 0).unwrap();
         }

@@ -131,7 +131,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::create::{create, CreateOptions};
+    use crate::create::create;
     use crate::rrd::Rrd;
     use crate::update::{update_rrd, Now, UpdateOptions};
 
@@ -139,18 +139,14 @@ mod tests {
 
     fn new_file(dir: &Path) -> std::path::PathBuf {
         let path = dir.join("f.rrd");
-        let defs: Vec<String> = [
+        let defs = crate::testfile::defs(&[
             "DS:x:GAUGE:600:U:U",
             "DS:y:COUNTER:600:U:U",
             "RRA:AVERAGE:0.5:1:20",
             "RRA:MAX:0.5:3:20",
             "RRA:AVERAGE:0.5:6:10",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let opts = CreateOptions { start: Some(T0), step_secs: Some(300), ..Default::default() };
-        create(&path, &opts, &defs, T0).unwrap();
+        ]);
+        create(&path, &crate::testfile::opts(T0, 300), &defs, T0).unwrap();
         path
     }
 

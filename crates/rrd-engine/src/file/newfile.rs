@@ -401,7 +401,6 @@ impl Write for Streaming {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::create::{build_header, CreateOptions};
 
     #[test]
     fn sizes_read_well() {
@@ -418,9 +417,7 @@ mod tests {
     }
 
     fn header() -> Header {
-        let opts = CreateOptions { start: Some(1_000_000_000), step_secs: Some(300), ..Default::default() };
-        let defs = ["DS:x:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:4000"].map(String::from);
-        build_header(&opts, &defs, 0).unwrap()
+        crate::testfile::header(&["DS:x:GAUGE:600:U:U", "RRA:AVERAGE:0.5:1:4000"])
     }
 
     fn nan_rows(out: &mut dyn Write) -> io::Result<()> {

@@ -889,15 +889,10 @@ fn finish(cf: Cf, estimate: f64, bin_size: i32, total_covered: i32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::create::{build_header, CreateOptions};
-
-    fn defs(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
-    }
+    use crate::testfile::defs;
 
     fn header(start: i64, d: &[&str]) -> Header {
-        let opts = CreateOptions { start: Some(start), step_secs: Some(300), ..Default::default() };
-        build_header(&opts, &defs(d), 0).unwrap()
+        crate::testfile::header_at(start, 300, d)
     }
 
     #[test]

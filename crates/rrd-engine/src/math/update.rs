@@ -817,15 +817,12 @@ mod tests {
     //! several steps, every classic CF), with the expected values worked out
     //! by hand in the comments.
     use super::*;
-    use crate::create::{build_header, CreateOptions};
     use rrd_format::{CDP_UNKN_PDP_CNT, CDP_VAL};
 
     /// A header with step 10 s, last update at 1000 (a row boundary for
     /// every archive below, so no row starts with unknown PDPs).
     fn header(defs: &[&str]) -> Header {
-        let opts = CreateOptions { start: Some(1000), step_secs: Some(10), ..Default::default() };
-        let defs: Vec<String> = defs.iter().map(|s| s.to_string()).collect();
-        build_header(&opts, &defs, 0).unwrap()
+        crate::testfile::header_at(1000, 10, defs)
     }
 
     /// Runs `args` and returns `updatev`'s summary: (time, archive, values).

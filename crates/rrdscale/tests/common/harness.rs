@@ -328,34 +328,11 @@ fn hide_cur_row(b: &[u8]) -> Vec<u8> {
     out.into_bytes()
 }
 
-/// Canonical form of a file for byte comparison.
-///
-/// rrdtool 1.7.2's `create` starts each RRA at a random `cur_row` (to spread
-/// consolidation I/O across files), so two files with identical content
-/// differ in `rra_ptr` and in where the rows sit. This rotates every RRA so
-/// that its oldest row comes first and sets `cur_row` to the last row. No
-/// other bytes need normalising: rrdtool zero-fills its structs, so padding
-/// and unused parameter slots are deterministic (the self-test of rrdtool
-/// against itself checks exactly that).
-pub fn normalize_file(bytes: &[u8]) -> Result<Vec<u8>, String> {
-    let header =
-        rrd_format::Header::decode(bytes, bytes.len() as u64).map_err(|e| format!("cannot decode: {e}"))?;
-    let layout = header.layout();
-    let mut out = bytes.to_vec();
-    let row_len = layout.row_len() as usize;
-    for (i, &cur) in header.rra_ptr().iter().enumerate() {
-        let rows = layout.row_counts[i] as usize;
-        let start = layout.rra_data_off[i] as usize;
-        let area = &bytes[start..start + rows * row_len];
-        let oldest = (cur as usize + 1) % rows;
-        let dst = &mut out[start..start + rows * row_len];
-        dst[..(rows - oldest) * row_len].copy_from_slice(&area[oldest * row_len..]);
-        dst[(rows - oldest) * row_len..].copy_from_slice(&area[..oldest * row_len]);
-        let ptr = layout.rra_ptr_off as usize + 8 * i;
-        out[ptr..ptr + 8].copy_from_slice(&(rows as u64 - 1).to_le_bytes());
-    }
-    Ok(out)
-}
+/// Canonical form of a file for byte comparison: rrdtool 1.7.2's `create`
+/// starts each RRA at a random `cur_row`, so every RRA is rotated oldest
+/// row first ([`rrd_testkit::canonical`]). The self-test of rrdtool
+/// against itself checks that no other bytes need normalising.
+pub use rrd_testkit::canonical::oldest_rows_first as normalize_file;
 
 /// Names the header field or data cell at `off`, for byte-diff reports.
 fn describe_offset(bytes: &[u8], off: usize) -> String {
