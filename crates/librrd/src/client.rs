@@ -283,15 +283,7 @@ pub unsafe extern "C" fn rrdc_create_r2(
 ) -> c_int {
     // SAFETY: strings, a NULL-terminated list, argc definitions.
     let req = unsafe {
-        rrd_client::CreateRequest {
-            file: ffi::text(filename),
-            step_secs: pdp_step,
-            start: (last_up > 0).then_some(last_up),
-            no_overwrite: no_overwrite != 0,
-            sources: ffi::null_terminated(sources),
-            template: (!template.is_null()).then(|| ffi::text(template)),
-            definitions: ffi::strings(argc, argv),
-        }
+        ffi::create_request(filename, pdp_step, last_up, no_overwrite, sources, template, argc, argv)
     };
     guard(-1, || with_session(-1, |s| s.create(&req).map(|()| 0)))
 }

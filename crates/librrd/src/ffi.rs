@@ -159,6 +159,39 @@ pub unsafe fn null_terminated(list: *const *const c_char) -> Vec<String> {
     }
 }
 
+/// The arguments of `rrd_create_r2` and of `rrdc_create_r2` (one C
+/// signature for a local and a daemon CREATE), read once: a `last_up` of 0
+/// or less is no start, a NULL template none, `argv` the DS and RRA
+/// definitions; `pdp_step` as given (0: not given).
+///
+/// # Safety
+/// `filename` and `template` as for [`text`], `sources` as for
+/// [`null_terminated`], `argc`/`argv` as for [`strings`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn create_request(
+    filename: *const c_char,
+    pdp_step: c_ulong,
+    last_up: libc::time_t,
+    no_overwrite: c_int,
+    sources: *const *const c_char,
+    template: *const c_char,
+    argc: c_int,
+    argv: *const *const c_char,
+) -> rrd_client::CreateRequest {
+    // SAFETY: the caller's promises, passed on.
+    unsafe {
+        rrd_client::CreateRequest {
+            file: text(filename),
+            step_secs: pdp_step,
+            start: (last_up > 0).then_some(last_up),
+            no_overwrite: no_overwrite != 0,
+            sources: null_terminated(sources),
+            template: (!template.is_null()).then(|| text(template)),
+            definitions: strings(argc, argv),
+        }
+    }
+}
+
 /// `malloc(size)` that never returns NULL for a zero size (1 byte then);
 /// NULL only when memory runs out.
 pub fn alloc(size: usize) -> *mut c_void {

@@ -294,23 +294,18 @@ pub unsafe extern "C" fn rrd_create_r2(
 ) -> c_int {
     // SAFETY: librrd's contract: strings, a NULL-terminated source list,
     // argc definitions.
-    let (file, sources, template, defs) = unsafe {
-        (
-            ffi::text(filename),
-            ffi::null_terminated(sources),
-            (!template.is_null()).then(|| ffi::text(template)),
-            ffi::strings(argc, argv),
-        )
+    let req = unsafe {
+        ffi::create_request(filename, pdp_step, last_up, no_overwrite, sources, template, argc, argv)
     };
     guard(-1, || {
         let options = rrd_engine::create::CreateOptions {
-            start: (last_up > 0).then_some(last_up),
-            step_secs: (pdp_step > 0).then_some(pdp_step),
-            no_overwrite: no_overwrite != 0,
-            template: template.map(Into::into),
-            sources: sources.into_iter().map(Into::into).collect(),
+            start: req.start,
+            step_secs: (req.step_secs > 0).then_some(req.step_secs),
+            no_overwrite: req.no_overwrite,
+            template: req.template.map(Into::into),
+            sources: req.sources.into_iter().map(Into::into).collect(),
         };
-        match rrd_engine::create::create(Path::new(&file), &options, &defs, cmd::now_secs()) {
+        match rrd_engine::create::create(Path::new(&req.file), &options, &req.definitions, cmd::now_secs()) {
             Ok(()) => 0,
             Err(e) => {
                 ffi::set_error(&e.to_string());

@@ -139,12 +139,16 @@ trait Runner {
     fn measured_pid(&self) -> u32;
     fn version(&self) -> String;
     fn prepare_updates(&self, jobs: Vec<UpdateRequest>) -> Result<Prepared, BenchError>;
+    /// By default the runner creates the files itself in [`Runner::run`]
+    /// (through the library it links), from the paths and start time.
     fn prepare_creates(
         &self,
         paths: Vec<PathBuf>,
         start: i64,
-        schema: &Schema,
-    ) -> Result<Prepared, BenchError>;
+        _schema: &Schema,
+    ) -> Result<Prepared, BenchError> {
+        Ok(Prepared::Creates(paths, start))
+    }
     /// Runs prepared updates or creates, calling `progress(done)` now and then.
     fn run(&mut self, work: &Prepared, failures: &mut Failures, progress: &mut dyn FnMut(u64));
     /// [`Runner::run`], measured: the counters of the process doing the I/O.
@@ -185,14 +189,6 @@ impl Runner for RrdscaleLib {
     }
     fn prepare_updates(&self, jobs: Vec<UpdateRequest>) -> Result<Prepared, BenchError> {
         Ok(Prepared::Requests(jobs))
-    }
-    fn prepare_creates(
-        &self,
-        paths: Vec<PathBuf>,
-        start: i64,
-        _schema: &Schema,
-    ) -> Result<Prepared, BenchError> {
-        Ok(Prepared::Creates(paths, start))
     }
     fn run(&mut self, work: &Prepared, failures: &mut Failures, progress: &mut dyn FnMut(u64)) {
         let reqs = match work {
@@ -302,14 +298,6 @@ impl Runner for LibrrdRunner {
             calls.push((c_path(&j.path)?, arg));
         }
         Ok(Prepared::Calls(calls))
-    }
-    fn prepare_creates(
-        &self,
-        paths: Vec<PathBuf>,
-        start: i64,
-        _schema: &Schema,
-    ) -> Result<Prepared, BenchError> {
-        Ok(Prepared::Creates(paths, start))
     }
     fn run(&mut self, work: &Prepared, failures: &mut Failures, progress: &mut dyn FnMut(u64)) {
         match work {

@@ -32,7 +32,7 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rrd_daemon::cache::unix_now;
 use rrd_daemon::commands::{self, update_value_time, Args, Outcome};
 use rrd_protocol::reply::BatchErrors;
-use rrd_protocol::{Command, Context, Fields, Permissions, Reply, LINE_LEN_MAX};
+use rrd_protocol::{Command, Context, Fields, Frame, LineFramer, Permissions, Reply};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 
 use crate::figures::Figures;
@@ -644,7 +644,7 @@ where
         groups: Vec::new(),
     };
     let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
-    let mut skipping = false;
+    let mut lines = LineFramer::new();
     loop {
         if *shutdown.borrow() {
             break;
@@ -657,32 +657,20 @@ where
             },
             _ = shutdown.changed() => break,
         }
-        let mut consumed = 0;
         let mut close = false;
-        while let Some(pos) = memchr(b'\n', &buf[consumed..]) {
-            let end = consumed + pos;
-            let mut line = buf[consumed..end].to_vec();
-            consumed = end + 1;
-            if skipping {
-                skipping = false;
-                continue;
-            }
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            if !session.line(&line).await {
-                close = true;
-                break;
+        while let Some(frame) = lines.next(&buf) {
+            match frame {
+                Frame::Line(line) => {
+                    if !session.line(line).await {
+                        close = true;
+                        break;
+                    }
+                }
+                Frame::TooLong(reply) => session.reply(reply),
             }
         }
-        buf.drain(..consumed);
-        if !close && buf.len() > LINE_LEN_MAX {
-            buf.clear();
-            if !skipping {
-                skipping = true;
-                session
-                    .reply(Reply::error(format!("Line too long (more than {LINE_LEN_MAX} bytes); ignored")));
-            }
+        if let Some(reply) = lines.compact(&mut buf).filter(|_| !close) {
+            session.reply(reply);
         }
         if session.write_replies(&mut wr).await.is_err() || close {
             break;
@@ -690,10 +678,6 @@ where
     }
     let _ = session.write_replies(&mut wr).await;
     let _ = wr.shutdown().await;
-}
-
-fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&b| b == needle)
 }
 
 #[cfg(test)]

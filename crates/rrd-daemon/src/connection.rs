@@ -1,8 +1,10 @@
 //! One client connection: bytes in, lines out, commands run, replies back
 //! in order.
 //!
-//! Lines end in `\n` (a `\r` before it is dropped). A line longer than
-//! [`LINE_LEN_MAX`] gets an error reply and is skipped up to its newline.
+//! Lines are framed by [`rrd_protocol::framing`]: they end in `\n` (a `\r`
+//! before it is dropped); a line longer than
+//! [`rrd_protocol::LINE_LEN_MAX`] gets an error reply and is skipped up to
+//! its newline.
 //! The first field names the command (any case); then, as rrdcached checks:
 //! unknown command, socket permission (`-P`), context (client or BATCH).
 //!
@@ -41,7 +43,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rrd_protocol::reply::BatchErrors;
-use rrd_protocol::{Command, Context, Fields, Permissions, Reply, LINE_LEN_MAX};
+use rrd_protocol::{Command, Context, Fields, Frame, LineFramer, Permissions, Reply};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::cache::unix_now;
@@ -331,8 +333,7 @@ where
         prefetch: HeaderPrefetch::default(),
     };
     let mut buf: Vec<u8> = Vec::with_capacity(128 * 1024);
-    // Inside an over-long line: drop bytes up to the next newline.
-    let mut skipping = false;
+    let mut lines = LineFramer::new();
     // Reset before each read; never fires without an idle timeout.
     let far = Duration::from_secs(100 * 365 * 86_400);
     let idle_timer = tokio::time::sleep(idle.unwrap_or(far));
@@ -358,31 +359,26 @@ where
             }
         }
         let now = unix_now();
-        let mut consumed = 0;
         let mut close = false;
         let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
-        while let Some(pos) = memchr::memchr(b'\n', &buf[consumed..]) {
-            let end = consumed + pos;
-            let mut line = &buf[consumed..end];
-            consumed = end + 1;
-            if skipping {
-                skipping = false;
+        while let Some(frame) = lines.next(&buf) {
+            let line = match frame {
+                Frame::Line(line) => line,
+                Frame::TooLong(reply) => {
+                    session.reply(reply);
+                    continue;
+                }
+            };
+            if session.fast_update(line, now, &buf[..complete], lines.consumed()) {
                 continue;
             }
-            if line.last() == Some(&b'\r') {
-                line = &line[..line.len() - 1];
-            }
-            if session.fast_update(line, now, &buf[..complete], consumed) {
-                continue;
-            }
-            let line = line.to_vec();
-            if let Next::Close = session.line(&line).await {
+            if let Next::Close = session.line(line).await {
                 close = true;
                 break;
             }
         }
         if let Some(b) = &mut session.batch {
-            b.unwritten_bytes += consumed;
+            b.unwritten_bytes += lines.consumed();
             if b.unwritten_bytes >= BATCH_WRITE_BYTES {
                 b.unwritten_bytes = 0;
                 // Tickets only grow: the last one covers the batch so far.
@@ -390,14 +386,8 @@ where
             }
         }
         session.prefetch.reset(&session.daemon.cache);
-        buf.drain(..consumed);
-        if !close && buf.len() > LINE_LEN_MAX {
-            buf.clear();
-            if !skipping {
-                skipping = true;
-                session
-                    .reply(Reply::error(format!("Line too long (more than {LINE_LEN_MAX} bytes); ignored")));
-            }
+        if let Some(reply) = lines.compact(&mut buf).filter(|_| !close) {
+            session.reply(reply);
         }
         if session.write_replies(&mut wr).await.is_err() || close {
             break;

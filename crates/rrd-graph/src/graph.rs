@@ -1800,38 +1800,11 @@ impl Image<'_> {
         // --legend-direction: the first and last legend lines (of
         // graph elements only, for bottomup2).
         let shown = || self.items.iter().enumerate().filter(|(_, it)| !it.legend.is_empty());
-        let is_comment = |it: &Item| matches!(it.el.kind, Kind::Comment);
         let bottomup2 = o.legend_direction == LegendDirection::BottomUp2;
-        let (mut min, mut max) = (0.0, 0.0);
-        let (mut first_nc, mut last_nc) = (self.items.len(), 0);
-        let mut got = false;
-        for (i, it) in shown() {
-            if !got {
-                min = it.leg_y;
-                got = true;
-            }
-            if !is_comment(it) {
-                if bottomup2 {
-                    min = it.leg_y;
-                }
-                first_nc = i;
-                break;
-            }
-        }
-        got = false;
-        for (i, it) in shown().collect::<Vec<_>>().into_iter().rev() {
-            if !got {
-                max = it.leg_y;
-                got = true;
-            }
-            if !is_comment(it) {
-                if bottomup2 {
-                    max = it.leg_y;
-                }
-                last_nc = i;
-                break;
-            }
-        }
+        let (min, first_nc) = legend_end(shown(), bottomup2);
+        let (max, last_nc) = legend_end(shown().rev(), bottomup2);
+        let (min, max) = (min.unwrap_or(0.0), max.unwrap_or(0.0));
+        let (first_nc, last_nc) = (first_nc.unwrap_or(self.items.len()), last_nc.unwrap_or(0));
         let mut count = 0;
         for (i, item) in self.items.iter().enumerate() {
             if item.legend.is_empty() {
@@ -2229,6 +2202,24 @@ impl Image<'_> {
 /// Drops repeated points and the middle of straight horizontal or
 /// vertical runs (RRDtool's step paths repeat both a lot); the shape is
 /// unchanged, the SVG much smaller.
+/// One end of the legend for --legend-direction, scanning the items that
+/// have a legend from that end: the legend line there (with bottomup2, the
+/// line of the first graph element, not comment, met) and the index of the
+/// first graph element met. `None` where the scan met no such item.
+fn legend_end<'a>(
+    shown: impl Iterator<Item = (usize, &'a Item)>,
+    bottomup2: bool,
+) -> (Option<f64>, Option<usize>) {
+    let mut end = None;
+    for (i, it) in shown {
+        let first = *end.get_or_insert(it.leg_y);
+        if !matches!(it.el.kind, Kind::Comment) {
+            return (Some(if bottomup2 { it.leg_y } else { first }), Some(i));
+        }
+    }
+    (end, None)
+}
+
 fn simplify(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
     let mut out: Vec<(f64, f64)> = Vec::with_capacity(points.len());
     for &p in points {

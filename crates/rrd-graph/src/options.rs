@@ -104,8 +104,8 @@ pub const DEFAULT_COLORS: [Rgba; 10] = [
     Rgba::from_unit(0.00, 0.00, 0.00, 1.00),
 ];
 
-/// Time units of `--x-grid` (RRDtool's `SECOND` .. `YEAR`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Time units of `--x-grid` (RRDtool's `SECOND` .. `YEAR`), shortest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum TimeUnit {
     Second,
     Minute,

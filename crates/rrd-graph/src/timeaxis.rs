@@ -115,48 +115,37 @@ pub(crate) fn first_time(start: i64, (unit, step): (Unit, i64)) -> i64 {
     let Some(mut tm) = local(start) else { return -1 };
     // rrdtool's long steps, as the int arithmetic of struct tm keeps them.
     let step = step.clamp(1, i64::from(i32::MAX)) as i32;
+    // Every field finer than the unit starts its range (days at 1; a
+    // week keeps its day, moved back below); then the unit's own field
+    // is rounded down to a multiple of the step (days are not).
+    if unit > Second {
+        tm.tm_sec = 0;
+    }
+    if unit > Minute {
+        tm.tm_min = 0;
+    }
+    if unit > Hour {
+        tm.tm_hour = 0;
+    }
+    if unit > Week {
+        tm.tm_mday = 1;
+    }
+    if unit > Month {
+        tm.tm_mon = 0;
+    }
     match unit {
         Second => tm.tm_sec -= tm.tm_sec % step,
-        Minute => {
-            tm.tm_sec = 0;
-            tm.tm_min -= tm.tm_min % step;
-        }
-        Hour => {
-            tm.tm_sec = 0;
-            tm.tm_min = 0;
-            tm.tm_hour -= tm.tm_hour % step;
-        }
-        Day => {
-            tm.tm_sec = 0;
-            tm.tm_min = 0;
-            tm.tm_hour = 0;
-        }
-        Week => {
-            // Weeks start on the locale's first weekday, which RRDtool
-            // reads from the C library. rrdscale formats dates in the C
-            // locale (Rust never calls setlocale), whose weeks start on
-            // Sunday (`locale week-1stday` = 19971130, `first_weekday`
-            // = 1), so the grid falls on Sundays as RRDtool's does there.
-            tm.tm_sec = 0;
-            tm.tm_min = 0;
-            tm.tm_hour = 0;
-            tm.tm_mday -= tm.tm_wday;
-        }
-        Month => {
-            tm.tm_sec = 0;
-            tm.tm_min = 0;
-            tm.tm_hour = 0;
-            tm.tm_mday = 1;
-            tm.tm_mon -= tm.tm_mon % step;
-        }
-        Year => {
-            tm.tm_sec = 0;
-            tm.tm_min = 0;
-            tm.tm_hour = 0;
-            tm.tm_mday = 1;
-            tm.tm_mon = 0;
-            tm.tm_year -= (tm.tm_year + 1900) % step;
-        }
+        Minute => tm.tm_min -= tm.tm_min % step,
+        Hour => tm.tm_hour -= tm.tm_hour % step,
+        Day => {}
+        // Weeks start on the locale's first weekday, which RRDtool reads
+        // from the C library. rrdscale formats dates in the C locale (Rust
+        // never calls setlocale), whose weeks start on Sunday (`locale
+        // week-1stday` = 19971130, `first_weekday` = 1), so the grid falls
+        // on Sundays as RRDtool's does there.
+        Week => tm.tm_mday -= tm.tm_wday,
+        Month => tm.tm_mon -= tm.tm_mon % step,
+        Year => tm.tm_year -= (tm.tm_year + 1900) % step,
     }
     make(&mut tm)
 }

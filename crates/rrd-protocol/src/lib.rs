@@ -6,6 +6,8 @@
 //!   and help texts, the permission bit of each) in rrdcached's order.
 //! - [`reply`]: status lines (`<n> message`, `n >= 0` lines follow, `n < 0`
 //!   an error) and the BATCH error list.
+//! - [`framing`]: where a command line ends in the received bytes, and
+//!   the one error for a line longer than [`LINE_LEN_MAX`].
 //! - [`address`]: `-l` listen addresses (`unix:/path`, `/path`, `host`,
 //!   `host:port`, `[v6]:port`, `:port`).
 //!
@@ -18,11 +20,13 @@
 pub mod address;
 pub mod command;
 pub mod fields;
+pub mod framing;
 pub mod reply;
 
 pub use address::{ListenAddress, DEFAULT_ADDRESS, DEFAULT_PORT};
 pub use command::{Command, Context, Permissions};
 pub use fields::{split_fields, FieldError, Fields};
+pub use framing::{Frame, LineFramer};
 pub use reply::Reply;
 
 /// The longest command line the daemon accepts, in bytes (rrdcached's read

@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, ToSql};
 use serde::{Deserialize, Serialize};
 
 /// One graph as GrowthForecast's JSON shows it.
@@ -429,43 +429,43 @@ impl Store {
     }
 
     pub fn create_complex(&self, spec: &ComplexSpec, now_secs: i64) -> rusqlite::Result<Complex> {
-        let data = serde_json::to_string(&spec.data).unwrap_or_else(|_| "[]".into());
-        self.conn.execute(
+        self.execute_complex(
             "INSERT INTO complex_graphs (service_name, section_name, graph_name, description, sort, \
              sumup, data, created_at, updated_at) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?8)",
-            params![
-                spec.service_name,
-                spec.section_name,
-                spec.graph_name,
-                spec.description,
-                spec.sort,
-                i64::from(spec.sumup),
-                data,
-                now_secs
-            ],
+            spec,
+            &[&now_secs],
         )?;
         let id = self.conn.last_insert_rowid();
         self.get_complex_by_id(id)?.ok_or(rusqlite::Error::QueryReturnedNoRows)
     }
 
     pub fn update_complex(&self, id: i64, spec: &ComplexSpec, now_secs: i64) -> rusqlite::Result<bool> {
-        let data = serde_json::to_string(&spec.data).unwrap_or_else(|_| "[]".into());
-        let n = self.conn.execute(
+        let n = self.execute_complex(
             "UPDATE complex_graphs SET service_name=?1, section_name=?2, graph_name=?3, \
              description=?4, sort=?5, sumup=?6, data=?7, updated_at=?8 WHERE id=?9",
-            params![
-                spec.service_name,
-                spec.section_name,
-                spec.graph_name,
-                spec.description,
-                spec.sort,
-                i64::from(spec.sumup),
-                data,
-                now_secs,
-                id
-            ],
+            spec,
+            &[&now_secs, &id],
         )?;
         Ok(n == 1)
+    }
+
+    /// Runs `sql` with a complex graph's columns as ?1 to ?7 (service,
+    /// section, graph, description, sort, sumup, the data as JSON), then
+    /// `more` from ?8 on.
+    fn execute_complex(&self, sql: &str, spec: &ComplexSpec, more: &[&dyn ToSql]) -> rusqlite::Result<usize> {
+        let data = serde_json::to_string(&spec.data).unwrap_or_else(|_| "[]".into());
+        let sumup = i64::from(spec.sumup);
+        let mut bound: Vec<&dyn ToSql> = vec![
+            &spec.service_name,
+            &spec.section_name,
+            &spec.graph_name,
+            &spec.description,
+            &spec.sort,
+            &sumup,
+            &data,
+        ];
+        bound.extend_from_slice(more);
+        self.conn.execute(sql, bound.as_slice())
     }
 
     pub fn delete_complex(&self, id: i64) -> rusqlite::Result<bool> {
