@@ -13,6 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::BenchError;
+use rrd_engine::schemas::{self, owned};
 
 /// What kind of number a data source is fed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,60 +42,19 @@ pub struct Schema {
 /// Names accepted by `--schema` besides a create line.
 pub const NAMED: [&str; 3] = ["perftest", "mrtg", "growthforecast"];
 
-fn owned(defs: &[&str]) -> Vec<String> {
-    defs.iter().map(|s| s.to_string()).collect()
-}
-
-/// Seed 004's performance tester: 2 GAUGE DS, 7 RRAs of 600 rows (69,824
-/// bytes). The heartbeat is 600 s, as in the measured baseline of
-/// PRODUCT.md (the 2007 script had 400; the file size is the same).
+/// Seed 004's performance tester ([`schemas::PERFTEST`]).
 pub fn perftest() -> Vec<String> {
-    owned(&[
-        "DS:in:GAUGE:600:U:U",
-        "DS:out:GAUGE:600:U:U",
-        "RRA:AVERAGE:0.5:1:600",
-        "RRA:AVERAGE:0.5:6:600",
-        "RRA:MAX:0.5:6:600",
-        "RRA:AVERAGE:0.5:24:600",
-        "RRA:MAX:0.5:24:600",
-        "RRA:AVERAGE:0.5:144:600",
-        "RRA:MAX:0.5:144:600",
-    ])
+    owned(schemas::PERFTEST)
 }
 
-/// MRTG's default with `Interval 5`: 2 COUNTER DS, AVERAGE and MAX at 1, 6,
-/// 24 and 288 steps, 800 rows each (105,312 bytes).
+/// MRTG's default with `Interval 5` ([`schemas::MRTG`]).
 pub fn mrtg() -> Vec<String> {
-    owned(&[
-        "DS:ds0:COUNTER:600:0:U",
-        "DS:ds1:COUNTER:600:0:U",
-        "RRA:AVERAGE:0.5:1:800",
-        "RRA:AVERAGE:0.5:6:800",
-        "RRA:AVERAGE:0.5:24:800",
-        "RRA:AVERAGE:0.5:288:800",
-        "RRA:MAX:0.5:1:800",
-        "RRA:MAX:0.5:6:800",
-        "RRA:MAX:0.5:24:800",
-        "RRA:MAX:0.5:288:800",
-    ])
+    owned(schemas::MRTG)
 }
 
-/// Seed 001's GrowthForecast (lib/GrowthForecast/RRD.pm): DS `num` and
-/// `sub`, AVERAGE and MAX at 1/6/24/288 steps with 1440/1008/1344/2500 rows
-/// (203,992 bytes; the seed's `ls` shows 204,104 for its own build).
+/// Seed 001's GrowthForecast ([`schemas::GROWTHFORECAST`]).
 pub fn growthforecast() -> Vec<String> {
-    owned(&[
-        "DS:num:GAUGE:600:U:U",
-        "DS:sub:GAUGE:600:U:U",
-        "RRA:AVERAGE:0.5:1:1440",
-        "RRA:AVERAGE:0.5:6:1008",
-        "RRA:AVERAGE:0.5:24:1344",
-        "RRA:AVERAGE:0.5:288:2500",
-        "RRA:MAX:0.5:1:1440",
-        "RRA:MAX:0.5:6:1008",
-        "RRA:MAX:0.5:24:1344",
-        "RRA:MAX:0.5:288:2500",
-    ])
+    owned(schemas::GROWTHFORECAST)
 }
 
 impl Schema {

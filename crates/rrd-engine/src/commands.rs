@@ -21,5 +21,6 @@ pub mod list;
 pub mod reduce;
 pub mod resize;
 pub mod restore;
+pub mod schemas;
 pub mod tune;
 pub mod xport;

@@ -48,7 +48,7 @@ mod math;
 mod testfile;
 
 pub use access::{batch, mapped, overlay, plan};
-pub use commands::{create, dump, fetch, info, list, reduce, resize, restore, tune, xport};
+pub use commands::{create, dump, fetch, info, list, reduce, resize, restore, schemas, tune, xport};
 #[cfg(any(test, feature = "fault-injection"))]
 pub use file::fault;
 pub use file::{cgroup, newfile, pagecache, root, rrd, store};

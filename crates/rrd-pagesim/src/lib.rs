@@ -104,6 +104,7 @@ use rrd_format::{Dst, Header, Layout};
 
 use rrd_engine::create::{build_header, CreateOptions};
 use rrd_engine::plan::{plan_update, PAGE_LEN};
+use rrd_engine::schemas::{self, owned};
 use rrd_engine::update::{Now, UpdateOptions};
 use rrd_engine::{Error, Result};
 
@@ -122,94 +123,31 @@ pub struct Schema {
     pub defs: Vec<String>,
 }
 
-fn owned(defs: &[&str]) -> Vec<String> {
-    defs.iter().map(|s| s.to_string()).collect()
-}
-
 impl Schema {
-    /// MRTG's own default (bin/mrtg 2.x, `Interval 5`): 2 DS, AVERAGE and
-    /// MAX at 1, 6, 24 and 288 steps, `4000 / interval` = 800 rows each.
-    /// 105,312 bytes: the paper's "typical 103 KB" MRTG file, in which the
-    /// MAX RRAs start in page 13 and "sometimes" lie beyond the first 16.
+    fn of(name: &str, defs: &[&str]) -> Schema {
+        Schema { name: name.into(), step_secs: schemas::STEP_SECS, defs: owned(defs) }
+    }
+
+    /// MRTG's own default ([`schemas::MRTG`]): the paper's "typical 103 KB"
+    /// MRTG file, in which the MAX RRAs start in page 13 and "sometimes"
+    /// lie beyond the first 16.
     pub fn mrtg() -> Schema {
-        Schema {
-            name: "mrtg".into(),
-            step_secs: 300,
-            defs: owned(&[
-                "DS:ds0:COUNTER:600:0:U",
-                "DS:ds1:COUNTER:600:0:U",
-                "RRA:AVERAGE:0.5:1:800",
-                "RRA:AVERAGE:0.5:6:800",
-                "RRA:AVERAGE:0.5:24:800",
-                "RRA:AVERAGE:0.5:288:800",
-                "RRA:MAX:0.5:1:800",
-                "RRA:MAX:0.5:6:800",
-                "RRA:MAX:0.5:24:800",
-                "RRA:MAX:0.5:288:800",
-            ]),
-        }
+        Schema::of("mrtg", schemas::MRTG)
     }
 
-    /// The MRTG-style schema of rrdtool's documentation and of countless
-    /// scripts: the same RRAs with 600/700/775/797 rows.
+    /// The MRTG-style schema of rrdtool's documentation ([`schemas::MRTG_CLASSIC`]).
     pub fn mrtg_classic() -> Schema {
-        Schema {
-            name: "mrtg-classic".into(),
-            step_secs: 300,
-            defs: owned(&[
-                "DS:ds0:COUNTER:600:0:U",
-                "DS:ds1:COUNTER:600:0:U",
-                "RRA:AVERAGE:0.5:1:600",
-                "RRA:AVERAGE:0.5:6:700",
-                "RRA:AVERAGE:0.5:24:775",
-                "RRA:AVERAGE:0.5:288:797",
-                "RRA:MAX:0.5:1:600",
-                "RRA:MAX:0.5:6:700",
-                "RRA:MAX:0.5:24:775",
-                "RRA:MAX:0.5:288:797",
-            ]),
-        }
+        Schema::of("mrtg-classic", schemas::MRTG_CLASSIC)
     }
 
-    /// Seed 004's performance tester: 2 GAUGE DS, 7 RRAs of 600 rows.
+    /// Seed 004's performance tester ([`schemas::PERFTEST`]).
     pub fn perftest() -> Schema {
-        Schema {
-            name: "perftest".into(),
-            step_secs: 300,
-            defs: owned(&[
-                "DS:in:GAUGE:600:U:U",
-                "DS:out:GAUGE:600:U:U",
-                "RRA:AVERAGE:0.5:1:600",
-                "RRA:AVERAGE:0.5:6:600",
-                "RRA:MAX:0.5:6:600",
-                "RRA:AVERAGE:0.5:24:600",
-                "RRA:MAX:0.5:24:600",
-                "RRA:AVERAGE:0.5:144:600",
-                "RRA:MAX:0.5:144:600",
-            ]),
-        }
+        Schema::of("perftest", schemas::PERFTEST)
     }
 
-    /// Seed 001's GrowthForecast (lib/GrowthForecast/RRD.pm): DS `num` and
-    /// `sub`, AVERAGE and MAX at 1/6/24/288 steps with 1440/1008/1344/2500
-    /// rows.
+    /// Seed 001's GrowthForecast ([`schemas::GROWTHFORECAST`]).
     pub fn growthforecast() -> Schema {
-        Schema {
-            name: "growthforecast".into(),
-            step_secs: 300,
-            defs: owned(&[
-                "DS:num:GAUGE:600:U:U",
-                "DS:sub:GAUGE:600:U:U",
-                "RRA:AVERAGE:0.5:1:1440",
-                "RRA:AVERAGE:0.5:6:1008",
-                "RRA:AVERAGE:0.5:24:1344",
-                "RRA:AVERAGE:0.5:288:2500",
-                "RRA:MAX:0.5:1:1440",
-                "RRA:MAX:0.5:6:1008",
-                "RRA:MAX:0.5:24:1344",
-                "RRA:MAX:0.5:288:2500",
-            ]),
-        }
+        Schema::of("growthforecast", schemas::GROWTHFORECAST)
     }
 
     /// The schemas above by name.

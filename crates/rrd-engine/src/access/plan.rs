@@ -253,18 +253,7 @@ mod tests {
 
     /// The schema of rrdtool's perftest, last update at 1000000200.
     fn perftest_header() -> Header {
-        let defs = [
-            "DS:in:GAUGE:600:U:U",
-            "DS:out:GAUGE:600:U:U",
-            "RRA:AVERAGE:0.5:1:600",
-            "RRA:AVERAGE:0.5:6:600",
-            "RRA:MAX:0.5:6:600",
-            "RRA:AVERAGE:0.5:24:600",
-            "RRA:MAX:0.5:24:600",
-            "RRA:AVERAGE:0.5:144:600",
-            "RRA:MAX:0.5:144:600",
-        ];
-        header_at(1_000_000_200, 300, &defs)
+        header_at(1_000_000_200, 300, crate::schemas::PERFTEST)
     }
 
     /// One step on the perftest schema writes the live header and one row
