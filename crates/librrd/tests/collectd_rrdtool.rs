@@ -62,10 +62,25 @@ fn collectd_run(dir: &Path, lib_dir: Option<&Path>) -> (String, Vec<String>) {
         reader.read_line(&mut reply).unwrap();
         assert!(reply.starts_with('0'), "collectd refused {line:?}: {reply}");
     };
+    let files =
+        ["gauge-a", "derive-b", "if_octets-c"].map(|f| dir.join(format!("data/testhost/lib/{f}.rrd")));
+    let last = |f: &Path| {
+        let out = Command::new("/usr/bin/rrdtool").arg("last").arg(f).output().ok()?;
+        String::from_utf8_lossy(&out.stdout).trim().parse::<i64>().ok()
+    };
+    // Until every file's last update is `t`: the plugin writes from its
+    // own queue thread, after collectd's write thread handed it the value.
+    let wait_for = |t: i64, what: &str| {
+        while !files.iter().all(|f| last(f) == Some(t)) {
+            assert!(Instant::now() < deadline + Duration::from_secs(20), "collectd never wrote {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
     // Gauges, counters and a two-value type, with gaps and repeats.
     let t0 = 1_600_000_000i64;
+    let mut t = t0;
     for i in 0..120i64 {
-        let t = t0 + 10 * i + if i % 7 == 0 { 3 } else { 0 };
+        t = t0 + 10 * i + if i % 7 == 0 { 3 } else { 0 };
         ask(format!("PUTVAL testhost/lib/gauge-a interval=10 {t}:{}", (i * 37 % 101) as f64 / 4.0));
         if i % 5 != 3 {
             ask(format!("PUTVAL testhost/lib/derive-b interval=10 {t}:{}", i * i * 13));
@@ -73,25 +88,20 @@ fn collectd_run(dir: &Path, lib_dir: Option<&Path>) -> (String, Vec<String>) {
         ask(format!("PUTVAL testhost/lib/if_octets-c interval=10 {t}:{}:{}", i * 1000, i * 250 + 7));
         if i == 0 {
             // The plugin drops values that arrive while their file is
-            // being created (in another write thread): let it finish.
-            let files = ["gauge-a", "derive-b", "if_octets-c"]
-                .map(|f| dir.join(format!("data/testhost/lib/{f}.rrd")));
+            // being created (in another write thread): let it finish, and
+            // write the first values (a fixed pause was too short under
+            // load).
             while !files.iter().all(|f| f.exists()) {
                 assert!(Instant::now() < deadline, "collectd created no files");
                 std::thread::sleep(Duration::from_millis(20));
             }
-            // And until the first values are in (the plugin's queue thread
-            // writes them): a fixed pause was too short under load.
-            let last = |f: &Path| {
-                let out = Command::new("/usr/bin/rrdtool").arg("last").arg(f).output().ok()?;
-                String::from_utf8_lossy(&out.stdout).trim().parse::<i64>().ok()
-            };
-            while !files.iter().all(|f| last(f) == Some(t)) {
-                assert!(Instant::now() < deadline, "collectd never wrote the first values");
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            wait_for(t, "the first values");
         }
     }
+    // collectd drops the values still in its write queue when it stops, so
+    // the last ones must be in the files before the SIGTERM (a run that
+    // stopped earlier lost the last update of one side now and then).
+    wait_for(t, "the last values");
     ask("FLUSH plugin=rrdtool".to_string());
     let maps = std::fs::read_to_string(format!("/proc/{}/maps", child.id())).unwrap();
     let mut libs: Vec<String> = maps
