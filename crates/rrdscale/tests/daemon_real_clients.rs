@@ -288,7 +288,13 @@ fn collectd_writes_through_our_daemon_like_through_rrdcached() {
         .stderr(Stdio::null())
         .spawn()
         .expect("starting collectd");
+    // A few intervals, and at least the updates asserted below (a loaded
+    // machine may start collectd's reads late).
     std::thread::sleep(Duration::from_millis(4500));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while rec.updates() < 8 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     // SAFETY: kill on our own child's pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     child.wait().unwrap();
