@@ -256,23 +256,17 @@ fn make_files(dir: &Path) -> Vec<Made> {
         },
     ));
 
-    // Step 300 s: the MRTG schema, long enough for every archive to hold data.
+    // Step 300 s: the classic MRTG archives (its DS with a maximum), long
+    // enough for every archive to hold data.
+    let mrtg_rras = &rrd_engine::schemas::MRTG_CLASSIC[2..];
+    assert!(mrtg_rras.iter().all(|d| d.starts_with("RRA:")));
     files.push(make(
         dir,
         "s300.rrd",
         300,
         1_400_000_000,
         &["DS:in:COUNTER:600:U:12500000", "DS:out:COUNTER:600:U:12500000"],
-        &[
-            "RRA:AVERAGE:0.5:1:600",
-            "RRA:AVERAGE:0.5:6:700",
-            "RRA:AVERAGE:0.5:24:775",
-            "RRA:AVERAGE:0.5:288:797",
-            "RRA:MAX:0.5:1:600",
-            "RRA:MAX:0.5:6:700",
-            "RRA:MAX:0.5:24:775",
-            "RRA:MAX:0.5:288:797",
-        ],
+        mrtg_rras,
         &["AVERAGE", "MAX"],
         1500,
         &mut rng,
