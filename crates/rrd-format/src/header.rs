@@ -738,9 +738,7 @@ impl Header {
             + self.rra.capacity() * size_of::<RraDef>()
             + self.pdp.capacity() * size_of::<PdpPrep>()
             + self.cdp.capacity() * size_of::<CdpPrep>()
-            + (self.rra_ptr.capacity()
-                + self.layout.rra_data_off.capacity()
-                + self.layout.row_counts.capacity())
+            + (self.rra_ptr.capacity() + self.layout.rra_data_off.len() + self.layout.row_counts.len())
                 * size_of::<u64>()
     }
 

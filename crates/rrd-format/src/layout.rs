@@ -18,6 +18,8 @@
 //! Invariant: every offset here is computed with checked arithmetic, so a
 //! hostile count yields [`FormatError::Overflow`] instead of wrapping.
 
+use std::sync::Arc;
+
 use crate::error::FormatError;
 
 pub const STAT_HEAD_LEN: u64 = 128;
@@ -28,7 +30,10 @@ pub const CDP_PREP_LEN: u64 = 80;
 pub const RRA_PTR_LEN: u64 = 8;
 pub const VALUE_LEN: u64 = 8;
 
-/// Offsets of the sections of one file. Built from the counts in the static
+/// Offsets of the sections of one file. The per-archive lists are shared
+/// (`Arc`): a header is cloned on hot paths (the flusher keeps the state
+/// before each update to retry after a failed write), and its layout never
+/// changes. Built from the counts in the static
 /// header and the row counts of the RRA definitions.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
@@ -44,9 +49,9 @@ pub struct Layout {
     /// Start of the data area (end of the header).
     pub data_off: u64,
     /// Start of each RRA's rows, in file order.
-    pub rra_data_off: Vec<u64>,
+    pub rra_data_off: Arc<[u64]>,
     /// Row counts, copied so that row offsets need nothing else.
-    pub row_counts: Vec<u64>,
+    pub row_counts: Arc<[u64]>,
     /// Length of the whole file.
     pub file_len: u64,
 }
@@ -100,8 +105,8 @@ impl Layout {
             cdp_prep_off,
             rra_ptr_off,
             data_off,
-            rra_data_off,
-            row_counts: row_counts.to_vec(),
+            rra_data_off: rra_data_off.into(),
+            row_counts: row_counts.into(),
             file_len: off,
         })
     }

@@ -369,7 +369,7 @@ impl PageMap {
             PageLayout::True => layout.file_len.div_ceil(PAGE_LEN),
             PageLayout::BlockAligned => {
                 let mut page = header_pages.end;
-                for &rows in &layout.row_counts {
+                for &rows in layout.row_counts.iter() {
                     rra_first_page.push(page);
                     page += rows.div_ceil(rows_per_page) * pages_per_row;
                 }
