@@ -61,7 +61,7 @@ pub fn has_error() -> bool {
 /// Reports an error of a command as librrd stores it (the message alone,
 /// without the `ERROR: ` the command line adds).
 pub fn report(e: &anyhow::Error) {
-    set_error(&rrdscale::cmd::error_message(e));
+    set_error(&rrd_cli::cmd::error_message(e));
 }
 
 /// Runs `f`, turning a panic into an error text and `fallback`, so that no

@@ -3,7 +3,7 @@
 //!
 //! The argv-style entry points (`rrd_create(argc, argv)`, ...) hand
 //! `argv[1..]` to the same command code as the `rrdscale` binary
-//! (`rrdscale::cmd`), so they parse exactly as the command line does; the
+//! (`rrd_cli::cmd`), so they parse exactly as the command line does; the
 //! `_r` entry points call the engine directly. Errors follow librrd: the
 //! message (without the command line's `ERROR: `) in a per-thread buffer
 //! read with `rrd_get_error`, and the function returns -1 (or NULL).
@@ -40,7 +40,7 @@ use std::path::Path;
 use std::ptr;
 
 use ffi::{guard, put, report, InfoList, RrdContext, RrdInfo, RrdInfoVal, Value};
-use rrdscale::cmd;
+use rrd_cli::cmd;
 
 type TimeT = libc::time_t;
 

@@ -220,7 +220,7 @@ pub unsafe extern "C" fn rrd_dump_cb_r(
         };
         let mut text = Vec::new();
         let options = rrd_engine::dump::DumpOptions { header };
-        if let Err(e) = rrdscale::cmd::dump::write_dump(&file, None, &options, &mut text) {
+        if let Err(e) = rrd_cli::cmd::dump::write_dump(&file, None, &options, &mut text) {
             ffi::report(&e);
             return -1;
         }

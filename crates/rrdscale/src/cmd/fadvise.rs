@@ -39,7 +39,7 @@ use rrd_engine::pagecache::{self, Advice};
 use rrd_lang::ctext::io_text as os_message;
 
 use super::fincore::{open_regular, walk_operands};
-use crate::opts;
+use rrd_cli::opts;
 
 const DEFAULT_JOBS: usize = 16;
 const MAX_JOBS: usize = 256;

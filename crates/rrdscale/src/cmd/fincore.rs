@@ -42,7 +42,7 @@ use anyhow::{bail, Result};
 use rrd_engine::pagecache;
 use rrd_lang::ctext::io_text as os_message;
 
-use crate::opts;
+use rrd_cli::opts;
 
 const HELP: &str = "\
 Usage: rrdscale fincore [options] FILE|DIR...

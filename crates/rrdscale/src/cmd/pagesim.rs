@@ -26,7 +26,7 @@ use anyhow::{bail, Context, Result};
 use rrd_bench::svg::{self, legend, linear_ticks, Frame};
 use rrd_pagesim::{self as pagesim, Config, Report, Schema, TodBucket};
 
-use crate::opts;
+use rrd_cli::opts;
 
 const SYNOPSIS: &str = "pagesim [--schema mrtg|mrtg-classic|perftest|growthforecast] \
 [--create 'DS:... RRA:...' [--step SECS]] [--days N] [--pages 1-32] [--tod-pages P] [--seed N] [--files N] \
@@ -155,7 +155,8 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     // Unlike rrdtool's commands, pagesim has a default for everything, so
     // no arguments means a default run; `--help` prints the synopsis.
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        return super::command_usage(out, SYNOPSIS);
+        writeln!(out, "Usage: rrdscale {SYNOPSIS}")?;
+        return Ok(());
     }
     let (config, json, svg, tod_svg) = config(args)?;
     let report = pagesim::run(&config)?;

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::opts;
+use rrd_cli::opts;
 
 const USAGE: &str = "\
 Usage: rrdscale web [--listen ADDR] [--data-dir DIR] [--daemon ADDR]

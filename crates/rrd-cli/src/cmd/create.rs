@@ -48,7 +48,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
 /// reports success.
 pub fn execute(prepared: Prepared, out: &mut dyn Write) -> Result<()> {
     match prepared {
-        Prepared::Usage => super::command_usage(out, "create filename [--start|-b start time] [--step|-s step] [--template|-t template-file] [--source|-r source-file] [--no-overwrite|-O] [--daemon|-d address] [DS:ds-name:DST:dst arguments] [RRA:CF:cf arguments]"),
+        Prepared::Usage => super::command_help(out, "create"),
         Prepared::Daemon(d) => {
             let (mut session, req) = *d;
             match session.create(&req) {

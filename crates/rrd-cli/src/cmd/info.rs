@@ -29,9 +29,15 @@ fn entry(item: InfoItem) -> InfoEntry {
 }
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
+    run_as("info", args, out)
+}
+
+/// `info` run as `command` (the `rrdinfo` program names itself, as it
+/// was started, in its usage error).
+pub fn run_as(command: &str, args: &[String], out: &mut dyn Write) -> Result<()> {
     // An unreachable daemon: the file's entries are printed, then the
     // command fails, as rrdtool's.
-    let (entries, error) = entries_and_error(args)?;
+    let (entries, error) = entries_and_error_as(command, args)?;
     write_info(&entries, out)?;
     error.map_or(Ok(()), Err)
 }
@@ -48,9 +54,13 @@ pub fn entries(args: &[String]) -> Result<Vec<InfoEntry>> {
 /// the file was read directly instead: librrd's `rrd_info` returns that
 /// list with the error text set (the command line prints nothing then).
 pub fn entries_and_error(args: &[String]) -> Result<(Vec<InfoEntry>, Option<anyhow::Error>)> {
+    entries_and_error_as("info", args)
+}
+
+fn entries_and_error_as(command: &str, args: &[String]) -> Result<(Vec<InfoEntry>, Option<anyhow::Error>)> {
     let parsed = opts::parse(args, &[opts::value(Some('d'), "daemon"), opts::flag(Some('F'), "noflush")])?;
     let [file] = parsed.operands.as_slice() else {
-        bail!("Usage: rrdtool info [--daemon |-d <addr> [--noflush|-F]] <file>");
+        bail!("Usage: rrdtool {command} [--daemon |-d <addr> [--noflush|-F]] <file>");
     };
     let local = || -> Result<Vec<InfoEntry>> {
         let rrd = open_rrd(file)?;

@@ -31,8 +31,6 @@ const SPECS: &[opts::Spec] = &[
 /// bytes with the NUL).
 const OPTPARSE_MESSAGE_MAX: usize = 47;
 
-const SYNOPSIS: &str = "update filename [--template|-t ds-name:ds-name:...] [--skip-past-updates|-s] [--daemon|-d <address>] time|N:value[:value...]";
-
 /// Parses `update` arguments (`updatev`'s when `verbose`): the request and
 /// the `--daemon` address given, if any. `Ok(None)`: no arguments at all
 /// (rrdtool prints its help and succeeds).
@@ -107,7 +105,7 @@ pub fn run(args: &[String], out: &mut dyn Write, verbose: bool) -> Result<()> {
     // A mistake in the arguments prints nothing else, even for updatev.
     let (req, daemon_option) = match parse(args, verbose)? {
         Some(r) => r,
-        None => return super::command_usage(out, SYNOPSIS),
+        None => return super::command_help(out, if verbose { "updatev" } else { "update" }),
     };
     if !verbose {
         match rrd_client::daemon(daemon_option.as_deref()) {

@@ -15,7 +15,7 @@ use rrd_lang::numparse::strtol;
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let Some(file) = args.first() else {
-        return super::command_usage(out, "resize filename rranum GROW|SHRINK rows");
+        return super::command_help(out, "resize");
     };
     if file == RESIZE_OUTPUT {
         bail!("{RESIZE_OUTPUT} is a reserved name");

@@ -18,8 +18,6 @@ use rrd_client::{daemon, ClientError, Daemon};
 
 use crate::opts;
 
-const SYNOPSIS: &str = "flushcached [--daemon|-d <address>] filename.rrd [filename.rrd ...]";
-
 /// rrdtool's message for the failure to flush `file`, `files` being how
 /// many names the command was given.
 fn failure_text(file: &str, e: &ClientError, files: usize) -> String {
@@ -40,7 +38,7 @@ fn failure_text(file: &str, e: &ClientError, files: usize) -> String {
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     if args.is_empty() {
-        return super::command_usage(out, SYNOPSIS);
+        return super::command_help(out, "flushcached");
     }
     let parsed = opts::parse(args, &[opts::value(Some('d'), "daemon")])?;
     if parsed.operands.is_empty() {

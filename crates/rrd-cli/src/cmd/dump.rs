@@ -25,12 +25,9 @@ use crate::opts::{self, flag, value};
 const SPECS: &[opts::Spec] =
     &[value(Some('h'), "header"), flag(Some('n'), "no-header"), value(Some('d'), "daemon")];
 
-const SYNOPSIS: &str =
-    "dump [--header|-h {none,xsd,dtd}] [--no-header|-n] [--daemon|-d address] file.rrd [file.xml]";
-
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     if args.is_empty() {
-        return super::command_usage(out, SYNOPSIS);
+        return super::command_help(out, "dump");
     }
     // rrdtool's text, line breaks included (librrd callers read it from
     // rrd_get_error).

@@ -52,16 +52,6 @@ const LONG_OPTIONS: &[(&str, char)] = &[
     ("daemon", 'D'),
 ];
 
-const SYNOPSIS: &str =
-    "tune filename [--heartbeat|-h ds-name:heartbeat] [--data-source-type|-d ds-name:DST] \
-[--data-source-rename|-r old-name:new-name] [--minimum|-i ds-name:min] [--maximum|-a ds-name:max] \
-[--deltapos|-p scale-value] [--deltaneg|-n scale-value] [--failure-threshold|-f integer] \
-[--window-length|-w integer] [--alpha|-x adaptation-parameter] [--beta|-y adaptation-parameter] \
-[--gamma|-z adaptation-parameter] [--gamma-deviation|-v adaptation-parameter] \
-[--smoothing-window|-s fraction-of-season] [--smoothing-window-deviation|-S fraction-of-season] \
-[--aberrant-reset|-b ds-name] [--step|-t newstep] [--daemon|-D address] [DEL:ds-name] [DS:ds-spec] \
-[DELRRA:index] [RRA:rra-spec] [RRA#index:[+-=]number]";
-
 /// What one step of the parser found.
 #[derive(Debug, PartialEq)]
 enum Event {
@@ -203,7 +193,7 @@ fn tune_option(c: char, v: String) -> TuneOption {
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     if args.is_empty() {
-        return super::command_usage(out, SYNOPSIS);
+        return super::command_help(out, "tune");
     }
     let mut parser = OptParse::new(args);
     // First pass: the daemon and the file name (errors wait for the second).

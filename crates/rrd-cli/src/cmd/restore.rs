@@ -36,8 +36,6 @@ use crate::opts::{self, flag};
 
 const SPECS: &[opts::Spec] = &[flag(Some('r'), "range-check"), flag(Some('f'), "force-overwrite")];
 
-const SYNOPSIS: &str = "restore [--range-check|-r] [--force-overwrite|-f] filename.xml filename.rrd";
-
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     execute(args, out, None)
 }
@@ -51,7 +49,7 @@ pub fn run_with_input(args: &[String], out: &mut dyn Write, input: &mut dyn BufR
 
 fn execute(args: &[String], out: &mut dyn Write, input: Option<&mut dyn BufRead>) -> Result<()> {
     if args.is_empty() {
-        return super::command_usage(out, SYNOPSIS);
+        return super::command_help(out, "restore");
     }
     let parsed = opts::parse(args, SPECS)?;
     let options = RestoreOptions {
