@@ -236,6 +236,7 @@ Valid options are:
   -f <seconds>  Interval in which to flush dead data.
   -G <group>    Unprivileged group used when running.
   -g            Do not fork and run in the foreground.
+  -h, --help    Print this text (exit status 1, as rrdcached).
   -j <dir>      Directory in which to create the journal files.
   -L            Open sockets on all INET interfaces using default port.
   -l <address>  Socket address to listen to.
@@ -746,6 +747,46 @@ mod tests {
         assert!(c.socket_file_options);
         assert_eq!(c.listen[0].socket_mode, Some(0o660));
         assert_eq!(c.listen[0].address, ListenAddress::Tcp { host: String::new(), port: DEFAULT_PORT });
+    }
+
+    /// `--help` names every option the parser takes (rrdcached's letters
+    /// and our long options) and the cluster mode's options.
+    #[test]
+    fn usage_names_every_option() {
+        for spec in OPTIONS {
+            let shown = match (spec.long_form, spec.short) {
+                (false, Some(c)) => format!("  -{c} "),
+                (_, _) => format!("--{} ", spec.long),
+            };
+            assert!(USAGE.contains(&shown), "--help does not list {shown:?}");
+        }
+        for cluster in [
+            "--cluster ",
+            "--node-id ",
+            "--cluster-name ",
+            "--cluster-partitions ",
+            "--advertise ",
+            "--cluster-snapshots ",
+        ] {
+            assert!(USAGE.contains(cluster), "--help does not list {cluster:?}");
+        }
+        assert!(usage("rrdscale daemon").contains("Usage: rrdscale daemon [options]"));
+        let as_rrdcached = usage("rrdcached");
+        assert!(as_rrdcached.contains("Usage: rrdcached [options]"), "{as_rrdcached}");
+        assert!(!as_rrdcached.contains("rrdscale daemon"), "{as_rrdcached}");
+    }
+
+    /// -V: syslog's names, rrdcached's default (LOG_ERR), an unknown name
+    /// keeps the level with rrdcached's warning.
+    #[test]
+    fn log_level_is_a_syslog_priority() {
+        assert_eq!(parse(&[]).0.log_priority, Priority::Err);
+        assert_eq!(parse(&["-V", "LOG_NOTICE"]).0.log_priority, Priority::Notice);
+        assert_eq!(parse(&["-V", "LOG_INFO"]).0.log_priority, Priority::Info);
+        assert_eq!(parse(&["-VLOG_DEBUG"]).0.log_level, LogLevel::Debug);
+        let (c, warnings) = parse(&["-V", "LOG_WARNING", "-V", "debug"]);
+        assert_eq!(c.log_priority, Priority::Warning);
+        assert_eq!(warnings, ["Unrecognized log level 'debug'; falling back to default LOG_ERR."]);
     }
 
     #[test]
