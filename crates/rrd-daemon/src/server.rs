@@ -330,10 +330,15 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), RunError> {
     }
     let pid_path = config.pid_file.clone();
     let forked = !config.foreground;
+    // A failure is printed on stderr by the caller; log it where stderr is
+    // not the log.
+    let log_failure = forked || config.log_file.is_some();
     let result = start(config, listeners, metrics_listener, Notify { forked, watchdog: env.watchdog });
     let _ = std::fs::remove_file(&pid_path);
     if let Err(e) = &result {
-        log!(Err, "{}", e.message);
+        if log_failure {
+            log!(Err, "{}", e.message);
+        }
         systemd::status(&format!("failed: {}", e.message));
     }
     log!(Info, "goodbye");

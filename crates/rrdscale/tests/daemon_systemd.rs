@@ -723,3 +723,85 @@ fn sighup_reopens_the_log_file_without_losing_lines() {
     assert!(new.lines().any(|l| l.contains(" [5] caught SIGHUP")), "{new}");
     assert_eq!(std::fs::read_to_string(&stderr_file).unwrap(), "", "-o: nothing on stderr");
 }
+
+/// Kills (SIGKILL) a daemon that forked, by the pid it wrote, when
+/// dropped.
+struct ForkedPid(i32);
+
+impl Drop for ForkedPid {
+    fn drop(&mut self) {
+        if self.0 > 0 {
+            // SAFETY: kill(2) on the pid our own daemon reported.
+            unsafe { libc::kill(self.0, libc::SIGKILL) };
+        }
+    }
+}
+
+/// Without `-g` the daemon forks: READY=1 then names the new main
+/// process (MAINPID=, the pid in the PID file), which systemd needs to
+/// follow it (Type=notify with NotifyAccess=all); STOPPING=1 arrives before
+/// that process is gone.
+#[test]
+fn a_forking_daemon_names_its_main_pid_with_ready() {
+    require_rrdtool();
+    let (_t, dir) = temp_dir();
+    let mut notifications = Notifications::bind(&dir.join("notify"));
+    let sock = dir.join("sock");
+    let mut args = base_args(&dir);
+    args.retain(|a| a != "-g");
+    args.extend(["-l".to_string(), format!("unix:{}", sock.display())]);
+    let log = dir.join("daemon.log");
+    let logf = std::fs::File::create(&log).unwrap();
+    let child = Command::new(BIN)
+        .arg("daemon")
+        .args(&args)
+        .env("NOTIFY_SOCKET", dir.join("notify"))
+        .stdin(Stdio::null())
+        .stdout(logf.try_clone().unwrap())
+        .stderr(logf)
+        .spawn()
+        .unwrap();
+    let mut parent = Proc { child, log };
+    assert!(parent.child.wait().unwrap().success(), "the parent exits 0 after forking");
+    let started = Instant::now();
+    let pid = loop {
+        if let Some(pid) =
+            std::fs::read_to_string(dir.join("pid")).ok().and_then(|t| t.trim().parse::<i32>().ok())
+        {
+            break pid;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "no PID file");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let forked = ForkedPid(pid);
+    assert_ne!(pid, parent.pid());
+    let mut buf = vec![0u8; 4096];
+    notifications.socket.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let ready = loop {
+        let n = notifications.socket.recv(&mut buf).expect("READY=1 from the forked daemon");
+        let message = String::from_utf8_lossy(&buf[..n]).into_owned();
+        if message.lines().any(|l| l == "READY=1") {
+            break message;
+        }
+    };
+    assert!(ready.lines().any(|l| l == "READY=1"), "{ready}");
+    assert!(ready.lines().any(|l| l == format!("MAINPID={pid}")), "{ready}");
+    let mut c = Client::connect(&sock);
+    assert_eq!(c.call("PING"), "0 PONG\n");
+    drop(c);
+    // SAFETY: kill(2) on the pid our own daemon reported.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let started = Instant::now();
+    // Not our child: gone once kill(pid, 0) fails.
+    while unsafe { libc::kill(pid, 0) } == 0 {
+        assert!(started.elapsed() < Duration::from_secs(30), "no exit on SIGTERM");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    notifications.drain();
+    assert!(
+        notifications.texts().iter().any(|m| m.lines().any(|l| l == "STOPPING=1")),
+        "{:?}",
+        notifications.texts()
+    );
+    drop(forked);
+}
