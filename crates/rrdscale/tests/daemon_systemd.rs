@@ -805,3 +805,98 @@ fn a_forking_daemon_names_its_main_pid_with_ready() {
     );
     drop(forked);
 }
+
+/// A forked daemon logs to syslog: each datagram that reaches `/dev/log`
+/// carries facility LOG_DAEMON and the message's own priority (`<27>` =
+/// daemon.err for a failed flush, `<30>` daemon.info for "starting up",
+/// `<29>` daemon.notice for "caught SIGTERM"), under rrdcached's identity.
+/// `/dev/log` is this test's datagram socket, seen only by the daemon: it
+/// runs in a private mount namespace (`unshare`) whose `/dev` is a tmpfs
+/// holding `null` and a `log` symbolic link; the machine's `/dev` is
+/// untouched.
+#[test]
+fn syslog_lines_carry_the_daemon_facility_and_their_priority() {
+    require_rrdtool();
+    assert!(
+        Path::new("/usr/bin/unshare").exists(),
+        "/usr/bin/unshare is missing (apt-get install util-linux)"
+    );
+    let (_t, dir) = temp_dir();
+    let syslog = UnixDatagram::bind(dir.join("log.sock")).unwrap();
+    syslog.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let sock = dir.join("sock");
+    let mut args = base_args(&dir);
+    args.retain(|a| a != "-g");
+    args.extend(["-V", "LOG_INFO", "-l"].iter().map(|s| s.to_string()));
+    args.push(format!("unix:{}", sock.display()));
+    let log = dir.join("stderr.log");
+    let logf = std::fs::File::create(&log).unwrap();
+    let child = Command::new("/usr/bin/unshare")
+        .args(["--mount", "--propagation", "private", "/bin/sh", "-c"])
+        .arg(
+            "mount -t tmpfs tmpfs /dev && mknod -m 666 /dev/null c 1 3 && ln -s \"$SYSLOG_SOCK\" /dev/log \
+             && exec \"$0\" \"$@\"",
+        )
+        .arg(BIN)
+        .arg("daemon")
+        .args(&args)
+        .env("SYSLOG_SOCK", dir.join("log.sock"))
+        .env("TZ", "UTC")
+        .stdin(Stdio::null())
+        .stdout(logf.try_clone().unwrap())
+        .stderr(logf)
+        .spawn()
+        .unwrap();
+    let mut parent = Proc { child, log };
+    let status = parent.child.wait().unwrap();
+    assert!(status.success(), "unshare or the daemon failed ({status}):\n{}", parent.log_text());
+    let started = Instant::now();
+    let pid = loop {
+        if let Some(pid) =
+            std::fs::read_to_string(dir.join("pid")).ok().and_then(|t| t.trim().parse::<i32>().ok())
+        {
+            break pid;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "no PID file:\n{}", parent.log_text());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _forked = ForkedPid(pid);
+    let mut s = connect_retrying(&sock);
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    provoke_error(&dir, "bad-1.rrd", &mut s);
+    drop(s);
+    let mut got: Vec<String> = Vec::new();
+    let mut buf = vec![0u8; 8192];
+    let mut receive_until = |needle: &str, got: &mut Vec<String>| {
+        while !got.iter().any(|m| m.contains(needle)) {
+            let n =
+                syslog.recv(&mut buf).unwrap_or_else(|e| panic!("no '{needle}' in syslog ({e}): {got:?}"));
+            got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+    };
+    receive_until("bad-1.rrd failed", &mut got);
+    // SAFETY: kill(2) on the pid our own daemon reported.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    receive_until("goodbye", &mut got);
+    let find =
+        |needle: &str| got.iter().find(|m| m.contains(needle)).unwrap_or_else(|| panic!("{needle}: {got:?}"));
+    let tag = format!("rrdcached[{pid}]: ");
+    for (needle, priority) in [
+        ("bad-1.rrd failed", "<27>"),
+        ("starting up", "<30>"),
+        ("caught SIGTERM", "<29>"),
+        ("goodbye", "<30>"),
+    ] {
+        let m = find(needle);
+        assert!(
+            m.starts_with(priority) && m.contains(&tag),
+            "{needle}: want {priority} and {tag:?}, got {m:?}"
+        );
+    }
+    for m in &got {
+        assert!(
+            ["<26>", "<27>", "<28>", "<29>", "<30>"].iter().any(|p| m.starts_with(p)),
+            "-V LOG_INFO let {m:?} through"
+        );
+    }
+}
