@@ -291,6 +291,10 @@ pub struct Cache {
     /// Descriptors connections may still hold for headers read ahead
     /// (crate::prefetch); set from the descriptor limit at startup.
     pub prefetch_budget: std::sync::atomic::AtomicI64,
+    /// Rounds the scheduler thread finished (the watchdog pings systemd
+    /// only while this moves: a scheduler stuck on a shard lock is a
+    /// daemon that no longer flushes).
+    pub scheduler_rounds: AtomicU64,
 }
 
 /// Unix seconds now.
@@ -328,6 +332,7 @@ impl Cache {
             syncs: crate::syncgroup::SyncGroup::default(),
             root: rrd_engine::root::Root::Anywhere,
             prefetch_budget: std::sync::atomic::AtomicI64::new(1024),
+            scheduler_rounds: AtomicU64::new(0),
         }
     }
 

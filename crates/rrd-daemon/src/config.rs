@@ -23,6 +23,8 @@ use rrd_protocol::address::{AddressError, ListenAddress};
 use rrd_protocol::{Permissions, DEFAULT_ADDRESS, DEFAULT_PORT};
 use thiserror::Error;
 
+pub use crate::log::Priority;
+
 /// One socket to listen on, with what applies to it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ListenSpec {
@@ -34,7 +36,9 @@ pub struct ListenSpec {
     pub socket_mode: Option<u32>,
 }
 
-/// rrdcached's `-V` levels, mapped onto tracing's.
+/// `-V` coarsened to tracing's levels, for the cluster mode's `tracing`
+/// subscriber (crates/rrd-cluster); the single-node daemon filters by the
+/// exact syslog priority, [`Config::log_priority`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogLevel {
     Error,
@@ -46,6 +50,14 @@ pub enum LogLevel {
 #[derive(Clone, Debug)]
 pub struct Config {
     pub listen: Vec<ListenSpec>,
+    /// Whether `-l`/`-L` were given (else `listen` holds the default socket).
+    pub listen_given: bool,
+    /// What sockets passed by systemd allow: the last `-P`, or everything
+    /// (rrdcached's `default_socket` after the options were read).
+    pub passed_permissions: Permissions,
+    /// Whether `-m` or `-s` were given (they do not apply to passed
+    /// sockets, whose unit sets SocketMode=/SocketGroup=).
+    pub socket_file_options: bool,
     /// `-w`: how long values may wait before their file is written.
     pub write_interval_secs: u64,
     /// `-z`: each file's write is delayed by a random 0..z seconds.
@@ -70,7 +82,10 @@ pub struct Config {
     pub no_overwrite: bool,
     /// `-p`
     pub pid_file: PathBuf,
-    /// `-V`
+    /// `-V`: the least urgent syslog priority logged (default `LOG_ERR`,
+    /// as rrdcached).
+    pub log_priority: Priority,
+    /// `-V` for `tracing` users ([`LogLevel`]).
     pub log_level: LogLevel,
     /// `-o`: log here instead of syslog (or stderr in the foreground).
     pub log_file: Option<PathBuf>,
@@ -118,6 +133,9 @@ impl Default for Config {
     fn default() -> Config {
         Config {
             listen: Vec::new(),
+            listen_given: false,
+            passed_permissions: Permissions::all(),
+            socket_file_options: false,
             write_interval_secs: 300,
             write_jitter_secs: 0,
             flush_interval_secs: 3600,
@@ -130,6 +148,7 @@ impl Default for Config {
             allow_recursive_mkdir: false,
             no_overwrite: false,
             pid_file: default_pid_file(),
+            log_priority: Priority::Err,
             log_level: LogLevel::Error,
             log_file: None,
             user: None,
@@ -217,6 +236,7 @@ Valid options are:
   -f <seconds>  Interval in which to flush dead data.
   -G <group>    Unprivileged group used when running.
   -g            Do not fork and run in the foreground.
+  -h, --help    Print this text (exit status 1, as rrdcached).
   -j <dir>      Directory in which to create the journal files.
   -L            Open sockets on all INET interfaces using default port.
   -l <address>  Socket address to listen to.
@@ -234,6 +254,7 @@ Valid options are:
   -U <user>     Unprivileged user account used when running.
   -V <LOGLEVEL> Max syslog level to log with, with LOG_DEBUG being
                 the maximum and LOG_EMERG minimum; see syslog.h
+                (default LOG_ERR)
   -w <seconds>  Interval in which to write data.
   -z <delay>    Delay writes up to <delay> seconds to spread load
 
@@ -264,7 +285,38 @@ rrdscale options:
                                 (default 0: never, as rrdcached)
   --max-connections N           Connections served at once (default: derived from the
                                 descriptor limit, leaving room for RRD and journal files)
+
+Cluster mode (builds with the `cluster` feature; docs/cluster.md):
+  --cluster HOST:PORT,...       Run as a node of a cluster sharing a replicated log on
+                                these Kafka bootstrap servers; then also:
+  --node-id ID                  This node's name, unique in the cluster (required)
+  --cluster-name NAME           Names the cluster's topics (default rrdscale)
+  --cluster-partitions N        Partitions of a new update topic (default 12)
+  --advertise HOST:PORT         Where other nodes reach this one (default: its first
+                                TCP listener)
+  --cluster-snapshots on|off    Publish synced files for new owners (default on)
+
+Under systemd (docs/systemd.md): listening sockets passed by socket activation
+(LISTEN_FDS) are used instead of -l; READY=1 (once the journal is replayed),
+STOPPING=1, STATUS= and watchdog pings go to NOTIFY_SOCKET; with -g and stderr
+on the journal, log lines carry their priority; SIGHUP reopens the -o file.
 ";
+
+/// [`USAGE`] as printed by a binary started as `program`: `rrdcached`
+/// (the drop-in's name) says `rrdcached` where rrdcached does.
+pub fn usage(program: &str) -> String {
+    if program == "rrdcached" {
+        USAGE
+            .replacen(
+                "rrdscale daemon: an rrdcached 1.7.2 drop-in",
+                "rrdcached (rrdscale): an rrdcached 1.7.2 drop-in",
+                1,
+            )
+            .replacen("Usage: rrdscale daemon [options]", "Usage: rrdcached [options]", 1)
+    } else {
+        USAGE.to_string()
+    }
+}
 
 /// rrdcached 1.7.2's options (its `read_options` table: letters, and
 /// `--help`), then ours (long only). Parsed by rrdtool's optparse
@@ -517,18 +569,19 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
                     .ok_or_else(|| err(1, format!("Invalid thread count: -t {value}")))?;
             }
             "V" => {
-                c.log_level = match value.as_str() {
-                    "LOG_EMERG" | "LOG_ALERT" | "LOG_CRIT" | "LOG_ERR" => LogLevel::Error,
-                    "LOG_WARNING" => LogLevel::Warning,
-                    "LOG_NOTICE" | "LOG_INFO" => LogLevel::Info,
-                    "LOG_DEBUG" => LogLevel::Debug,
-                    other => {
-                        warnings.push(format!(
-                            "Unrecognized log level '{other}'; falling back to default LOG_ERR."
-                        ));
-                        LogLevel::Error
-                    }
+                // rrdcached keeps the level it had (LOG_ERR unless an
+                // earlier -V changed it), whatever its message says.
+                match Priority::from_name(&value) {
+                    Some(p) => c.log_priority = p,
+                    None => warnings
+                        .push(format!("Unrecognized log level '{value}'; falling back to default LOG_ERR.")),
                 }
+                c.log_level = match c.log_priority {
+                    Priority::Emerg | Priority::Alert | Priority::Crit | Priority::Err => LogLevel::Error,
+                    Priority::Warning => LogLevel::Warning,
+                    Priority::Notice | Priority::Info => LogLevel::Info,
+                    Priority::Debug => LogLevel::Debug,
+                };
             }
             other => unreachable!("option {other} is in OPTIONS but not handled"),
         }
@@ -541,6 +594,9 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
     if let Some(word) = parsed.operands.first() {
         return Err(err(1, format!("unexpected argument '{word}'")));
     }
+    c.listen_given = !c.listen.is_empty();
+    c.passed_permissions = if permissions.is_empty() { Permissions::all() } else { permissions };
+    c.socket_file_options = socket_group.is_some() || socket_mode.is_some();
     if c.listen.is_empty() {
         c.listen.push(ListenSpec {
             address: ListenAddress::parse(DEFAULT_ADDRESS).expect("the default address parses"),
@@ -681,9 +737,56 @@ mod tests {
         assert!(c.listen[1].permissions.allows(Command::Flush));
         assert!(!c.listen[1].permissions.allows(Command::Update));
         assert!(c.listen[1].permissions.allows(Command::Quit));
+        assert!(c.listen_given && !c.socket_file_options);
+        assert!(c.passed_permissions.allows(Command::Flush), "the last -P: for sockets systemd passes");
+        assert!(!c.passed_permissions.allows(Command::Update));
+        let (c, _) = parse(&["-g"]);
+        assert!(!c.listen_given);
+        assert_eq!(c.passed_permissions, Permissions::all());
         let (c, _) = parse(&["-m", "0660", "-L"]);
+        assert!(c.socket_file_options);
         assert_eq!(c.listen[0].socket_mode, Some(0o660));
         assert_eq!(c.listen[0].address, ListenAddress::Tcp { host: String::new(), port: DEFAULT_PORT });
+    }
+
+    /// `--help` names every option the parser takes (rrdcached's letters
+    /// and our long options) and the cluster mode's options.
+    #[test]
+    fn usage_names_every_option() {
+        for spec in OPTIONS {
+            let shown = match (spec.long_form, spec.short) {
+                (false, Some(c)) => format!("  -{c} "),
+                (_, _) => format!("--{} ", spec.long),
+            };
+            assert!(USAGE.contains(&shown), "--help does not list {shown:?}");
+        }
+        for cluster in [
+            "--cluster ",
+            "--node-id ",
+            "--cluster-name ",
+            "--cluster-partitions ",
+            "--advertise ",
+            "--cluster-snapshots ",
+        ] {
+            assert!(USAGE.contains(cluster), "--help does not list {cluster:?}");
+        }
+        assert!(usage("rrdscale daemon").contains("Usage: rrdscale daemon [options]"));
+        let as_rrdcached = usage("rrdcached");
+        assert!(as_rrdcached.contains("Usage: rrdcached [options]"), "{as_rrdcached}");
+        assert!(!as_rrdcached.contains("rrdscale daemon"), "{as_rrdcached}");
+    }
+
+    /// -V: syslog's names, rrdcached's default (LOG_ERR), an unknown name
+    /// keeps the level with rrdcached's warning.
+    #[test]
+    fn log_level_is_a_syslog_priority() {
+        assert_eq!(parse(&[]).0.log_priority, Priority::Err);
+        assert_eq!(parse(&["-V", "LOG_NOTICE"]).0.log_priority, Priority::Notice);
+        assert_eq!(parse(&["-V", "LOG_INFO"]).0.log_priority, Priority::Info);
+        assert_eq!(parse(&["-VLOG_DEBUG"]).0.log_level, LogLevel::Debug);
+        let (c, warnings) = parse(&["-V", "LOG_WARNING", "-V", "debug"]);
+        assert_eq!(c.log_priority, Priority::Warning);
+        assert_eq!(warnings, ["Unrecognized log level 'debug'; falling back to default LOG_ERR."]);
     }
 
     #[test]

@@ -354,7 +354,7 @@ where
             _ = shutdown.changed() => break,
             _ = &mut idle_timer, if idle.is_some() => {
                 Stats::add(&daemon.stats.connections_idle_closed, 1);
-                tracing::debug!("closing a connection idle for {} s", idle.unwrap_or(far).as_secs());
+                crate::log!(Debug, "closing a connection idle for {} s", idle.unwrap_or(far).as_secs());
                 break;
             }
         }

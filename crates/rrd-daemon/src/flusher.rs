@@ -207,7 +207,7 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
                     }
                     Some(e) => {
                         Stats::add(&cache.stats.flush_errors, 1);
-                        tracing::info!("update of {} failed: {e}", t.key);
+                        crate::log!(Err, "update of {} failed: {e}; its values are dropped", t.key);
                     }
                 }
                 Outcome::Written
@@ -218,7 +218,7 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
             }
             Err(e) => {
                 Stats::add(&cache.stats.flush_errors, 1);
-                tracing::info!("update of {} failed: {e}", t.key);
+                crate::log!(Err, "update of {} failed: {e}; its values are dropped", t.key);
                 Outcome::Dropped
             }
         };
@@ -287,7 +287,8 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
                 }
                 e.retries = e.retries.saturating_add(1);
                 let wait = backoff_secs(e.retries);
-                tracing::warn!(
+                crate::log!(
+                    Err,
                     "writing {} failed ({why}); its {} value(s) are kept and retried in {wait} s",
                     t.key,
                     e.pending.len()
@@ -360,6 +361,7 @@ impl Scheduler {
                     !idle
                 });
             }
+            self.cache.scheduler_rounds.fetch_add(1, Ordering::Relaxed);
         }
     }
 }

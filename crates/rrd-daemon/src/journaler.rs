@@ -485,11 +485,14 @@ impl Writer {
         }
         if let Some(why) = self.journal.poisoned() {
             if !sh.poisoned.swap(true, Ordering::SeqCst) {
-                tracing::error!("journal poisoned, no further updates are acknowledged until restart: {why}");
+                crate::log!(
+                    Crit,
+                    "journal poisoned, no further updates are acknowledged until restart: {why}"
+                );
                 sh.stats.journal_poisoned.store(1, Ordering::SeqCst);
             }
         } else if let Some(e) = failure {
-            tracing::error!("journal append failed, its updates are not acknowledged: {e}");
+            crate::log!(Err, "journal append failed, its updates are not acknowledged: {e}");
         }
     }
 }
@@ -624,7 +627,7 @@ impl SyncThread {
             Err(e) => {
                 // The current segment goes on (see rrd-journal); a sync
                 // failure inside the rotation did poison, and after_io says so.
-                tracing::error!("journal rotation failed: {e}");
+                crate::log!(Err, "journal rotation failed: {e}");
                 w.after_io(sh, None);
             }
         }
@@ -651,7 +654,7 @@ impl SyncThread {
                 let n = existing.iter().filter(|&&s| s < limit).count() as u64;
                 Stats::add(&sh.stats.journal_segments_removed, n);
             }
-            Err(e) => tracing::error!("removing journal segments failed: {e}"),
+            Err(e) => crate::log!(Err, "removing journal segments failed: {e}"),
         }
     }
 

@@ -25,6 +25,10 @@
 //! - [`config`]: rrdcached's options plus ours.
 //! - [`metrics`]: `--metrics ADDR`, Prometheus text over a tiny HTTP
 //!   responder.
+//! - [`log`]: syslog priorities, `-V`, the `-o` file (reopened on SIGHUP),
+//!   journald's priority prefixes.
+//! - [`systemd`]: socket activation's and sd_notify's variables; READY,
+//!   STOPPING, STATUS and watchdog datagrams (docs/systemd.md).
 //!
 //! The one rule everything serves: an UPDATE is answered only after its
 //! values are in the journal (synced, under `--sync always`), and a journal
@@ -45,6 +49,7 @@ pub mod connection;
 pub mod flusher;
 pub mod journaler;
 pub mod key;
+pub mod log;
 pub mod metrics;
 pub mod paths;
 pub mod prefetch;
@@ -55,5 +60,6 @@ pub mod server;
 pub mod state;
 pub mod stats;
 pub mod syncgroup;
+pub mod systemd;
 
 pub use server::{run, RunError};

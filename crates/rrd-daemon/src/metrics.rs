@@ -73,14 +73,14 @@ pub fn spawn_with(
         match listener.accept() {
             Ok((stream, _)) => {
                 if let Err(e) = answer(stream, &daemon, extra.as_ref()) {
-                    tracing::debug!("metrics request failed: {e}");
+                    crate::log!(Debug, "metrics request failed: {e}");
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(50));
             }
             Err(e) => {
-                tracing::warn!("metrics listener: accept failed: {e}");
+                crate::log!(Warning, "metrics listener: accept failed: {e}");
                 std::thread::sleep(Duration::from_millis(200));
             }
         }

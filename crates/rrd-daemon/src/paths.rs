@@ -47,7 +47,8 @@ impl Paths {
             Root::beneath(&base).unwrap_or_else(|e| {
                 // Config::prepare made and checked the directory; if it is
                 // gone now, open nothing rather than anything.
-                tracing::error!(
+                crate::log!(
+                    Err,
                     "cannot open the base directory {}: {e}; no file can be opened",
                     base.display()
                 );

@@ -379,7 +379,8 @@ pub fn read(dir: &Path, paths: &Paths, ours: &[Record]) -> Result<Migration, Str
     let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
     for path in found {
         if let Err(why) = trusted(&path) {
-            tracing::error!(
+            crate::log!(
+                Err,
                 "rrdcached journal {}: not read and left in place: {why} (rrdcached refuses it too)",
                 path.display()
             );
@@ -412,7 +413,8 @@ pub fn read(dir: &Path, paths: &Paths, ours: &[Record]) -> Result<Migration, Str
                         }
                         _ => "; not applied".to_string(),
                     };
-                    tracing::error!(
+                    crate::log!(
+                        Err,
                         "rrdcached journal {}, line {n}: {why}{kept}: {}",
                         path.display(),
                         shown(text)
@@ -439,13 +441,18 @@ pub fn read(dir: &Path, paths: &Paths, ours: &[Record]) -> Result<Migration, Str
             }
         }
         if bad > BAD_LINES_LOGGED {
-            tracing::error!(
+            crate::log!(
+                Err,
                 "rrdcached journal {}: {} more bad line(s) not shown",
                 path.display(),
                 bad - BAD_LINES_LOGGED
             );
         }
-        tracing::info!("rrdcached journal {}: {n} line(s), {updates} update(s), {bad} bad", path.display());
+        crate::log!(
+            Info,
+            "rrdcached journal {}: {n} line(s), {updates} update(s), {bad} bad",
+            path.display()
+        );
         s.files += 1;
         s.lines += n;
         s.bad_lines += bad;
@@ -461,7 +468,8 @@ pub fn read(dir: &Path, paths: &Paths, ours: &[Record]) -> Result<Migration, Str
             let key = match key {
                 Ok(k) => Some(k),
                 Err(d) => {
-                    tracing::error!(
+                    crate::log!(
+                        Err,
                         "rrdcached journal names {}, outside the base directory (-B): its values are not applied",
                         d.shown
                     );
@@ -515,7 +523,8 @@ pub fn read(dir: &Path, paths: &Paths, ours: &[Record]) -> Result<Migration, Str
         for v in &p.values {
             if taken.len() == RECORD_VALUES_MAX || payload + 2 + v.len() > RECORD_PAYLOAD_MAX {
                 // Not a line rrdcached writes; one line stays one record.
-                tracing::error!(
+                crate::log!(
+                    Err,
                     "rrdcached journal: a line for {key} has more values than one record holds; \
                      {} value(s) after the first {} are not applied",
                     p.values.len() - taken.len(),
@@ -545,7 +554,8 @@ pub fn read(dir: &Path, paths: &Paths, ours: &[Record]) -> Result<Migration, Str
     }
     s.rrd_files = updated.len() as u64;
     for (key, count) in unreadable {
-        tracing::warn!(
+        crate::log!(
+            Warning,
             "rrdcached journal: {key} cannot be read as an RRD file; its {count} pending value(s) are dropped \
              (rrdcached drops them too)"
         );
@@ -614,10 +624,14 @@ pub fn migrate(
     })?;
     let failures = retire(&m, dir);
     for f in &failures {
-        tracing::error!("retiring rrdcached's journal: {f} (its values are in our journal; nothing is lost)");
+        crate::log!(
+            Warning,
+            "retiring rrdcached's journal: {f} (its values are in our journal; nothing is lost)"
+        );
     }
     let s = &m.summary;
-    tracing::info!(
+    crate::log!(
+        Notice,
         "migrated from rrdcached: {} journal file(s), {} line(s); {} value(s) for {} RRD file(s) are now in \
          our journal; skipped: {} not later than the file's newest value (already written, or refused when \
          sent), {} forgotten, {} without a timestamp, {} for unreadable files, {} outside -B; {} WROTE and \

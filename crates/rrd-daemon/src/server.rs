@@ -1,15 +1,18 @@
 //! Startup, the listeners, signals and shutdown, in rrdcached's order:
-//! options → PID file → listening sockets (errors still reach the
+//! options → systemd's variables taken (`systemd`) → PID file → listening
+//! sockets, the ones systemd passed or else `-l`'s (errors still reach the
 //! terminal) → fork (unless `-g`) → logging → PID written → privileges
-//! dropped → journal replayed → flush threads → accepting connections.
+//! dropped → journal replayed → flush threads → accepting connections →
+//! `READY=1` to systemd.
 //!
 //! Signals, as rrdcached(1): TERM and INT stop the daemon, writing pending
 //! values first only with `-F` (or without a journal); USR1 stops it after
 //! writing everything; USR2 stops it without writing (the journal keeps the
-//! values). Stopping: listeners close (UNIX socket files removed),
-//! connections close, the flush threads drain if writing was asked for,
-//! the journal is synced (and emptied when everything was written and
-//! synced), the PID file removed.
+//! values). HUP reopens the `-o` log file (rrdcached ignores it). Stopping:
+//! `STOPPING=1` to systemd, listeners close (UNIX socket files we bound
+//! removed; systemd's are left to it), connections close, the flush threads
+//! drain if writing was asked for, the journal is synced (and emptied when
+//! everything was written and synced), the PID file removed.
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -22,13 +25,15 @@ use rrd_protocol::{ListenAddress, Permissions};
 use thiserror::Error;
 
 use crate::cache::Cache;
-use crate::config::{self, Config, ListenSpec, LogLevel, Parsed};
+use crate::config::{self, Config, ListenSpec, Parsed};
 use crate::connection;
 use crate::flusher::{self, Scheduler};
 use crate::journaler::Journaler;
+use crate::log;
 use crate::replay;
 use crate::state::Daemon;
 use crate::stats::Stats;
+use crate::systemd;
 
 /// Why the daemon could not start; `status` is the process exit status.
 #[derive(Debug, Error)]
@@ -43,7 +48,9 @@ fn fail(status: i32, message: impl Into<String>) -> RunError {
 }
 
 pub enum BoundKind {
-    Unix(std::os::unix::net::UnixListener, PathBuf),
+    /// A UNIX listener and, when we bound it, its file (removed at stop;
+    /// `None` for a socket systemd passed: its file is systemd's).
+    Unix(std::os::unix::net::UnixListener, Option<PathBuf>),
     Tcp(std::net::TcpListener),
 }
 
@@ -78,7 +85,7 @@ fn bind_unix(path: &str, spec: &ListenSpec) -> Result<Bound, RunError> {
         }
     }
     listener.set_nonblocking(true).map_err(|e| fail(1, e.to_string()))?;
-    Ok(Bound { kind: BoundKind::Unix(listener, path), permissions: spec.permissions })
+    Ok(Bound { kind: BoundKind::Unix(listener, Some(path)), permissions: spec.permissions })
 }
 
 fn bind_tcp(host: &str, port: u16, spec: &ListenSpec) -> Result<Vec<Bound>, RunError> {
@@ -130,6 +137,41 @@ pub fn bind_all(specs: &[ListenSpec]) -> Result<Vec<Bound>, RunError> {
     Ok(all)
 }
 
+/// Takes the sockets systemd passed (socket activation) as our listeners,
+/// instead of `-l`'s, as rrdcached 1.7 does: each gets the permissions of
+/// the last `-P` (all commands without one); `-m` and `-s` do not apply
+/// (the socket unit's SocketMode= and SocketGroup= set those). Returns the
+/// listeners and, for the log once it is open, a description of each.
+fn adopt_passed(passed: &systemd::ListenFds, config: &Config) -> Result<(Vec<Bound>, Vec<String>), RunError> {
+    use rrd_sys::sdlisten::Listener;
+    let adopted = rrd_sys::sdlisten::adopt_listen_fds(passed.count)
+        .map_err(|e| fail(1, format!("rrdcached: FATAL: socket activation: {e}")))?;
+    let mut bound = Vec::new();
+    let mut shown = Vec::new();
+    for (a, name) in adopted.into_iter().zip(&passed.names) {
+        let (kind, address) = match a.listener {
+            Listener::Unix(l) => {
+                let address = match l.local_addr() {
+                    Ok(addr) => match addr.as_pathname() {
+                        Some(p) => format!("unix:{}", p.display()),
+                        None => "unix (abstract or unnamed)".to_string(),
+                    },
+                    Err(e) => format!("unix (address unknown: {e})"),
+                };
+                (BoundKind::Unix(l, None), address)
+            }
+            Listener::Tcp(l) => {
+                let address =
+                    l.local_addr().map_or_else(|e| format!("tcp (address unknown: {e})"), |a| a.to_string());
+                (BoundKind::Tcp(l), address)
+            }
+        };
+        shown.push(format!("fd {} ({name}): {address}", a.fd));
+        bound.push(Bound { kind, permissions: config.passed_permissions });
+    }
+    Ok((bound, shown))
+}
+
 /// Creates the PID file, or takes over a stale one (rrdcached's rules).
 fn open_pid_file(path: &Path) -> Result<std::fs::File, RunError> {
     if let Some(dir) = path.parent() {
@@ -169,47 +211,22 @@ fn daemonize() -> Result<(), RunError> {
     rrd_sys::process::daemonize().map_err(|e| fail(1, e))
 }
 
-/// Writes log lines to syslog (LOG_DAEMON), one `syslog` call per line.
-struct SyslogWriter;
-
-impl Write for SyslogWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let text = String::from_utf8_lossy(buf);
-        for line in text.lines().filter(|l| !l.is_empty()) {
-            rrd_sys::process::syslog(line);
-        }
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
+/// Starts the log (`log`): `-o` file, else standard error in the
+/// foreground (with priority prefixes when it is the journal's stream),
+/// else syslog; filtered by `-V`.
 fn init_logging(config: &Config) -> Result<(), RunError> {
-    let level = match config.log_level {
-        LogLevel::Error => tracing::Level::ERROR,
-        LogLevel::Warning => tracing::Level::WARN,
-        LogLevel::Info => tracing::Level::INFO,
-        LogLevel::Debug => tracing::Level::DEBUG,
-    };
-    let builder = tracing_subscriber::fmt().with_max_level(level).with_ansi(false).with_target(false);
-    let result = if let Some(file) = &config.log_file {
-        let f = std::fs::OpenOptions::new().create(true).append(true).open(file).map_err(|e| {
-            fail(1, format!("cannot open log file {}: {}", file.display(), config::os_text(&e)))
-        })?;
-        builder.with_writer(Mutex::new(f)).try_init()
+    let sink = if let Some(file) = &config.log_file {
+        log::Sink::File(file.clone())
     } else if config.foreground {
-        builder.with_writer(std::io::stderr).try_init()
+        log::Sink::Stderr { journal: log::stderr_is_journal() }
     } else {
-        rrd_sys::process::openlog();
-        builder.without_time().with_writer(|| SyslogWriter).try_init()
+        log::Sink::Syslog
     };
-    // Already initialized (tests running several daemons): keep the first.
-    let _ = result;
-    Ok(())
+    log::init(config.log_priority, sink).map_err(|e| {
+        let file = config.log_file.as_deref().unwrap_or(Path::new("")).display().to_string();
+        fail(6, format!("Failed to open log file '{file}': {}", config::os_text(&e)))
+    })
 }
-
-use std::sync::Mutex;
 
 fn drop_privileges(config: &Config) -> Result<(), RunError> {
     if let Some(gid) = config.group {
@@ -225,11 +242,24 @@ fn drop_privileges(config: &Config) -> Result<(), RunError> {
     Ok(())
 }
 
+/// The name usage text and messages give the program: `rrdcached` when
+/// the binary was started under that name (the drop-in), else
+/// `rrdscale daemon`.
+fn program_name() -> String {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    let base = Path::new(&argv0).file_name().unwrap_or_default().to_string_lossy().into_owned();
+    if base == "rrdcached" {
+        base
+    } else {
+        "rrdscale daemon".into()
+    }
+}
+
 /// `rrdscale daemon ARGS`: runs until a signal stops it.
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), RunError> {
     let mut config = match config::parse_args(args).map_err(|e| fail(e.status, e.message))? {
         Parsed::Help => {
-            let _ = out.write_all(config::USAGE.as_bytes());
+            let _ = out.write_all(config::usage(&program_name()).as_bytes());
             let _ = out.flush();
             return Err(fail(1, ""));
         }
@@ -240,37 +270,87 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), RunError> {
             *c
         }
     };
+    // Read (and removed from the environment) while this is the only thread.
+    let env = systemd::take_env();
     config.prepare().map_err(|e| fail(e.status, e.message))?;
     let mut pid_file = open_pid_file(&config.pid_file)?;
-    let listeners = match bind_all(&config.listen) {
-        Ok(l) => l,
-        Err(e) => {
-            let _ = std::fs::remove_file(&config.pid_file);
-            return Err(e);
-        }
+    let removing_pid_file = |e: RunError| {
+        let _ = std::fs::remove_file(&config.pid_file);
+        e
+    };
+    let passed = env.listen.clone().map_err(|e| fail(1, format!("rrdcached: FATAL: socket activation: {e}")));
+    let passed = passed.map_err(removing_pid_file)?;
+    let (listeners, adopted) = match &passed {
+        Some(p) => adopt_passed(p, &config).map_err(removing_pid_file)?,
+        None => (bind_all(&config.listen).map_err(removing_pid_file)?, Vec::new()),
     };
     // Bound before forking, like the other listeners, so that a bad address
     // reaches the terminal.
-    let metrics_listener = match config.metrics.as_deref().map(crate::metrics::bind).transpose() {
-        Ok(l) => l,
-        Err(e) => {
-            let _ = std::fs::remove_file(&config.pid_file);
-            return Err(fail(1, e));
-        }
-    };
+    let metrics_listener = config
+        .metrics
+        .as_deref()
+        .map(crate::metrics::bind)
+        .transpose()
+        .map_err(|e| removing_pid_file(fail(1, e)))?;
+    // Before the fork too: a log file that cannot be opened is reported on
+    // the terminal (rrdcached opens it while reading its options).
+    init_logging(&config).map_err(removing_pid_file)?;
     if !config.foreground {
         daemonize()?;
     }
-    init_logging(&config)?;
     let _ = writeln!(pid_file, "{}", std::process::id());
     drop(pid_file);
     drop_privileges(&config)?;
-    tracing::info!("starting up");
+    log!(Info, "starting up");
+    if !adopted.is_empty() {
+        log!(
+            Notice,
+            "socket activation: serving the {} socket(s) systemd passed: {}",
+            adopted.len(),
+            adopted.join(", ")
+        );
+        if config.listen_given {
+            log!(Notice, "socket activation: the -l/-L addresses are not opened (as rrdcached)");
+        }
+        if config.socket_file_options {
+            log!(Info, "socket activation: -m and -s do not apply to passed sockets (the socket unit's SocketMode= and SocketGroup= do)");
+        }
+    }
+    match env.notify {
+        Some(Ok(address)) => {
+            if let Err(e) = systemd::set_notify(address) {
+                log!(
+                    Warning,
+                    "NOTIFY_SOCKET: cannot open a datagram socket ({e}); systemd will not be notified"
+                );
+            }
+        }
+        Some(Err(why)) => log!(Warning, "{why}; systemd will not be notified"),
+        None => {}
+    }
     let pid_path = config.pid_file.clone();
-    let result = start(config, listeners, metrics_listener);
+    let forked = !config.foreground;
+    // A failure is printed on stderr by the caller; log it where stderr is
+    // not the log.
+    let log_failure = forked || config.log_file.is_some();
+    let result = start(config, listeners, metrics_listener, Notify { forked, watchdog: env.watchdog });
     let _ = std::fs::remove_file(&pid_path);
-    tracing::info!("goodbye");
+    if let Err(e) = &result {
+        if log_failure {
+            log!(Err, "{}", e.message);
+        }
+        systemd::status(&format!("failed: {}", e.message));
+    }
+    log!(Info, "goodbye");
     result
+}
+
+/// What `start` tells systemd beyond readiness.
+struct Notify {
+    /// We forked (no `-g`): READY=1 names our pid (MAINPID=).
+    forked: bool,
+    /// The watchdog period (half of WATCHDOG_USEC).
+    watchdog: Option<Duration>,
 }
 
 /// Opens the journal (replaying it, then taking over rrdcached's journal
@@ -283,7 +363,8 @@ fn open_journal(
     let Some(dir) = &config.journal_dir else { return Ok((Journaler::disabled(), None)) };
     let mut report = rrd_journal::replay(dir).map_err(|e| fail(6, format!("journal replay failed: {e}")))?;
     if let Some((seq, off, len)) = report.torn_tail {
-        tracing::warn!(
+        log!(
+            Warning,
             "journal segment {seq}: torn tail (incomplete last record) of {len} bytes at offset {off} truncated (never acknowledged under --sync always)"
         );
     }
@@ -297,7 +378,8 @@ fn open_journal(
         } else {
             format!("the {} record(s) after it were kept", d.records_after)
         };
-        tracing::error!(
+        log!(
+            Err,
             "journal segment {}: damaged range at offset {} ({}): {} bytes skipped, {after}",
             d.seq,
             d.offset,
@@ -348,7 +430,7 @@ fn journal_faults() -> Option<Arc<dyn rrd_journal::io::JournalIo>> {
     #[cfg(feature = "fault-injection")]
     if let Some((spec, plan)) = JOURNAL_FAULTS.get() {
         use rrd_journal::fault::FaultyIo;
-        tracing::warn!("journal I/O faults are injected ({spec}): a test build, never in production");
+        log!(Warning, "journal I/O faults are injected ({spec}): a test build, never in production");
         return Some(Arc::new(FaultyIo::new(Arc::new(rrd_journal::io::OsIo), plan.clone())));
     }
     None
@@ -358,19 +440,35 @@ fn start(
     config: Config,
     listeners: Vec<Bound>,
     metrics_listener: Option<std::net::TcpListener>,
+    notify: Notify,
 ) -> Result<(), RunError> {
+    // The runtime first, so that SIGHUP is handled (not fatal) from here on,
+    // a long journal replay included; it is acted on once serving starts.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("rrdscale-daemon")
+        .build()
+        .map_err(|e| fail(1, format!("cannot start the runtime: {e}")))?;
+    let hangup = {
+        let _entered = runtime.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .map_err(|e| fail(1, format!("cannot handle SIGHUP: {e}")))?
+    };
     let stats = Arc::new(crate::stats::Stats::default());
+    if config.journal_dir.is_some() {
+        systemd::status("replaying the journal");
+    }
     let (journaler, replayed) = open_journal(&config, &stats)?;
     let daemon = Arc::new(Daemon::with_stats(config, journaler, stats));
     if let Some((report, first)) = replayed {
+        systemd::status(&format!("journal read: {} records; applying them", report.records.len()));
         let s = replay::apply(&daemon, &report, first);
-        tracing::info!(
+        let text = format!(
             "journal replayed: {} records, {} values pending, {} already written, {} for unreadable files",
-            s.records,
-            s.values_applied,
-            s.values_skipped,
-            s.records_unreadable
+            s.records, s.values_applied, s.values_skipped, s.records_unreadable
         );
+        log!(Notice, "{text}");
+        systemd::status(&text);
     }
     let threads = spawn_flush_threads(&daemon);
     if let Some(l) = metrics_listener {
@@ -378,26 +476,22 @@ fn start(
         crate::metrics::spawn(l, daemon.clone())
             .map_err(|e| fail(1, format!("cannot start the metrics thread: {e}")))?;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("rrdscale-daemon")
-        .build()
-        .map_err(|e| fail(1, format!("cannot start the runtime: {e}")))?;
     let unix_paths: Vec<PathBuf> = listeners
         .iter()
         .filter_map(|b| match &b.kind {
-            BoundKind::Unix(_, p) => Some(p.clone()),
+            BoundKind::Unix(_, p) => p.clone(),
             BoundKind::Tcp(_) => None,
         })
         .collect();
-    runtime.block_on(serve(daemon.clone(), listeners));
+    runtime.block_on(serve(daemon.clone(), listeners, hangup, notify));
     for p in unix_paths {
         let _ = std::fs::remove_file(p);
     }
     // Connections are closing; finish the flush threads' work.
     let write_all = daemon.flush_at_shutdown.load(Ordering::SeqCst);
     if write_all {
-        tracing::info!("writing every pending value before exiting");
+        log!(Notice, "writing every pending value before exiting");
+        systemd::status("stopping: writing every pending value");
         flusher::enqueue_all(&daemon.cache);
         while !daemon.cache.is_drained() {
             std::thread::sleep(Duration::from_millis(10));
@@ -412,9 +506,9 @@ fn start(
     let clean = write_all && daemon.cache.oldest_needed_seq(u64::MAX) == u64::MAX;
     daemon.journal.shutdown(clean);
     if clean {
-        tracing::info!("clean shutdown; all RRDs flushed");
+        log!(Info, "clean shutdown; all RRDs flushed");
     } else {
-        tracing::info!("expedited shutdown; journals will be used at next startup");
+        log!(Info, "expedited shutdown; journals will be used at next startup");
     }
     Ok(())
 }
@@ -495,7 +589,8 @@ async fn accept_loop(
             Ok(stream) => stream,
             Err(e) if is_exhaustion(&e) => {
                 if !exhausted {
-                    tracing::error!(
+                    log!(
+                        Err,
                         "accept failed: {e}; retrying every {} ms until descriptors are free \
                          (raise the descriptor limit, or lower --max-connections)",
                         ACCEPT_BACKOFF.as_millis()
@@ -509,12 +604,12 @@ async fn accept_loop(
             }
             // One connection that went away before it was accepted.
             Err(e) => {
-                tracing::debug!("accept failed: {e}");
+                log!(Debug, "accept failed: {e}");
                 continue;
             }
         };
         if exhausted {
-            tracing::warn!("accepting connections again");
+            log!(Notice, "accepting connections again");
             exhausted = false;
         }
         let d = daemon.clone();
@@ -531,15 +626,23 @@ async fn accept_loop(
     }
 }
 
-/// Accepts on every listener until a stopping signal arrives.
-async fn serve(daemon: Arc<Daemon>, listeners: Vec<Bound>) {
+/// Accepts on every listener until a stopping signal arrives; tells
+/// systemd READY=1 once every listener is being accepted on (the journal
+/// was replayed before), STOPPING=1 when a stop begins, and pings its
+/// watchdog. SIGHUP reopens the `-o` log file.
+async fn serve(
+    daemon: Arc<Daemon>,
+    listeners: Vec<Bound>,
+    mut hangup: tokio::signal::unix::Signal,
+    notify: Notify,
+) {
     use tokio::signal::unix::{signal, SignalKind};
     let descriptors = descriptor_limit();
     let connections_max = match daemon.config.max_connections {
         0 => config::connections_max(descriptors, daemon.config.write_threads),
         n => n,
     };
-    tracing::info!("serving at most {connections_max} connections at once ({descriptors} descriptors)");
+    log!(Info, "serving at most {connections_max} connections at once ({descriptors} descriptors)");
     // Headers read ahead (crate::prefetch) hold descriptors too: at most a
     // quarter of what connections and flush workers leave.
     let spare = descriptors.saturating_sub(2 * connections_max as u64 + 64) / 4;
@@ -560,29 +663,51 @@ async fn serve(daemon: Arc<Daemon>, listeners: Vec<Bound>) {
         };
         accept_tasks.push(tokio::spawn(accept_loop(daemon.clone(), listener, b.permissions, limit.clone())));
     }
-    tracing::info!("listening for connections");
     let (Ok(mut term), Ok(mut int), Ok(mut usr1), Ok(mut usr2)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
         signal(SignalKind::user_defined1()),
         signal(SignalKind::user_defined2()),
     ) else {
-        tracing::error!("cannot install signal handlers");
+        log!(Err, "cannot install signal handlers");
         return;
     };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("caught SIGTERM"),
-        _ = int.recv() => tracing::info!("caught SIGINT"),
-        _ = usr1.recv() => {
-            tracing::info!("caught SIGUSR1");
-            daemon.flush_at_shutdown.store(true, Ordering::SeqCst);
-        }
-        _ = usr2.recv() => {
-            tracing::info!("caught SIGUSR2");
-            daemon.flush_at_shutdown.store(false, Ordering::SeqCst);
-        }
+    log!(Info, "listening for connections");
+    if systemd::notifying() {
+        let mainpid = if notify.forked { format!("MAINPID={}\n", std::process::id()) } else { String::new() };
+        systemd::notify(&format!("READY=1\n{mainpid}STATUS=accepting connections"));
     }
-    tracing::info!("starting shutdown");
+    let watchdog = notify.watchdog.filter(|_| systemd::notifying()).map(|period| {
+        log!(Info, "systemd watchdog: pinging every {} ms", period.as_millis());
+        tokio::spawn(watchdog(daemon.clone(), period))
+    });
+    let caught = loop {
+        tokio::select! {
+            _ = hangup.recv() => {
+                match log::reopen() {
+                    Ok(true) => log!(Notice, "caught SIGHUP; log file reopened"),
+                    Ok(false) => log!(Notice, "caught SIGHUP; no log file to reopen (ignored)"),
+                    Err(e) => log!(Err, "caught SIGHUP; reopening the log file failed: {e}; still writing to the old one"),
+                }
+            }
+            _ = term.recv() => break "TERM",
+            _ = int.recv() => break "INT",
+            _ = usr1.recv() => {
+                daemon.flush_at_shutdown.store(true, Ordering::SeqCst);
+                break "USR1";
+            }
+            _ = usr2.recv() => {
+                daemon.flush_at_shutdown.store(false, Ordering::SeqCst);
+                break "USR2";
+            }
+        }
+    };
+    log!(Notice, "caught SIG{caught}");
+    systemd::notify(&format!("STOPPING=1\nSTATUS=stopping (SIG{caught})"));
+    if let Some(w) = watchdog {
+        w.abort();
+    }
+    log!(Info, "starting shutdown");
     for t in accept_tasks {
         t.abort();
     }
@@ -591,4 +716,44 @@ async fn serve(daemon: Arc<Daemon>, listeners: Vec<Bound>) {
     // Give connections a moment to finish the command they are running.
     let all = limit.acquire_many(connections_max as u32);
     let _ = tokio::time::timeout(Duration::from_secs(5), all).await;
+}
+
+/// Pings systemd's watchdog every `period` (half of WATCHDOG_USEC) from
+/// the runtime that serves connections, and only while the scheduler
+/// thread keeps finishing rounds: a runtime whose workers are all stuck, or
+/// a scheduler stuck on a cache lock (a flush that never ends), stops the
+/// pings and systemd restarts the daemon (the journal has every
+/// acknowledged update).
+async fn watchdog(daemon: Arc<Daemon>, period: Duration) {
+    // The scheduler sleeps a tick between rounds; a round may wait for
+    // shard locks that UPDATEs hold briefly.
+    let stale_after = (2 * period).max(3 * daemon.config.tick);
+    let mut last_rounds = daemon.cache.scheduler_rounds.load(Ordering::Relaxed);
+    let mut moved_at = tokio::time::Instant::now();
+    let mut withheld = false;
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let rounds = daemon.cache.scheduler_rounds.load(Ordering::Relaxed);
+        if rounds != last_rounds {
+            last_rounds = rounds;
+            moved_at = tokio::time::Instant::now();
+        }
+        let stalled = moved_at.elapsed();
+        if stalled <= stale_after {
+            if withheld {
+                log!(Notice, "the scheduler thread runs again; watchdog pings resumed");
+                withheld = false;
+            }
+            systemd::notify("WATCHDOG=1");
+        } else if !withheld {
+            log!(
+                Crit,
+                "the scheduler thread has not finished a round for {} ms; watchdog pings withheld",
+                stalled.as_millis()
+            );
+            withheld = true;
+        }
+    }
 }

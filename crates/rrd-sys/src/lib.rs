@@ -9,7 +9,8 @@
 //! mappings and `mincore` ([`map`]), `glob(3)` ([`glob`]), the signal
 //! handler that removes temporary files ([`tempclean`]), `getrusage`
 //! ([`rusage`]), the daemon's `fork`, process-wide `setuid`/`setgid`,
-//! name lookups and syslog ([`process`]), and the client's librrd-exact
+//! name lookups and syslog ([`process`]), the listening sockets systemd
+//! passes ([`sdlisten`]), and the client's librrd-exact
 //! connect and `getaddrinfo` ([`net`]), glibc's number conversions
 //! ([`clib`]) and time functions ([`ctime`]), whose exact output rrdtool's
 //! is compared with, and rrdtool's own librrd opened with `dlopen` for the
@@ -37,5 +38,6 @@ pub mod net;
 pub mod pagecache;
 pub mod process;
 pub mod rusage;
+pub mod sdlisten;
 pub mod tempclean;
 pub mod writeback;

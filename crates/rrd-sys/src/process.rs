@@ -89,12 +89,14 @@ pub fn openlog() {
     unsafe { libc::openlog(c"rrdcached".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON) };
 }
 
-/// One `syslog(LOG_NOTICE, "%s", line)` (a line with a NUL byte is dropped).
-pub fn syslog(line: &str) {
+/// One `syslog(priority, "%s", line)`, `priority` a syslog level
+/// (`LOG_EMERG` 0 .. `LOG_DEBUG` 7) with the facility given to [`openlog`]
+/// (a line with a NUL byte is dropped).
+pub fn syslog(priority: u8, line: &str) {
     if let Ok(c) = CString::new(line) {
         // SAFETY: the format is a literal "%s" and the argument a
         // NUL-terminated string.
-        unsafe { libc::syslog(libc::LOG_NOTICE, c"%s".as_ptr(), c.as_ptr()) };
+        unsafe { libc::syslog(libc::c_int::from(priority & 7), c"%s".as_ptr(), c.as_ptr()) };
     }
 }
 
