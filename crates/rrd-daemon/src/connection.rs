@@ -47,7 +47,7 @@ use rrd_protocol::{Command, Context, Fields, Frame, LineFramer, Permissions, Rep
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::cache::unix_now;
-use crate::commands::{self, journal_error, Accepted, Args, Outcome};
+use crate::commands::{self, journal_error, Accepted, Args, Outcome, Peer};
 use crate::journaler::Ticket;
 use crate::prefetch::HeaderPrefetch;
 use crate::state::Daemon;
@@ -108,6 +108,8 @@ struct Session {
     key: String,
     /// Headers of files met for the first time, read ahead.
     prefetch: HeaderPrefetch,
+    /// The client, whose leaving ends a long LIST.
+    peer: Peer,
 }
 
 /// The fields of an UPDATE line the fast path can take: the command word,
@@ -273,7 +275,7 @@ impl Session {
             _ => {}
         }
         let in_batch = self.batch.is_some();
-        match commands::execute(&self.daemon, command, Args::new(args), in_batch).await {
+        match commands::execute_for(&self.daemon, command, Args::new(args), in_batch, self.peer).await {
             Outcome::Reply(r) => self.reply(r),
             Outcome::AfterCommit(ticket, r) => self.after_commit(ticket, r),
             Outcome::ReplyThenClose(r) => {
@@ -321,6 +323,19 @@ pub async fn serve<S>(daemon: Arc<Daemon>, stream: S, permissions: Permissions, 
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    serve_peer(daemon, stream, permissions, idle, Peer::default()).await
+}
+
+/// [`serve`] for a socket whose client's leaving ends long commands.
+pub async fn serve_peer<S>(
+    daemon: Arc<Daemon>,
+    stream: S,
+    permissions: Permissions,
+    idle: Option<Duration>,
+    peer: Peer,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     Stats::add(&daemon.stats.connections, 1);
     let mut shutdown = daemon.shutdown.subscribe();
     let (mut rd, mut wr) = tokio::io::split(stream);
@@ -331,6 +346,7 @@ where
         queue: Vec::new(),
         key: String::new(),
         prefetch: HeaderPrefetch::default(),
+        peer,
     };
     let mut buf: Vec<u8> = Vec::with_capacity(128 * 1024);
     let mut lines = LineFramer::new();

@@ -629,10 +629,14 @@ async fn accept_loop(
         let d = daemon.clone();
         tokio::spawn(async move {
             match stream {
-                Ok(unix) => connection::serve(d, unix, permissions, idle).await,
+                Ok(unix) => {
+                    let peer = crate::commands::Peer::of(&unix);
+                    connection::serve_peer(d, unix, permissions, idle, peer).await
+                }
                 Err(tcp) => {
                     let _ = tcp.set_nodelay(true);
-                    connection::serve(d, tcp, permissions, idle).await
+                    let peer = crate::commands::Peer::of(&tcp);
+                    connection::serve_peer(d, tcp, permissions, idle, peer).await
                 }
             }
             drop(permit);
