@@ -57,7 +57,12 @@ use crate::stats::Stats;
 enum Queued {
     Ready(Reply),
     AfterCommit(Ticket, Reply),
+    /// A FETCH answer, written in pieces as the client takes them.
+    Stream(Box<commands::fetch::FetchReply>),
 }
+
+/// How much of a streamed reply is rendered before it is written.
+const STREAM_CHUNK_BYTES: usize = 256 * 1024;
 
 struct Batch {
     /// Commands seen since BATCH (the `.` counts too, as in rrdcached).
@@ -275,6 +280,14 @@ impl Session {
             _ => {}
         }
         let in_batch = self.batch.is_some();
+        if matches!(command, Command::Fetch | Command::FetchBin) && !in_batch {
+            let binary = command == Command::FetchBin;
+            match commands::fetch::prepare(&self.daemon, Args::new(args), binary).await {
+                Ok(reply) => self.queue.push(Queued::Stream(Box::new(reply))),
+                Err(reply) => self.reply(reply),
+            }
+            return Next::Continue;
+        }
         match commands::execute_for(&self.daemon, command, Args::new(args), in_batch, self.peer).await {
             Outcome::Reply(r) => self.reply(r),
             Outcome::AfterCommit(ticket, r) => self.after_commit(ticket, r),
@@ -294,16 +307,21 @@ impl Session {
         let mut out = Vec::new();
         let newest = self.queue.iter().fold(Ticket::Done, |m, q| match q {
             Queued::AfterCommit(t, _) => m.max(t.clone()),
-            Queued::Ready(_) => m,
+            Queued::Ready(_) | Queued::Stream(_) => m,
         });
         let _ = self.daemon.journal.wait(&newest).await;
-        for q in self.queue.drain(..) {
+        let queue = std::mem::take(&mut self.queue);
+        for q in queue {
             let reply = match q {
                 Queued::Ready(r) => r,
                 Queued::AfterCommit(ticket, r) => match self.daemon.journal.failure(&ticket) {
                     Err(why) if !r.is_error() => Reply::error(journal_error(&why)),
                     _ => r,
                 },
+                Queued::Stream(stream) => {
+                    self.write_stream(w, &mut out, stream).await?;
+                    continue;
+                }
             };
             reply.encode(&mut out);
         }
@@ -312,6 +330,42 @@ impl Session {
             w.flush().await?;
         }
         Ok(())
+    }
+
+    /// Writes a streamed reply after what `out` holds, a piece at a time
+    /// (memory: one piece). A large one waits for its turn among the
+    /// large replies being written.
+    async fn write_stream<W: AsyncWrite + Unpin>(
+        &self,
+        w: &mut W,
+        out: &mut Vec<u8>,
+        mut stream: Box<commands::fetch::FetchReply>,
+    ) -> std::io::Result<()> {
+        let _turn = if stream.is_large() {
+            if !out.is_empty() {
+                w.write_all(out).await?;
+                out.clear();
+            }
+            w.flush().await?;
+            Some(self.daemon.large_replies.clone().acquire_owned().await)
+        } else {
+            None
+        };
+        loop {
+            let done = stream.render(out, STREAM_CHUNK_BYTES);
+            if done && out.len() < STREAM_CHUNK_BYTES {
+                // Small enough to go with what follows.
+                return Ok(());
+            }
+            w.write_all(out).await?;
+            out.clear();
+            if done {
+                return Ok(());
+            }
+            if self.daemon.is_shutting_down() {
+                return Err(std::io::Error::other("shutting down in the middle of a reply"));
+            }
+        }
     }
 }
 
