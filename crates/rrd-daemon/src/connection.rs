@@ -33,7 +33,8 @@
 //! is closed.
 //!
 //! BATCH: successes are silent, errors are collected with their command
-//! number and sent at `.`, after every journal commit of the batch is done
+//! number and sent at `.`, every one of them (up to 64 MiB of error text;
+//! past that the BATCH runs none of its later commands and says so), after every journal commit of the batch is done
 //! (its records are written every `BATCH_WRITE_BYTES` of input and at
 //! the `.`).
 //! QUIT (or a handler that closes) inside a BATCH closes without a reply,
@@ -164,6 +165,10 @@ impl Session {
         Stats::add(&daemon.stats.updates_received, 1);
         if let Some(b) = &mut self.batch {
             b.count += 1;
+            if b.errors.is_full() {
+                b.errors.stop_at(b.count);
+                return true;
+            }
         }
         let key = self.key.as_str();
         let values = values.into_iter().flat_map(|v| v.split(' '));
@@ -221,6 +226,11 @@ impl Session {
         };
         if let Some(b) = &mut self.batch {
             b.count += 1;
+            // A BATCH whose errors reached their bound runs nothing more.
+            if b.errors.is_full() && &name[..] != b"." {
+                b.errors.stop_at(b.count);
+                return Next::Continue;
+            }
         }
         let name_text = String::from_utf8_lossy(&name).into_owned();
         let Some(command) = Command::find(&name) else {
