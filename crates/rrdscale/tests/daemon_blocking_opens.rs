@@ -62,3 +62,20 @@ fn reads_of_a_fifo_are_refused_at_once_and_block_no_one() {
     }
     d.stop();
 }
+
+/// CREATE replaces a regular file, never a FIFO or a device node
+/// (rrdcached renames its new file over whatever is there).
+#[test]
+fn create_refuses_to_replace_what_is_not_a_regular_file() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    let fifo = dir.join("target.rrd");
+    mkfifo(&fifo);
+    let d = Daemon::start(Kind::Ours, &dir, &[]);
+    let mut c = d.client();
+    let reply = c.call(&format!("CREATE {} DS:x:GAUGE:600:U:U RRA:AVERAGE:0.5:1:20", fifo.display()));
+    assert_eq!(reply, format!("-1 Not a regular file: {}\n", fifo.display()));
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO was replaced");
+    d.stop();
+}

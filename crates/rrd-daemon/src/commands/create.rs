@@ -48,6 +48,11 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     }
     // The engine opens the sources and the template through the root too,
     // so a link swapped in after the check below is refused all the same.
+    // CREATE replaces a regular file (rrdtool's rename); anything else at
+    // the path (a device node, a FIFO, a directory) is refused.
+    if std::fs::metadata(&key).is_ok_and(|m| !m.is_file()) {
+        return Reply::error(format!("Not a regular file: {key}")).into();
+    }
     let mut opts = CreateOptions {
         no_overwrite: daemon.config.no_overwrite,
         source_root: daemon.paths.root.clone(),
