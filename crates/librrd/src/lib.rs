@@ -304,6 +304,7 @@ pub unsafe extern "C" fn rrd_create_r2(
             no_overwrite: req.no_overwrite,
             template: req.template.map(Into::into),
             sources: req.sources.into_iter().map(Into::into).collect(),
+            source_root: Default::default(),
         };
         match rrd_engine::create::create(Path::new(&req.file), &options, &req.definitions, cmd::now_secs()) {
             Ok(()) => 0,

@@ -177,6 +177,9 @@ pub struct Entry {
     /// The file's inode number as last seen (0: not known). Flushes are
     /// queued in inode order (see `flusher::disk_order`).
     pub inode: u64,
+    /// Why the last flush did not write and sync every value it took
+    /// (`None`: it did); what a FLUSH waiting for it answers.
+    pub flush_failure: Option<String>,
 }
 
 impl Entry {
@@ -199,6 +202,7 @@ impl Entry {
             suspended: false,
             last_activity: now,
             inode: 0,
+            flush_failure: None,
         }
     }
 

@@ -127,6 +127,9 @@ pub struct Config {
     /// `--max-connections`: connections served at once (0: derived from the
     /// descriptor limit, see [`connections_max`]).
     pub max_connections: usize,
+    /// `--list-max-names`: the most names one LIST answers (it looks at
+    /// no more than four times as many directory entries).
+    pub list_max_names: usize,
 }
 
 impl Default for Config {
@@ -164,6 +167,7 @@ impl Default for Config {
             idle_timeout_tcp: Some(Duration::from_secs(IDLE_TIMEOUT_TCP_SECS)),
             idle_timeout_unix: None,
             max_connections: 0,
+            list_max_names: 1_000_000,
         }
     }
 }
@@ -285,6 +289,7 @@ rrdscale options:
                                 (default 0: never, as rrdcached)
   --max-connections N           Connections served at once (default: derived from the
                                 descriptor limit, leaving room for RRD and journal files)
+  --list-max-names N            Most names one LIST answers (default 1000000)
 
 Cluster mode (builds with the `cluster` feature; docs/cluster.md):
   --cluster HOST:PORT,...       Run as a node of a cluster sharing a replicated log on
@@ -356,6 +361,7 @@ const OPTIONS: &[Spec] = &[
     value(None, "idle-timeout-tcp"),
     value(None, "idle-timeout-unix"),
     value(None, "max-connections"),
+    value(None, "list-max-names"),
 ];
 
 /// rrdcached's `rrd_scaled_duration(arg, 1)`: seconds, or a count with a
@@ -493,6 +499,12 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
                 let v = value;
                 c.max_connections = v.parse().ok().filter(|&n: &usize| n > 0).ok_or_else(|| {
                     err(2, format!("Invalid --max-connections {v}: expected a positive count"))
+                })?;
+            }
+            "list-max-names" => {
+                let v = value;
+                c.list_max_names = v.parse().ok().filter(|&n: &usize| n > 0).ok_or_else(|| {
+                    err(2, format!("Invalid --list-max-names {v}: expected a positive count"))
                 })?;
             }
             "B" => c.base_only = true,

@@ -33,7 +33,8 @@
 //! is closed.
 //!
 //! BATCH: successes are silent, errors are collected with their command
-//! number and sent at `.`, after every journal commit of the batch is done
+//! number and sent at `.`, every one of them (up to 64 MiB of error text;
+//! past that the BATCH runs none of its later commands and says so), after every journal commit of the batch is done
 //! (its records are written every `BATCH_WRITE_BYTES` of input and at
 //! the `.`).
 //! QUIT (or a handler that closes) inside a BATCH closes without a reply,
@@ -47,7 +48,7 @@ use rrd_protocol::{Command, Context, Fields, Frame, LineFramer, Permissions, Rep
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::cache::unix_now;
-use crate::commands::{self, journal_error, Accepted, Args, Outcome};
+use crate::commands::{self, journal_error, Accepted, Args, Outcome, Peer};
 use crate::journaler::Ticket;
 use crate::prefetch::HeaderPrefetch;
 use crate::state::Daemon;
@@ -57,7 +58,12 @@ use crate::stats::Stats;
 enum Queued {
     Ready(Reply),
     AfterCommit(Ticket, Reply),
+    /// A FETCH answer, written in pieces as the client takes them.
+    Stream(Box<commands::fetch::FetchReply>),
 }
+
+/// How much of a streamed reply is rendered before it is written.
+const STREAM_CHUNK_BYTES: usize = 256 * 1024;
 
 struct Batch {
     /// Commands seen since BATCH (the `.` counts too, as in rrdcached).
@@ -108,6 +114,8 @@ struct Session {
     key: String,
     /// Headers of files met for the first time, read ahead.
     prefetch: HeaderPrefetch,
+    /// The client, whose leaving ends a long LIST.
+    peer: Peer,
 }
 
 /// The fields of an UPDATE line the fast path can take: the command word,
@@ -157,6 +165,10 @@ impl Session {
         Stats::add(&daemon.stats.updates_received, 1);
         if let Some(b) = &mut self.batch {
             b.count += 1;
+            if b.errors.is_full() {
+                b.errors.stop_at(b.count);
+                return true;
+            }
         }
         let key = self.key.as_str();
         let values = values.into_iter().flat_map(|v| v.split(' '));
@@ -214,6 +226,11 @@ impl Session {
         };
         if let Some(b) = &mut self.batch {
             b.count += 1;
+            // A BATCH whose errors reached their bound runs nothing more.
+            if b.errors.is_full() && &name[..] != b"." {
+                b.errors.stop_at(b.count);
+                return Next::Continue;
+            }
         }
         let name_text = String::from_utf8_lossy(&name).into_owned();
         let Some(command) = Command::find(&name) else {
@@ -273,7 +290,15 @@ impl Session {
             _ => {}
         }
         let in_batch = self.batch.is_some();
-        match commands::execute(&self.daemon, command, Args::new(args), in_batch).await {
+        if matches!(command, Command::Fetch | Command::FetchBin) && !in_batch {
+            let binary = command == Command::FetchBin;
+            match commands::fetch::prepare(&self.daemon, Args::new(args), binary).await {
+                Ok(reply) => self.queue.push(Queued::Stream(Box::new(reply))),
+                Err(reply) => self.reply(reply),
+            }
+            return Next::Continue;
+        }
+        match commands::execute_for(&self.daemon, command, Args::new(args), in_batch, self.peer).await {
             Outcome::Reply(r) => self.reply(r),
             Outcome::AfterCommit(ticket, r) => self.after_commit(ticket, r),
             Outcome::ReplyThenClose(r) => {
@@ -292,16 +317,21 @@ impl Session {
         let mut out = Vec::new();
         let newest = self.queue.iter().fold(Ticket::Done, |m, q| match q {
             Queued::AfterCommit(t, _) => m.max(t.clone()),
-            Queued::Ready(_) => m,
+            Queued::Ready(_) | Queued::Stream(_) => m,
         });
         let _ = self.daemon.journal.wait(&newest).await;
-        for q in self.queue.drain(..) {
+        let queue = std::mem::take(&mut self.queue);
+        for q in queue {
             let reply = match q {
                 Queued::Ready(r) => r,
                 Queued::AfterCommit(ticket, r) => match self.daemon.journal.failure(&ticket) {
                     Err(why) if !r.is_error() => Reply::error(journal_error(&why)),
                     _ => r,
                 },
+                Queued::Stream(stream) => {
+                    self.write_stream(w, &mut out, stream).await?;
+                    continue;
+                }
             };
             reply.encode(&mut out);
         }
@@ -311,6 +341,42 @@ impl Session {
         }
         Ok(())
     }
+
+    /// Writes a streamed reply after what `out` holds, a piece at a time
+    /// (memory: one piece). A large one waits for its turn among the
+    /// large replies being written.
+    async fn write_stream<W: AsyncWrite + Unpin>(
+        &self,
+        w: &mut W,
+        out: &mut Vec<u8>,
+        mut stream: Box<commands::fetch::FetchReply>,
+    ) -> std::io::Result<()> {
+        let _turn = if stream.is_large() {
+            if !out.is_empty() {
+                w.write_all(out).await?;
+                out.clear();
+            }
+            w.flush().await?;
+            Some(self.daemon.large_replies.clone().acquire_owned().await)
+        } else {
+            None
+        };
+        loop {
+            let done = stream.render(out, STREAM_CHUNK_BYTES);
+            if done && out.len() < STREAM_CHUNK_BYTES {
+                // Small enough to go with what follows.
+                return Ok(());
+            }
+            w.write_all(out).await?;
+            out.clear();
+            if done {
+                return Ok(());
+            }
+            if self.daemon.is_shutting_down() {
+                return Err(std::io::Error::other("shutting down in the middle of a reply"));
+            }
+        }
+    }
 }
 
 /// Serves one connection until the client leaves, QUIT, or shutdown.
@@ -319,6 +385,19 @@ impl Session {
 /// long (a client in the middle of a line counts as idle too).
 pub async fn serve<S>(daemon: Arc<Daemon>, stream: S, permissions: Permissions, idle: Option<Duration>)
 where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    serve_peer(daemon, stream, permissions, idle, Peer::default()).await
+}
+
+/// [`serve`] for a socket whose client's leaving ends long commands.
+pub async fn serve_peer<S>(
+    daemon: Arc<Daemon>,
+    stream: S,
+    permissions: Permissions,
+    idle: Option<Duration>,
+    peer: Peer,
+) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     Stats::add(&daemon.stats.connections, 1);
@@ -331,6 +410,7 @@ where
         queue: Vec::new(),
         key: String::new(),
         prefetch: HeaderPrefetch::default(),
+        peer,
     };
     let mut buf: Vec<u8> = Vec::with_capacity(128 * 1024);
     let mut lines = LineFramer::new();

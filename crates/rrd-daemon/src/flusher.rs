@@ -142,7 +142,7 @@ enum Outcome {
     /// Not written for a reason that may pass: values go back to pending.
     Retry(String),
     /// Not written and never will be (file gone, not an RRD): dropped.
-    Dropped,
+    Dropped(String),
 }
 
 struct Taken {
@@ -151,6 +151,9 @@ struct Taken {
     values: usize,
     kept: Option<KeptHeader>,
     outcome: Outcome,
+    /// Written, but the file refused a value: it and those after it were
+    /// dropped.
+    refused: Option<String>,
 }
 
 fn add_counters(stats: &Stats, before: BatchCounters, after: BatchCounters) {
@@ -188,7 +191,14 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
         let kept = e.kept.take().map(crate::cache::Kept::into_inner);
         drop(shard);
         let req = UpdateRequest { path: key.to_string().into(), args, opts };
-        taken.push(Taken { key, values: req.args.len(), req, kept, outcome: Outcome::Dropped });
+        taken.push(Taken {
+            key,
+            values: req.args.len(),
+            req,
+            kept,
+            outcome: Outcome::Written,
+            refused: None,
+        });
     }
     if taken.is_empty() {
         return;
@@ -207,7 +217,13 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
                     }
                     Some(e) => {
                         Stats::add(&cache.stats.flush_errors, 1);
-                        crate::log!(Err, "update of {} failed: {e}; its values are dropped", t.key);
+                        Stats::add(&cache.stats.flush_drops, 1);
+                        crate::log!(
+                            Err,
+                            "update of {} failed: {e}; its values from there on are dropped",
+                            t.key
+                        );
+                        t.refused = Some(e.to_string());
                     }
                 }
                 Outcome::Written
@@ -218,8 +234,9 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
             }
             Err(e) => {
                 Stats::add(&cache.stats.flush_errors, 1);
-                crate::log!(Err, "update of {} failed: {e}; its values are dropped", t.key);
-                Outcome::Dropped
+                Stats::add(&cache.stats.flush_drops, 1);
+                crate::log!(Err, "update of {} failed: {e}; its {} value(s) are dropped", t.key, t.values);
+                Outcome::Dropped(e.to_string())
             }
         };
     }
@@ -299,8 +316,23 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
                 e.retry_at = Some(now + wait);
                 cache.add_timer(now + wait, t.key.clone());
                 e.requeue = false;
+                e.flush_failure = Some(format!(
+                    "writing failed ({why}); {} value(s) kept pending, retried in {wait} s",
+                    e.pending.len()
+                ));
             }
-            Outcome::Written | Outcome::Dropped => {
+            Outcome::Dropped(why) => {
+                e.flush_failure = Some(format!("{} value(s) dropped: {why}", t.values));
+                e.inflight_seq = None;
+                e.retries = 0;
+                if std::mem::take(&mut e.requeue) && !e.pending.is_empty() {
+                    cache.enqueue_locked(&t.key, e, Side::Head);
+                }
+            }
+            Outcome::Written => {
+                e.flush_failure = t.refused.map(|why| {
+                    format!("a value was refused; it and the values after it were dropped: {why}")
+                });
                 e.inflight_seq = None;
                 e.retries = 0;
                 if std::mem::take(&mut e.requeue) && !e.pending.is_empty() {

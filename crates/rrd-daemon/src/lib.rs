@@ -17,6 +17,7 @@
 //! - [`syncgroup`]: one `syncfs` shared by every worker that finished
 //!   writing while the previous one ran.
 //! - [`reader`]: FETCH/INFO/FIRST/LAST see pending values without a flush.
+//! - [`dirlock`]: one daemon per journal directory (`flock`).
 //! - [`replay`]: restart from the journal, idempotently.
 //! - [`rrdcached_journal`]: switching from rrdcached: its journal files'
 //!   pending values copied into ours at startup.
@@ -46,6 +47,7 @@ pub mod cache;
 pub mod commands;
 pub mod config;
 pub mod connection;
+pub mod dirlock;
 pub mod flusher;
 pub mod journaler;
 pub mod key;

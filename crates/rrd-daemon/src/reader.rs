@@ -111,15 +111,23 @@ pub fn with_merged<T>(
     }
 }
 
-/// Opens `key` for reading through the cache's confinement (`-B`).
+/// Opens `key` for reading through the cache's confinement (`-B`),
+/// without blocking (the root opens with `O_NONBLOCK`), and refuses
+/// anything but a regular file before reading a byte of it.
 fn open(cache: &Cache, key: &str) -> Result<File, ReadError> {
-    cache.root.open(Path::new(key), false).map_err(|e| {
+    let file = cache.root.open(Path::new(key), false).map_err(|e| {
         if Root::is_escape(&e) {
             ReadError(format!("{key}: Permission denied (outside the base directory)"))
         } else {
             ReadError(format!("opening '{key}': {}", rrd_lang::ctext::io_text(&e)))
         }
-    })
+    })?;
+    let meta =
+        file.metadata().map_err(|e| ReadError(format!("stat '{key}': {}", rrd_lang::ctext::io_text(&e))))?;
+    if !meta.is_file() {
+        return Err(ReadError(format!("Not a regular file: {key}")));
+    }
+    Ok(file)
 }
 
 /// The file's last update time as it will be once its pending values are

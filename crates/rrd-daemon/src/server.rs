@@ -273,6 +273,10 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), RunError> {
     // Read (and removed from the environment) while this is the only thread.
     let env = systemd::take_env();
     config.prepare().map_err(|e| fail(e.status, e.message))?;
+    // Before anything reads, replays or deletes a journal file (and before
+    // the PID file, so a refused start leaves nothing behind); held until
+    // the process exits, across the fork (crate::dirlock).
+    let journal_lock = lock_journal(&config)?;
     let mut pid_file = open_pid_file(&config.pid_file)?;
     let removing_pid_file = |e: RunError| {
         let _ = std::fs::remove_file(&config.pid_file);
@@ -300,6 +304,9 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), RunError> {
     }
     let _ = writeln!(pid_file, "{}", std::process::id());
     drop(pid_file);
+    if let Some(lock) = &journal_lock {
+        lock.record_pid();
+    }
     drop_privileges(&config)?;
     log!(Info, "starting up");
     if !adopted.is_empty() {
@@ -342,7 +349,14 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), RunError> {
         systemd::status(&format!("failed: {}", e.message));
     }
     log!(Info, "goodbye");
+    drop(journal_lock);
     result
+}
+
+/// Locks the `-j` directory for this process (none without `-j`).
+fn lock_journal(config: &Config) -> Result<Option<crate::dirlock::JournalLock>, RunError> {
+    let Some(dir) = &config.journal_dir else { return Ok(None) };
+    crate::dirlock::JournalLock::acquire(dir).map(Some).map_err(|e| fail(1, format!("rrdcached: FATAL: {e}")))
 }
 
 /// What `start` tells systemd beyond readiness.
@@ -615,10 +629,14 @@ async fn accept_loop(
         let d = daemon.clone();
         tokio::spawn(async move {
             match stream {
-                Ok(unix) => connection::serve(d, unix, permissions, idle).await,
+                Ok(unix) => {
+                    let peer = crate::commands::Peer::of(&unix);
+                    connection::serve_peer(d, unix, permissions, idle, peer).await
+                }
                 Err(tcp) => {
                     let _ = tcp.set_nodelay(true);
-                    connection::serve(d, tcp, permissions, idle).await
+                    let peer = crate::commands::Peer::of(&tcp);
+                    connection::serve_peer(d, tcp, permissions, idle, peer).await
                 }
             }
             drop(permit);

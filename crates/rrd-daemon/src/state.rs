@@ -22,6 +22,9 @@ pub struct Daemon {
     pub flush_at_shutdown: AtomicBool,
     /// Serializes CREATE, as rrdcached does.
     pub create_lock: tokio::sync::Mutex<()>,
+    /// Large FETCH replies being written (`commands::fetch::LARGE_ROWS`):
+    /// at most `LARGE_REPLIES_MAX` at once.
+    pub large_replies: Arc<tokio::sync::Semaphore>,
 }
 
 impl Daemon {
@@ -55,6 +58,7 @@ impl Daemon {
             shutdown: tokio::sync::watch::channel(false).0,
             flush_at_shutdown,
             create_lock: tokio::sync::Mutex::new(()),
+            large_replies: Arc::new(tokio::sync::Semaphore::new(crate::commands::fetch::LARGE_REPLIES_MAX)),
         }
     }
 

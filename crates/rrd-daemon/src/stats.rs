@@ -54,6 +54,9 @@ pub struct Stats {
     /// Files opened ahead of their first UPDATE, header read at queue
     /// depth (crate::prefetch).
     pub headers_read_ahead: AtomicU64,
+    /// Flushes of a file that dropped values (all of them: the file is
+    /// gone or not an RRD; or those from a value the file refused on).
+    pub flush_drops: AtomicU64,
 }
 
 /// Upper bounds (seconds) of the sync-latency buckets: 50 µs to 2.5 s,

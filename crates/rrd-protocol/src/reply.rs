@@ -61,46 +61,84 @@ impl Reply {
     }
 }
 
-/// The errors collected during one BATCH: `(command number, message)`.
+/// The errors collected during one BATCH, every one of them listed at its
+/// end (as rrdcached does), kept compactly: the texts in one buffer, with
+/// each error's command number and offset.
+///
+/// Memory is bounded by [`BatchErrors::BYTES_MAX`] of error text: once it
+/// is reached the BATCH is full ([`BatchErrors::is_full`]); the connection
+/// then runs none of its later commands and the reply ends with one line
+/// naming the first command not run ([`BatchErrors::stop_at`]).
 #[derive(Clone, Debug, Default)]
 pub struct BatchErrors {
-    errors: Vec<(u64, String)>,
-    /// Errors beyond the kept ones are counted but not kept (a limit on the
-    /// memory one client can make the daemon hold).
-    dropped: u64,
+    /// `(command number, start of its text in `texts`)`.
+    index: Vec<(u64, usize)>,
+    texts: String,
+    /// Whether an error arrived after one of a later command.
+    out_of_order: bool,
+    /// The first command not run because the BATCH was full.
+    stopped_at: Option<u64>,
 }
 
 impl BatchErrors {
-    /// The most error lines one BATCH keeps.
-    pub const KEPT_MAX: usize = 100_000;
+    /// Error text one BATCH may hold before its later commands are not run.
+    pub const BYTES_MAX: usize = 64 << 20;
 
     pub fn push(&mut self, command_number: u64, message: impl Into<String>) {
-        if self.errors.len() < Self::KEPT_MAX {
-            self.errors.push((command_number, message.into()));
-        } else {
-            self.dropped += 1;
+        if self.index.last().is_some_and(|&(n, _)| n > command_number) {
+            self.out_of_order = true;
         }
+        self.index.push((command_number, self.texts.len()));
+        self.texts.push_str(&message.into());
+    }
+
+    /// Whether the errors have reached [`BatchErrors::BYTES_MAX`].
+    pub fn is_full(&self) -> bool {
+        self.texts.len() >= Self::BYTES_MAX
+    }
+
+    /// Notes that command `command_number` and the ones after it are not
+    /// run (the first call counts).
+    pub fn stop_at(&mut self, command_number: u64) {
+        self.stopped_at.get_or_insert(command_number);
     }
 
     pub fn len(&self) -> usize {
-        self.errors.len()
+        self.index.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.errors.is_empty() && self.dropped == 0
+        self.index.is_empty() && self.stopped_at.is_none()
     }
 
     /// The reply to `.`: `<n> errors` and one line per error in command
     /// order (errors found late, such as a failed journal commit, may have
-    /// been pushed out of order).
+    /// been pushed out of order), then, if the BATCH was full, the line for
+    /// the first command not run.
     pub fn into_reply(mut self) -> Reply {
-        self.errors.sort_by_key(|(n, _)| *n);
-        let mut body = Vec::new();
-        for (n, msg) in &self.errors {
-            body.extend_from_slice(format!("{n} {msg}\n").as_bytes());
+        let ends: Vec<usize> =
+            self.index.iter().skip(1).map(|&(_, at)| at).chain([self.texts.len()]).collect();
+        let mut spans: Vec<(u64, usize, usize)> =
+            self.index.iter().zip(ends).map(|(&(n, start), end)| (n, start, end)).collect();
+        if self.out_of_order {
+            spans.sort_by_key(|&(n, _, _)| n);
         }
-        if self.dropped > 0 {
-            body.extend_from_slice(format!("0 {} more errors not shown\n", self.dropped).as_bytes());
+        let mut body = Vec::with_capacity(self.texts.len() + 12 * spans.len());
+        for (n, start, end) in spans {
+            body.extend_from_slice(n.to_string().as_bytes());
+            body.push(b' ');
+            body.extend_from_slice(&self.texts.as_bytes()[start..end]);
+            body.push(b'\n');
+        }
+        self.texts = String::new();
+        if let Some(n) = self.stopped_at {
+            body.extend_from_slice(
+                format!(
+                    "{n} BATCH too large: its errors passed {} MiB of text; this command and the ones after it were not run\n",
+                    Self::BYTES_MAX >> 20
+                )
+                .as_bytes(),
+            );
         }
         Reply::ok("errors", body)
     }
@@ -127,5 +165,28 @@ mod tests {
         e.push(2, "early");
         assert_eq!(e.into_reply().to_bytes(), b"2 errors\n2 early\n7 late\n");
         assert_eq!(BatchErrors::default().into_reply().to_bytes(), b"0 errors\n");
+    }
+
+    #[test]
+    fn every_error_is_listed() {
+        let mut e = BatchErrors::default();
+        for n in 1..=250_000u64 {
+            e.push(n, "bad");
+        }
+        let reply = e.into_reply();
+        assert_eq!(reply.status, 250_000);
+        assert!(reply.body.ends_with(b"250000 bad\n"));
+    }
+
+    #[test]
+    fn a_full_batch_names_the_first_command_not_run() {
+        let mut e = BatchErrors::default();
+        e.push(1, "x".repeat(BatchErrors::BYTES_MAX));
+        assert!(e.is_full());
+        e.stop_at(2);
+        e.stop_at(3);
+        let reply = e.into_reply();
+        assert_eq!(reply.status, 2);
+        assert!(String::from_utf8_lossy(&reply.body).ends_with("\n2 BATCH too large: its errors passed 64 MiB of text; this command and the ones after it were not run\n"));
     }
 }

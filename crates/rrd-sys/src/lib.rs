@@ -11,7 +11,7 @@
 //! ([`rusage`]), the daemon's `fork`, process-wide `setuid`/`setgid`,
 //! name lookups and syslog ([`process`]), the listening sockets systemd
 //! passes ([`sdlisten`]), and the client's librrd-exact
-//! connect and `getaddrinfo` ([`net`]), glibc's number conversions
+//! connect and `getaddrinfo`, and whether a client hung up ([`net`]), glibc's number conversions
 //! ([`clib`]) and time functions ([`ctime`]), whose exact output rrdtool's
 //! is compared with, and rrdtool's own librrd opened with `dlopen` for the
 //! benchmark's comparison ([`librrd`]). Calls rustix wraps

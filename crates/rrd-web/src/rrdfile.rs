@@ -56,6 +56,7 @@ pub fn ensure(path: &Path, r: Resolution, derive: bool, start: i64) -> Result<()
         no_overwrite: true,
         template: None,
         sources: Vec::new(),
+        source_root: Default::default(),
     };
     match rrd_engine::create::create(path, &opts, &defs, start) {
         Ok(_) => Ok(()),

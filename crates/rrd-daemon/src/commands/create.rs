@@ -6,6 +6,11 @@
 //! `RRA:` is a usage error; a start before 1980 is refused; a missing
 //! directory is created only with `-R`; `-O` on the daemon forbids
 //! overwriting whatever the client says. CREATEs run one at a time.
+//!
+//! Under `-B`, the `-r` sources and the `-t` template are confined as
+//! UPDATE and INFO confine their file: one reached through a symbolic link
+//! that leaves the base directory is refused (`f: Permission denied`);
+//! rrdcached reads it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,7 +46,18 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
                 .into();
         }
     }
-    let mut opts = CreateOptions { no_overwrite: daemon.config.no_overwrite, ..Default::default() };
+    // The engine opens the sources and the template through the root too,
+    // so a link swapped in after the check below is refused all the same.
+    // CREATE replaces a regular file (rrdtool's rename); anything else at
+    // the path (a device node, a FIFO, a directory) is refused.
+    if std::fs::metadata(&key).is_ok_and(|m| !m.is_file()) {
+        return Reply::error(format!("Not a regular file: {key}")).into();
+    }
+    let mut opts = CreateOptions {
+        no_overwrite: daemon.config.no_overwrite,
+        source_root: daemon.paths.root.clone(),
+        ..Default::default()
+    };
     let mut last_up: i64 = -1;
     let mut defs = Vec::new();
     while let Some(tok) = args.next() {
@@ -54,7 +70,10 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
                 // Sources and templates are read from disk: write their
                 // pending values first (as rrdcached flushes them).
                 "-r" | "-t" => {
-                    let Ok(k) = daemon.paths.resolve(&value) else { return access_denied(&value).into() };
+                    let k = match confined_source(daemon, &value) {
+                        Ok(k) => k,
+                        Err(refused) => return refused.into(),
+                    };
                     crate::commands::flush::flush_key(daemon, &k).await;
                     if tok.starts_with("-r") {
                         opts.sources.push(PathBuf::from(k));
@@ -86,5 +105,21 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     match result {
         Ok(()) => Reply::ok_line("RRD created OK").into(),
         Err(e) => Reply::error(format!("RRD Error: {e}")).into(),
+    }
+}
+
+/// The key of a `-r` or `-t` file, refused (as UPDATE and INFO refuse it)
+/// when it is not beneath the base directory under `-B`: by name (`..`,
+/// absolute paths elsewhere) or through a symbolic link, of the file or of
+/// a directory on its way. Whether it exists and is an RRD is the
+/// engine's to say.
+fn confined_source(daemon: &Daemon, name: &str) -> Result<String, Reply> {
+    let key = daemon.paths.resolve(name).map_err(|_| access_denied(name))?;
+    if !daemon.paths.root.is_confined() {
+        return Ok(key);
+    }
+    match daemon.paths.root.open(Path::new(&key), false) {
+        Err(e) if crate::paths::Paths::is_escape(&e) => Err(access_denied(&key)),
+        _ => Ok(key),
     }
 }

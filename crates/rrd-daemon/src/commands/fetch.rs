@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use rrd_engine::fetch::fetch;
+use rrd_engine::fetch::{fetch_rows, FetchRows, FILL_NAN};
 use rrd_format::Cf;
 use rrd_lang::cformat::printf_e;
 use rrd_lang::numparse;
@@ -38,18 +38,155 @@ fn parse_time(text: Option<&String>, default: i64, now: i64, which: &str) -> Res
     Ok(if v > 0 { v } else { now + v })
 }
 
-struct Fetched {
-    start: i64,
-    end: i64,
-    step: u64,
-    ds_names: Vec<String>,
+/// A FETCH or FETCHBIN answer, rendered in pieces as the client takes
+/// them: it holds the archive's rows in range and counts the padding rows
+/// around them (`rrd_engine::fetch::FetchRows`), so its memory is bounded by
+/// the archive, not by the range asked for; the reply on the wire is
+/// rrdcached's, every padding row included.
+pub struct FetchReply {
+    rows: FetchRows,
     /// Column indexes in output order.
     columns: Vec<usize>,
-    rows: usize,
-    data: Vec<f64>,
+    binary: bool,
+    /// What is rendered but not taken yet starts with the status and
+    /// header lines.
+    head: Option<Vec<u8>>,
+    /// Text: the next row. Binary: the next row of column `column`.
+    row: u64,
+    column: usize,
+    /// Binary: the column's `DSName-` line is out.
+    started: bool,
+    /// Text: what follows a padding row's time stamp.
+    nan_text: String,
 }
 
-fn fetch_columns(daemon: &Arc<Daemon>, mut args: Args, command: Command) -> Result<Fetched, Reply> {
+/// A reply of more rows than this is large: at most
+/// [`LARGE_REPLIES_MAX`] of those are written at once.
+pub const LARGE_ROWS: u64 = 100_000;
+/// Large replies written at once; more wait their turn.
+pub const LARGE_REPLIES_MAX: usize = 4;
+
+impl FetchReply {
+    fn new(rows: FetchRows, columns: Vec<usize>, binary: bool) -> FetchReply {
+        let nan_text =
+            columns.iter().map(|_| format!(" {}", printf_e(FILL_NAN, 17))).collect::<String>() + "\n";
+        let mut reply =
+            FetchReply { rows, columns, binary, head: None, row: 0, column: 0, started: false, nan_text };
+        let mut head = format!("{} Success\n", reply.status()).into_bytes();
+        head.extend_from_slice(&reply.header());
+        reply.head = Some(head);
+        reply
+    }
+
+    /// The status number: the lines that follow (text), or the header
+    /// lines plus the columns (binary).
+    fn status(&self) -> i64 {
+        if self.binary {
+            self.columns.len() as i64 + 5
+        } else {
+            self.rows.row_count() as i64 + 6
+        }
+    }
+
+    /// Whether the reply is large ([`LARGE_ROWS`]).
+    pub fn is_large(&self) -> bool {
+        self.rows.row_count() > LARGE_ROWS
+    }
+
+    /// The header lines.
+    fn header(&self) -> Vec<u8> {
+        let f = &self.rows;
+        let lines = format!(
+            "FlushVersion: 1\nStart: {}\nEnd: {}\nStep: {}\nDSCount: {}\n",
+            f.start as u64,
+            f.end as u64,
+            f.step_secs,
+            self.columns.len()
+        );
+        if self.binary {
+            return lines.into_bytes();
+        }
+        let mut names = self.columns.iter().map(|&c| f.ds_names[c].as_str()).collect::<Vec<_>>().join(" ");
+        // rrdcached builds this line in a 1024-byte buffer.
+        if names.len() > 1023 {
+            let mut cut = 1023;
+            while !names.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            names.truncate(cut);
+        }
+        format!("{lines}DSName: {names}\n").into_bytes()
+    }
+
+    /// Appends the next piece of the reply, about `budget` bytes, to `out`;
+    /// `true` once everything is rendered.
+    pub fn render(&mut self, out: &mut Vec<u8>, budget: usize) -> bool {
+        if let Some(head) = self.head.take() {
+            out.extend_from_slice(&head);
+        }
+        let limit = out.len() + budget;
+        if self.binary {
+            self.render_binary(out, limit)
+        } else {
+            self.render_text(out, limit)
+        }
+    }
+
+    fn render_text(&mut self, out: &mut Vec<u8>, limit: usize) -> bool {
+        let total = self.rows.row_count();
+        while self.row < total && out.len() < limit {
+            let t = self.rows.row_time(self.row);
+            out.extend_from_slice(format!("{:>10}:", t as u64).as_bytes());
+            match self.rows.row(self.row) {
+                None => out.extend_from_slice(self.nan_text.as_bytes()),
+                Some(values) => {
+                    for &c in &self.columns {
+                        out.push(b' ');
+                        out.extend_from_slice(printf_e(values[c], 17).as_bytes());
+                    }
+                    out.push(b'\n');
+                }
+            }
+            self.row += 1;
+        }
+        self.row >= total
+    }
+
+    fn render_binary(&mut self, out: &mut Vec<u8>, limit: usize) -> bool {
+        let total = self.rows.row_count();
+        while self.column < self.columns.len() && out.len() < limit {
+            let c = self.columns[self.column];
+            if !self.started {
+                let name = &self.rows.ds_names[c];
+                out.extend_from_slice(format!("DSName-{name}: BinaryData {total} 8 LITTLE\n").as_bytes());
+                self.started = true;
+            }
+            while self.row < total && out.len() < limit {
+                let v = self.rows.row(self.row).map_or(FILL_NAN, |values| values[c]);
+                out.extend_from_slice(&v.to_le_bytes());
+                self.row += 1;
+            }
+            if self.row >= total {
+                out.push(b'\n');
+                self.row = 0;
+                self.started = false;
+                self.column += 1;
+            }
+        }
+        self.column >= self.columns.len()
+    }
+
+    /// The whole reply in memory (for callers that do not stream).
+    pub fn into_reply(mut self) -> Reply {
+        let status = self.status();
+        self.head = Some(self.header());
+        let mut body = Vec::new();
+        while !self.render(&mut body, 1 << 20) {}
+        Reply::raw(status, "Success", body)
+    }
+}
+
+fn fetch_columns(daemon: &Arc<Daemon>, mut args: Args, command: Command) -> Result<FetchReply, Reply> {
     let (Some(file), Some(cf_name)) = (args.next(), args.next()) else {
         return Err(syntax_error(command));
     };
@@ -67,7 +204,7 @@ fn fetch_columns(daemon: &Arc<Daemon>, mut args: Args, command: Command) -> Resu
     // rrdcached asks for step -1 (ULONG_MAX read back as a long): the
     // finest archive wins, as it does for a wished step of 1 second.
     let r = reader::with_merged(&daemon.cache, &key, |rrd| {
-        fetch(rrd, cf, start, end, 1).map_err(|e| reader::ReadError(e.to_string()))
+        fetch_rows(rrd, cf, start, end, 1).map_err(|e| reader::ReadError(e.to_string()))
     })
     .map_err(|e| Reply::error(format!("rrd_fetch_r failed: {}", e.0)))?;
     let ds_count = r.ds_names.len();
@@ -94,67 +231,24 @@ fn fetch_columns(daemon: &Arc<Daemon>, mut args: Args, command: Command) -> Resu
     if columns.is_empty() {
         columns = (0..ds_count).collect();
     }
-    let rows = r.row_count();
-    Ok(Fetched {
-        start: r.start,
-        end: r.end,
-        step: r.step_secs,
-        ds_names: r.ds_names,
-        columns,
-        rows,
-        data: r.data,
-    })
+    Ok(FetchReply::new(r, columns, command == Command::FetchBin))
 }
 
-pub async fn run(daemon: &Arc<Daemon>, args: Args, binary: bool) -> Outcome {
+/// Reads what a FETCH (`binary`: FETCHBIN) asks for, for the caller to
+/// render, in pieces ([`FetchReply::render`]) or whole.
+pub async fn prepare(daemon: &Arc<Daemon>, args: Args, binary: bool) -> Result<FetchReply, Reply> {
     let d = daemon.clone();
     let command = if binary { Command::FetchBin } else { Command::Fetch };
-    let f = match blocking(move || fetch_columns(&d, args, command)).await {
-        Ok(f) => f,
-        Err(reply) => return reply.into(),
-    };
-    let ds_count = f.ds_names.len();
-    let mut body = format!(
-        "FlushVersion: 1\nStart: {}\nEnd: {}\nStep: {}\nDSCount: {}\n",
-        f.start as u64,
-        f.end as u64,
-        f.step,
-        f.columns.len()
-    )
-    .into_bytes();
-    if binary {
-        for &c in &f.columns {
-            body.extend_from_slice(
-                format!("DSName-{}: BinaryData {} 8 LITTLE\n", f.ds_names[c], f.rows).as_bytes(),
-            );
-            for row in 0..f.rows {
-                body.extend_from_slice(&f.data[row * ds_count + c].to_le_bytes());
-            }
-            body.push(b'\n');
-        }
-        return Reply::raw(f.columns.len() as i64 + 5, "Success", body).into();
+    blocking(move || fetch_columns(&d, args, command)).await
+}
+
+/// FETCH or FETCHBIN answered whole (the connection streams it instead:
+/// [`prepare`]).
+pub async fn run(daemon: &Arc<Daemon>, args: Args, binary: bool) -> Outcome {
+    match prepare(daemon, args, binary).await {
+        Ok(f) => f.into_reply().into(),
+        Err(reply) => reply.into(),
     }
-    let mut names = f.columns.iter().map(|&c| f.ds_names[c].as_str()).collect::<Vec<_>>().join(" ");
-    // rrdcached builds this line in a 1024-byte buffer.
-    if names.len() > 1023 {
-        let mut cut = 1023;
-        while !names.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        names.truncate(cut);
-    }
-    body.extend_from_slice(format!("DSName: {names}\n").as_bytes());
-    for row in 0..f.rows {
-        let t = f.start + (row as i64 + 1) * f.step as i64;
-        let mut line = format!("{:>10}:", t as u64);
-        for &c in &f.columns {
-            line.push(' ');
-            line.push_str(&printf_e(f.data[row * ds_count + c], 17));
-        }
-        line.push('\n');
-        body.extend_from_slice(line.as_bytes());
-    }
-    Reply::ok("Success", body).into()
 }
 
 #[cfg(test)]

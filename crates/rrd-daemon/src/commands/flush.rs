@@ -1,5 +1,11 @@
 //! `FLUSH <file>` (write this file's pending values now and answer when they
 //! are written and synced) and `FLUSHALL` (queue every file, answer at once).
+//!
+//! FLUSH answers success only when the flush it waited for wrote and
+//! synced every value: a write that failed (values kept pending and
+//! retried) or values dropped (the file refused one, or is gone or not an
+//! RRD) get `-1 Cannot flush <file>: <why>`. rrdcached answers success
+//! whatever happened.
 
 use std::sync::Arc;
 
@@ -59,6 +65,11 @@ pub async fn flush_key(daemon: &Daemon, key: &str) -> bool {
     }
 }
 
+/// Why the last flush of `key` left values unwritten or dropped them.
+fn flush_failure(daemon: &Daemon, key: &str) -> Option<String> {
+    daemon.cache.shard(key).get(key).and_then(|e| e.flush_failure.clone())
+}
+
 pub async fn flush(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     let Some(file) = args.next() else { return syntax_error(Command::Flush).into() };
     Stats::add(&daemon.stats.flushes_received, 1);
@@ -67,7 +78,10 @@ pub async fn flush(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
         Err(d) => return access_denied(&d.shown).into(),
     };
     if flush_key(daemon, &key).await {
-        return Reply::ok_line(format!("Successfully flushed {key}.")).into();
+        return match flush_failure(daemon, &key) {
+            None => Reply::ok_line(format!("Successfully flushed {key}.")).into(),
+            Some(why) => Reply::error(format!("Cannot flush {key}: {why}")).into(),
+        };
     }
     match std::fs::metadata(&key) {
         Ok(m) if m.is_file() => Reply::ok_line(format!("Nothing to flush: {key}.")).into(),

@@ -85,8 +85,37 @@ impl Args {
     }
 }
 
+/// The client a command runs for, as far as long commands need it:
+/// whether it is still connected (`None`: not known, assumed there).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Peer(Option<std::os::fd::RawFd>);
+
+impl Peer {
+    /// The client at the other end of `socket`, which must stay open while
+    /// the commands it sends run (the connection holds it).
+    pub fn of(socket: &impl std::os::fd::AsRawFd) -> Peer {
+        Peer(Some(socket.as_raw_fd()))
+    }
+
+    /// Whether the client closed its connection (or it was reset).
+    pub fn gone(&self) -> bool {
+        self.0.is_some_and(rrd_sys::net::peer_hung_up)
+    }
+}
+
 /// Runs one command.
 pub async fn execute(daemon: &Arc<Daemon>, command: Command, args: Args, in_batch: bool) -> Outcome {
+    execute_for(daemon, command, args, in_batch, Peer::default()).await
+}
+
+/// [`execute`] for a client whose leaving ends long commands (LIST).
+pub async fn execute_for(
+    daemon: &Arc<Daemon>,
+    command: Command,
+    args: Args,
+    in_batch: bool,
+    peer: Peer,
+) -> Outcome {
     match command {
         Command::Update => update::run(daemon, args).await,
         Command::Flush => flush::flush(daemon, args).await,
@@ -102,7 +131,7 @@ pub async fn execute(daemon: &Arc<Daemon>, command: Command, args: Args, in_batc
         Command::Info => info::info(daemon, args).await,
         Command::First => info::first(daemon, args).await,
         Command::Last => info::last(daemon, args).await,
-        Command::List => list::run(daemon, args).await,
+        Command::List => list::run(daemon, args, peer).await,
         Command::Create => create::run(daemon, args).await,
         Command::Suspend => suspend::suspend(daemon, args),
         Command::Resume => suspend::resume(daemon, args),

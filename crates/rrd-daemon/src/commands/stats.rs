@@ -44,6 +44,7 @@ pub fn run(daemon: &Daemon) -> Reply {
         ("AcceptErrors", Stats::get(&s.accept_errors)),
         ("ConnectionsIdleClosed", Stats::get(&s.connections_idle_closed)),
         ("HeadersReadAhead", Stats::get(&s.headers_read_ahead)),
+        ("FlushDrops", Stats::get(&s.flush_drops)),
     ];
     let mut body = Vec::new();
     for (name, value) in fields {

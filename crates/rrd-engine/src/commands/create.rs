@@ -31,7 +31,7 @@ use crate::rrd::Rrd;
 
 /// `--source`'s checks, made while parsing options (prefill's, which is
 /// internal).
-pub use crate::prefill::check_source_paths;
+pub use crate::prefill::{check_source_paths, check_source_paths_in};
 
 /// Options of `rrdtool create`.
 #[derive(Clone, Debug, Default)]
@@ -46,6 +46,10 @@ pub struct CreateOptions {
     pub template: Option<PathBuf>,
     /// `--source`: prefill from these files, in this order.
     pub sources: Vec<PathBuf>,
+    /// Where `template` and `sources` are opened from: anywhere for
+    /// rrdtool, beneath its base directory for the daemon under `-B`, so a
+    /// source reached through a symbolic link cannot leave it.
+    pub source_root: crate::root::Root,
 }
 
 fn err(msg: impl Into<String>) -> Error {
@@ -225,8 +229,8 @@ pub fn build_header_named(
     let mut rra: Vec<RraDef> = Vec::new();
     let mut template_last_up = 0;
     if let Some(t) = &opts.template {
-        let trrd =
-            Rrd::open(t, false).map_err(|e| err(format!("Cannot open template RRD {}: {e}", t.display())))?;
+        let trrd = Rrd::open_in(&opts.source_root, t, false)
+            .map_err(|e| err(format!("Cannot open template RRD {}: {e}", t.display())))?;
         if step == 0 {
             step = trrd.header.pdp_step();
         }
@@ -270,7 +274,7 @@ pub fn build_header_named(
         Some(s) if s > 0 => s,
         // rrdtool: without --start, the latest last update of the sources
         // (the template's does not count then).
-        _ if !opts.sources.is_empty() => crate::prefill::latest_last_up(&opts.sources)?,
+        _ if !opts.sources.is_empty() => crate::prefill::latest_last_up(&opts.source_root, &opts.sources)?,
         _ if template_last_up > 0 => template_last_up,
         _ => now_secs - 10,
     };
@@ -375,7 +379,7 @@ pub fn create_in(
     now_secs: i64,
 ) -> Result<usize> {
     // rrdtool checks the sources while parsing options, before anything else.
-    crate::prefill::check_source_paths(&opts.sources)?;
+    crate::prefill::check_source_paths_in(&opts.source_root, &opts.sources)?;
     if opts.no_overwrite && (fs::symlink_metadata(path).is_ok() || group.is_staged(path)) {
         return Err(Error::Exists { path: path.to_path_buf() });
     }
@@ -404,7 +408,7 @@ pub fn create_in(
     if header.rra().iter().any(|r| crate::hw::is_hw(r.cf)) {
         return Err(err("prefilling Holt-Winters archives from --source files is not supported"));
     }
-    let archives = crate::prefill::prefill_from_files(&mut header, &opts.sources, defs)?;
+    let archives = crate::prefill::prefill_from_files(&mut header, &opts.source_root, &opts.sources, defs)?;
     group.stage(path, &header, opts.no_overwrite, |out| {
         let mut buf = Vec::with_capacity(1 << 16);
         for chunk in archives.iter().flat_map(|rows| rows.chunks(8192)) {

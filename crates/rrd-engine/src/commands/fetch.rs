@@ -224,6 +224,73 @@ impl FetchPlan {
     }
 }
 
+/// [`FetchResult`] without its padding: the rows outside the archive are
+/// counted, not stored, so memory is bounded by the archive's rows
+/// whatever range was asked for (a daemon streams the rows from here).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FetchRows {
+    /// As [`FetchResult::start`].
+    pub start: i64,
+    /// As [`FetchResult::end`].
+    pub end: i64,
+    pub step_secs: u64,
+    pub rra_index: usize,
+    pub ds_names: Vec<String>,
+    /// Rows before the archive's oldest (all [`FILL_NAN`]).
+    pub before: u64,
+    /// The stored rows in range, row-major.
+    pub stored: Vec<f64>,
+    /// Rows after the archive's newest (all [`FILL_NAN`]).
+    pub after: u64,
+}
+
+impl FetchRows {
+    /// Rows in the range, padding included.
+    pub fn row_count(&self) -> u64 {
+        self.before + self.stored_rows() + self.after
+    }
+
+    fn stored_rows(&self) -> u64 {
+        self.stored.len().checked_div(self.ds_names.len()).unwrap_or(0) as u64
+    }
+
+    /// Row `i`'s values, `None` for a padding row (every value
+    /// [`FILL_NAN`]) or a row past the end.
+    pub fn row(&self, i: u64) -> Option<&[f64]> {
+        let n = self.ds_names.len();
+        let j = usize::try_from(i.checked_sub(self.before)?).ok()?;
+        self.stored.get(j * n..(j + 1) * n)
+    }
+
+    /// The time stamp of row `i`.
+    pub fn row_time(&self, i: u64) -> i64 {
+        self.start + (i as i64 + 1) * self.step_secs as i64
+    }
+
+    /// The rows with their padding, as [`fetch`] returns them; refused past
+    /// [`MAX_FETCH_VALUES`].
+    pub fn into_result(self) -> Result<FetchResult> {
+        let ds_count = self.ds_names.len();
+        let total = usize::try_from(self.row_count()).ok().and_then(|r| r.checked_mul(ds_count));
+        if !matches!(total, Some(n) if n <= MAX_FETCH_VALUES) {
+            return Err(Error::invalid("fetch data size overflow"));
+        }
+        let mut data = Vec::with_capacity(total.unwrap_or(0));
+        // Both pads are at most the row count, which is bounded above.
+        data.resize(self.before as usize * ds_count, FILL_NAN);
+        data.extend_from_slice(&self.stored);
+        data.resize(data.len() + self.after as usize * ds_count, FILL_NAN);
+        Ok(FetchResult {
+            start: self.start,
+            end: self.end,
+            step_secs: self.step_secs,
+            rra_index: self.rra_index,
+            ds_names: self.ds_names,
+            data,
+        })
+    }
+}
+
 /// Fetches `cf` data for `start..end` at (about) `resolution_secs`, exactly
 /// as `rrdtool fetch` and the graph/xport DEFs do.
 pub fn fetch<S: Store>(
@@ -233,32 +300,47 @@ pub fn fetch<S: Store>(
     end: i64,
     resolution_secs: u64,
 ) -> Result<FetchResult> {
-    let header = &rrd.header;
-    let plan = FetchPlan::new(header, cf, start, end, resolution_secs)?;
-    let ds_count = header.ds().len();
-    let wanted_rows = plan.rows as usize;
+    let plan = FetchPlan::new(&rrd.header, cf, start, end, resolution_secs)?;
+    let ds_count = rrd.header.ds().len();
+    // Refused before anything is read, as before the rows were counted.
     if !matches!(usize::try_from(plan.rows).ok().and_then(|r| r.checked_mul(ds_count)), Some(n) if n <= MAX_FETCH_VALUES)
     {
         return Err(Error::invalid("fetch data size overflow"));
     }
-    let mut data = Vec::with_capacity(wanted_rows * ds_count);
-    // Both pads are at most wanted_rows, which is bounded above.
-    let fill = |data: &mut Vec<f64>, rows: i128| {
-        data.resize(data.len() + rows.max(0) as usize * ds_count, FILL_NAN);
-    };
-    let last = plan.first + plan.rows as i128;
-    fill(&mut data, plan.valid_from.min(last) - plan.first);
-    plan.read(rrd, plan.valid_from, plan.valid_to, &mut data)?;
-    fill(&mut data, last - plan.valid_to.max(plan.first));
+    rows_of_plan(rrd, &plan)?.into_result()
+}
 
+/// [`fetch`] without materialising the padding: see [`FetchRows`]. Any
+/// range is answered (reads are bounded by the archive).
+pub fn fetch_rows<S: Store>(
+    rrd: &Rrd<S>,
+    cf: Cf,
+    start: i64,
+    end: i64,
+    resolution_secs: u64,
+) -> Result<FetchRows> {
+    let plan = FetchPlan::new(&rrd.header, cf, start, end, resolution_secs)?;
+    rows_of_plan(rrd, &plan)
+}
+
+fn rows_of_plan<S: Store>(rrd: &Rrd<S>, plan: &FetchPlan) -> Result<FetchRows> {
+    let header = &rrd.header;
+    let last = plan.first + plan.rows as i128;
+    // Every bound here is within 0..=rows (a u64).
+    let before = (plan.valid_from.min(last) - plan.first).max(0) as u64;
+    let after = (last - plan.valid_to.max(plan.first)).max(0) as u64;
+    let mut stored = Vec::new();
+    plan.read(rrd, plan.valid_from, plan.valid_to, &mut stored)?;
     let ds_names = header.ds().iter().map(|d| d.name.as_str().to_string()).collect();
-    Ok(FetchResult {
+    Ok(FetchRows {
         start: plan.start,
         end: plan.end,
         step_secs: plan.step as u64,
         rra_index: plan.rra_index,
         ds_names,
-        data,
+        before,
+        stored,
+        after,
     })
 }
 
@@ -292,6 +374,25 @@ mod tests {
             assert!(got == want || (got.is_nan() && want.is_nan()), "{:?}", r.data);
         }
         assert_eq!(r.row_time(0), 3000);
+    }
+
+    /// A range far wider than the archive: the padding is counted, not
+    /// stored, and expands to exactly what `fetch` returns.
+    #[test]
+    fn fetch_rows_counts_the_padding_and_matches_fetch() {
+        let rrd = file(300, 6000 + 150, &[(Cf::Average, 1, 10, 3)]);
+        let huge = fetch_rows(&rrd, Cf::Average, 6000 - 300 * 100_000_000, 6000 + 300 * 1000, 1).unwrap();
+        assert_eq!(huge.row_count(), 100_000_000 + 1001);
+        assert_eq!(huge.after, 1001);
+        assert_eq!(huge.stored.len(), 10);
+        assert_eq!(huge.before, 100_000_000 - 10);
+        assert!(huge.row(0).is_none() && huge.row(huge.before).is_some());
+        let r = fetch_rows(&rrd, Cf::Average, 2700, 6599, 1).unwrap();
+        assert_eq!((r.before, r.stored.len(), r.after), (1, 10, 2));
+        let full = fetch(&rrd, Cf::Average, 2700, 6599, 1).unwrap();
+        let expanded = r.into_result().unwrap();
+        assert_eq!(expanded.data.len(), full.data.len());
+        assert!(expanded.data.iter().zip(&full.data).all(|(a, b)| a.to_bits() == b.to_bits()));
     }
 
     /// A store that records every read (offset, length) it serves.

@@ -17,9 +17,11 @@
 //! opened (`/proc/self/fd/N`) is checked against the base. That cannot be
 //! raced either: it names the open file, not the path.
 //!
-//! Confined opens add `O_NONBLOCK | O_NOCTTY`, so a client naming a FIFO or
-//! a terminal cannot make the opener hang or take a controlling terminal
-//! (callers refuse non-regular files after their `fstat`).
+//! Every open adds `O_NONBLOCK | O_NOCTTY` (confined or not), so a name
+//! that turns out to be a FIFO or a terminal cannot make the opener hang
+//! (a daemon thread per client, until none is left) or take a controlling
+//! terminal; callers refuse non-regular files after their `fstat`. On a
+//! regular file `O_NONBLOCK` changes nothing.
 //!
 //! Deliberately absent: creating files (CREATE writes a temporary file and
 //! renames it, and checks its directory on its own).
@@ -84,7 +86,14 @@ impl Root {
     /// Opens `path` for reading, or reading and writing.
     pub fn open(&self, path: &Path, write: bool) -> io::Result<File> {
         let b = match self {
-            Root::Anywhere => return OpenOptions::new().read(true).write(write).open(path),
+            Root::Anywhere => {
+                use std::os::unix::fs::OpenOptionsExt;
+                return OpenOptions::new()
+                    .read(true)
+                    .write(write)
+                    .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+                    .open(path);
+            }
             Root::Nowhere => return Err(escape()),
             Root::Beneath(b) => b,
         };

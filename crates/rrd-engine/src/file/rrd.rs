@@ -32,9 +32,13 @@ impl Rrd<File> {
     /// every command reads exactly the ranges it asks for, so readahead
     /// could only pull in pages nobody needs.
     pub fn open(path: &Path, write: bool) -> Result<Rrd<File>> {
-        let file = crate::root::Root::Anywhere
-            .open(path, write)
-            .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+        Rrd::open_in(&crate::root::Root::Anywhere, path, write)
+    }
+
+    /// [`Rrd::open`] through `root` (beneath a confined caller's directory).
+    pub fn open_in(root: &crate::root::Root, path: &Path, write: bool) -> Result<Rrd<File>> {
+        let file =
+            root.open(path, write).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
         let _ = crate::pagecache::advise(&file, crate::pagecache::Advice::Random, 0, 0);
         // Held until the file is closed (when the Rrd is dropped).
         lock_file(&file, path, write, false, Locking::from_env())?;

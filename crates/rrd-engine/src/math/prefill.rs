@@ -37,6 +37,7 @@ use rrd_format::{
 use crate::consolidate::{self, CdpInput};
 use crate::error::{os_message, Error, Result};
 use crate::numparse::DNAN;
+use crate::root::Root;
 use crate::rrd::Rrd;
 
 /// What `DS:name=mapped[index]:...` asks for: fill `ds_name` from the source
@@ -99,16 +100,42 @@ pub fn check_source_paths(paths: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
+/// [`check_source_paths`] for sources opened through `root`: under
+/// confinement each source is opened as it will be read (a link out of
+/// the root is refused) and checked to be a regular file.
+pub fn check_source_paths_in(root: &Root, paths: &[PathBuf]) -> Result<()> {
+    if !root.is_confined() {
+        return check_source_paths(paths);
+    }
+    for path in paths {
+        let checking = |e: &std::io::Error| {
+            format!("error checking for source RRD {}: {}", path.display(), os_message(e))
+        };
+        let file = root.open(path, false).map_err(|e| {
+            if Root::is_escape(&e) {
+                Error::invalid(format!("source RRD {} is outside the base directory", path.display()))
+            } else {
+                Error::invalid(checking(&e))
+            }
+        })?;
+        let meta = file.metadata().map_err(|e| Error::invalid(checking(&e)))?;
+        if !meta.is_file() {
+            return Err(Error::invalid(format!("Not a regular file: {}", path.display())));
+        }
+    }
+    Ok(())
+}
+
 fn cannot_open(path: &Path) -> Error {
     Error::invalid(format!("Cannot open source RRD {}", path.display()))
 }
 
 /// The latest `last_up` of the sources (0 when there are none): the new
 /// file's last update when `--start` is not given. Reads headers only.
-pub fn latest_last_up(paths: &[PathBuf]) -> Result<i64> {
+pub fn latest_last_up(root: &Root, paths: &[PathBuf]) -> Result<i64> {
     let mut latest = 0i64;
     for path in paths {
-        let rrd = Rrd::open(path, false).map_err(|_| cannot_open(path))?;
+        let rrd = Rrd::open_in(root, path, false).map_err(|_| cannot_open(path))?;
         latest = latest.max(rrd.header.live().last_up);
     }
     Ok(latest)
@@ -124,8 +151,8 @@ pub struct Source {
 impl Source {
     /// Opens `path` and reads all of it; any failure is rrdtool's "Cannot
     /// open source RRD".
-    pub fn open(path: &Path) -> Result<Source> {
-        let rrd = Rrd::open(path, false).map_err(|_| cannot_open(path))?;
+    pub fn open(root: &Root, path: &Path) -> Result<Source> {
+        let rrd = Rrd::open_in(root, path, false).map_err(|_| cannot_open(path))?;
         let values = (0..rrd.header.rra().len())
             .map(|r| rrd.read_rra(r))
             .collect::<Result<Vec<_>>>()
@@ -137,8 +164,13 @@ impl Source {
 /// Opens the sources and prefills `header` (whose `last_up`, `rra_ptr`,
 /// fresh `pdp` and `cdp` must be set, as `create::build_header` leaves
 /// them) from them. Returns each archive's rows, in file order.
-pub fn prefill_from_files(header: &mut Header, paths: &[PathBuf], defs: &[String]) -> Result<Vec<Vec<f64>>> {
-    let sources = paths.iter().map(|p| Source::open(p)).collect::<Result<Vec<_>>>()?;
+pub fn prefill_from_files(
+    header: &mut Header,
+    root: &Root,
+    paths: &[PathBuf],
+    defs: &[String],
+) -> Result<Vec<Vec<f64>>> {
+    let sources = paths.iter().map(|p| Source::open(root, p)).collect::<Result<Vec<_>>>()?;
     prefill(header, &sources, &parse_mappings(defs))
 }
 
