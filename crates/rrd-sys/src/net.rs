@@ -97,6 +97,21 @@ pub fn gai_strerror(code: i32) -> String {
     }
 }
 
+/// Whether the peer of the connected socket `fd` is gone: a `poll` with no
+/// events asked reports `POLLHUP` (both directions shut: a UNIX-socket
+/// peer closed it), `POLLERR` (a TCP reset) or `POLLNVAL`. A peer that only
+/// shut down its sending side (and may still read a reply) is not gone.
+/// `fd` must be a descriptor the caller keeps open meanwhile; if it was
+/// closed and its number reused, the answer concerns the other file, and
+/// nothing else happens.
+pub fn peer_hung_up(fd: std::os::fd::RawFd) -> bool {
+    let mut p = libc::pollfd { fd, events: 0, revents: 0 };
+    // SAFETY: poll reads and writes the one pollfd we pass, with a zero
+    // timeout; the descriptor number is only looked at by the kernel.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,19 +134,4 @@ mod tests {
         let e = connect_unix(b"/no/such/socket", 107).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
     }
-}
-
-/// Whether the peer of the connected socket `fd` is gone: a `poll` with no
-/// events asked reports `POLLHUP` (both directions shut: a UNIX-socket
-/// peer closed it), `POLLERR` (a TCP reset) or `POLLNVAL`. A peer that only
-/// shut down its sending side (and may still read a reply) is not gone.
-/// `fd` must be a descriptor the caller keeps open meanwhile; if it was
-/// closed and its number reused, the answer concerns the other file, and
-/// nothing else happens.
-pub fn peer_hung_up(fd: std::os::fd::RawFd) -> bool {
-    let mut p = libc::pollfd { fd, events: 0, revents: 0 };
-    // SAFETY: poll reads and writes the one pollfd we pass, with a zero
-    // timeout; the descriptor number is only looked at by the kernel.
-    let n = unsafe { libc::poll(&mut p, 1, 0) };
-    n > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
 }
