@@ -1,0 +1,352 @@
+#!/usr/bin/env bash
+# End-to-end test of the Debian packages (scripts/build-deb.sh) in a
+# throw-away root: an overlay of this machine's / (changes go to a tmpfs) in
+# new mount and PID namespaces. Nothing is installed, diverted, started or
+# left mounted on the machine itself; every process started inside dies
+# with the PID namespace. Must run as root. docs/install.md describes it.
+#
+#   bash scripts/package-test.sh              # build-deb.sh, then the test
+#   SKIP_BUILD=1 bash scripts/package-test.sh  # test target/debian/*.deb as they are
+#
+# Inside, with Debian's rrdtool, rrdcached and librrd8 installed (.ci/run):
+#  a. Debian's rrdcached started by its init script (journal and base dirs
+#     from /etc/default/rrdcached); RRD files created with Debian's rrdtool.
+#  b. a client writes one value per file per second through the socket
+#     (`rrdtool update --daemon`), recording every acknowledged update.
+#  c. dpkg -i of both packages changes nothing in use.
+#  d. rrdscale-switch on: our programs, library and daemon; the client's
+#     refusals only during the switch.
+#  e. rrdscale-switch off: Debian's back, Debian's rrdcached running.
+#  f. every acknowledged value is in the files (Debian's rrdtool fetch).
+#  g. switch on again, dpkg --purge: no diversion left, Debian's files intact.
+set -euo pipefail
+
+# Seconds the client writes in each phase.
+PHASE_SECS=${PHASE_SECS:-6}
+# Largest number of refused updates the test accepts per switch.
+MAX_REFUSED=${MAX_REFUSED:-60}
+
+fail() {
+    echo "package-test: FAILED: $*" >&2
+    exit 1
+}
+step() { echo "== package-test: $*"; }
+
+# ---------------------------------------------------------------------------
+# Inside the throw-away root (PID 1's child of the new PID namespace).
+# ---------------------------------------------------------------------------
+inside_root() {
+    cd /root/pkgtest
+    export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C
+    unset RRDCACHED_ADDRESS LD_LIBRARY_PATH
+    local ma
+    ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+    local libdir=/usr/lib/$ma
+    local sock=/var/run/rrdcached.sock pidfile=/var/run/rrdcached.pid
+    local base=/srv/rrd/db journal=/srv/rrd/journal
+    local debs=(/root/pkgtest/rrdscale_*.deb /root/pkgtest/librrd8-rrdscale_*.deb)
+
+    for p in rrdtool rrdcached librrd8; do
+        [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] ||
+            fail "Debian's $p is not installed (.ci/run installs it)"
+    done
+    [ -z "$(dpkg-divert --list | grep -i rrdscale || true)" ] || fail "a diversion of rrdscale exists before the test"
+
+    # Facts about whose a program or the daemon is.
+    # (Outputs are captured before grep -q reads them: under pipefail, a
+    # writer that grep -q leaves early would fail the pipeline.)
+    is_ours_v() {
+        local v
+        v=$("$1" -v 2>/dev/null || true)
+        [[ "${v%%$'\n'*}" == *rrdscale* ]]
+    }
+    status_says() {
+        local v
+        v=$(rrdscale-switch status)
+        grep -q "$1" <<<"$v"
+    }
+    daemon_pid() {
+        local pid
+        read -r pid <"$pidfile" 2>/dev/null || return 1
+        kill -0 "$pid" 2>/dev/null && echo "$pid"
+    }
+    daemon_exe() {
+        local pid
+        pid=$(daemon_pid) || { echo none; return; }
+        readlink "/proc/$pid/exe"
+    }
+    # dpkg --verify of Debian's packages: no file of theirs changed (the
+    # conffile we edit excepted).
+    debian_intact() {
+        local v
+        v=$(dpkg --verify rrdtool rrdcached librrd8 2>&1 | grep -v ' c /etc/default/rrdcached$' || true)
+        [ -z "$v" ] || fail "Debian's files changed ($1): $v"
+    }
+    debian_state() {
+        is_ours_v /usr/bin/rrdtool && fail "$1: /usr/bin/rrdtool -v is rrdscale's"
+        [ -L /usr/bin/rrdcached ] && fail "$1: /usr/bin/rrdcached is a link ($(readlink /usr/bin/rrdcached))"
+        [ "$(readlink -f "$libdir/librrd.so.8")" = "$libdir/librrd.so.8.2.1" ] ||
+            fail "$1: librrd.so.8 is $(readlink -f "$libdir/librrd.so.8")"
+        debian_intact "$1"
+    }
+
+    # --- a. Debian's rrdcached, files made by Debian's rrdtool ---------------
+    step "a. Debian's rrdcached with journal and base dirs; RRD files from Debian's rrdtool"
+    sed -i -e "s|^BASE_PATH=.*|BASE_PATH=$base/|" -e "s|^JOURNAL_PATH=.*|JOURNAL_PATH=$journal/|" \
+        -e 's|^#WRITE_TIMEOUT=.*|WRITE_TIMEOUT=4|' -e 's|^#WRITE_JITTER=.*|WRITE_JITTER=2|' \
+        /etc/default/rrdcached
+    grep -q "^BASE_PATH=$base/" /etc/default/rrdcached || fail "could not set BASE_PATH"
+    /etc/init.d/rrdcached start
+    local pid0
+    pid0=$(daemon_pid) || fail "Debian's rrdcached did not start"
+    [ "$(daemon_exe)" = /usr/bin/rrdcached ] || fail "the daemon is $(daemon_exe)"
+    [ -S "$sock" ] || fail "no socket $sock"
+    echo "socket: $(stat -c '%A %U:%G' "$sock")"
+    local files=() now
+    now=$(date +%s)
+    for i in 1 2 3 4 5; do
+        rrdtool create "$base/f$i.rrd" --start $((now - 1)) --step 1 DS:v:GAUGE:60:U:U RRA:LAST:0:1:7200
+        files+=("$base/f$i.rrd")
+    done
+    # The daemon's wrapper builds the option list Debian's init script built.
+    local debian_args
+    debian_args=$(tr '\0' ' ' <"/proc/$pid0/cmdline")
+    echo "rrdcached runs: $debian_args"
+
+    # --- b. the client ------------------------------------------------------
+    step "b. client: one value per file per second through $sock"
+    cat >client.py <<'PY'
+import os, subprocess, sys, time
+sock, stop = sys.argv[1], sys.argv[2]
+files = sys.argv[3:]
+acked = open("acked", "w", buffering=1)
+refused = open("refused", "w", buffering=1)
+start = int(time.time()) + 1
+k = 0
+while not os.path.exists(stop):
+    t = start + k
+    while time.time() < t:
+        time.sleep(0.01)
+    for i, f in enumerate(files):
+        v = k * 10 + i
+        r = subprocess.run(["rrdtool", "update", "--daemon", "unix:" + sock, f, "%d:%d" % (t, v)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if r.returncode == 0:
+            acked.write("%s %d %d %.3f\n" % (f, t, v, time.time()))
+        else:
+            refused.write("%.3f %s %d %d %s\n" % (time.time(), f, t, v,
+                          r.stderr.decode(errors="replace").strip().replace("\n", " ")))
+    k += 1
+PY
+    rm -f stop acked refused
+    /usr/bin/python3 client.py "$sock" stop "${files[@]}" &
+    local client=$!
+    sleep "$PHASE_SECS"
+    acked_n() { wc -l <acked; }
+    [ "$(acked_n)" -ge 10 ] || fail "the client got $(acked_n) acknowledgements from Debian's rrdcached"
+    [ ! -s refused ] || fail "refused before any switch: $(cat refused)"
+
+    # --- c. installing changes nothing --------------------------------------
+    step "c. dpkg -i ${debs[*]##*/}: nothing in use changes"
+    # No file of Debian's packages is in ours.
+    local theirs ours
+    theirs=$(dpkg -L rrdtool rrdcached librrd8 | sort -u)
+    for d in "${debs[@]}"; do
+        ours=$(dpkg-deb -c "$d" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./|/|' | sort -u)
+        local common
+        common=$(comm -12 <(echo "$theirs") <(echo "$ours"))
+        [ -z "$common" ] || fail "${d##*/} ships Debian's files: $common"
+    done
+    dpkg -i "${debs[@]}"
+    [ "$(daemon_pid)" = "$pid0" ] || fail "install restarted the daemon"
+    [ "$(daemon_exe)" = /usr/bin/rrdcached ] || fail "install changed the daemon"
+    debian_state "after dpkg -i"
+    [ -z "$(dpkg-divert --list | grep rrdscale || true)" ] || fail "install made diversions"
+    if pgrep -x rrdscale >/dev/null; then fail "install started rrdscale"; fi
+    ls /etc/systemd/system/*.wants/rrdscale* 2>/dev/null && fail "install enabled units"
+    [ -x /usr/lib/rrdscale/bin/rrdtool ] && is_ours_v /usr/lib/rrdscale/bin/rrdtool ||
+        fail "/usr/lib/rrdscale/bin/rrdtool is not rrdscale"
+    # The service wrapper: the same options as the init script's command.
+    local wrapped
+    wrapped=$(/usr/lib/rrdscale/rrdcached-service --print)
+    echo "rrdscale.service would run: $wrapped"
+    [ "${wrapped#/usr/bin/rrdscale daemon -g }" = "$(echo "${debian_args#/usr/bin/rrdcached }" |
+        sed 's|/var/run/|/run/|g; s/ *$//')" ] || fail "wrapper options differ from the init script's"
+    if command -v systemd-analyze >/dev/null; then
+        local v
+        v=$(systemd-analyze verify /lib/systemd/system/rrdscale.socket /lib/systemd/system/rrdscale.service 2>&1 |
+            grep -v "Command 'man " || true)
+        [ -z "$v" ] || fail "systemd-analyze verify: $v"
+    fi
+    rrdscale-switch status
+    status_says '^rrdtool  *Debian' || fail "status does not say rrdtool is Debian's"
+    local acked_before
+    acked_before=$(acked_n)
+    sleep 2
+    [ "$(acked_n)" -gt "$acked_before" ] || fail "the client stopped during the install"
+
+    # --- d. switch on ---------------------------------------------------------
+    step "d. rrdscale-switch on"
+    local on_start on_end
+    on_start=$(date +%s.%N)
+    rrdscale-switch on
+    on_end=$(date +%s.%N)
+    rrdscale-switch status
+    is_ours_v /usr/bin/rrdtool || fail "rrdtool -v is not rrdscale's after on"
+    for t in rrdupdate rrdcreate rrdinfo rrdcached; do
+        [ "$(readlink /usr/bin/$t)" = /usr/bin/rrdscale ] || fail "/usr/bin/$t is not ours"
+    done
+    [ "$(daemon_exe)" = /usr/bin/rrdscale ] || fail "the running daemon is $(daemon_exe), not rrdscale"
+    [ "$(readlink -f "$libdir/librrd.so.8")" = "$libdir/rrdscale/librrd.so.8" ] || fail "librrd.so.8 is not ours"
+    local maps
+    maps=$(/usr/bin/python3 -c 'import rrdtool; print(open("/proc/self/maps").read())')
+    grep -q "$libdir/rrdscale/librrd.so.8" <<<"$maps" ||
+        fail "python3-rrdtool does not load our librrd"
+    for t in rrdtool rrdupdate rrdcreate rrdinfo rrdcached librrd.so.8; do
+        status_says "^$t  *rrdscale" || fail "status: $t is not rrdscale's"
+    done
+    local again
+    again=$(rrdscale-switch on)
+    grep -q 'already' <<<"$again" || fail "a second on is not a no-op"
+    [ "$(dpkg-divert --list | grep -c 'by rrdscale$')" = 6 ] || fail "not 6 diversions: $(dpkg-divert --list)"
+    acked_before=$(acked_n)
+    sleep "$PHASE_SECS"
+    [ "$(acked_n)" -gt $((acked_before + 10)) ] || fail "the client does not get through to rrdscale's daemon"
+
+    # --- e. switch off --------------------------------------------------------
+    step "e. rrdscale-switch off"
+    local off_start off_end
+    off_start=$(date +%s.%N)
+    rrdscale-switch off
+    off_end=$(date +%s.%N)
+    rrdscale-switch status
+    [ "$(daemon_exe)" = /usr/bin/rrdcached ] || fail "the running daemon is $(daemon_exe) after off"
+    debian_state "after off"
+    [ -z "$(dpkg-divert --list | grep rrdscale || true)" ] || fail "diversions after off"
+    again=$(rrdscale-switch off)
+    grep -q 'nothing to do' <<<"$again" || fail "a second off is not a no-op"
+    acked_before=$(acked_n)
+    sleep "$PHASE_SECS"
+    [ "$(acked_n)" -gt $((acked_before + 10)) ] || fail "the client does not get through to Debian's rrdcached"
+
+    # Refusals: only during the two switches, and few.
+    local r_total r_outside
+    r_total=$(wc -l <refused)
+    r_outside=$(awk -v a="$on_start" -v b="$on_end" -v c="$off_start" -v d="$off_end" \
+        '!(($1 >= a - 1 && $1 <= b + 1) || ($1 >= c - 1 && $1 <= d + 1))' refused | wc -l)
+    awk -v n="$r_total" -v a="$on_start" -v b="$on_end" -v c="$off_start" -v d="$off_end" \
+        'BEGIN {printf "refused: %d updates (on took %.1f s, off %.1f s)\n", n, b - a, d - c}'
+    [ "$r_outside" = 0 ] || fail "refused outside the switches: $(cat refused)"
+    [ "$r_total" -le $((2 * MAX_REFUSED)) ] || fail "$r_total updates refused: $(head -n 20 refused)"
+    cat refused
+    # Connections refused or cut while a daemon stops: the client is told
+    # (the update is not acknowledged), nothing else.
+    if grep -v 'Connection refused\|No such file or directory\|error.* while talking to rrdcached' refused; then
+        fail "refusals other than 'cannot connect' or 'connection closed'"
+    fi
+
+    # --- f. every acknowledged value in the files ----------------------------
+    step "f. every acknowledged value is in the files (Debian's rrdtool fetch)"
+    touch stop
+    wait "$client"
+    rrdtool flushcached --daemon "unix:$sock" "${files[@]}"
+    local first last
+    first=$(awk 'NR == 1 {print $2}' acked)
+    last=$(awk '{print $2}' acked | sort -n | tail -n 1)
+    for f in "${files[@]}"; do
+        rrdtool fetch "$f" LAST -r 1 -s $((first - 1)) -e "$last" |
+            awk -v f="$f" -F': ' 'NF == 2 && $2 !~ /nan/ {printf "%s %d %d\n", f, $1, $2 + 0}'
+    done | sort >fetched
+    awk '{print $1, $2, $3}' acked | sort >want
+    local missing
+    missing=$(comm -23 want fetched)
+    [ -z "$missing" ] || fail "$(echo "$missing" | wc -l) acknowledged values missing, e.g. $(echo "$missing" | head -n 5)"
+    echo "all $(wc -l <want) acknowledged values found ($r_total refused)"
+
+    # --- g. on again, then purge --------------------------------------------
+    step "g. rrdscale-switch on, then dpkg --purge"
+    rrdscale-switch on >/dev/null
+    [ "$(daemon_exe)" = /usr/bin/rrdscale ] || fail "the daemon is not ours after the second on"
+    dpkg --purge rrdscale librrd8-rrdscale
+    [ -z "$(dpkg-divert --list | grep rrdscale || true)" ] || fail "diversions after purge: $(dpkg-divert --list | grep rrdscale)"
+    debian_state "after purge"
+    [ "$(daemon_exe)" = /usr/bin/rrdcached ] || fail "Debian's rrdcached is not running after purge ($(daemon_exe))"
+    [ ! -e /usr/lib/rrdscale ] || fail "/usr/lib/rrdscale left after purge: $(find /usr/lib/rrdscale)"
+    [ ! -e /etc/default/rrdscale ] || fail "/etc/default/rrdscale left after purge"
+    rrdtool lastupdate "${files[0]}" >/dev/null || fail "Debian's rrdtool fails after purge"
+    rrdtool update --daemon "unix:$sock" "${files[0]}" N:1 || fail "Debian's rrdcached does not take updates after purge"
+    step "inside: all assertions passed"
+}
+
+# ---------------------------------------------------------------------------
+# In the new namespaces: build the overlay root and run inside_root in it.
+# ---------------------------------------------------------------------------
+inside_ns() {
+    local tmp=$1 repo=$2
+    mount --make-rprivate /
+    mount -t tmpfs -o size=2g,mode=0700 pkgtest "$tmp"
+    mkdir "$tmp/upper" "$tmp/work" "$tmp/root"
+    mount -t overlay overlay -o "lowerdir=/,upperdir=$tmp/upper,workdir=$tmp/work" "$tmp/root"
+    local r=$tmp/root
+    mount --rbind /dev "$r/dev"
+    mount -t proc proc "$r/proc"
+    mount -t sysfs -o ro sysfs "$r/sys"
+    # Fresh /run and /tmp: no systemd here (rrdscale-switch takes the init
+    # script's way), no file of the machine's.
+    mount -t tmpfs tmpfs "$r/run"
+    mkdir -p "$r/run/lock"
+    mount -t tmpfs tmpfs "$r/tmp"
+    mkdir -p "$r/root/pkgtest"
+    cp "$repo"/target/debian/*.deb "$repo/scripts/package-test.sh" "$r/root/pkgtest/"
+    chroot "$r" /bin/bash /root/pkgtest/package-test.sh --inside-root
+}
+
+# ---------------------------------------------------------------------------
+# On the machine.
+# ---------------------------------------------------------------------------
+case "${1:-}" in
+    --inside-root)
+        inside_root
+        exit 0
+        ;;
+    --inside-ns)
+        inside_ns "$2" "$3"
+        exit 0
+        ;;
+esac
+
+[ "$(id -u)" = 0 ] || fail "must run as root (it mounts an overlay in its own namespaces)"
+cd "$(dirname "$0")/.."
+repo=$PWD
+started=$SECONDS
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+    bash scripts/build-deb.sh
+fi
+ls target/debian/rrdscale_*.deb target/debian/librrd8-rrdscale_*.deb >/dev/null || fail "no packages in target/debian"
+
+tmp=$(mktemp -d /tmp/rrdscale-pkgtest.XXXXXX)
+diversions_before=$(dpkg-divert --list | sort)
+cleanup() {
+    # The namespaces are gone with their last process; so are their mounts.
+    if grep -q " $tmp" /proc/self/mountinfo; then
+        echo "package-test: mounts left under $tmp" >&2
+        return
+    fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+step "throw-away root in $tmp (overlay of /, new mount and PID namespaces)"
+status=0
+unshare --mount --pid --fork --kill-child -- bash "$repo/scripts/package-test.sh" --inside-ns "$tmp" "$repo" || status=$?
+
+step "outside: the machine is unchanged"
+[ "$(dpkg-divert --list | sort)" = "$diversions_before" ] || fail "the machine's diversions changed"
+! grep -q " $tmp" /proc/self/mountinfo || fail "mounts left: $(grep " $tmp" /proc/self/mountinfo)"
+for p in /proc/[0-9]*; do
+    root=$(readlink "$p/root" 2>/dev/null || true)
+    case $root in "$tmp"*) fail "process ${p#/proc/} still runs in the throw-away root" ;; esac
+done
+[ -z "$(dpkg-query -W -f='${Package}\n' rrdscale librrd8-rrdscale 2>/dev/null)" ] || fail "our packages are on the machine"
+[ "$status" = 0 ] || fail "the test inside failed (status $status)"
+step "passed in $((SECONDS - started)) s"
