@@ -223,6 +223,10 @@ PY
     [ "$(daemon_exe)" = /usr/bin/rrdcached ] || fail "the running daemon is $(daemon_exe) after off"
     debian_state "after off"
     [ -z "$(dpkg-divert --list | grep rrdscale || true)" ] || fail "diversions after off"
+    # Our journal holds nothing rrdcached would have to read: one segment
+    # of its 16-byte header.
+    ls -l "$journal"
+    [ -z "$(find "$journal" -name 'journal.*' -size +16c)" ] || fail "our journal still holds values after off"
     again=$(rrdscale-switch off)
     grep -q 'nothing to do' <<<"$again" || fail "a second off is not a no-op"
     acked_before=$(acked_n)
@@ -267,6 +271,15 @@ PY
     step "g. rrdscale-switch on, then dpkg --purge"
     rrdscale-switch on >/dev/null
     [ "$(daemon_exe)" = /usr/bin/rrdscale ] || fail "the daemon is not ours after the second on"
+    # An upgrade (the same package again) restarts our daemon on the new
+    # binary and keeps everything switched.
+    local pid_before
+    pid_before=$(daemon_pid)
+    dpkg -i /root/pkgtest/rrdscale_*.deb
+    [ "$(daemon_exe)" = /usr/bin/rrdscale ] || fail "the daemon is not ours after an upgrade"
+    [ "$(daemon_pid)" != "$pid_before" ] || fail "the upgrade did not restart our daemon"
+    [ "$(dpkg-divert --list | grep -c 'by rrdscale$')" = 6 ] || fail "an upgrade changed the diversions"
+    rrdtool update --daemon "unix:$sock" "${files[0]}" N:2 || fail "our daemon takes no update after the upgrade"
     dpkg --purge rrdscale librrd8-rrdscale
     [ -z "$(dpkg-divert --list | grep rrdscale || true)" ] || fail "diversions after purge: $(dpkg-divert --list | grep rrdscale)"
     debian_state "after purge"
