@@ -18,7 +18,10 @@
 #     refusals only during the switch.
 #  e. rrdscale-switch off: Debian's back, Debian's rrdcached running.
 #  f. every acknowledged value is in the files (Debian's rrdtool fetch).
-#  g. switch on again, dpkg --purge: no diversion left, Debian's files intact.
+#  h. the unit's protocol with a systemd stand-in: LISTEN_FDS socket adopted,
+#     READY=1, WATCHDOG=1, STOPPING=1 (RRDSCALE_PKGTEST_NOTIFY=0 skips it).
+#  g. switch on again, an upgrade, dpkg --purge: no diversion left, Debian's
+#     files intact.
 set -euo pipefail
 
 # Seconds the client writes in each phase.
@@ -70,6 +73,16 @@ inside_root() {
         read -r pid <"$pidfile" 2>/dev/null || return 1
         kill -0 "$pid" 2>/dev/null && echo "$pid"
     }
+    # The daemon's pid file appears after the init script returns (the
+    # daemon forks first): wait up to 10 s for it.
+    daemon_up() {
+        local n=0
+        until daemon_pid >/dev/null; do
+            [ $n -lt 50 ] || return 1
+            sleep 0.2
+            n=$((n + 1))
+        done
+    }
     daemon_exe() {
         local pid
         pid=$(daemon_pid) || { echo none; return; }
@@ -97,8 +110,9 @@ inside_root() {
         /etc/default/rrdcached
     grep -q "^BASE_PATH=$base/" /etc/default/rrdcached || fail "could not set BASE_PATH"
     /etc/init.d/rrdcached start
+    daemon_up || fail "Debian's rrdcached did not start"
     local pid0
-    pid0=$(daemon_pid) || fail "Debian's rrdcached did not start"
+    pid0=$(daemon_pid)
     [ "$(daemon_exe)" = /usr/bin/rrdcached ] || fail "the daemon is $(daemon_exe)"
     [ -S "$sock" ] || fail "no socket $sock"
     echo "socket: $(stat -c '%A %U:%G' "$sock")"
@@ -267,6 +281,69 @@ PY
     [ -z "$missing" ] || fail "$(echo "$missing" | wc -l) acknowledged values missing, e.g. $(echo "$missing" | head -n 5)"
     echo "all $(wc -l <want) acknowledged values found ($r_total refused)"
 
+    # --- h. the unit's protocol, without systemd ------------------------------
+    # What rrdscale.service relies on, played by a small stand-in for
+    # systemd: the wrapper runs with the listening socket as fd 3
+    # (LISTEN_FDS) and a NOTIFY_SOCKET; the daemon must adopt the socket,
+    # send READY=1, answer on it, send STOPPING=1 on SIGTERM and exit 0.
+    if [ "${RRDSCALE_PKGTEST_NOTIFY:-1}" = 1 ]; then
+        step "h. rrdscale.service's protocol: LISTEN_FDS socket, READY=1, STOPPING=1 (systemd stand-in)"
+        /etc/init.d/rrdcached stop
+        rrdtool create "$base/h.rrd" --step 1 DS:v:GAUGE:60:U:U RRA:LAST:0:1:100
+        cat >notify.py <<'PY'
+import os, signal, socket, subprocess, sys, time
+sock_path, rrd = sys.argv[1], sys.argv[2]
+for p in (sock_path, "/run/pkgtest-notify"):
+    if os.path.exists(p):
+        os.unlink(p)
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind(sock_path)
+os.chmod(sock_path, 0o755)
+listener.listen(128)
+fd = listener.detach()
+if fd != 3:
+    os.dup2(fd, 3)
+    os.close(fd)
+os.set_inheritable(3, True)
+notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+notify.bind("/run/pkgtest-notify")
+notify.settimeout(30)
+env = dict(os.environ, LISTEN_FDS="1", LISTEN_FDNAMES="rrdscale.socket",
+           NOTIFY_SOCKET="/run/pkgtest-notify", WATCHDOG_USEC="2000000")
+child = subprocess.Popen(["sh", "-c", 'export LISTEN_PID=$$; exec /usr/lib/rrdscale/rrdcached-service'],
+                         env=env, pass_fds=(3,))
+os.close(3)  # the daemon holds the only copy now
+def expect(word):
+    end = time.time() + 30
+    while time.time() < end:
+        try:
+            msg = notify.recv(4096).decode()
+        except socket.timeout:
+            break
+        print("notify:", msg.replace("\n", " "))
+        if word in msg.split("\n"):
+            return
+    child.kill()
+    sys.exit("no %s from the daemon (needs its sd_notify support)" % word)
+expect("READY=1")
+expect("WATCHDOG=1")
+r = subprocess.run(["rrdtool", "update", "--daemon", "unix:" + sock_path, rrd, "N:7"])
+if r.returncode != 0:
+    child.kill()
+    sys.exit("no update through the adopted socket")
+child.send_signal(signal.SIGTERM)
+expect("STOPPING=1")
+status = child.wait(timeout=60)
+if status != 0:
+    sys.exit("the daemon exited with %d after SIGTERM" % status)
+print("adopted socket, READY=1, WATCHDOG=1, STOPPING=1, exit 0")
+PY
+        /usr/bin/python3 notify.py /run/rrdcached.sock "$base/h.rrd" || fail "rrdscale.service's protocol"
+        rm -f /run/rrdcached.sock
+        /etc/init.d/rrdcached start
+        daemon_up && [ "$(daemon_exe)" = /usr/bin/rrdcached ] || fail "Debian's rrdcached did not start again after h"
+    fi
+
     # --- g. on again, then purge --------------------------------------------
     step "g. rrdscale-switch on, then dpkg --purge"
     rrdscale-switch on >/dev/null
@@ -276,6 +353,7 @@ PY
     local pid_before
     pid_before=$(daemon_pid)
     dpkg -i /root/pkgtest/rrdscale_*.deb
+    daemon_up || fail "no daemon after the upgrade"
     [ "$(daemon_exe)" = /usr/bin/rrdscale ] || fail "the daemon is not ours after an upgrade"
     [ "$(daemon_pid)" != "$pid_before" ] || fail "the upgrade did not restart our daemon"
     [ "$(dpkg-divert --list | grep -c 'by rrdscale$')" = 6 ] || fail "an upgrade changed the diversions"
