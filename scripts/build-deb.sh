@@ -162,9 +162,9 @@ shlibdeps() {
     tmp=$(mktemp -d)
     mkdir -p "$tmp/debian"
     printf 'Source: rrdscale\n\nPackage: rrdscale\nArchitecture: any\n' >"$tmp/debian/control"
-    local files=()
-    for f in "$@"; do files+=("$root/$f"); done
-    (cd "$tmp" && dpkg-shlibdeps -O -e"${files[@]}" 2>/dev/null) | sed -n 's/^shlibs:Depends=//p'
+    local args=()
+    for f in "$@"; do args+=(-e "$root/$f"); done
+    (cd "$tmp" && dpkg-shlibdeps -O "${args[@]}" 2>/dev/null) | sed -n 's/^shlibs:Depends=//p'
     rm -rf "$tmp"
 }
 
