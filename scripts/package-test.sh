@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# End-to-end test of the Debian packages (scripts/build-deb.sh) in a
-# throw-away root: an overlay of this machine's / (changes go to a tmpfs) in
+# End-to-end test of the Debian packages (scripts/build-deb.sh) in
+# throw-away roots: overlays of this machine's / (changes go to a tmpfs) in
 # new mount and PID namespaces. Nothing is installed, diverted, started or
 # left mounted on the machine itself; every process started inside dies
 # with the PID namespace. Must run as root. docs/install.md describes it.
+#
+# Two roots, one after the other (PKGTEST_MODES="sysv systemd"):
+#   sysv     chroot, no systemd: rrdscale-switch uses /etc/init.d/rrdcached
+#   systemd  systemd 252 as PID 1 of the namespace (also its own cgroup,
+#            network and UTS namespaces), the test as its only service:
+#            rrdscale-switch uses systemctl, rrdscale.socket/.service run
 #
 #   bash scripts/package-test.sh              # build-deb.sh, then the test
 #   SKIP_BUILD=1 bash scripts/package-test.sh  # test target/debian/*.deb as they are
@@ -39,6 +45,9 @@ step() { echo "== package-test: $*"; }
 # Inside the throw-away root (PID 1's child of the new PID namespace).
 # ---------------------------------------------------------------------------
 inside_root() {
+    # sysv: no systemd, the switch uses /etc/init.d/rrdcached.
+    # systemd: systemd is PID 1 (we run as its pkgtest.service).
+    local mode=$1
     cd /root/pkgtest
     export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C
     unset RRDCACHED_ADDRESS LD_LIBRARY_PATH
@@ -70,7 +79,7 @@ inside_root() {
     }
     daemon_pid() {
         local pid
-        read -r pid <"$pidfile" 2>/dev/null || return 1
+        { read -r pid <"$pidfile"; } 2>/dev/null || return 1
         kill -0 "$pid" 2>/dev/null && echo "$pid"
     }
     # The daemon's pid file appears after the init script returns (the
@@ -87,6 +96,23 @@ inside_root() {
         local pid
         pid=$(daemon_pid) || { echo none; return; }
         readlink "/proc/$pid/exe"
+    }
+    start_debian() {
+        if [ "$mode" = systemd ]; then
+            systemctl start rrdcached.service
+        else
+            /etc/init.d/rrdcached start
+        fi
+    }
+    # unit_is UNIT STATE...: systemctl is-active (or is-enabled with -e)
+    unit_is() {
+        local what=is-active
+        if [ "$1" = -e ]; then what=is-enabled; shift; fi
+        local unit=$1 got
+        shift
+        got=$(systemctl "$what" "$unit" 2>/dev/null || true)
+        for want in "$@"; do [ "$got" = "$want" ] && return 0; done
+        fail "$unit is $got ($what), not $*"
     }
     # dpkg --verify of Debian's packages: no file of theirs changed (the
     # conffile we edit excepted).
@@ -109,8 +135,14 @@ inside_root() {
         -e 's|^#WRITE_TIMEOUT=.*|WRITE_TIMEOUT=4|' -e 's|^#WRITE_JITTER=.*|WRITE_JITTER=2|' \
         /etc/default/rrdcached
     grep -q "^BASE_PATH=$base/" /etc/default/rrdcached || fail "could not set BASE_PATH"
-    /etc/init.d/rrdcached start
+    start_debian
     daemon_up || fail "Debian's rrdcached did not start"
+    local debian_enabled=
+    if [ "$mode" = systemd ]; then
+        unit_is rrdcached.service active
+        debian_enabled=$(systemctl is-enabled rrdcached.service 2>/dev/null || true)
+        echo "rrdcached.service: active, $debian_enabled"
+    fi
     local pid0
     pid0=$(daemon_pid)
     [ "$(daemon_exe)" = /usr/bin/rrdcached ] || fail "the daemon is $(daemon_exe)"
@@ -178,6 +210,12 @@ PY
     [ -z "$(dpkg-divert --list | grep rrdscale || true)" ] || fail "install made diversions"
     if pgrep -x rrdscale >/dev/null; then fail "install started rrdscale"; fi
     ls /etc/systemd/system/*.wants/rrdscale* 2>/dev/null && fail "install enabled units"
+    if [ "$mode" = systemd ]; then
+        unit_is -e rrdscale.socket disabled
+        unit_is -e rrdscale.service disabled
+        unit_is rrdscale.socket inactive
+        unit_is rrdscale.service inactive
+    fi
     [ -x /usr/lib/rrdscale/bin/rrdtool ] && is_ours_v /usr/lib/rrdscale/bin/rrdtool ||
         fail "/usr/lib/rrdscale/bin/rrdtool is not rrdscale"
     # The service wrapper: the same options as the init script's command.
@@ -205,6 +243,7 @@ PY
     on_start=$(date +%s.%N)
     rrdscale-switch on
     on_end=$(date +%s.%N)
+    daemon_up || fail "no daemon after on"
     rrdscale-switch status
     is_ours_v /usr/bin/rrdtool || fail "rrdtool -v is not rrdscale's after on"
     for t in rrdupdate rrdcreate rrdinfo rrdcached; do
@@ -223,6 +262,18 @@ PY
     again=$(rrdscale-switch on)
     grep -q 'already' <<<"$again" || fail "a second on is not a no-op"
     [ "$(dpkg-divert --list | grep -c 'by rrdscale$')" = 6 ] || fail "not 6 diversions: $(dpkg-divert --list)"
+    if [ "$mode" = systemd ]; then
+        unit_is rrdscale.socket active
+        unit_is rrdscale.service active
+        unit_is rrdcached.service inactive
+        [ "$(systemctl show -p MainPID --value rrdscale.service)" = "$(daemon_pid)" ] ||
+            fail "the pid file does not name rrdscale.service's main process"
+        if [ "$debian_enabled" = enabled ]; then
+            unit_is -e rrdscale.socket enabled
+            unit_is -e rrdscale.service enabled
+            unit_is -e rrdcached.service disabled
+        fi
+    fi
     acked_before=$(acked_n)
     sleep "$PHASE_SECS"
     [ "$(acked_n)" -gt $((acked_before + 10)) ] || fail "the client does not get through to rrdscale's daemon"
@@ -237,6 +288,16 @@ PY
     [ "$(daemon_exe)" = /usr/bin/rrdcached ] || fail "the running daemon is $(daemon_exe) after off"
     debian_state "after off"
     [ -z "$(dpkg-divert --list | grep rrdscale || true)" ] || fail "diversions after off"
+    if [ "$mode" = systemd ]; then
+        unit_is rrdcached.service active
+        unit_is rrdscale.service inactive failed
+        [ "$(systemctl is-active rrdscale.service)" = inactive ] || fail "rrdscale.service failed at its stop"
+        unit_is rrdscale.socket inactive
+        unit_is -e rrdscale.socket disabled
+        unit_is -e rrdscale.service disabled
+        [ "$(systemctl is-enabled rrdcached.service 2>/dev/null || true)" = "$debian_enabled" ] ||
+            fail "rrdcached.service's enablement was not restored"
+    fi
     # Our journal holds nothing rrdcached would have to read: one segment
     # of its 16-byte header.
     ls -l "$journal"
@@ -286,7 +347,7 @@ PY
     # systemd: the wrapper runs with the listening socket as fd 3
     # (LISTEN_FDS) and a NOTIFY_SOCKET; the daemon must adopt the socket,
     # send READY=1, answer on it, send STOPPING=1 on SIGTERM and exit 0.
-    if [ "${RRDSCALE_PKGTEST_NOTIFY:-1}" = 1 ]; then
+    if [ "$mode" = sysv ] && [ "${RRDSCALE_PKGTEST_NOTIFY:-1}" = 1 ]; then
         step "h. rrdscale.service's protocol: LISTEN_FDS socket, READY=1, STOPPING=1 (systemd stand-in)"
         /etc/init.d/rrdcached stop
         rrdtool create "$base/h.rrd" --step 1 DS:v:GAUGE:60:U:U RRA:LAST:0:1:100
@@ -347,6 +408,7 @@ PY
     # --- g. on again, then purge --------------------------------------------
     step "g. rrdscale-switch on, then dpkg --purge"
     rrdscale-switch on >/dev/null
+    daemon_up || fail "no daemon after the second on"
     [ "$(daemon_exe)" = /usr/bin/rrdscale ] || fail "the daemon is not ours after the second on"
     # An upgrade (the same package again) restarts our daemon on the new
     # binary and keeps everything switched.
@@ -362,34 +424,85 @@ PY
     [ -z "$(dpkg-divert --list | grep rrdscale || true)" ] || fail "diversions after purge: $(dpkg-divert --list | grep rrdscale)"
     debian_state "after purge"
     [ "$(daemon_exe)" = /usr/bin/rrdcached ] || fail "Debian's rrdcached is not running after purge ($(daemon_exe))"
+    if [ "$mode" = systemd ]; then
+        unit_is rrdcached.service active
+        [ -z "$(systemctl list-unit-files 'rrdscale*' --no-legend 2>/dev/null)" ] || fail "rrdscale units left after purge"
+    fi
     [ ! -e /usr/lib/rrdscale ] || fail "/usr/lib/rrdscale left after purge: $(find /usr/lib/rrdscale)"
     [ ! -e /etc/default/rrdscale ] || fail "/etc/default/rrdscale left after purge"
     rrdtool lastupdate "${files[0]}" >/dev/null || fail "Debian's rrdtool fails after purge"
     rrdtool update --daemon "unix:$sock" "${files[0]}" N:1 || fail "Debian's rrdcached does not take updates after purge"
-    step "inside: all assertions passed"
+    step "inside ($mode): all assertions passed"
 }
 
 # ---------------------------------------------------------------------------
 # In the new namespaces: build the overlay root and run inside_root in it.
 # ---------------------------------------------------------------------------
 inside_ns() {
-    local tmp=$1 repo=$2
+    local mode=$1 tmp=$2 repo=$3 out=$4
     mount --make-rprivate /
     mount -t tmpfs -o size=2g,mode=0700 pkgtest "$tmp"
     mkdir "$tmp/upper" "$tmp/work" "$tmp/root"
     mount -t overlay overlay -o "lowerdir=/,upperdir=$tmp/upper,workdir=$tmp/work" "$tmp/root"
     local r=$tmp/root
-    mount --rbind /dev "$r/dev"
+    mkdir -p "$r/root/pkgtest"
+    cp "$repo"/target/debian/*.deb "$repo/scripts/package-test.sh" "$r/root/pkgtest/"
     mount -t proc proc "$r/proc"
     mount -t sysfs -o ro sysfs "$r/sys"
-    # Fresh /run and /tmp: no systemd here (rrdscale-switch takes the init
-    # script's way), no file of the machine's.
+    # Fresh /run and /tmp: nothing of the machine's.
     mount -t tmpfs tmpfs "$r/run"
     mkdir -p "$r/run/lock"
     mount -t tmpfs tmpfs "$r/tmp"
-    mkdir -p "$r/root/pkgtest"
-    cp "$repo"/target/debian/*.deb "$repo/scripts/package-test.sh" "$r/root/pkgtest/"
-    chroot "$r" /bin/bash /root/pkgtest/package-test.sh --inside-root
+    if [ "$mode" = sysv ]; then
+        # No systemd: rrdscale-switch takes the init script's way.
+        mount --rbind /dev "$r/dev"
+        chroot "$r" /bin/bash /root/pkgtest/package-test.sh --inside-root sysv
+        return
+    fi
+    # systemd as PID 1 of the PID namespace, as a container manager would
+    # start it: a private /dev (the console is a file outside), our own
+    # cgroup (cgroup namespace) as its cgroup2 tree, no network but
+    # loopback (network namespace), and one target: the test's service,
+    # whose status becomes systemd's exit status.
+    mount -t tmpfs -o mode=755,nosuid tmpfs "$r/dev"
+    for n in null zero full random urandom tty; do
+        touch "$r/dev/$n"
+        mount --bind "/dev/$n" "$r/dev/$n"
+    done
+    mkdir "$r/dev/pts" "$r/dev/shm"
+    mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts "$r/dev/pts"
+    ln -s pts/ptmx "$r/dev/ptmx"
+    ln -s /proc/self/fd "$r/dev/fd"
+    touch "$r/dev/console"
+    mount --bind "$out/console" "$r/dev/console"
+    mount -t cgroup2 cgroup2 "$r/sys/fs/cgroup"
+    mkdir -p "$r/root/pkgtest/out"
+    mount --bind "$out" "$r/root/pkgtest/out"
+    cat >"$r/etc/systemd/system/pkgtest.target" <<'UNIT'
+[Unit]
+Description=rrdscale package test
+Requires=pkgtest.service
+After=pkgtest.service
+UNIT
+    cat >"$r/etc/systemd/system/pkgtest.service" <<'UNIT'
+[Unit]
+Description=rrdscale package test (scripts/package-test.sh)
+DefaultDependencies=no
+[Service]
+Type=oneshot
+TimeoutStartSec=infinity
+StandardOutput=file:/root/pkgtest/out/log
+StandardError=inherit
+ExecStart=/bin/bash -c '/bin/bash /root/pkgtest/package-test.sh --inside-root systemd; systemctl exit $$?'
+UNIT
+    cd "$r"
+    mkdir -p .oldroot
+    pivot_root . .oldroot
+    cd /
+    umount -l /.oldroot
+    rmdir /.oldroot
+    exec env -i container=rrdscale-pkgtest PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+        /lib/systemd/systemd --unit=pkgtest.target
 }
 
 # ---------------------------------------------------------------------------
@@ -397,11 +510,11 @@ inside_ns() {
 # ---------------------------------------------------------------------------
 case "${1:-}" in
     --inside-root)
-        inside_root
+        inside_root "$2"
         exit 0
         ;;
     --inside-ns)
-        inside_ns "$2" "$3"
+        inside_ns "$2" "$3" "$4" "$5"
         exit 0
         ;;
 esac
@@ -415,10 +528,15 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
 fi
 ls target/debian/rrdscale_*.deb target/debian/librrd8-rrdscale_*.deb >/dev/null || fail "no packages in target/debian"
 
-tmp=$(mktemp -d /tmp/rrdscale-pkgtest.XXXXXX)
 diversions_before=$(dpkg-divert --list | sort)
+tmp=
+cg=
 cleanup() {
     # The namespaces are gone with their last process; so are their mounts.
+    if [ -n "$cg" ] && [ -d "$cg" ]; then
+        find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
+    fi
+    [ -n "$tmp" ] || return 0
     if grep -q " $tmp" /proc/self/mountinfo; then
         echo "package-test: mounts left under $tmp" >&2
         return
@@ -427,17 +545,52 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step "throw-away root in $tmp (overlay of /, new mount and PID namespaces)"
-status=0
-unshare --mount --pid --fork --kill-child -- bash "$repo/scripts/package-test.sh" --inside-ns "$tmp" "$repo" || status=$?
+# run_root MODE: one throw-away root, then the machine checked.
+run_root() {
+    local mode=$1 status=0
+    tmp=$(mktemp -d /tmp/rrdscale-pkgtest.XXXXXX)
+    mkdir "$tmp/mnt" "$tmp/out"
+    touch "$tmp/out/console" "$tmp/out/log"
+    step "throw-away root for '$mode' in $tmp/mnt (overlay of /, own namespaces)"
+    if [ "$mode" = sysv ]; then
+        unshare --mount --pid --fork --kill-child -- \
+            bash "$repo/scripts/package-test.sh" --inside-ns sysv "$tmp/mnt" "$repo" "$tmp/out" || status=$?
+    else
+        # A cgroup of its own for the container's systemd (removed below).
+        cg=/sys/fs/cgroup/unified/rrdscale-pkgtest.${tmp##*.}
+        [ -d /sys/fs/cgroup/unified ] || cg=/sys/fs/cgroup/rrdscale-pkgtest.${tmp##*.}
+        mkdir "$cg"
+        (
+            echo "$BASHPID" >"$cg/cgroup.procs"
+            exec timeout --kill-after=10 "${SYSTEMD_TIMEOUT:-900}" \
+                unshare --cgroup --mount --pid --net --uts --ipc --fork --kill-child -- \
+                bash "$repo/scripts/package-test.sh" --inside-ns systemd "$tmp/mnt" "$repo" "$tmp/out"
+        ) || status=$?
+        cat "$tmp/out/log"
+        if [ "$status" != 0 ]; then
+            echo "--- systemd's console (last 40 lines):"
+            tail -n 40 "$tmp/out/console"
+        fi
+        find "$cg" -depth -type d -exec rmdir {} +
+        [ ! -e "$cg" ] || fail "cgroup $cg could not be removed"
+        cg=
+    fi
 
-step "outside: the machine is unchanged"
-[ "$(dpkg-divert --list | sort)" = "$diversions_before" ] || fail "the machine's diversions changed"
-! grep -q " $tmp" /proc/self/mountinfo || fail "mounts left: $(grep " $tmp" /proc/self/mountinfo)"
-for p in /proc/[0-9]*; do
-    root=$(readlink "$p/root" 2>/dev/null || true)
-    case $root in "$tmp"*) fail "process ${p#/proc/} still runs in the throw-away root" ;; esac
+    step "outside ($mode): the machine is unchanged"
+    [ "$(dpkg-divert --list | sort)" = "$diversions_before" ] || fail "the machine's diversions changed"
+    ! grep -q " $tmp" /proc/self/mountinfo || fail "mounts left: $(grep " $tmp" /proc/self/mountinfo)"
+    for p in /proc/[0-9]*; do
+        local root
+        root=$(readlink "$p/root" 2>/dev/null || true)
+        case $root in "$tmp"*) fail "process ${p#/proc/} still runs in the throw-away root" ;; esac
+    done
+    [ -z "$(dpkg-query -W -f='${Package}\n' rrdscale librrd8-rrdscale 2>/dev/null)" ] || fail "our packages are on the machine"
+    [ "$status" = 0 ] || fail "the test inside ($mode) failed (status $status)"
+    rm -rf "$tmp"
+    tmp=
+}
+
+for mode in ${PKGTEST_MODES:-sysv systemd}; do
+    run_root "$mode"
 done
-[ -z "$(dpkg-query -W -f='${Package}\n' rrdscale librrd8-rrdscale 2>/dev/null)" ] || fail "our packages are on the machine"
-[ "$status" = 0 ] || fail "the test inside failed (status $status)"
 step "passed in $((SECONDS - started)) s"
