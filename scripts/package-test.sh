@@ -26,6 +26,7 @@
 #  f. every acknowledged value is in the files (Debian's rrdtool fetch).
 #  h. the unit's protocol with a systemd stand-in: LISTEN_FDS socket adopted,
 #     READY=1, WATCHDOG=1, STOPPING=1 (RRDSCALE_PKGTEST_NOTIFY=0 skips it).
+#  i. (sysv) without Debian's packages: on provides the names, off removes them.
 #  g. switch on again, an upgrade, dpkg --purge: no diversion left, Debian's
 #     files intact.
 set -euo pipefail
@@ -432,6 +433,34 @@ PY
     [ ! -e /etc/default/rrdscale ] || fail "/etc/default/rrdscale left after purge"
     rrdtool lastupdate "${files[0]}" >/dev/null || fail "Debian's rrdtool fails after purge"
     rrdtool update --daemon "unix:$sock" "${files[0]}" N:1 || fail "Debian's rrdcached does not take updates after purge"
+    # --- i. without Debian's packages -----------------------------------------
+    # A name Debian does not have is simply provided, and taken away again.
+    if [ "$mode" = sysv ]; then
+        step "i. without Debian's rrdtool, rrdcached and librrd8: names provided by on, gone after off"
+        /etc/init.d/rrdcached stop
+        dpkg --purge --force-depends rrdcached rrdtool librrd8 >/dev/null 2>&1 || fail "could not remove Debian's packages"
+        for t in rrdtool rrdupdate rrdcreate rrdinfo rrdcached; do
+            [ ! -e "/usr/bin/$t" ] || fail "/usr/bin/$t still there without Debian's packages"
+        done
+        dpkg -i "${debs[@]}" >/dev/null
+        rrdscale-switch on
+        is_ours_v /usr/bin/rrdtool || fail "rrdtool is not provided by on"
+        [ "$(readlink -f "$libdir/librrd.so.8")" = "$libdir/rrdscale/librrd.so.8" ] || fail "librrd.so.8 is not provided by on"
+        maps=$(/usr/bin/python3 -c 'import rrdtool; print(open("/proc/self/maps").read())') ||
+            fail "python3-rrdtool does not load with our library alone"
+        grep -q "$libdir/rrdscale/librrd.so.8" <<<"$maps" || fail "python3-rrdtool does not map our librrd"
+        status_says '^rrdcached  *rrdscale' || fail "status: rrdcached"
+        rrdscale-switch off
+        for t in rrdtool rrdupdate rrdcreate rrdinfo rrdcached; do
+            [ ! -e "/usr/bin/$t" ] && [ ! -L "/usr/bin/$t" ] || fail "/usr/bin/$t left after off"
+        done
+        [ ! -e "$libdir/librrd.so.8" ] && [ ! -L "$libdir/librrd.so.8" ] || fail "librrd.so.8 left after off"
+        [ ! -e "$libdir/librrd.so.8.2.1" ] && [ ! -L "$libdir/librrd.so.8.2.1" ] || fail "librrd.so.8.2.1 left after off"
+        status_says '^rrdtool  *none' || fail "status: rrdtool should be none"
+        dpkg --purge rrdscale librrd8-rrdscale >/dev/null
+        [ -z "$(dpkg-divert --list | grep rrdscale || true)" ] || fail "diversions after the second purge"
+    fi
+
     step "inside ($mode): all assertions passed"
 }
 
