@@ -24,11 +24,11 @@
 #     refusals only during the switch.
 #  e. rrdscale-switch off: Debian's back, Debian's rrdcached running.
 #  f. every acknowledged value is in the files (Debian's rrdtool fetch).
-#  h. the unit's protocol with a systemd stand-in: LISTEN_FDS socket adopted,
+#  h. (sysv) the unit's protocol with a systemd stand-in: LISTEN_FDS socket adopted,
 #     READY=1, WATCHDOG=1, STOPPING=1 (RRDSCALE_PKGTEST_NOTIFY=0 skips it).
-#  i. (sysv) without Debian's packages: on provides the names, off removes them.
 #  g. switch on again, an upgrade, dpkg --purge: no diversion left, Debian's
 #     files intact.
+#  i. (sysv) without Debian's packages: on provides the names, off removes them.
 set -euo pipefail
 
 # Seconds the client writes in each phase.
