@@ -421,6 +421,31 @@ PY
     [ "$(daemon_pid)" != "$pid_before" ] || fail "the upgrade did not restart our daemon"
     [ "$(dpkg-divert --list | grep -c 'by rrdscale$')" = 6 ] || fail "an upgrade changed the diversions"
     rrdtool update --daemon "unix:$sock" "${files[0]}" N:2 || fail "our daemon takes no update after the upgrade"
+    # Our daemon stopped as the init script or systemctl stop it (SIGTERM:
+    # what is pending stays in our journal): off runs it once to write
+    # everything, and starts no daemon (none was running).
+    local t3
+    t3=$(date +%s)
+    rrdtool update --daemon "unix:$sock" "${files[1]}" "$t3:33" || fail "no update to our daemon"
+    if [ "$mode" = systemd ]; then
+        systemctl stop rrdscale.socket rrdscale.service
+    else
+        /etc/init.d/rrdcached stop
+    fi
+    [ -n "$(find "$journal" -name 'journal.*' -size +16c)" ] || fail "our journal holds nothing after a SIGTERM stop"
+    rrdscale-switch off
+    [ -z "$(find "$journal" -name 'journal.*' -size +16c)" ] || fail "off left values in our journal"
+    if daemon_pid >/dev/null; then fail "off started a daemon although none was running"; fi
+    local lu
+    lu=$(rrdtool lastupdate "${files[1]}")
+    grep -q "^$t3: 33" <<<"$lu" || fail "the value our stopped daemon held is not in the file: $lu"
+    [ -z "$(dpkg-divert --list | grep rrdscale || true)" ] || fail "diversions after off"
+    start_debian
+    daemon_up || fail "Debian's rrdcached does not start"
+    rrdscale-switch on >/dev/null
+    daemon_up || fail "no daemon after the third on"
+    [ "$(daemon_exe)" = /usr/bin/rrdscale ] || fail "the daemon is not ours after the third on"
+
     dpkg --purge rrdscale librrd8-rrdscale
     [ -z "$(dpkg-divert --list | grep rrdscale || true)" ] || fail "diversions after purge: $(dpkg-divert --list | grep rrdscale)"
     debian_state "after purge"
@@ -563,6 +588,7 @@ cg=
 cleanup() {
     # The namespaces are gone with their last process; so are their mounts.
     if [ -n "$cg" ] && [ -d "$cg" ]; then
+        sleep 1
         find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
     fi
     [ -n "$tmp" ] || return 0
@@ -600,7 +626,14 @@ run_root() {
             echo "--- systemd's console (last 40 lines):"
             tail -n 40 "$tmp/out/console"
         fi
-        find "$cg" -depth -type d -exec rmdir {} +
+        # The namespace's processes may still be dying: wait until the
+        # cgroup is empty, then remove it and what systemd made in it.
+        local n=0
+        until grep -qx 'populated 0' "$cg/cgroup.events" 2>/dev/null || [ $n -ge 100 ]; do
+            sleep 0.1
+            n=$((n + 1))
+        done
+        find "$cg" -depth -type d -exec rmdir {} + || true
         [ ! -e "$cg" ] || fail "cgroup $cg could not be removed"
         cg=
     fi
