@@ -132,10 +132,19 @@ inside_root() {
 
     # --- a. Debian's rrdcached, files made by Debian's rrdtool ---------------
     step "a. Debian's rrdcached with journal and base dirs; RRD files from Debian's rrdtool"
-    sed -i -e "s|^BASE_PATH=.*|BASE_PATH=$base/|" -e "s|^JOURNAL_PATH=.*|JOURNAL_PATH=$journal/|" \
-        -e 's|^#WRITE_TIMEOUT=.*|WRITE_TIMEOUT=4|' -e 's|^#WRITE_JITTER=.*|WRITE_JITTER=2|' \
-        /etc/default/rrdcached
-    grep -q "^BASE_PATH=$base/" /etc/default/rrdcached || fail "could not set BASE_PATH"
+    # The machine's own settings (it may have changed the file) do not
+    # matter: the test's are written whole, Debian's defaults plus a base
+    # and a journal directory and short write delays.
+    cat >/etc/default/rrdcached <<EOF
+DAEMON=/usr/bin/rrdcached
+WRITE_TIMEOUT=4
+WRITE_JITTER=2
+BASE_PATH=$base/
+JOURNAL_PATH=$journal/
+PIDFILE=$pidfile
+SOCKFILE=$sock
+BASE_OPTIONS="-B"
+EOF
     start_debian
     daemon_up || fail "Debian's rrdcached did not start"
     local debian_enabled=
@@ -608,7 +617,7 @@ run_root() {
     touch "$tmp/out/console" "$tmp/out/log"
     step "throw-away root for '$mode' in $tmp/mnt (overlay of /, own namespaces)"
     if [ "$mode" = sysv ]; then
-        unshare --mount --pid --fork --kill-child -- \
+        unshare --mount --pid --net --uts --ipc --fork --kill-child -- \
             bash "$repo/scripts/package-test.sh" --inside-ns sysv "$tmp/mnt" "$repo" "$tmp/out" || status=$?
     else
         # A cgroup of its own for the container's systemd (removed below).
