@@ -128,6 +128,7 @@ fi
 install -d "$P/usr/share/doc/rrdscale"
 # Uncompressed: the units' Documentation= and rrdscale-switch name it.
 install -m 0644 docs/install.md "$P/usr/share/doc/rrdscale/install.md"
+[ ! -f docs/systemd.md ] || install -m 0644 docs/systemd.md "$P/usr/share/doc/rrdscale/systemd.md"
 gzip -9nc README.md >"$P/usr/share/doc/rrdscale/README.md.gz"
 
 # --- librrd8-rrdscale ----------------------------------------------------------

@@ -379,7 +379,7 @@ os.set_inheritable(3, True)
 notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 notify.bind("/run/pkgtest-notify")
 notify.settimeout(30)
-env = dict(os.environ, LISTEN_FDS="1", LISTEN_FDNAMES="rrdscale.socket",
+env = dict(os.environ, LISTEN_FDS="1", LISTEN_FDNAMES="rrdcached",
            NOTIFY_SOCKET="/run/pkgtest-notify", WATCHDOG_USEC="2000000")
 child = subprocess.Popen(["sh", "-c", 'export LISTEN_PID=$$; exec /usr/lib/rrdscale/rrdcached-service'],
                          env=env, pass_fds=(3,))
