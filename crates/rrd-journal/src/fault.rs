@@ -14,17 +14,25 @@
 //! No release build contains it, so no environment variable or option of a
 //! production binary can make the journal fail.
 //!
-//! Deliberately absent: faults in replay and segment removal (plain
-//! `std::fs`, see [`crate::io`]).
+//! [`RecordingIo`] is the journal's side of the power-loss tests: the same
+//! operations as [`crate::io::OsIo`], step by step, each recorded in an
+//! `rrd_testkit::power::PowerLog` (create, header write, file sync,
+//! directory sync; appends with their offset and bytes; syncs; truncates;
+//! unlinks and the directory sync after them), from which the tests build
+//! what a power loss could leave.
+//!
+//! Deliberately absent: faults in replay (plain `std::fs`, see [`crate::io`]).
 
-use std::io;
-use std::path::Path;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::io::{JournalIo, SegmentFile};
 /// The plan [`FaultyIo`] obeys, re-exported so the journal's users need
 /// no dependency of their own on rrd-testkit.
 pub use rrd_testkit::fault::{Action, FaultPlan, Op, EIO, ENOSPC};
+pub use rrd_testkit::power::{Op as PowerOp, PowerLog};
 
 /// A [`JournalIo`] that obeys a [`FaultPlan`] and otherwise does what the
 /// wrapped one does.
@@ -63,6 +71,65 @@ impl SegmentFile for FaultyFile {
     fn truncate(&self, len: u64) -> io::Result<()> {
         self.plan.gate(Op::Truncate)?;
         self.inner.truncate(len)
+    }
+}
+
+/// [`crate::io::OsIo`]'s operations, each recorded in a [`PowerLog`] as it
+/// runs (see the module doc).
+pub struct RecordingIo {
+    log: Arc<PowerLog>,
+}
+
+impl RecordingIo {
+    pub fn new(log: Arc<PowerLog>) -> RecordingIo {
+        RecordingIo { log }
+    }
+}
+
+impl JournalIo for RecordingIo {
+    fn create_segment(&self, path: &Path, header: &[u8]) -> io::Result<Arc<dyn SegmentFile>> {
+        let log = &self.log;
+        let p = path.to_path_buf();
+        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let file = log.run(PowerOp::Create(p.clone()), || {
+            OpenOptions::new().create_new(true).append(true).open(path)
+        })?;
+        let made = log
+            .write(path, 0, header, || (&file).write_all(header).map(|()| header.len()))
+            .and_then(|_| log.run(PowerOp::Sync(p.clone()), || file.sync_all()))
+            .and_then(|()| log.run(PowerOp::SyncDir(dir.clone()), || crate::io::sync_dir(&dir)));
+        if let Err(e) = made {
+            drop(file);
+            let _ = self.remove_segment(path);
+            return Err(e);
+        }
+        Ok(Arc::new(RecordingFile { file, path: p, log: log.clone() }))
+    }
+    fn remove_segment(&self, path: &Path) -> io::Result<()> {
+        self.log.run(PowerOp::Remove(path.to_path_buf()), || std::fs::remove_file(path))
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.log.run(PowerOp::SyncDir(dir.to_path_buf()), || crate::io::sync_dir(dir))
+    }
+}
+
+struct RecordingFile {
+    file: File,
+    path: PathBuf,
+    log: Arc<PowerLog>,
+}
+
+impl SegmentFile for RecordingFile {
+    fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        // Appends: the offset is the length under the log's lock.
+        let offset = self.file.metadata()?.len();
+        self.log.write(&self.path, offset, buf, || (&self.file).write(buf))
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.log.run(PowerOp::Sync(self.path.clone()), || self.file.sync_data())
+    }
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        self.log.run(PowerOp::SetLen { path: self.path.clone(), len }, || self.file.set_len(len))
     }
 }
 

@@ -4,10 +4,12 @@
 //! Only the operations whose failure the journal must handle go through
 //! here: creating a segment (create, header write, sync, directory sync, as
 //! ONE operation), appending (`write`, which may be short), `fdatasync`, and
-//! truncating back after a failed append. Recovery ([`crate::replay`]) and
-//! segment removal use `std::fs` directly: they run at startup or on
-//! segments whose data is already elsewhere, and a failure there is an
-//! ordinary error, not a question of what was acknowledged.
+//! truncating back after a failed append; and removing segments (unlink,
+//! then a directory sync), so that a recording of the journal's I/O
+//! (`fault::RecordingIo`, for the power-loss tests) sees every name change.
+//! Recovery ([`crate::replay`]) uses `std::fs` directly: it runs at startup,
+//! and a failure there is an ordinary error, not a question of what was
+//! acknowledged.
 //!
 //! Deliberately absent: buffering. One [`SegmentFile::write`] is one
 //! `write(2)`.
@@ -23,6 +25,14 @@ pub trait JournalIo: Send + Sync {
     /// to it, makes the file and its name durable (file sync + directory
     /// sync), and returns it. On failure nothing may be left at `path`.
     fn create_segment(&self, path: &Path, header: &[u8]) -> io::Result<Arc<dyn SegmentFile>>;
+    /// Unlinks a segment (made durable by a later [`JournalIo::sync_dir`]).
+    fn remove_segment(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+    /// `fsync` of the journal's directory.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        sync_dir(dir)
+    }
 }
 
 /// A segment open for appending. Shared (`&self`): the journal appends

@@ -55,7 +55,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::io::{sync_dir, JournalIo, OsIo, SegmentFile};
+use crate::io::{JournalIo, OsIo, SegmentFile};
 
 use thiserror::Error;
 
@@ -226,13 +226,19 @@ pub fn segments(dir: &Path) -> Result<Vec<u64>> {
 /// directory sync takes milliseconds): `seq` must be below the current
 /// segment's, which only grows.
 pub fn remove_segments_through(dir: &Path, seq: u64) -> Result<()> {
+    remove_segments_through_with(&OsIo, dir, seq)
+}
+
+/// [`remove_segments_through`] with the unlinks and the directory sync
+/// through `io`.
+pub fn remove_segments_through_with(io: &dyn JournalIo, dir: &Path, seq: u64) -> Result<()> {
     for s in segments(dir)? {
         if s <= seq {
             let path = dir.join(segment_name(s));
-            fs::remove_file(&path).map_err(|source| JournalError::Io { path, source })?;
+            io.remove_segment(&path).map_err(|source| JournalError::Io { path, source })?;
         }
     }
-    sync_dir(dir).map_err(|source| JournalError::Io { path: dir.to_path_buf(), source })
+    io.sync_dir(dir).map_err(|source| JournalError::Io { path: dir.to_path_buf(), source })
 }
 
 /// The segment being appended to.
@@ -511,7 +517,7 @@ impl Journal {
     /// Deletes the segments up to and including `seq` (never the current one).
     pub fn remove_through(&self, seq: u64) -> Result<()> {
         assert!(seq < self.seq, "the current segment is never removed");
-        remove_segments_through(&self.dir, seq)
+        remove_segments_through_with(&*self.io, &self.dir, seq)
     }
 }
 

@@ -20,6 +20,7 @@
 pub mod canonical;
 pub mod fault;
 pub mod mrtg;
+pub mod power;
 
 /// SplitMix64 (Steele, Lea and Flood, 2014): one 64-bit state, any seed
 /// (zero included) is good, and the same seed always gives the same

@@ -300,7 +300,12 @@ pub trait FaultHook: Send + Sync {
     /// writes the first `n` bytes (`n < len` is then a short write, reported
     /// as `WriteZero`), `Err` writes nothing.
     fn write(&self, path: &Path, offset: u64, len: usize) -> io::Result<usize>;
-    /// Called before `fdatasync` of `path`.
+    /// Called after `bytes` were written at `offset` of `path` (a short
+    /// write: the bytes that were), for a recording of the file I/O (the
+    /// power-loss tests, `rrd_testkit::power`).
+    fn written(&self, _path: &Path, _offset: u64, _bytes: &[u8]) {}
+    /// Called before `fdatasync` of `path`, and before the `syncfs` of a
+    /// batch for each of its files ([`BatchUpdater::filesystems`]).
     fn sync(&self, path: &Path) -> io::Result<()>;
 }
 
@@ -326,8 +331,12 @@ impl Store for HookedFile<'_> {
             let n = hook.write(self.path, offset, buf.len())?.min(buf.len());
             if n < buf.len() {
                 Store::write_at(self.file, &buf[..n], offset)?;
+                hook.written(self.path, offset, &buf[..n]);
                 return Err(io::Error::new(io::ErrorKind::WriteZero, "short write"));
             }
+            Store::write_at(self.file, buf, offset)?;
+            hook.written(self.path, offset, buf);
+            return Ok(());
         }
         Store::write_at(self.file, buf, offset)
     }
