@@ -299,6 +299,9 @@ pub struct Cache {
     /// only while this moves: a scheduler stuck on a shard lock is a
     /// daemon that no longer flushes).
     pub scheduler_rounds: AtomicU64,
+    /// Where flushes journal their undo and completion records (the
+    /// daemon's journal; unset without `-j`): see [`crate::flusher::UndoLog`].
+    pub undo_log: std::sync::OnceLock<Arc<dyn crate::flusher::UndoLog>>,
 }
 
 /// Unix seconds now.
@@ -337,6 +340,7 @@ impl Cache {
             root: rrd_engine::root::Root::Anywhere,
             prefetch_budget: std::sync::atomic::AtomicI64::new(1024),
             scheduler_rounds: AtomicU64::new(0),
+            undo_log: std::sync::OnceLock::new(),
         }
     }
 

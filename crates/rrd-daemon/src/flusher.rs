@@ -62,6 +62,21 @@ use crate::cache::{unix_now, Cache, Key, Side};
 use crate::journaler::Journaler;
 use crate::stats::Stats;
 
+/// Where a flush journals what makes it safe against power loss (the
+/// daemon's [`Journaler`]; a test's journal): before a batch writes any
+/// file, one undo record per file (its live header as it was: last update,
+/// PDP and CDP scratch, row pointers), made durable; after the batch's sync,
+/// one completion record per file. A power loss in between can leave any
+/// mix of new and old rows and a torn or new live header; the restart puts
+/// the old live header back and replays the values (docs/journal.md,
+/// "Flushes and power loss").
+pub trait UndoLog: Send + Sync {
+    /// Appends `records` and returns once they are durable.
+    fn append_durable(&self, records: &[rrd_journal::Record]) -> Result<(), String>;
+    /// Appends `records`; durable with the journal's next sync.
+    fn append(&self, records: &[rrd_journal::Record]);
+}
+
 /// Files one worker takes at a time.
 pub const BATCH_MAX: usize = 64;
 
@@ -204,10 +219,18 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
         return;
     }
     taken.sort_by(|a, b| a.key.cmp(&b.key));
+    let undo_log = cache.undo_log.get();
+    if let Some(log) = undo_log {
+        journal_undo(cache, log.as_ref(), &mut taken);
+    }
     let pairs: Vec<(&UpdateRequest, Option<&KeptHeader>)> =
         taken.iter().map(|t| (&t.req, t.kept.as_ref())).collect();
     updater.prefetch_kept(&pairs);
     for t in taken.iter_mut() {
+        if !matches!(t.outcome, Outcome::Written) {
+            // Not journaled: not written.
+            continue;
+        }
         t.outcome = match updater.update_kept(&t.req, false, &mut t.kept) {
             Ok(report) => {
                 match report.error {
@@ -281,6 +304,18 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
             Err(_) => {}
         }
     }
+    if let Some(log) = undo_log {
+        // Before the values stop being in flight (which lets their journal
+        // segments go): a file written and synced, or never written.
+        let done: Vec<rrd_journal::Record> = taken
+            .iter()
+            .filter(|t| matches!(t.outcome, Outcome::Written | Outcome::Dropped(_)))
+            .map(|t| rrd_journal::Record::done(t.key.as_ref()))
+            .collect();
+        if !done.is_empty() {
+            log.append(&done);
+        }
+    }
     add_counters(&cache.stats, counters_before, updater.counters);
     let now = unix_now();
     for t in taken {
@@ -344,6 +379,33 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
         e.last_activity = now;
     }
     cache.notify_flushed();
+}
+
+/// Journals (durably) each file's live header as it is before the batch
+/// writes anything. A file without a kept header has it read now (the
+/// update then reads none). If the journal cannot take the records, no
+/// file of the batch is written: every one is retried.
+fn journal_undo(cache: &Cache, log: &dyn UndoLog, taken: &mut [Taken]) {
+    let mut records = Vec::with_capacity(taken.len());
+    for t in taken.iter_mut() {
+        if t.kept.is_none() {
+            t.kept = KeptHeader::read_in(&cache.root, &t.req.path).ok();
+        }
+        // A file whose header cannot be read is not written either.
+        if let Some(k) = &t.kept {
+            let live = k.header.layout().live_head_off;
+            let bytes = k.header.encode_live();
+            records.push(rrd_journal::Record::undo(t.key.as_ref(), live, k.stamp.len, k.stamp.ino, &bytes));
+        }
+    }
+    if records.is_empty() {
+        return;
+    }
+    if let Err(why) = log.append_durable(&records) {
+        for t in taken.iter_mut() {
+            t.outcome = Outcome::Retry(format!("journaling the flush failed: {why}"));
+        }
+    }
 }
 
 /// Everything the scheduler thread needs.

@@ -355,6 +355,43 @@ impl Journaler {
 }
 
 impl Shared {
+    /// Syncs everything written so far, holding the writer lock only to
+    /// take and hand back the sync (writers append meanwhile), then, under
+    /// `--sync always`, publishes the generations it covered (or fails them).
+    fn sync_written(&self) {
+        let sh = self;
+        let (pending, upto) = {
+            let w = sh.writer();
+            (w.journal.begin_sync(), sh.written.load(Ordering::SeqCst))
+        };
+        let outcome = match pending {
+            Ok(None) => Ok(()),
+            Ok(Some(mut p)) => {
+                let result = p.run();
+                let mut w = sh.writer();
+                let r = w.journal.finish_sync(p, result).map_err(|e| e.to_string());
+                w.after_io(sh, r.as_ref().err());
+                r
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        sh.settle(upto, outcome);
+    }
+
+    /// Under `--sync always`, decides generations up to `upto` after the
+    /// sync that covered them: acknowledged, or failed with the journal.
+    fn settle(&self, upto: u64, outcome: Result<(), String>) {
+        let sh = self;
+        if sh.policy != SyncPolicy::Always {
+            return;
+        }
+        if let Err(why) = outcome {
+            let first = *sh.synced.borrow() + 1;
+            sh.fail(true, first, upto, why);
+        }
+        sh.publish_synced(upto);
+    }
+
     fn notify(&self) {
         let _orders = self.orders.lock().expect("journal orders lock");
         self.wake.notify_one();
@@ -563,41 +600,12 @@ impl SyncThread {
         sh.policy == SyncPolicy::Always && sh.wanted.load(Ordering::SeqCst) > *sh.synced.borrow()
     }
 
-    /// Syncs everything written so far, holding the writer lock only to
-    /// take and hand back the sync (writers append meanwhile), then, under
-    /// `--sync always`, publishes the generations it covered (or fails them).
     fn sync_written(&self) {
-        let sh = &*self.shared;
-        let (pending, upto) = {
-            let w = sh.writer();
-            (w.journal.begin_sync(), sh.written.load(Ordering::SeqCst))
-        };
-        let outcome = match pending {
-            Ok(None) => Ok(()),
-            Ok(Some(mut p)) => {
-                let result = p.run();
-                let mut w = sh.writer();
-                let r = w.journal.finish_sync(p, result).map_err(|e| e.to_string());
-                w.after_io(sh, r.as_ref().err());
-                r
-            }
-            Err(e) => Err(e.to_string()),
-        };
-        self.settle(upto, outcome);
+        self.shared.sync_written();
     }
 
-    /// Under `--sync always`, decides generations up to `upto` after the
-    /// sync that covered them: acknowledged, or failed with the journal.
     fn settle(&self, upto: u64, outcome: Result<(), String>) {
-        let sh = &*self.shared;
-        if sh.policy != SyncPolicy::Always {
-            return;
-        }
-        if let Err(why) = outcome {
-            let first = *sh.synced.borrow() + 1;
-            sh.fail(true, first, upto, why);
-        }
-        sh.publish_synced(upto);
+        self.shared.settle(upto, outcome);
     }
 
     fn rotate(&self, last_rotate: &mut Instant) {
@@ -649,6 +657,13 @@ impl SyncThread {
         if !existing.iter().any(|&s| s < limit) {
             return;
         }
+        // The flushes' completion records must be durable before the
+        // values they cover can go (docs/journal.md, "Flushes and power
+        // loss"): under `every:MS` they may not be synced yet.
+        self.sync_written();
+        if sh.poisoned.load(Ordering::SeqCst) {
+            return;
+        }
         match rrd_journal::remove_segments_through(&self.dir, limit - 1) {
             Ok(()) => {
                 let n = existing.iter().filter(|&&s| s < limit).count() as u64;
@@ -666,6 +681,45 @@ impl SyncThread {
         self.rotate(&mut last_rotate);
         let current = self.shared.writer().journal.seq();
         self.remove_below(current);
+    }
+}
+
+/// The flushers' undo and completion records go to the journal like
+/// updates (staged, written by one commit); an undo record is synced by
+/// the flushing thread itself, whatever the policy.
+impl crate::flusher::UndoLog for Journaler {
+    fn append_durable(&self, records: &[rrd_journal::Record]) -> Result<(), String> {
+        let Some(shared) = &self.shared else { return Ok(()) };
+        let last = self.stage(records)?;
+        let Ticket::At(at) = last else { return Ok(()) };
+        shared.commit(at);
+        self.failure(&last).map_err(|e| e.to_string())?;
+        // A sync taken after the commit covers the records (begin_sync
+        // finds nothing to do only when a finished sync already did).
+        shared.sync_written();
+        match shared.writer().journal.poisoned() {
+            Some(why) => Err(format!("journal failure: {why}")),
+            None => Ok(()),
+        }
+    }
+
+    fn append(&self, records: &[rrd_journal::Record]) {
+        if let (Some(shared), Ok(Ticket::At(at))) = (&self.shared, self.stage(records)) {
+            shared.commit(at);
+        }
+    }
+}
+
+impl Journaler {
+    fn stage(&self, records: &[rrd_journal::Record]) -> Result<Ticket, String> {
+        let mut last = Ticket::Done;
+        for r in records {
+            match self.submit_update(0, &r.path, r.args.iter().map(String::as_str)) {
+                Ticket::Failed(e) => return Err(e.to_string()),
+                t => last = last.max(t),
+            }
+        }
+        Ok(last)
     }
 }
 

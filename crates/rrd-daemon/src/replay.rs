@@ -9,6 +9,15 @@
 //! read each, several threads), so a journal naming 300k files does not cost
 //! 300k sequential disk round trips.
 //!
+//! Before that, a flush that a crash interrupted is undone: an undo record
+//! not voided by a later completion record for its file means the flush
+//! may have left any mix of old and new rows and a new or torn live header
+//! (a power loss writes pages back in any order), so the old live header
+//! is written back (and synced) and the values are replayed from it,
+//! rewriting the same rows. Completion records for the restored files then
+//! go to the new journal, synced, so that a later restart does not undo
+//! the flushes made since. See docs/journal.md, "Flushes and power loss".
+//!
 //! Replayed values stay in their old segments (they are not journaled
 //! again); the entries are tagged with the OLDEST replayed segment, so none
 //! of those segments is removed before every replayed value is written and
@@ -19,7 +28,7 @@ use std::sync::Mutex;
 
 use rrd_engine::batch::KeptHeader;
 use rrd_engine::root::Root;
-use rrd_journal::ReplayReport;
+use rrd_journal::{Record, RecordKind, ReplayReport};
 
 use crate::cache::{unix_now, Entry, Key};
 use crate::commands::update_value_time;
@@ -32,6 +41,8 @@ pub struct ReplaySummary {
     pub values_skipped: u64,
     /// Records for files that could not be read (missing, not an RRD).
     pub records_unreadable: u64,
+    /// Files whose interrupted flush was undone (live header restored).
+    pub flushes_undone: u64,
 }
 
 const READ_THREADS: usize = 8;
@@ -76,9 +87,14 @@ fn last_updates(root: &Root, paths: Vec<String>) -> HashMap<String, Option<(f64,
 /// Applies `report`'s records to the cache. `first_seq` is the oldest
 /// replayed segment.
 pub fn apply(daemon: &Daemon, report: &ReplayReport, first_seq: u64) -> ReplaySummary {
-    let mut summary = ReplaySummary::default();
-    let mut distinct: Vec<String> =
-        report.records.iter().filter(|r| !r.args.is_empty()).map(|r| r.path.clone()).collect();
+    let mut summary =
+        ReplaySummary { flushes_undone: undo_interrupted_flushes(daemon, report), ..Default::default() };
+    let mut distinct: Vec<String> = report
+        .records
+        .iter()
+        .filter(|r| matches!(r.kind(), RecordKind::Update { .. }))
+        .map(|r| r.path.clone())
+        .collect();
     distinct.sort_unstable();
     distinct.dedup();
     let mut last = last_updates(&daemon.paths.root, distinct);
@@ -86,6 +102,10 @@ pub fn apply(daemon: &Daemon, report: &ReplayReport, first_seq: u64) -> ReplaySu
     let now = unix_now();
     for record in &report.records {
         summary.records += 1;
+        if matches!(record.kind(), RecordKind::Undo { .. } | RecordKind::Done { .. } | RecordKind::Malformed)
+        {
+            continue;
+        }
         let key: Key = record.path.as_str().into();
         let mut shard = cache.shard(&key);
         if record.args.is_empty() {
@@ -127,4 +147,73 @@ pub fn apply(daemon: &Daemon, report: &ReplayReport, first_seq: u64) -> ReplaySu
         }
     }
     summary
+}
+
+/// An undo record's offset, file length, inode and live header bytes.
+type Undo = (u64, u64, u64, Vec<u8>);
+
+/// The undo records no completion record voided, the last per file.
+fn open_undos(report: &ReplayReport) -> Vec<(String, u64, u64, u64, Vec<u8>)> {
+    let mut open: HashMap<&str, Option<Undo>> = HashMap::new();
+    for r in &report.records {
+        match r.kind() {
+            RecordKind::Undo { path, offset, len, ino, bytes } => {
+                open.insert(path, Some((offset, len, ino, bytes)));
+            }
+            RecordKind::Done { path } => {
+                open.insert(path, None);
+            }
+            _ => {}
+        }
+    }
+    let mut out: Vec<_> = open
+        .into_iter()
+        .filter_map(|(p, u)| u.map(|(offset, len, ino, bytes)| (p.to_string(), offset, len, ino, bytes)))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Writes back the live header of every file whose flush was interrupted
+/// (same inode and length as when the undo record was made; otherwise the
+/// file was replaced and is left alone), syncs it, then journals (synced)
+/// the completion records. Returns the number of files restored.
+fn undo_interrupted_flushes(daemon: &Daemon, report: &ReplayReport) -> u64 {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    let mut restored = Vec::new();
+    let mut restored_none = Vec::new();
+    for (path, offset, len, ino, bytes) in open_undos(report) {
+        let done = std::fs::OpenOptions::new().read(true).write(true).open(&path).and_then(|file| {
+            let meta = file.metadata()?;
+            if meta.len() != len || meta.ino() != ino || offset + bytes.len() as u64 > len {
+                return Ok(false);
+            }
+            file.write_all_at(&bytes, offset)?;
+            file.sync_data()?;
+            Ok(true)
+        });
+        match done {
+            Ok(true) => {
+                crate::log!(
+                    Warning,
+                    "{path}: a flush was interrupted by a crash; its live header was restored and its values are replayed"
+                );
+                restored.push(Record::done(&path));
+            }
+            // Another file now (or none): the undo is not for it; void it.
+            Ok(false) => restored_none.push(Record::done(&path)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => restored_none.push(Record::done(&path)),
+            Err(e) => {
+                crate::log!(Err, "{path}: restoring the live header of an interrupted flush failed: {e}")
+            }
+        }
+    }
+    let count = restored.len() as u64;
+    restored.append(&mut restored_none);
+    if let (false, Some(log)) = (restored.is_empty(), daemon.cache.undo_log.get()) {
+        if let Err(e) = log.append_durable(&restored) {
+            crate::log!(Err, "journaling the restored flushes failed: {e}");
+        }
+    }
+    count
 }

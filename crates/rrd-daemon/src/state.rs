@@ -49,11 +49,15 @@ impl Daemon {
         };
         cache.kept_budget.store(kept_budget, std::sync::atomic::Ordering::SeqCst);
         let flush_at_shutdown = AtomicBool::new(config.flush_at_shutdown);
+        let journal = Arc::new(journal);
+        if journal.enabled() {
+            let _ = cache.undo_log.set(journal.clone());
+        }
         Daemon {
             config,
             paths,
             cache,
-            journal: Arc::new(journal),
+            journal,
             stats,
             shutdown: tokio::sync::watch::channel(false).0,
             flush_at_shutdown,

@@ -97,7 +97,76 @@ pub enum SyncPolicy {
     None,
 }
 
+/// The path prefix of a flush's undo record ([`Record::undo`]). A NUL
+/// never starts a file's key (an absolute path), so an older reader takes
+/// the record for one of a file it cannot read and skips it.
+pub const UNDO_PREFIX: &str = "\0undo:";
+/// The path prefix of a flush's completion record ([`Record::done`]): to an
+/// older reader, a FORGET of a file nobody has.
+pub const DONE_PREFIX: &str = "\0done:";
+
+/// What a record means (see docs/journal.md, "Flushes and power loss").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecordKind<'a> {
+    /// Values of an update of `path`.
+    Update { path: &'a str, args: &'a [String] },
+    /// Forget `path`'s values before this record.
+    Forget { path: &'a str },
+    /// Before a flush wrote `path`: its live header (`bytes` at `offset`)
+    /// as it was, while the file had inode `ino` and length `len`.
+    Undo { path: &'a str, offset: u64, len: u64, ino: u64, bytes: Vec<u8> },
+    /// The flush of `path` is durable: its earlier undo records are void.
+    Done { path: &'a str },
+    /// A control record that does not decode (skipped).
+    Malformed,
+}
+
 impl Record {
+    /// The undo record of a flush about to write `path` (see [`RecordKind::Undo`]).
+    pub fn undo(path: &str, offset: u64, len: u64, ino: u64, bytes: &[u8]) -> Record {
+        let mut hex = String::with_capacity(bytes.len() * 2);
+        for b in bytes {
+            hex.push_str(&format!("{b:02x}"));
+        }
+        Record {
+            path: format!("{UNDO_PREFIX}{path}"),
+            args: vec![offset.to_string(), len.to_string(), ino.to_string(), hex],
+        }
+    }
+
+    /// The record that voids `path`'s earlier undo records.
+    pub fn done(path: &str) -> Record {
+        Record { path: format!("{DONE_PREFIX}{path}"), args: Vec::new() }
+    }
+
+    /// What this record means.
+    pub fn kind(&self) -> RecordKind<'_> {
+        if let Some(path) = self.path.strip_prefix(UNDO_PREFIX) {
+            let num = |i: usize| self.args.get(i).and_then(|a| a.parse::<u64>().ok());
+            let bytes = self.args.get(3).and_then(|h| {
+                (h.len() % 2 == 0)
+                    .then(|| {
+                        (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).ok()).collect()
+                    })
+                    .flatten()
+            });
+            return match (num(0), num(1), num(2), bytes, self.args.len()) {
+                (Some(offset), Some(len), Some(ino), Some(bytes), 4) => {
+                    RecordKind::Undo { path, offset, len, ino, bytes }
+                }
+                _ => RecordKind::Malformed,
+            };
+        }
+        if let Some(path) = self.path.strip_prefix(DONE_PREFIX) {
+            return RecordKind::Done { path };
+        }
+        if self.args.is_empty() {
+            RecordKind::Forget { path: &self.path }
+        } else {
+            RecordKind::Update { path: &self.path, args: &self.args }
+        }
+    }
+
     /// Encodes the payload (without the frame).
     pub fn encode_payload(&self, out: &mut Vec<u8>) -> Result<()> {
         encode_payload(out, &self.path, self.args.iter().map(String::as_str))
@@ -779,6 +848,28 @@ mod tests {
             assert!(r.torn_tail.is_none());
             assert_eq!(fs::metadata(path).unwrap().len(), len as u64, "a damaged segment is never truncated");
         }
+    }
+
+    #[test]
+    fn undo_and_done_records_round_trip() {
+        let undo = Record::undo("/d/a.rrd", 728, 4096, 77, &[0, 1, 0xfe, 0xff]);
+        let mut p = Vec::new();
+        undo.encode_payload(&mut p).unwrap();
+        let back = Record::decode_payload(&p).unwrap();
+        assert_eq!(
+            back.kind(),
+            RecordKind::Undo {
+                path: "/d/a.rrd",
+                offset: 728,
+                len: 4096,
+                ino: 77,
+                bytes: vec![0, 1, 0xfe, 0xff]
+            }
+        );
+        assert_eq!(Record::done("/d/a.rrd").kind(), RecordKind::Done { path: "/d/a.rrd" });
+        assert_eq!(rec(1).kind(), RecordKind::Update { path: &rec(1).path, args: &rec(1).args });
+        let bad = Record { path: format!("{UNDO_PREFIX}/x"), args: vec!["1".into(), "zz".into()] };
+        assert_eq!(bad.kind(), RecordKind::Malformed);
     }
 
     #[test]
