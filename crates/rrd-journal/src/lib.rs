@@ -124,9 +124,11 @@ pub enum RecordKind<'a> {
 impl Record {
     /// The undo record of a flush about to write `path` (see [`RecordKind::Undo`]).
     pub fn undo(path: &str, offset: u64, len: u64, ino: u64, bytes: &[u8]) -> Record {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut hex = String::with_capacity(bytes.len() * 2);
-        for b in bytes {
-            hex.push_str(&format!("{b:02x}"));
+        for &b in bytes {
+            hex.push(DIGITS[usize::from(b >> 4)] as char);
+            hex.push(DIGITS[usize::from(b & 15)] as char);
         }
         Record {
             path: format!("{UNDO_PREFIX}{path}"),
