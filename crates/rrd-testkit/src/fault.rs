@@ -24,9 +24,9 @@
 //! `fault-injection` features (enabled by tests) turn on. No release binary
 //! contains it, so no variable or option of a shipped program makes I/O fail.
 //!
-//! Deliberately absent: delays, reordering, simulated power loss (dropping
-//! writes not yet synced), and faults chosen by path or offset (the
-//! engine's `batch::FaultHook` serves those). A failed operation fails
+//! Deliberately absent: delays, reordering, and faults chosen by path or
+//! offset (the engine's `batch::FaultHook` serves those). Simulated power
+//! loss (writes not yet synced kept, lost or torn) is [`crate::power`]. A failed operation fails
 //! when it is issued.
 
 use std::io;
