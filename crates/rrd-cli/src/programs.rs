@@ -20,7 +20,7 @@ pub enum SmallProgram {
 }
 
 impl SmallProgram {
-    /// The program a file name (argv[0]'s last component) names.
+    /// The program a file name (the last component of `argv[0]`) names.
     pub fn named(name: &str) -> Option<SmallProgram> {
         match name {
             "rrdupdate" => Some(SmallProgram::Update),

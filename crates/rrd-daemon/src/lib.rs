@@ -26,7 +26,7 @@
 //! - [`config`]: rrdcached's options plus ours.
 //! - [`metrics`]: `--metrics ADDR`, Prometheus text over a tiny HTTP
 //!   responder.
-//! - [`log`]: syslog priorities, `-V`, the `-o` file (reopened on SIGHUP),
+//! - [`log`](mod@log): syslog priorities, `-V`, the `-o` file (reopened on SIGHUP),
 //!   journald's priority prefixes.
 //! - [`systemd`]: socket activation's and sd_notify's variables; READY,
 //!   STOPPING, STATUS and watchdog datagrams (docs/systemd.md).
