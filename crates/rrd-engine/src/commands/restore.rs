@@ -137,11 +137,27 @@ impl Restored {
 
 /// Parses XML as written by `rrdtool dump` (or older RRDtool versions).
 pub fn parse(xml: &[u8], range_check: bool) -> Result<Restored, RestoreError> {
+    refuse_control_characters(xml)?;
     let mut p = Pull::new(xml);
     p.expect_start("rrd")?;
     let doc = parse_rrd(&mut p, range_check)?;
     p.expect_document_end()?;
     doc.build()
+}
+
+/// XML 1.0 allows no control character but tab, line feed and carriage
+/// return, anywhere (comments included); libxml2, rrdtool's reader, stops
+/// at the first, and so do we (a NUL would otherwise end a C string that
+/// another tool reads from the same dump).
+fn refuse_control_characters(xml: &[u8]) -> Result<(), RestoreError> {
+    let allowed = |b: u8| b >= 0x20 || matches!(b, b'\t' | b'\n' | b'\r');
+    match xml.iter().position(|&b| !allowed(b)) {
+        None => Ok(()),
+        Some(at) => Err(RestoreError::Xml {
+            line: 1 + xml[..at].iter().filter(|&&b| b == b'\n').count() as u64,
+            what: format!("Char {:#x} out of allowed range", xml[at]),
+        }),
+    }
 }
 
 /// Parses `xml` and writes the file at `target` (through a temporary file
@@ -825,6 +841,28 @@ fn first_token(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_refused_even_in_comments() {
+        for (xml, line, byte) in [
+            ("<rrd>\n<version>0003</version>\0\n</rrd>", 2, 0u8),
+            ("<rrd>\n\n<!-- a\u{1}b -->\n</rrd>", 3, 1),
+            ("<rrd>\u{c}</rrd>", 1, 12),
+        ] {
+            match parse(xml.as_bytes(), false) {
+                Err(RestoreError::Xml { line: l, what }) => {
+                    assert_eq!(l, line, "{xml:?}");
+                    assert_eq!(what, format!("Char {byte:#x} out of allowed range"));
+                }
+                other => panic!("{xml:?}: {other:?}"),
+            }
+        }
+        // Tabs, line feeds and carriage returns are text.
+        assert!(!matches!(
+            parse(b"<rrd>\t\r\n</rrd>", false),
+            Err(RestoreError::Xml { what, .. }) if what.contains("out of allowed range")
+        ));
+    }
 
     #[test]
     fn quoted_text_is_cut() {
