@@ -92,6 +92,53 @@ async fn an_earlier_second_is_an_error_and_the_same_second_succeeds() {
     assert_eq!(last_up(dir.path(), id, ""), t + 60);
 }
 
+/// POSTs without a time take the server's clock under the write's lock,
+/// and never a second before the files' last update: 8 clients posting
+/// at once across second boundaries get no 409, nor does a POST after
+/// one stamped a little ahead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn posts_without_a_time_never_conflict() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start(dir.path()).await;
+    let clients: Vec<_> = (0..8)
+        .map(|c| {
+            tokio::spawn(async move {
+                let mut statuses = Vec::new();
+                // 300 POSTs each, and at least across three second marks.
+                let until = Instant::now() + Duration::from_secs(3);
+                for i in 0.. {
+                    if i >= 300 && Instant::now() > until {
+                        break;
+                    }
+                    let (st, body) =
+                        http(addr, "POST", "/api/s/s/g", &format!("number={}", c * 1000 + i)).await;
+                    if st != 200 {
+                        statuses.push((st, String::from_utf8_lossy(&body).into_owned()));
+                    }
+                }
+                statuses
+            })
+        })
+        .collect();
+    let mut refused = Vec::new();
+    for c in clients {
+        refused.extend(c.await.unwrap());
+    }
+    assert!(refused.is_empty(), "{} POSTs refused, first: {:?}", refused.len(), refused.first());
+    let text = metrics_text(addr).await;
+    assert_eq!(metric(&text, "rrdscale_web_write_errors_total"), 0, "{text}");
+
+    // A client stamps a second a little ahead; the next POST without a
+    // time takes that second (GF's drop), not a 409.
+    let ahead = now() + 120;
+    let id =
+        post_number(addr, "/api/s/s/h", &format!("number=1&timestamp={ahead}")).await["id"].as_i64().unwrap();
+    let (st, v) = json(addr, "POST", "/api/s/s/h", "number=2").await;
+    assert_eq!((st, v["error"].as_i64()), (200, Some(0)), "{v}");
+    assert_eq!(v["data"]["number"], 2);
+    assert_eq!((last_up(dir.path(), id, ""), last_up(dir.path(), id, "_s")), (ahead, ahead));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ticker_leaves_newer_files_alone_without_errors() {
     let dir = tempfile::tempdir().unwrap();
