@@ -290,8 +290,13 @@ pub fn render(daemon: &Daemon) -> String {
     );
     o.counter(
         "rrdscale_connections_idle_closed_total",
-        "Connections closed because they sent nothing for the idle timeout.",
+        "Connections closed because they sent nothing, or no complete line, for the idle timeout.",
         c(&s.connections_idle_closed),
+    );
+    o.counter(
+        "rrdscale_connections_http_closed_total",
+        "Connections closed unheard because their first line was an HTTP request.",
+        c(&s.connections_http_closed),
     );
     o.counter(
         "rrdscale_journal_segments_removed_total",

@@ -635,7 +635,7 @@ async fn accept_loop(
                 }
                 Err(tcp) => {
                     let _ = tcp.set_nodelay(true);
-                    let peer = crate::commands::Peer::of(&tcp);
+                    let peer = crate::commands::Peer::of(&tcp).at(tcp.peer_addr().ok());
                     connection::serve_peer(d, tcp, permissions, idle, peer).await
                 }
             }
