@@ -30,7 +30,15 @@
 //!
 //! Idle connections: with an idle timeout (`--idle-timeout-tcp`,
 //! `--idle-timeout-unix`), a connection that sends nothing for that long
-//! is closed.
+//! is closed, and so is one whose line does not complete within that
+//! long of its first byte (a byte now and then does not keep a line
+//! open: the deadline is per line, not per read).
+//!
+//! HTTP: a connection whose first line is an HTTP request line
+//! ([`looks_like_http`]) is closed before anything from it runs, and
+//! logged at LOG_WARNING: a web page can make a browser POST to the
+//! daemon's TCP port (no CORS preflight for a `text/plain` form), and
+//! rrdcached would run the lines of its body as commands.
 //!
 //! BATCH: successes are silent, errors are collected with their command
 //! number and sent at `.`, every one of them (up to 64 MiB of error text;
@@ -379,6 +387,24 @@ impl Session {
     }
 }
 
+/// Whether `line` (a connection's first) is an HTTP request line:
+/// `METHOD TARGET HTTP/1.x` (or HTTP/2's preface), which no rrdcached
+/// command resembles.
+pub fn looks_like_http(line: &[u8]) -> bool {
+    const METHODS: [&[u8]; 10] =
+        [b"GET", b"POST", b"PUT", b"HEAD", b"OPTIONS", b"DELETE", b"PATCH", b"CONNECT", b"TRACE", b"PRI"];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut words = line.split(|&b| b == b' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (words.next(), words.next(), words.next(), words.next())
+    else {
+        return false;
+    };
+    METHODS.contains(&method)
+        && !target.is_empty()
+        && (version.starts_with(b"HTTP/1.") || version == b"HTTP/2.0")
+}
+
 /// Serves one connection until the client leaves, QUIT, or shutdown.
 ///
 /// `idle`: close the connection when the client sends nothing for this
@@ -418,13 +444,17 @@ pub async fn serve_peer<S>(
     let far = Duration::from_secs(100 * 365 * 86_400);
     let idle_timer = tokio::time::sleep(idle.unwrap_or(far));
     tokio::pin!(idle_timer);
+    // When the first byte of the line not yet complete arrived: that line
+    // must complete within `idle` of it.
+    let mut line_began: Option<tokio::time::Instant> = None;
+    let mut first_line = true;
     loop {
         if *shutdown.borrow() {
             break;
         }
         buf.reserve(64 * 1024);
         if let Some(d) = idle {
-            idle_timer.as_mut().reset(tokio::time::Instant::now() + d);
+            idle_timer.as_mut().reset(line_began.unwrap_or_else(tokio::time::Instant::now) + d);
         }
         tokio::select! {
             r = rd.read_buf(&mut buf) => match r {
@@ -434,21 +464,44 @@ pub async fn serve_peer<S>(
             _ = shutdown.changed() => break,
             _ = &mut idle_timer, if idle.is_some() => {
                 Stats::add(&daemon.stats.connections_idle_closed, 1);
-                crate::log!(Debug, "closing a connection idle for {} s", idle.unwrap_or(far).as_secs());
+                let secs = idle.unwrap_or(far).as_secs();
+                if line_began.is_some() {
+                    crate::log!(Debug, "closing a connection whose line did not complete within {secs} s");
+                } else {
+                    crate::log!(Debug, "closing a connection idle for {secs} s");
+                }
                 break;
             }
         }
+        let read_at = tokio::time::Instant::now();
         let now = unix_now();
         let mut close = false;
+        let mut framed_any = false;
         let complete = memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1);
         while let Some(frame) = lines.next(&buf) {
+            framed_any = true;
             let line = match frame {
                 Frame::Line(line) => line,
                 Frame::TooLong(reply) => {
+                    first_line = false;
                     session.reply(reply);
                     continue;
                 }
             };
+            if std::mem::take(&mut first_line) && looks_like_http(line) {
+                let method = line.split(|&b| b == b' ').next().unwrap_or_default();
+                crate::log!(
+                    Warning,
+                    "closed a connection{} whose first line is an HTTP {} request; nothing from it was run \
+                     (this port speaks rrdcached's protocol; a web page may have sent it)",
+                    session.peer.addr().map(|a| format!(" from {}", a.ip())).unwrap_or_default(),
+                    String::from_utf8_lossy(method)
+                );
+                Stats::add(&daemon.stats.connections_http_closed, 1);
+                session.queue.clear();
+                let _ = wr.shutdown().await;
+                return;
+            }
             if session.fast_update(line, now, &buf[..complete], lines.consumed()) {
                 continue;
             }
@@ -469,10 +522,53 @@ pub async fn serve_peer<S>(
         if let Some(reply) = lines.compact(&mut buf).filter(|_| !close) {
             session.reply(reply);
         }
+        // A line is pending (or an over-long one is being skipped) when
+        // bytes after the last newline were read: it began in this read if
+        // a line ended in it, else no later than it already had.
+        line_began = if buf.is_empty() && !lines.skipping() {
+            None
+        } else if framed_any {
+            Some(read_at)
+        } else {
+            Some(line_began.unwrap_or(read_at))
+        };
         if session.write_replies(&mut wr).await.is_err() || close {
             break;
         }
     }
     let _ = session.write_replies(&mut wr).await;
     let _ = wr.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::looks_like_http;
+
+    #[test]
+    fn http_request_lines_are_recognised_and_commands_are_not() {
+        for http in [
+            &b"POST / HTTP/1.1"[..],
+            b"GET /metrics HTTP/1.0\r",
+            b"PUT /x?y=1 HTTP/1.1",
+            b"HEAD * HTTP/1.1",
+            b"OPTIONS * HTTP/1.1",
+            b"DELETE /a HTTP/1.1",
+            b"PRI * HTTP/2.0",
+        ] {
+            assert!(looks_like_http(http), "{}", String::from_utf8_lossy(http));
+        }
+        for line in [
+            &b"UPDATE f.rrd N:1"[..],
+            b"PING",
+            b"GET",
+            b"POST / HTTP/1.1 extra",
+            b"POST  HTTP/1.1",
+            b"post / HTTP/1.1",
+            b"GET / SMTP/1.0",
+            b"FLUSH HTTP/1.1",
+            b"",
+        ] {
+            assert!(!looks_like_http(line), "{}", String::from_utf8_lossy(line));
+        }
+    }
 }

@@ -18,17 +18,28 @@
 //! which uses this crate as a library with its own `tracing` subscriber),
 //! lines go to `tracing` at the nearest level.
 //!
+//! Repeated lines are limited ([`Repeats`]): a line identical to one
+//! written less than [`REPEAT_WINDOW`] ago (same priority, same text) is
+//! counted, not written; once the window is over, one summary line says
+//! how many were held back (`last message repeated N times in the last S
+//! s: TEXT`), at most one per window while the repetition lasts. A disk
+//! that is full makes every journal append fail; without this, thousands
+//! of identical lines a second would fill the log (and the disk) further.
+//!
 //! Deliberately different from rrdcached: in the foreground rrdcached
 //! writes every line to standard error AND to syslog or `-o`; we write it
-//! once (under systemd both copies would reach the journal).
+//! once (under systemd both copies would reach the journal). rrdcached
+//! writes every repeated line.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// A syslog priority (`syslog.h`'s levels), most urgent first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Priority {
     Emerg = 0,
     Alert = 1,
@@ -215,10 +226,147 @@ fn render(p: Priority, message: &str, out: &Out) -> String {
     text
 }
 
+/// How long an identical line is held back after it was written.
+pub const REPEAT_WINDOW: Duration = Duration::from_secs(5);
+
+/// Distinct lines tracked at once; beyond, new lines are written unlimited
+/// until tracked ones expire.
+const REPEATS_TRACKED: usize = 256;
+
+/// The repeat limiter: which lines were written recently, and how many
+/// copies of each were held back since. Time is passed in, so tests drive
+/// it with a fake clock.
+#[derive(Debug)]
+pub struct Repeats {
+    window: Duration,
+    seen: HashMap<(Priority, String), Seen>,
+    /// No window ends before this: sweeps before it find nothing.
+    next_expiry: Option<Instant>,
+}
+
+#[derive(Debug)]
+struct Seen {
+    /// When the current window began (the line, or its last summary, was
+    /// written).
+    since: Instant,
+    held: u64,
+}
+
+impl Repeats {
+    pub fn new(window: Duration) -> Repeats {
+        Repeats { window, seen: HashMap::new(), next_expiry: None }
+    }
+
+    /// The lines to write for `message` at `p` at `now`: summaries of lines
+    /// whose window ended, then `message` itself unless it was written
+    /// less than a window ago (then it is counted; when its window is over
+    /// and it comes again, its summary is written instead, and a new window
+    /// begins).
+    pub fn offer(&mut self, p: Priority, message: &str, now: Instant) -> Vec<(Priority, String)> {
+        let window = self.window;
+        let key = (p, message.to_string());
+        let mut out = Vec::new();
+        let line = match self.seen.get_mut(&key) {
+            Some(s) if now.saturating_duration_since(s.since) < window => {
+                s.held += 1;
+                None
+            }
+            Some(s) => {
+                // Its window is over and it comes again: the line itself
+                // if none was held back, else one summary counting this
+                // copy too; either way a new window.
+                let age = now.saturating_duration_since(s.since);
+                let line = if s.held == 0 { message.to_string() } else { summary(s.held + 1, age, message) };
+                *s = Seen { since: now, held: 0 };
+                Some(line)
+            }
+            None => {
+                if self.seen.len() < REPEATS_TRACKED {
+                    self.seen.insert(key, Seen { since: now, held: 0 });
+                }
+                Some(message.to_string())
+            }
+        };
+        if line.is_some() {
+            self.next_expiry = Some(self.next_expiry.map_or(now + window, |e| e.min(now + window)));
+        }
+        out.extend(self.expire(now));
+        out.extend(line.map(|l| (p, l)));
+        out
+    }
+
+    /// Summaries of the lines whose window ended by `now` with copies held
+    /// back; lines whose window ended are forgotten.
+    pub fn expire(&mut self, now: Instant) -> Vec<(Priority, String)> {
+        if self.next_expiry.is_none_or(|e| now < e) {
+            return Vec::new();
+        }
+        self.sweep(now, false)
+    }
+
+    /// Summaries of every line with copies held back, window over or not
+    /// (before exiting); every line is forgotten.
+    pub fn drain(&mut self, now: Instant) -> Vec<(Priority, String)> {
+        self.sweep(now, true)
+    }
+
+    fn sweep(&mut self, now: Instant, all: bool) -> Vec<(Priority, String)> {
+        let mut out = Vec::new();
+        let window = self.window;
+        let mut next: Option<Instant> = None;
+        self.seen.retain(|(p, message), s| {
+            let age = now.saturating_duration_since(s.since);
+            if age < window && !all {
+                next = Some(next.map_or(s.since + window, |e| e.min(s.since + window)));
+                return true;
+            }
+            if s.held > 0 {
+                out.push((*p, summary(s.held, age, message)));
+            }
+            false
+        });
+        self.next_expiry = next;
+        out
+    }
+}
+
+fn summary(n: u64, over: Duration, message: &str) -> String {
+    let secs = over.as_secs().max(1);
+    let times = if n == 1 { "time" } else { "times" };
+    format!("last message repeated {n} {times} in the last {secs} s: {message}")
+}
+
+static REPEATS: OnceLock<Mutex<Repeats>> = OnceLock::new();
+
+fn repeats() -> std::sync::MutexGuard<'static, Repeats> {
+    REPEATS.get_or_init(|| Mutex::new(Repeats::new(REPEAT_WINDOW))).lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Writes the summaries of repeated lines whose window is over (called
+/// every few seconds, so a count is not left unsaid when no other line
+/// comes), or, `exiting`, of every line with copies held back.
+pub fn flush_repeats(exiting: bool) {
+    let now = Instant::now();
+    let lines = if exiting { repeats().drain(now) } else { repeats().expire(now) };
+    for (p, line) in lines {
+        emit(p, &line);
+    }
+}
+
 /// Writes one message at `p` (use [`crate::log!`], which checks
-/// [`enabled`] first).
+/// [`enabled`] first), unless [`Repeats`] holds it back.
 pub fn write(p: Priority, args: fmt::Arguments<'_>) {
+    if LOGGER.get().is_some_and(|l| p > l.max) {
+        return;
+    }
     let message = args.to_string();
+    let lines = repeats().offer(p, &message, Instant::now());
+    for (p, line) in lines {
+        emit(p, &line);
+    }
+}
+
+fn emit(p: Priority, message: &str) {
     let Some(logger) = LOGGER.get() else {
         match p {
             Priority::Emerg | Priority::Alert | Priority::Crit | Priority::Err => {
@@ -240,12 +388,12 @@ pub fn write(p: Priority, args: fmt::Arguments<'_>) {
             }
         }
         out @ Out::File { file, .. } => {
-            let text = render(p, &message, out);
+            let text = render(p, message, out);
             let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
             let _ = f.write_all(text.as_bytes());
         }
         out @ Out::Stderr { .. } => {
-            let _ = std::io::stderr().write_all(render(p, &message, out).as_bytes());
+            let _ = std::io::stderr().write_all(render(p, message, out).as_bytes());
         }
     }
 }
@@ -292,6 +440,78 @@ mod tests {
         // 2024-05-01 12:00:00 [5] n
         assert_eq!(line.len(), "2024-05-01 12:00:00 [5] n\n".len(), "{line}");
         assert!(line.ends_with(" [5] n\n") && line.as_bytes()[10] == b' ', "{line}");
+    }
+
+    /// A fake clock: `at(ms)` is `ms` milliseconds after a fixed start.
+    fn clock() -> impl Fn(u64) -> Instant {
+        let start = Instant::now();
+        move |ms| start + Duration::from_millis(ms)
+    }
+
+    fn texts(lines: Vec<(Priority, String)>) -> Vec<String> {
+        lines.into_iter().map(|(_, l)| l).collect()
+    }
+
+    #[test]
+    fn a_storm_of_one_line_is_one_line_per_window() {
+        let at = clock();
+        let mut r = Repeats::new(Duration::from_secs(5));
+        let full = "journal append failed, its updates are not acknowledged: No space left on device";
+        assert_eq!(texts(r.offer(Priority::Err, full, at(0))), [full]);
+        // 4,382 more in the first second: nothing written.
+        for i in 0..4382 {
+            assert!(r.offer(Priority::Err, full, at(i * 1000 / 4382)).is_empty());
+        }
+        assert!(r.expire(at(4999)).is_empty());
+        // The storm goes on past the window: one summary, this one counted.
+        assert_eq!(
+            texts(r.offer(Priority::Err, full, at(5200))),
+            [format!("last message repeated 4383 times in the last 5 s: {full}")]
+        );
+        assert!(r.offer(Priority::Err, full, at(6000)).is_empty());
+        assert!(r.offer(Priority::Err, full, at(9000)).is_empty());
+        // It stops: the next sweep after the window says how many.
+        assert!(r.expire(at(10_100)).is_empty());
+        assert_eq!(
+            texts(r.expire(at(10_200))),
+            [format!("last message repeated 2 times in the last 5 s: {full}")]
+        );
+        assert!(r.expire(at(20_000)).is_empty());
+        // Forgotten: the next one is written in full.
+        assert_eq!(texts(r.offer(Priority::Err, full, at(21_000))), [full]);
+    }
+
+    #[test]
+    fn distinct_lines_and_priorities_are_not_merged() {
+        let at = clock();
+        let mut r = Repeats::new(Duration::from_secs(5));
+        assert_eq!(texts(r.offer(Priority::Err, "a", at(0))), ["a"]);
+        assert_eq!(texts(r.offer(Priority::Err, "b", at(1))), ["b"]);
+        assert_eq!(texts(r.offer(Priority::Warning, "a", at(2))), ["a"]);
+        assert!(r.offer(Priority::Err, "a", at(3)).is_empty());
+        // A line that comes back after its window with nothing held back
+        // is written as itself, after the summaries of expired windows.
+        let out = r.offer(Priority::Err, "b", at(7000));
+        assert_eq!(out[0], (Priority::Err, "last message repeated 1 time in the last 7 s: a".to_string()));
+        assert_eq!(out[1], (Priority::Err, "b".to_string()));
+        assert_eq!(out.len(), 2);
+        assert_eq!(texts(r.offer(Priority::Info, "c", at(7001))), ["c"]);
+        // Before exiting, every held-back count is said, window over or not.
+        assert!(r.offer(Priority::Info, "c", at(7002)).is_empty());
+        assert_eq!(texts(r.drain(at(8000))), ["last message repeated 1 time in the last 1 s: c"]);
+        assert!(r.drain(at(8001)).is_empty());
+    }
+
+    #[test]
+    fn beyond_the_tracked_lines_nothing_is_held_back() {
+        let at = clock();
+        let mut r = Repeats::new(Duration::from_secs(5));
+        for i in 0..REPEATS_TRACKED + 10 {
+            assert_eq!(r.offer(Priority::Err, &format!("line {i}"), at(0)).len(), 1);
+        }
+        let last = format!("line {}", REPEATS_TRACKED + 5);
+        assert_eq!(r.offer(Priority::Err, &last, at(1)).len(), 1, "untracked lines are always written");
+        assert!(r.offer(Priority::Err, "line 0", at(1)).is_empty(), "tracked ones are held back");
     }
 
     #[test]

@@ -11,18 +11,22 @@
 //!
 //! The responder answers `GET /metrics` (and `HEAD`), 404 for other paths,
 //! 405 for other methods, one request per connection (`Connection:
-//! close`), connections served one at a time with a 2-second read
-//! timeout: scrapes are rare and small. It never reads a request body.
+//! close`). Each connection has its own thread, at most
+//! [`MAX_CONNECTIONS`] at once (beyond that new ones wait in the listen
+//! backlog), and [`REQUEST_DEADLINE`] from its accept for its whole
+//! request head (however it trickles in) and again for the reply: idle or
+//! half-sent connections cannot delay a scrape, nor hold a thread for
+//! long. It never reads a request body.
 //!
 //! Deliberately absent: TLS, authentication, keep-alive, compression; a
 //! metrics listener belongs on a loopback or management address.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::state::Daemon;
 use rrd_metrics::Exposition;
@@ -66,14 +70,33 @@ pub fn spawn_with(
     extra: Option<Extra>,
 ) -> std::io::Result<JoinHandle<()>> {
     listener.set_nonblocking(true)?;
+    let active = Arc::new(AtomicUsize::new(0));
     std::thread::Builder::new().name("metrics".into()).spawn(move || loop {
         if daemon.is_shutting_down() {
             return;
         }
+        if active.load(Ordering::Acquire) >= MAX_CONNECTIONS {
+            // Every slot taken: new connections wait in the backlog until
+            // one is answered or reaches its deadline.
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        }
         match listener.accept() {
             Ok((stream, _)) => {
-                if let Err(e) = answer(stream, &daemon, extra.as_ref()) {
-                    crate::log!(Debug, "metrics request failed: {e}");
+                active.fetch_add(1, Ordering::AcqRel);
+                let slot = Slot(active.clone());
+                let (daemon, extra) = (daemon.clone(), extra.clone());
+                let served = std::thread::Builder::new().name("metrics-conn".into()).spawn(move || {
+                    let _slot = slot;
+                    if let Err(e) = answer(stream, &daemon, extra.as_ref()) {
+                        crate::log!(Debug, "metrics request failed: {e}");
+                    }
+                });
+                if let Err(e) = served {
+                    // The closure (with its slot) was dropped: the
+                    // connection is closed and the slot freed.
+                    crate::log!(Warning, "metrics listener: cannot start a thread: {e}");
+                    std::thread::sleep(Duration::from_millis(200));
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -90,13 +113,34 @@ pub fn spawn_with(
 /// Longest request head read; anything longer is refused.
 const REQUEST_HEAD_MAX: usize = 8192;
 
+/// Connections served at once; more wait in the listen backlog.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// Time a connection has for its whole request head, counted from its
+/// accept (not from its last byte), and again for writing the reply.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
+
+/// One taken connection slot, given back when dropped.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 fn answer(mut stream: TcpStream, daemon: &Daemon, extra: Option<&Extra>) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(2)))?;
+    stream.set_write_timeout(Some(REQUEST_DEADLINE))?;
+    let deadline = Instant::now() + REQUEST_DEADLINE;
     let mut head = Vec::new();
     let mut chunk = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "request head too slow"));
+        }
+        stream.set_read_timeout(Some(left))?;
         let n = stream.read(&mut chunk)?;
         if n == 0 {
             break;
@@ -246,8 +290,13 @@ pub fn render(daemon: &Daemon) -> String {
     );
     o.counter(
         "rrdscale_connections_idle_closed_total",
-        "Connections closed because they sent nothing for the idle timeout.",
+        "Connections closed because they sent nothing, or no complete line, for the idle timeout.",
         c(&s.connections_idle_closed),
+    );
+    o.counter(
+        "rrdscale_connections_http_closed_total",
+        "Connections closed unheard because their first line was an HTTP request.",
+        c(&s.connections_http_closed),
     );
     o.counter(
         "rrdscale_journal_segments_removed_total",
@@ -375,5 +424,59 @@ mod tests {
         daemon.shutdown.send_replace(true);
         thread.join().unwrap();
         assert!(bind("no such host:1").is_err());
+    }
+
+    /// Idle and half-sent connections (30 silent, 3 with part of a request
+    /// head, one dripping a byte at a time) do not delay a scrape, and
+    /// each is closed by its deadline, however it trickles.
+    #[test]
+    fn stalled_connections_do_not_delay_a_scrape() {
+        let daemon = Arc::new(Daemon::new(Config::default(), Journaler::disabled()));
+        let listener = bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let thread = spawn(listener, daemon.clone()).unwrap();
+        let mut stalled: Vec<TcpStream> = (0..30).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        for _ in 0..3 {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n").unwrap();
+            stalled.push(s);
+        }
+        let drip_started = Instant::now();
+        let mut drip = TcpStream::connect(addr).unwrap();
+        let dripping = std::thread::spawn(move || {
+            // A byte every 100 ms: a per-read timeout would never fire.
+            for b in b"GET /metrics HTTP/1.1\r\nX-Padding: ".iter().chain([b'a'; 100].iter()) {
+                if drip.write_all(&[*b]).is_err() {
+                    return true;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let mut out = Vec::new();
+            matches!(drip.read_to_end(&mut out), Ok(0) | Err(_))
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        let started = Instant::now();
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        let took = started.elapsed();
+        assert!(out.starts_with("HTTP/1.1 200 OK\r\n"), "{out}");
+        assert!(took < Duration::from_secs(1), "a scrape took {took:?} behind stalled connections");
+        // The stalled ones are closed by their deadline.
+        for mut s in stalled {
+            s.set_read_timeout(Some(REQUEST_DEADLINE * 3)).unwrap();
+            let mut rest = Vec::new();
+            match s.read_to_end(&mut rest) {
+                Ok(_) => assert!(rest.is_empty(), "a stalled connection got {rest:?}"),
+                Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "still open: {e}"),
+            }
+        }
+        assert!(dripping.join().unwrap(), "the dripping connection was closed");
+        let dripped = drip_started.elapsed();
+        assert!(dripped < REQUEST_DEADLINE * 3, "the dripping connection lasted {dripped:?}");
+        daemon.shutdown.send_replace(true);
+        thread.join().unwrap();
     }
 }

@@ -349,6 +349,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), RunError> {
         systemd::status(&format!("failed: {}", e.message));
     }
     log!(Info, "goodbye");
+    log::flush_repeats(true);
     drop(journal_lock);
     result
 }
@@ -635,7 +636,7 @@ async fn accept_loop(
                 }
                 Err(tcp) => {
                     let _ = tcp.set_nodelay(true);
-                    let peer = crate::commands::Peer::of(&tcp);
+                    let peer = crate::commands::Peer::of(&tcp).at(tcp.peer_addr().ok());
                     connection::serve_peer(d, tcp, permissions, idle, peer).await
                 }
             }
@@ -695,6 +696,15 @@ async fn serve(
         let mainpid = if notify.forked { format!("MAINPID={}\n", std::process::id()) } else { String::new() };
         systemd::notify(&format!("READY=1\n{mainpid}STATUS=accepting connections"));
     }
+    // Summaries of held-back repeated log lines, when no other line
+    // comes to carry them.
+    let repeats = tokio::spawn(async {
+        let mut every = tokio::time::interval(log::REPEAT_WINDOW);
+        loop {
+            every.tick().await;
+            log::flush_repeats(false);
+        }
+    });
     let watchdog = notify.watchdog.filter(|_| systemd::notifying()).map(|period| {
         log!(Info, "systemd watchdog: pinging every {} ms", period.as_millis());
         tokio::spawn(watchdog(daemon.clone(), period))
@@ -725,6 +735,7 @@ async fn serve(
     if let Some(w) = watchdog {
         w.abort();
     }
+    repeats.abort();
     log!(Info, "starting shutdown");
     for t in accept_tasks {
         t.abort();

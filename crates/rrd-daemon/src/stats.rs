@@ -49,8 +49,11 @@ pub struct Stats {
     /// `accept` failures for lack of descriptors or memory (each starts a
     /// 100 ms back-off).
     pub accept_errors: AtomicU64,
-    /// Connections closed by the idle timeout.
+    /// Connections closed by the idle timeout (or a line that did not
+    /// complete within it).
     pub connections_idle_closed: AtomicU64,
+    /// Connections closed because their first line was an HTTP request.
+    pub connections_http_closed: AtomicU64,
     /// Files opened ahead of their first UPDATE, header read at queue
     /// depth (crate::prefetch).
     pub headers_read_ahead: AtomicU64,

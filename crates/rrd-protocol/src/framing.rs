@@ -77,6 +77,12 @@ impl LineFramer {
         self.consumed
     }
 
+    /// Whether the rest of an over-long line is being skipped (the line
+    /// has not ended, though its bytes are no longer in the buffer).
+    pub fn skipping(&self) -> bool {
+        self.skipping
+    }
+
     /// Drops the framed bytes from `buf`. If the partial line left is
     /// already too long, drops it too and returns its error (once per
     /// line: the rest of it, read later, is skipped silently).

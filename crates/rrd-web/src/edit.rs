@@ -167,6 +167,11 @@ fn complex_items(v: &Value, exists: &dyn Fn(i64) -> bool, bad: &mut Messages) ->
         refuse(bad, "data", "Invalid argument: data (sub graph list (size >= 2)) required");
         return Vec::new();
     }
+    if list.len() > crate::MAX_SERIES {
+        let max = crate::MAX_SERIES;
+        refuse(bad, "data", &format!("a complex holds at most {max} sub graphs"));
+        return Vec::new();
+    }
     let mut items = Vec::new();
     for (i, d) in list.iter().enumerate() {
         let key = format!("data[{i}]");

@@ -15,7 +15,9 @@
 //!   same-origin ones included, so the UI passes by matching its `Host`.
 //!
 //! Both are answered 403 with GF's error shape, the reason under `host`
-//! or `origin`. With a token configured ([`crate::Config::auth_token`]),
+//! or `origin`. Before them, a request whose `Host` is missing (HTTP/1.1),
+//! repeated or not an authority is answered 400 (RFC 9112 §3.2: two
+//! `Host` lines could make this check and a proxy disagree). With a token configured ([`crate::Config::auth_token`]),
 //! every write must also carry it (`Authorization: Bearer <token>`, or
 //! basic auth with the token as password, any user name): 401 with a
 //! `WWW-Authenticate: Basic` challenge otherwise, so a browser asks once.
@@ -29,7 +31,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Version};
 use axum::middleware::Next;
 use axum::response::Response;
 use serde_json::json;
@@ -126,6 +128,32 @@ fn source_authority(url: &str) -> Option<String> {
         (name, Some(p)) if Some(p) == default => Some(name.to_string()),
         _ => Some(authority.to_string()),
     }
+}
+
+/// RFC 9112 §3.2: an HTTP/1.1 request must carry exactly one `Host`,
+/// any request at most one, and its value must be an authority
+/// (`name[:port]`, `[v6][:port]`, or empty); `Err` is the 400's text.
+pub fn host_field(version: Version, headers: &HeaderMap) -> Result<(), String> {
+    let mut values = headers.get_all(header::HOST).iter();
+    let Some(value) = values.next() else {
+        return if version >= Version::HTTP_11 {
+            Err("an HTTP/1.1 request must have a Host header (RFC 9112 section 3.2)".into())
+        } else {
+            Ok(())
+        };
+    };
+    if values.next().is_some() {
+        return Err("a request must have only one Host header (RFC 9112 section 3.2)".into());
+    }
+    let valid =
+        value.as_bytes().iter().all(|&b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:[]%".contains(&b));
+    if !valid {
+        return Err(format!(
+            "invalid Host header '{}': expected name[:port] (RFC 9112 section 3.2)",
+            String::from_utf8_lossy(value.as_bytes()).escape_debug()
+        ));
+    }
+    Ok(())
 }
 
 /// The request's `Host`, lower-case (an HTTP/1.0 request may have none).
@@ -248,6 +276,18 @@ pub async fn check(State(app): State<Arc<App>>, req: Request, next: Next) -> Res
     if announced.is_some_and(|n| n > crate::MAX_BODY_BYTES as u64) {
         return too_large(&app);
     }
+    let target = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
+    if target > crate::MAX_URI_BYTES {
+        app.metrics.refused("uri_size");
+        return error_response(
+            StatusCode::URI_TOO_LONG,
+            json!({ "uri": format!("the request target is longer than {} bytes", crate::MAX_URI_BYTES) }),
+        );
+    }
+    if let Err(m) = host_field(req.version(), req.headers()) {
+        app.metrics.refused("host");
+        return error_response(StatusCode::BAD_REQUEST, json!({ "host": m }));
+    }
     if let Err(refusal) = judge(&app.config, req.method(), req.headers()) {
         return refuse(&app, refusal);
     }
@@ -324,6 +364,23 @@ mod tests {
             h.insert(*k, HeaderValue::from_str(v).unwrap());
         }
         h
+    }
+
+    #[test]
+    fn host_must_be_one_authority() {
+        let one = headers(&[("host", "gf.test:5125")]);
+        assert!(host_field(Version::HTTP_11, &one).is_ok());
+        assert!(host_field(Version::HTTP_11, &headers(&[("host", "[::1]:80")])).is_ok());
+        assert!(host_field(Version::HTTP_11, &headers(&[("host", "")])).is_ok());
+        assert!(host_field(Version::HTTP_11, &HeaderMap::new()).unwrap_err().contains("must have a Host"));
+        assert!(host_field(Version::HTTP_10, &HeaderMap::new()).is_ok());
+        let mut two = one.clone();
+        two.append(header::HOST, HeaderValue::from_static("evil.example"));
+        assert!(host_field(Version::HTTP_10, &two).unwrap_err().contains("only one"));
+        for bad in ["a/b", "a b", "a@b", "\u{e9}t\u{e9}"] {
+            let h = HeaderMap::from_iter([(header::HOST, HeaderValue::from_bytes(bad.as_bytes()).unwrap())]);
+            assert!(host_field(Version::HTTP_11, &h).unwrap_err().contains("invalid Host"), "{bad}");
+        }
     }
 
     #[test]

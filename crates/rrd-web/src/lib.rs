@@ -28,7 +28,9 @@
 //!
 //! Resources a client can ask for are bounded ([`Config`]): graphs drawn
 //! at once (503 beyond, after a short wait), graphs stored (403 for a new
-//! name beyond), request bodies ([`MAX_BODY_BYTES`], 413), the time to
+//! name beyond), request bodies ([`MAX_BODY_BYTES`], 413), request
+//! targets ([`MAX_URI_BYTES`], 414), graphs in one picture
+//! ([`MAX_SERIES`], 400), the time to
 //! send headers (the connection is closed), and how far ahead of the
 //! server's clock a posted time may be
 //! ([`routes::api::MAX_CLOCK_SKEW_SECS`], 400).
@@ -130,6 +132,16 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(15);
 /// The largest request body read (GF's bodies are small forms and JSON
 /// objects; a complex of a thousand graphs is about 80 KB).
 pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// The most graphs one picture, export or summary draws (an ad-hoc
+/// `/graph/AREA:1:gauge:0:...` list, or a complex): each costs its own
+/// elements, reads and legend lines, so a long list is refused (400)
+/// rather than drawn in memory proportional to the URL.
+pub const MAX_SERIES: usize = 100;
+
+/// The longest request target (path and query) served; a longer one is
+/// refused with 414. A list of [`MAX_SERIES`] graphs fits.
+pub const MAX_URI_BYTES: usize = 8192;
 
 impl Default for Config {
     fn default() -> Config {

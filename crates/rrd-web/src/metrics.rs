@@ -40,7 +40,8 @@ pub struct Metrics {
 
 /// Why a request was refused before its route did any work, for
 /// `rrdscale_web_refused_total` (a fixed set of labels).
-pub const REFUSALS: [&str; 7] = ["host", "origin", "token", "body_size", "body_timeout", "busy", "graph_cap"];
+pub const REFUSALS: [&str; 8] =
+    ["host", "origin", "token", "body_size", "body_timeout", "busy", "graph_cap", "uri_size"];
 
 impl Metrics {
     pub fn post(&self, accepted: bool) {

@@ -226,6 +226,13 @@ pub fn parse(p: &HashMap<String, String>, now: i64) -> Result<DrawRequest, Value
     };
     let upper_limit = limit("upper_limit");
     let lower_limit = limit("lower_limit");
+    if logarithmic && lower_limit.is_some_and(|l| l <= 0.0) {
+        // rrdtool's own refusal (GF passes it on as a 500).
+        refuse(
+            "lower_limit",
+            "for a logarithmic yaxis you must specify a lower-limit > 0 (logarithmic=1 takes a lower_limit above 0, or none)",
+        );
+    }
     let border = match get("border") {
         None => 3,
         Some(v) => parse_int(v).filter(|b| (0..=100).contains(b)).unwrap_or_else(|| {
@@ -329,6 +336,11 @@ mod tests {
         assert_eq!((r.width, r.gmode.as_str(), r.cf.as_str(), r.sumup), (500, "subtract", "MAX", Some(true)));
         assert_eq!(r.upper_limit, Some(10.0));
         assert_eq!(r.colors[0], "BACK#F3F3F3");
+        for q in ["logarithmic=1&lower_limit=0", "logarithmic=1&lower_limit=-2.5"] {
+            assert!(req(q).unwrap_err()["lower_limit"].as_str().unwrap().contains("> 0"), "{q}");
+        }
+        assert_eq!(req("logarithmic=1&lower_limit=0.1").unwrap().lower_limit, Some(0.1));
+        assert_eq!(req("logarithmic=0&lower_limit=-1").unwrap().lower_limit, Some(-1.0));
     }
 
     #[test]

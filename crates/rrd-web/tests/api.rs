@@ -5,7 +5,7 @@ mod api_support;
 
 use std::path::Path;
 
-use api_support::{http, json, start};
+use api_support::{http, json, now, post_number, start};
 
 /// The last known `num` value in the graph's RRD file (AVERAGE, 5 min).
 fn rrd_num(dir: &Path, id: i64, at: i64) -> f64 {
@@ -166,6 +166,32 @@ async fn bad_input_gets_growthforecast_errors() {
     }
     let entries: Vec<_> = std::fs::read_dir(dir.path().join("data")).unwrap().collect();
     assert!(entries.is_empty(), "refused posts created files");
+}
+
+/// rrdtool refuses `--logarithmic` with a lower limit at or below 0 ("for
+/// a logarithmic yaxis you must specify a lower-limit > 0"); GF passes
+/// the options through and answers 500. Here it is a 400 naming
+/// `lower_limit`, for every draw.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logarithmic_needs_a_lower_limit_above_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start(dir.path()).await;
+    post_number(addr, "/api/s/s/g", &format!("number=5&timestamp={}", now() - 600)).await;
+    for target in [
+        "/graph/s/s/g?logarithmic=1&lower_limit=0",
+        "/graph/s/s/g?logarithmic=1&lower_limit=-5&rigid=1",
+        "/graph/AREA:1:gauge:0?logarithmic=1&lower_limit=0",
+        "/summary/s/s/g?logarithmic=1&lower_limit=-1",
+    ] {
+        let (st, v) = json(addr, "GET", target, "").await;
+        assert_eq!((st, v["error"].as_i64()), (400, Some(1)), "{target}: {v}");
+        let m = v["messages"]["lower_limit"].as_str().unwrap_or_else(|| panic!("{target}: {v}"));
+        assert!(m.contains("lower-limit > 0"), "{target}: {m}");
+    }
+    for target in ["/graph/s/s/g?logarithmic=1", "/graph/s/s/g?logarithmic=1&lower_limit=0.5"] {
+        let (st, body) = http(addr, "GET", target, "").await;
+        assert_eq!(st, 200, "{target}: {}", String::from_utf8_lossy(&body));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -92,6 +92,53 @@ async fn an_earlier_second_is_an_error_and_the_same_second_succeeds() {
     assert_eq!(last_up(dir.path(), id, ""), t + 60);
 }
 
+/// POSTs without a time take the server's clock under the write's lock,
+/// and never a second before the files' last update: 8 clients posting
+/// at once across second boundaries get no 409, nor does a POST after
+/// one stamped a little ahead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn posts_without_a_time_never_conflict() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start(dir.path()).await;
+    let clients: Vec<_> = (0..8)
+        .map(|c| {
+            tokio::spawn(async move {
+                let mut statuses = Vec::new();
+                // 300 POSTs each, and at least across three second marks.
+                let until = Instant::now() + Duration::from_secs(3);
+                for i in 0.. {
+                    if i >= 300 && Instant::now() > until {
+                        break;
+                    }
+                    let (st, body) =
+                        http(addr, "POST", "/api/s/s/g", &format!("number={}", c * 1000 + i)).await;
+                    if st != 200 {
+                        statuses.push((st, String::from_utf8_lossy(&body).into_owned()));
+                    }
+                }
+                statuses
+            })
+        })
+        .collect();
+    let mut refused = Vec::new();
+    for c in clients {
+        refused.extend(c.await.unwrap());
+    }
+    assert!(refused.is_empty(), "{} POSTs refused, first: {:?}", refused.len(), refused.first());
+    let text = metrics_text(addr).await;
+    assert_eq!(metric(&text, "rrdscale_web_write_errors_total"), 0, "{text}");
+
+    // A client stamps a second a little ahead; the next POST without a
+    // time takes that second (GF's drop), not a 409.
+    let ahead = now() + 120;
+    let id =
+        post_number(addr, "/api/s/s/h", &format!("number=1&timestamp={ahead}")).await["id"].as_i64().unwrap();
+    let (st, v) = json(addr, "POST", "/api/s/s/h", "number=2").await;
+    assert_eq!((st, v["error"].as_i64()), (200, Some(0)), "{v}");
+    assert_eq!(v["data"]["number"], 2);
+    assert_eq!((last_up(dir.path(), id, ""), last_up(dir.path(), id, "_s")), (ahead, ahead));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ticker_leaves_newer_files_alone_without_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -209,6 +256,44 @@ async fn cross_site_writes_are_refused_and_scripts_still_post() {
     assert_eq!(st, 200);
 }
 
+/// RFC 9112 §3.2: an HTTP/1.1 request without `Host`, or any request
+/// with two `Host` lines (or an invalid one), is a 400; nothing is
+/// written. HTTP/1.0 may omit it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_or_repeated_host_is_a_bad_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start(dir.path()).await;
+    let form = "Content-Type: application/x-www-form-urlencoded";
+    for headers in [
+        vec![form],
+        vec!["Host: gf.test", "Host: evil.example", form],
+        vec!["Host: gf.test", "Host: gf.test", form],
+        vec!["Host: gf.test/x", form],
+        vec!["Host: a b", form],
+    ] {
+        let (st, _, out) = request(addr, "POST", "/api/s/s/g", &headers, "number=1").await;
+        let v: Value = serde_json::from_slice(&out).unwrap_or_else(|_| panic!("{headers:?}: {out:?}"));
+        assert_eq!((st, v["error"].as_i64()), (400, Some(1)), "{headers:?}: {v}");
+        assert!(v["messages"]["host"].as_str().unwrap().contains("Host"), "{v}");
+        let (st, _, _) = request(addr, "GET", "/json/list/graph", &headers, "").await;
+        assert_eq!(st, 400, "{headers:?}");
+    }
+    let (st, _) = json(addr, "GET", "/api/s/s/g", "").await;
+    assert_eq!(st, 404, "a refused POST created the graph");
+    // HTTP/1.0 without Host is served.
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /json/list/graph HTTP/1.0\r\n\r\n").await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    assert!(out.starts_with(b"HTTP/1.0 200"), "{}", String::from_utf8_lossy(&out));
+    // HTTP/1.0 with two is not.
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /json/list/graph HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n").await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    assert!(out.starts_with(b"HTTP/1.0 400"), "{}", String::from_utf8_lossy(&out));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_loopback_server_answers_only_its_own_host_names() {
     let dir = tempfile::tempdir().unwrap();
@@ -290,6 +375,70 @@ async fn the_graph_cap_refuses_new_names_and_existing_graphs_keep_updating() {
     // Deleting one makes room again.
     assert_eq!(json(addr, "POST", "/delete/s/s/b", "").await.0, 200);
     post_number(addr, "/api/s/s/c", "number=1").await;
+}
+
+/// This process's peak resident memory in bytes, after resetting it
+/// (`/proc/self/clear_refs` 5) when `reset`.
+fn peak_rss(reset: bool) -> u64 {
+    if reset {
+        std::fs::write("/proc/self/clear_refs", "5").unwrap();
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// The work of one draw is bounded: an ad-hoc list or a complex of more
+/// than `MAX_SERIES` graphs is a 400, a URL longer than `MAX_URI_BYTES`
+/// a 414, and the largest list allowed draws in bounded memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_graph_lists_are_refused_and_draws_stay_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let addr = start(dir.path()).await;
+    let id = post_number(addr, "/api/s/s/g", &format!("number=5&timestamp={}", now() - 600)).await["id"]
+        .as_i64()
+        .unwrap();
+    post_number(addr, "/api/s/s/h", &format!("number=6&timestamp={}", now() - 600)).await;
+    let list = |n: usize| vec![format!("AREA:{id}:gauge:1"); n].join(":");
+    let max = rrd_web::MAX_SERIES;
+    // The probe's 32 KB URL.
+    let huge = format!("/graph/{}", list(32 * 1024 / 15));
+    assert!(huge.len() > rrd_web::MAX_URI_BYTES);
+    let (st, _, body) = request(addr, "GET", &huge, &["Host: gf.test"], "").await;
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!((st, v["error"].as_i64()), (414, Some(1)), "{v}");
+    assert!(v["messages"]["uri"].as_str().unwrap().contains("bytes"), "{v}");
+    for path in ["/graph", "/summary", "/xport"] {
+        let (st, v) = json(addr, "GET", &format!("{path}/{}", list(max + 1)), "").await;
+        assert_eq!((st, v["error"].as_i64()), (400, Some(1)), "{path}: {v}");
+        assert!(v["messages"]["complex"].as_str().unwrap().contains(&max.to_string()), "{v}");
+    }
+    // A complex is bounded alike, on create and on edit.
+    let data = |n: usize| (0..n).map(|_| serde_json::json!({"graph_id": id})).collect::<Vec<_>>();
+    let body = serde_json::json!({"service_name": "s", "section_name": "s", "graph_name": "c",
+                                  "data": data(max + 1)});
+    let (st, v) = post_json(addr, "/json/create/complex", &body).await;
+    assert_eq!(st, 400, "{v}");
+    assert!(v["messages"]["data"].as_str().unwrap().contains(&max.to_string()), "{v}");
+    let body = serde_json::json!({"service_name": "s", "section_name": "s", "graph_name": "c",
+                                  "data": data(2)});
+    let (st, v) = post_json(addr, "/json/create/complex", &body).await;
+    assert_eq!(st, 200, "{v}");
+    let cid = v["data"]["id"].as_i64().unwrap();
+    let (st, v) =
+        post_json(addr, &format!("/json/edit/complex/{cid}"), &serde_json::json!({"data": data(max + 1)}))
+            .await;
+    assert_eq!(st, 400, "{v}");
+    // The largest list allowed: answered, in bounded memory.
+    let before = peak_rss(true);
+    let (st, png) = http(addr, "GET", &format!("/graph/{}", list(max)), "").await;
+    assert_eq!(st, 200, "{}", String::from_utf8_lossy(&png));
+    let grew = peak_rss(false).saturating_sub(before);
+    assert!(grew < 32 << 20, "a {max}-series draw raised the peak memory by {} MiB", grew >> 20);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

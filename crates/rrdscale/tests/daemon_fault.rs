@@ -12,7 +12,10 @@
 //!   acknowledged values, and passes `rrdtool info`;
 //! - ENOSPC on an append: one `-1` reply, the next UPDATE is acknowledged,
 //!   the journal is not poisoned, and a restart gives exactly the
-//!   acknowledged values.
+//!   acknowledged values;
+//! - a disk that stays full: every append fails, each UPDATE gets its
+//!   `-1`, and the log has one line for the storm plus a summary of how
+//!   many were held back, not one line per failed append.
 //!
 //! Needs rrdtool and rrdcached (apt-get install rrdtool rrdcached); fails
 //! loudly without them.
@@ -323,4 +326,36 @@ fn enospc_on_the_journal_is_an_error_reply_and_the_daemon_recovers() {
     drop(c);
     daemon.kill9();
     restart_and_compare(&dir, &acked);
+}
+
+#[test]
+fn a_lasting_enospc_is_logged_once_then_summarised() {
+    require_tools();
+    let (_t, dir) = setup();
+    let port = free_port();
+    // The first append succeeds; every later one finds no space.
+    let daemon = start(&dir, port, Some("write@2+=ENOSPC"));
+    let mut c = daemon.client();
+    let mut expect = vec![(1, true, "")];
+    expect.extend((2..=301).map(|k| (k, false, "No space left on device")));
+    send_updates(&mut c, &expect);
+    let s = scrape(port);
+    assert_eq!(s.get("rrdscale_journal_append_errors_total"), 300.0);
+    drop(c);
+    let log_path = daemon.log.clone();
+    daemon.stop();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let failed: Vec<&str> = log.lines().filter(|l| l.contains("journal append failed")).collect();
+    assert!(
+        !failed.is_empty() && failed.len() <= 3,
+        "{} lines for 300 failed appends:\n{}",
+        failed.len(),
+        failed.iter().take(10).copied().collect::<Vec<_>>().join("\n")
+    );
+    let held: u64 = failed
+        .iter()
+        .filter_map(|l| l.split("last message repeated ").nth(1)?.split(' ').next()?.parse::<u64>().ok())
+        .sum();
+    let full = failed.iter().filter(|l| !l.contains("last message repeated")).count() as u64;
+    assert_eq!(full + held, 300, "every failure is written or counted:\n{}", failed.join("\n"));
 }

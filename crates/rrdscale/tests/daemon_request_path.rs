@@ -224,6 +224,119 @@ fn idle_connections_are_closed_only_when_asked() {
     }
 }
 
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Sends `bytes` one at a time, `every` apart, until the daemon closes the
+/// connection; returns how long after the first byte it did (`None`: it
+/// never did).
+fn drip<S: std::io::Read + std::io::Write>(s: &mut S, bytes: &[u8], every: Duration) -> Option<Duration> {
+    let began = Instant::now();
+    for b in bytes {
+        if s.write_all(&[*b]).is_err() {
+            return Some(began.elapsed());
+        }
+        let waited = Instant::now();
+        let mut buf = [0u8; 256];
+        // The read timeout is the pause between bytes.
+        match s.read(&mut buf) {
+            Ok(0) => return Some(began.elapsed()),
+            Ok(n) => panic!("a reply to an incomplete line: {:?}", String::from_utf8_lossy(&buf[..n])),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return Some(began.elapsed()),
+        }
+        std::thread::sleep(every.saturating_sub(waited.elapsed()));
+    }
+    None
+}
+
+/// A line must complete within the idle timeout of its first byte: a
+/// client dripping one byte every 300 ms (each read well within the
+/// timeout) is closed about 2 s after its line began, over TCP and over a
+/// UNIX socket; complete lines sent slowly keep the connection.
+#[test]
+fn a_slowly_dripped_line_is_cut_off_at_the_idle_timeout() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    let port = free_port();
+    let tcp = format!("127.0.0.1:{port}");
+    let d =
+        Daemon::start(Kind::Ours, &dir, &["-l", &tcp, "--idle-timeout-tcp", "2", "--idle-timeout-unix", "2"]);
+    let line = format!("UPDATE f.rrd {}:1:1 {}:2:2 {}:3:3", T0 + 300, T0 + 600, T0 + 900);
+    let every = Duration::from_millis(300);
+    let mut t = std::net::TcpStream::connect(&tcp).unwrap();
+    t.set_read_timeout(Some(every)).unwrap();
+    let closed = drip(&mut t, line.as_bytes(), every).expect("a dripping TCP line is closed");
+    assert!(
+        closed >= Duration::from_millis(1800) && closed < Duration::from_secs(4),
+        "closed after {closed:?}"
+    );
+    let mut u = UnixStream::connect(&d.socket).unwrap();
+    u.set_read_timeout(Some(every)).unwrap();
+    let closed = drip(&mut u, line.as_bytes(), every).expect("a dripping UNIX-socket line is closed");
+    assert!(
+        closed >= Duration::from_millis(1800) && closed < Duration::from_secs(4),
+        "closed after {closed:?}"
+    );
+    // Complete lines 1.5 s apart: each within the timeout, so it stays.
+    let mut c = d.client();
+    for _ in 0..3 {
+        assert_eq!(c.call("PING"), "0 PONG\n");
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+    assert_eq!(c.call("PING"), "0 PONG\n");
+    let stats = c.call("STATS");
+    assert!(stat_field(&stats, "ConnectionsIdleClosed") >= 2, "{stats}");
+    d.stop();
+}
+
+/// A cross-site HTTP POST to the daemon's TCP port (a browser sends one
+/// without a preflight) whose body holds protocol lines runs none of them:
+/// the connection is closed at its request line, once logged at
+/// LOG_WARNING, and the file keeps its bytes. rrdcached runs them.
+#[test]
+fn an_http_request_runs_nothing() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    let file = dir.join("f.rrd");
+    create_rrd(&file, T0);
+    let before = std::fs::read(&file).unwrap();
+    let port = free_port();
+    let tcp = format!("127.0.0.1:{port}");
+    let d = Daemon::start(Kind::Ours, &dir, &["-l", &tcp, "-V", "LOG_WARNING"]);
+    let body = format!("UPDATE f.rrd {}:5:5\nUPDATE f.rrd {}:6:6\nFLUSH f.rrd\n", T0 + 300, T0 + 600);
+    for head in ["POST / HTTP/1.1", "PUT /x?y HTTP/1.0", "GET / HTTP/1.1"] {
+        let request = format!(
+            "{head}\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://evil.example\r\nContent-Type: text/plain\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let mut s = std::net::TcpStream::connect(&tcp).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        std::io::Write::write_all(&mut s, request.as_bytes()).unwrap();
+        let mut reply = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut s, &mut reply);
+        assert!(reply.is_empty(), "{head}: replied {:?}", String::from_utf8_lossy(&reply));
+    }
+    let mut c = d.client();
+    let stats = c.call("STATS");
+    assert_eq!(stat_field(&stats, "ConnectionsHttpClosed"), 3, "{stats}");
+    assert_eq!(stat_field(&stats, "UpdatesReceived"), 0, "{stats}");
+    // A real session over TCP is served as before.
+    let mut s = std::net::TcpStream::connect(&tcp).unwrap();
+    std::io::Write::write_all(&mut s, b"PING\n").unwrap();
+    let mut pong = [0u8; 7];
+    std::io::Read::read_exact(&mut s, &mut pong).unwrap();
+    assert_eq!(&pong, b"0 PONG\n");
+    let log = d.log.clone();
+    d.stop();
+    assert_eq!(std::fs::read(&file).unwrap(), before, "the file was written");
+    let log = std::fs::read_to_string(&log).unwrap();
+    let warned = log.lines().filter(|l| l.contains("WARNING") && l.contains("HTTP")).count();
+    assert_eq!(warned, 3, "one warning per connection:\n{log}");
+}
+
 /// A first BATCH naming more files than the look-ahead window (headers read
 /// ahead at queue depth, crate::prefetch) answers exactly as file-by-file
 /// opens would: missing files, files that are not RRDs and links out of the

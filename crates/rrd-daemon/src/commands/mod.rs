@@ -86,20 +86,34 @@ impl Args {
 }
 
 /// The client a command runs for, as far as long commands need it:
-/// whether it is still connected (`None`: not known, assumed there).
+/// whether it is still connected (`None`: not known, assumed there), and
+/// its address (TCP), for the log.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Peer(Option<std::os::fd::RawFd>);
+pub struct Peer {
+    fd: Option<std::os::fd::RawFd>,
+    addr: Option<std::net::SocketAddr>,
+}
 
 impl Peer {
     /// The client at the other end of `socket`, which must stay open while
     /// the commands it sends run (the connection holds it).
     pub fn of(socket: &impl std::os::fd::AsRawFd) -> Peer {
-        Peer(Some(socket.as_raw_fd()))
+        Peer { fd: Some(socket.as_raw_fd()), addr: None }
+    }
+
+    /// The same client, known by its TCP address.
+    pub fn at(self, addr: Option<std::net::SocketAddr>) -> Peer {
+        Peer { addr, ..self }
+    }
+
+    /// The TCP address, when known.
+    pub fn addr(&self) -> Option<std::net::SocketAddr> {
+        self.addr
     }
 
     /// Whether the client closed its connection (or it was reset).
     pub fn gone(&self) -> bool {
-        self.0.is_some_and(rrd_sys::net::peer_hung_up)
+        self.fd.is_some_and(rrd_sys::net::peer_hung_up)
     }
 }
 

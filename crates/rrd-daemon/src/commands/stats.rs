@@ -45,6 +45,7 @@ pub fn run(daemon: &Daemon) -> Reply {
         ("ConnectionsIdleClosed", Stats::get(&s.connections_idle_closed)),
         ("HeadersReadAhead", Stats::get(&s.headers_read_ahead)),
         ("FlushDrops", Stats::get(&s.flush_drops)),
+        ("ConnectionsHttpClosed", Stats::get(&s.connections_http_closed)),
     ];
     let mut body = Vec::new();
     for (name, value) in fields {

@@ -65,9 +65,10 @@ const MIN_TIMESTAMP: i64 = 315_360_010;
 /// be: five minutes, one step of the 5-minute file, for clients whose
 /// clocks run a little ahead. RRD files refuse any second before their
 /// last update, so a later one is refused here instead: one far-future
-/// POST would otherwise stop the graph until that time. (A POST within
-/// the skew can still make the next few POSTs without a timestamp come
-/// earlier than the files' last update; those are answered with 409.)
+/// POST would otherwise stop the graph until that time. (After a POST
+/// within the skew, POSTs without a timestamp take its second until the
+/// clock passes it: GF's rule for two POSTs in one second keeps the
+/// file's value, and they are answered `{"error":0}`.)
 pub const MAX_CLOCK_SKEW_SECS: i64 = 300;
 
 /// `Err` holds the `messages` object of a 400 answer; `now` is the
@@ -161,7 +162,16 @@ async fn post_graph(
     };
     let a = app.clone();
     let res = run(move || {
-        let t = req.time_secs.unwrap_or(now);
+        let mut store = a.store();
+        let _files = a.write_files();
+        // The server's clock is read under the locks the write holds, so
+        // POSTs without a time reach the files in the order of their
+        // seconds.
+        let now = now_secs();
+        let time = match req.time_secs {
+            Some(t) => PostTime::Given(t),
+            None => PostTime::Server(now),
+        };
         let posted = Posted {
             number: req.number,
             mode: &req.mode,
@@ -169,11 +179,9 @@ async fn post_graph(
             description: req.description.as_deref(),
             now_secs: now,
         };
-        let mut store = a.store();
-        let _files = a.write_files();
         let saved =
             store.post_with(&service, &section, &graph, &posted, a.config.max_graphs, |row, previous| {
-                write_both(&a, row, previous, t, req.mode == "derive")
+                write_both(&a, row, previous, time, req.mode == "derive")
             });
         match saved {
             Ok(Some((row, _))) => Ok(Json(json!({"error": 0, "data": row})).into_response()),
@@ -206,21 +214,48 @@ async fn post_graph(
     res
 }
 
+/// The second a POST's value is written at.
+#[derive(Clone, Copy, Debug)]
+enum PostTime {
+    /// The client's `timestamp`/`datetime`: a second before a file's last
+    /// update is refused (409).
+    Given(i64),
+    /// The server's clock: never earlier than the files' last update (a
+    /// file a POST stamped a little ahead holds a later second), so it
+    /// never conflicts; at worst it is that same second, dropped as GF
+    /// drops a second POST in one second.
+    Server(i64),
+}
+
 /// Writes one POST's value into both files: each file's last update is
 /// checked first, so a refused second writes neither file (the same
 /// second already held is dropped, as GF does).
-fn write_both(app: &App, row: &Graph, previous: Option<i64>, t: i64, derive: bool) -> Result<(), WebError> {
+fn write_both(
+    app: &App,
+    row: &Graph,
+    previous: Option<i64>,
+    time: PostTime,
+    derive: bool,
+) -> Result<(), WebError> {
     let sub = previous.map(|p| row.number.saturating_sub(p));
-    let u = Update { time: t, number: row.number, sub };
     let files =
         [Resolution::FiveMinute, Resolution::OneMinute].map(|r| (r, rrdfile::path(&app.rrd_dir, row.id, r)));
+    let mut lasts = Vec::with_capacity(2);
     for (_, path) in &files {
         if path.exists() {
             if let Some(last) = app.writer.last_update(path)? {
-                rrdfile::judge(t, last)?;
+                lasts.push(last);
             }
         }
     }
+    let t = match time {
+        PostTime::Given(t) => t,
+        PostTime::Server(now) => lasts.iter().copied().fold(now, i64::max),
+    };
+    for last in lasts {
+        rrdfile::judge(t, last)?;
+    }
+    let u = Update { time: t, number: row.number, sub };
     for (r, path) in &files {
         rrdfile::ensure(path, *r, derive, t)?;
         app.writer.update(path, &u)?;

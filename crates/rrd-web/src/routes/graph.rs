@@ -12,7 +12,8 @@
 //!   Grafana's Infinity datasource (`[{"time": ISO-8601, "value": x}]`).
 //!
 //! Every one takes the parameters of [`crate::range`]; a bad one is a 400
-//! with GF's message, an unknown graph or complex a 404.
+//! with GF's message, an unknown graph or complex a 404, a list or
+//! complex of more than [`crate::MAX_SERIES`] graphs a 400.
 //!
 //! At most [`crate::Config::max_renders`] of them are drawn at once (each
 //! holds a core and the rows it reads): a request waits up to
@@ -87,6 +88,9 @@ fn members(store: &Store, target: &Target) -> Result<Result<Found, Response>, We
         },
         Target::Adhoc(spec) => {
             let parts: Vec<&str> = spec.split(':').collect();
+            if parts.len() > 4 * crate::MAX_SERIES {
+                return Ok(Err(too_many_series()));
+            }
             let mut out = Vec::new();
             for chunk in parts.chunks(4) {
                 let [kind, id, gmode, stack] = chunk else { break };
@@ -111,6 +115,15 @@ fn members(store: &Store, target: &Target) -> Result<Result<Found, Response>, We
             }
         }
     })
+}
+
+/// The 400 for a list or complex of more than [`crate::MAX_SERIES`]
+/// graphs.
+fn too_many_series() -> Response {
+    bad_request(serde_json::json!({"complex": format!(
+        "at most {} graphs are drawn together; this list has more",
+        crate::MAX_SERIES
+    )}))
 }
 
 async fn respond(app: Arc<App>, target: Target, query: Option<String>, output: Output) -> Response {
@@ -150,6 +163,10 @@ async fn respond(app: Arc<App>, target: Target, query: Option<String>, output: O
         if members.is_empty() {
             // A complex whose graphs were all deleted.
             return Ok(graph_not_found());
+        }
+        if members.len() > crate::MAX_SERIES {
+            // A complex stored before the bound existed.
+            return Ok(too_many_series());
         }
         Ok(match output {
             Output::Png => {
