@@ -46,10 +46,10 @@ pub const UPDATEV: &str = r#"* updatev - a verbose version of update
 
 "#;
 
-pub const GRAPH: &str = r#"* graph - generate a graph from one or several RRD
-
-	{prog} graph filename [-s|--start seconds] [-e|--end seconds]
-
+/// The options and elements `graph` and `graphv` share in their help.
+macro_rules! graph_options {
+    () => {
+        r#"
 		[-x|--x-grid x-axis grid and label]
 		[-Y|--alt-y-grid] [--full-size-mode]
 		[--left-axis-format format]
@@ -103,67 +103,26 @@ pub const GRAPH: &str = r#"* graph - generate a graph from one or several RRD
 		[GPRINT:vname:CF:format] (deprecated)
 		[STACK:vname[#rrggbb[aa][:legend]]] (deprecated)
 
-"#;
+"#
+    };
+}
 
-pub const GRAPHV: &str = r#"* graphv - generate a graph from one or several RRD
+pub const GRAPH: &str = concat!(
+    r#"* graph - generate a graph from one or several RRD
+
+	{prog} graph filename [-s|--start seconds] [-e|--end seconds]
+"#,
+    graph_options!()
+);
+
+pub const GRAPHV: &str = concat!(
+    r#"* graphv - generate a graph from one or several RRD
            with meta data printed before the graph
 
 	{prog} graphv filename [-s|--start seconds] [-e|--end seconds]
-
-		[-x|--x-grid x-axis grid and label]
-		[-Y|--alt-y-grid] [--full-size-mode]
-		[--left-axis-format format]
-		[-y|--y-grid y-axis grid and label]
-		[-v|--vertical-label string] [-w|--width pixels]
-		[--right-axis scale:shift] [--right-axis-label label]
-		[--right-axis-format format]
-		[-h|--height pixels] [-o|--logarithmic]
-		[-u|--upper-limit value] [-z|--lazy]
-		[-l|--lower-limit value] [-r|--rigid]
-		[-g|--no-legend] [-d|--daemon <address>]
-		[-F|--force-rules-legend]
-		[-j|--only-graph]
-
-		[-n|--font FONTTAG:size:font]
-		[-m|--zoom factor]
-		[-A|--alt-autoscale]
-		[-M|--alt-autoscale-max]
-		[-G|--graph-render-mode {normal,mono}]
-		[-R|--font-render-mode {normal,light,mono}]
-		[-B|--font-smoothing-threshold size]
-		[-T|--tabwidth width]
-		[-E|--slope-mode]
-		[-P|--pango-markup]
-		[-N|--no-gridfit]
-		[-X|--units-exponent value]
-		[-L|--units-length value]
-		[-S|--step seconds]
-		[-f|--imginfo printfstr]
-		[-a|--imgformat PNG]
-		[-c|--color COLORTAG#rrggbb[aa]]
-		[--border width
-		[-t|--title string]
-		[-W|--watermark string]
-		[-Z|--use-nan-for-all-missing-data]
-		[DEF:vname=rrd:ds-name:CF]
-
-		[CDEF:vname=rpn-expression]
-		[VDEF:vdefname=rpn-expression]
-		[PRINT:vdefname:format]
-		[GPRINT:vdefname:format]
-		[COMMENT:text]
-		[SHIFT:vname:offset]
-		[TEXTALIGN:{left|right|justified|center}]
-		[TICK:vname#rrggbb[aa][:[fraction][:legend]]]
-		[HRULE:value#rrggbb[aa][:legend]]
-		[VRULE:value#rrggbb[aa][:legend]]
-		[LINE[width]:vname[#rrggbb[aa][:[legend][:STACK]]]]
-		[AREA:vname[#rrggbb[aa][:[legend][:STACK]]]]
-		[PRINT:vname:CF:format] (deprecated)
-		[GPRINT:vname:CF:format] (deprecated)
-		[STACK:vname[#rrggbb[aa][:legend]]] (deprecated)
-
-"#;
+"#,
+    graph_options!()
+);
 
 pub const DUMP: &str = r#"* dump - dump an RRD to XML
 
