@@ -266,7 +266,8 @@ fn frame(payload: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(payload);
 }
 
-fn segment_name(seq: u64) -> String {
+/// The file name of segment `seq` in a journal directory.
+pub fn segment_name(seq: u64) -> String {
     format!("journal.{seq:016x}")
 }
 
