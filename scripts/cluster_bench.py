@@ -126,6 +126,7 @@ def main():
     ref_dir = os.path.join(args.work, "single")
     os.makedirs(ref_dir)
     addr = "127.0.0.1:42329"
+    os.makedirs(os.path.join(args.work, "single-journal"), exist_ok=True)
     ref = subprocess.Popen([args.rrdscale, "daemon", "-g", "-b", ref_dir, "-l", addr, "-j",
                             os.path.join(args.work, "single-journal"), "-p", os.path.join(args.work, "single.pid"),
                             "-w", "3600"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -583,6 +583,7 @@ def main():
     for k in (1, 2, 3):
         os.makedirs(os.path.join(ref_dir, f"collectd/h{k}/test"), exist_ok=True)
     sock = "127.0.0.1:42319"
+    os.makedirs(os.path.join(args.work, "reference-journal"), exist_ok=True)
     ref = subprocess.Popen([args.rrdscale, "daemon", "-g", "-b", ref_dir, "-l", sock,
                             "-j", os.path.join(args.work, "reference-journal"), "-p",
                             os.path.join(args.work, "reference.pid")],

@@ -641,9 +641,11 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
 }
 
 impl Config {
-    /// Creates the base and journal directories and canonicalizes them as
-    /// rrdcached does: a base directory reached through a symbolic link is
-    /// refused (status 5), because confinement compares resolved paths.
+    /// Creates the base directory and canonicalizes it and the journal
+    /// directory as rrdcached does: a base directory reached through a
+    /// symbolic link is refused (status 5), because confinement compares
+    /// resolved paths; a journal directory that does not exist is refused
+    /// (status 6, "Unable to resolve journal path"), not created.
     pub fn prepare(&mut self) -> Result<(), ConfigError> {
         if let Some(base) = &self.base_dir {
             std::fs::create_dir_all(base).map_err(|e| {
@@ -677,9 +679,10 @@ impl Config {
             self.base_dir = Some(real);
         }
         if let Some(dir) = &self.journal_dir {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                err(6, format!("Failed to create journal directory '{}': {}", dir.display(), os_text(&e)))
-            })?;
+            // Not created, as rrdcached: a mistyped -j must not start a
+            // daemon on an empty journal while the real one waits,
+            // unreplayed (the init script and rrdcached-service create
+            // the configured one).
             let real = std::fs::canonicalize(dir).map_err(|e| {
                 err(6, format!("Unable to resolve journal path ({},{})", dir.display(), os_text(&e)))
             })?;

@@ -134,6 +134,8 @@ fn a_second_daemon_on_the_same_journal_refuses_and_acknowledged_values_survive()
     require_tools();
     let (_t, dir) = temp_dir();
     create_rrd(&dir.join("a.rrd"), T0);
+    // The daemon does not create its -j directory (as rrdcached).
+    std::fs::create_dir(dir.join("journal")).unwrap();
     let socket = dir.join("sock1");
     let first = Background::start(&dir, &socket, &dir.join("pid1"));
     let mut client = Client::connect(&socket);

@@ -76,3 +76,34 @@ fn help_prints_usage_with_status_1_like_rrdcached() {
         assert!(String::from_utf8_lossy(&ours.stdout).contains("Usage: rrdscale daemon [options]"));
     }
 }
+
+/// A `-j` directory that does not exist is refused before anything starts,
+/// with rrdcached's message and status 6, and is not created (a mistyped
+/// path must not start a daemon on an empty journal while the real one
+/// waits, unreplayed).
+#[test]
+fn a_missing_journal_directory_is_refused_like_rrdcached() {
+    assert!(Path::new(RRDCACHED).is_file(), "rrdcached 1.7.2 must be installed at {RRDCACHED}");
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base");
+    std::fs::create_dir(&base).unwrap();
+    for (program, pre) in [(RRDCACHED, &[][..]), (env!("CARGO_BIN_EXE_rrdscale"), &["daemon"][..])] {
+        for missing in ["nojournal", "a/b/c"] {
+            let journal = dir.path().join(missing);
+            let out = Command::new(program)
+                .args(pre)
+                .args(["-g", "-l", &format!("unix:{}", dir.path().join("sock").display())])
+                .args(["-b", base.to_str().unwrap(), "-j", journal.to_str().unwrap()])
+                .args(["-p", dir.path().join("pid").to_str().unwrap()])
+                .output()
+                .unwrap();
+            assert_eq!(
+                first_line(&out.stderr),
+                format!("Unable to resolve journal path ({},No such file or directory)", journal.display()),
+                "{program} -j {missing}"
+            );
+            assert_eq!(out.status.code(), Some(6), "{program} -j {missing}");
+            assert!(!journal.exists() && !dir.path().join("a").exists(), "{program} created {missing}");
+        }
+    }
+}
