@@ -63,6 +63,44 @@ fn valid_ds_name(s: &str) -> bool {
 /// Parses the part after `DS:`. `earlier` are the names defined before it
 /// (a COMPUTE expression may refer to them).
 pub fn parse_ds(def: &str, earlier: &[&str]) -> Result<DsDef> {
+    parse_ds_lazy(def, || earlier.to_vec())
+}
+
+/// The DS names of a file being defined, in order: what a COMPUTE DS may
+/// refer to, and what a new DS must not repeat. Adding a name costs the
+/// same with 100,000 DS as with one (rrdtool's check is quadratic).
+#[derive(Debug, Default)]
+pub struct DsNames {
+    names: Vec<String>,
+    seen: std::collections::HashSet<String>,
+}
+
+impl DsNames {
+    /// The names of the DS a file already has.
+    pub fn new<'a>(existing: impl IntoIterator<Item = &'a str>) -> DsNames {
+        let mut list = DsNames::default();
+        for name in existing {
+            list.names.push(name.to_string());
+            list.seen.insert(name.to_string());
+        }
+        list
+    }
+
+    /// Parses the part after `DS:` of the next DS and records its name;
+    /// "Duplicate DS name" if an earlier DS has it.
+    pub fn parse_next(&mut self, def: &str) -> Result<DsDef> {
+        let d = parse_ds_lazy(def, || self.names.iter().map(String::as_str).collect())?;
+        let name = d.name.as_str();
+        if !self.seen.insert(name.to_string()) {
+            return Err(err(format!("Duplicate DS name: {name}")));
+        }
+        self.names.push(name.to_string());
+        Ok(d)
+    }
+}
+
+/// [`parse_ds`], asking for the earlier names only for a COMPUTE DS.
+fn parse_ds_lazy<'a>(def: &str, earlier: impl FnOnce() -> Vec<&'a str>) -> Result<DsDef> {
     // name[=mapped[index]]:TYPE:args
     let (name_part, rest) = def.split_once(':').ok_or_else(|| err("invalid DS format"))?;
     let (dst_name, args) = rest.split_once(':').ok_or_else(|| err("invalid DS format"))?;
@@ -97,7 +135,7 @@ pub fn parse_ds(def: &str, earlier: &[&str]) -> Result<DsDef> {
     let mut par = [0u64; 10];
     if dst == Dst::Compute {
         let program =
-            crate::rpn::Program::parse_compute(args, earlier).map_err(|e| err(e.rrdtool_message()))?;
+            crate::rpn::Program::parse_compute(args, &earlier()).map_err(|e| err(e.rrdtool_message()))?;
         par = program.to_par().map_err(|e| err(e.rrdtool_message()))?;
     } else {
         parse_generic_ds(args, &mut par)?;
@@ -242,13 +280,10 @@ pub fn build_header_named(
         step = 300;
     }
     let mut version = Version(3);
+    let mut names = DsNames::new(ds.iter().map(|d| d.name.as_str()));
     for def in defs {
         if let Some(body) = def.strip_prefix("DS:") {
-            let names: Vec<&str> = ds.iter().map(|d| d.name.as_str()).collect();
-            let d = parse_ds(body, &names)?;
-            if ds.iter().any(|e| e.name.as_str() == d.name.as_str()) {
-                return Err(err(format!("Duplicate DS name: {}", d.name.as_str())));
-            }
+            let d = names.parse_next(body)?;
             if matches!(d.dst, Dst::Dcounter | Dst::Dderive) {
                 version = version.max(Version(5));
             }
@@ -449,6 +484,21 @@ mod tests {
             parse_rra("RRA:AVERAGE:0.5:7m:10", 300).unwrap_err().to_string(),
             "Invalid step 7m: value would truncate when scaled"
         );
+    }
+
+    #[test]
+    fn ds_names_refuse_repeats_and_compute_sees_only_earlier_names() {
+        let mut names = DsNames::new(["a", "b"]);
+        let dup = names.parse_next("b:GAUGE:600:U:U").unwrap_err().to_string();
+        assert_eq!(dup, "Duplicate DS name: b");
+        names.parse_next("c:COMPUTE:a,b,+").unwrap();
+        let dup = names.parse_next("c:GAUGE:600:U:U").unwrap_err().to_string();
+        assert_eq!(dup, "Duplicate DS name: c");
+        // A COMPUTE DS may not name a DS defined after it (nor itself).
+        assert!(names.parse_next("d:COMPUTE:e,1,+").is_err());
+        names.parse_next("e:GAUGE:600:U:U").unwrap();
+        // A refused definition did not take its name.
+        names.parse_next("d:COMPUTE:e,c,+").unwrap();
     }
 
     #[test]

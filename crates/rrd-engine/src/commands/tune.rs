@@ -1124,12 +1124,9 @@ fn modify_structure(
             out.pdp.push(ih.pdp()[i].clone());
         }
     }
+    let mut names = create::DsNames::new(out.ds.iter().map(|d| d.name.as_str()));
     for arg in add_ds {
-        let names: Vec<&str> = out.ds.iter().map(|d| d.name.as_str()).collect();
-        let def: DsDef = create::parse_ds(&arg[3..], &names)?;
-        if out.ds.iter().any(|d| d.name == def.name) {
-            return Err(err(format!("Duplicate DS name: {}", def.name.as_str())));
-        }
+        let def: DsDef = names.parse_next(&arg[3..])?;
         out.ds.push(def);
         let mut pdp = PdpPrep { last_ds: [0; LAST_DS_LEN], pad: [0; 2], scratch: [0; 10] };
         pdp.set_last_ds("U");
