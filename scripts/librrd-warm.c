@@ -2,7 +2,8 @@
  * rrd_update_r once per file per cycle over perftest files, printing CPU
  * time (and user time) per update and read syscalls per cycle. Built
  * against rrd.h (Debian: librrd-dev) and run on whichever librrd.so.8 the
- * loader finds (docs/BENCHMARKS.md, "librrd, replaced", session 2):
+ * loader finds (docs/BENCHMARKS.md, "2026-11-25 — librrd: where the time
+ * goes, kept descriptors, both libraries in one run"):
  *
  *   cc -O2 -o librrd-warm scripts/librrd-warm.c -lrrd
  *   mkdir deb ours && ./librrd-warm deb 20000 0 create && cp -r deb/. ours/

@@ -5,8 +5,9 @@
 //! flush instead of one `fdatasync` per file). But `syncfs` writes back the
 //! whole filesystem: with every worker calling it for its own batch, each
 //! call also waits for the other workers' writes, and the workers end up
-//! waiting on one another (measured in docs/BENCHMARKS.md, session 3: a
-//! 20,000-file cold flush ran at 6,300 files/s with a `syncfs` per batch,
+//! waiting on one another (measured in docs/BENCHMARKS.md, "2026-11-22 —
+//! One `syncfs` shared by the flush workers (949bac3)": a 20,000-file cold
+//! flush ran at 6,300 files/s with a `syncfs` per batch,
 //! 9,900 without any). Here a worker that has written its batch asks for its
 //! filesystems to be synced; if a sync is running, it waits for the next
 //! one, which covers every filesystem asked for in the meantime, so one
