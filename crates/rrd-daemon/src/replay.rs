@@ -26,6 +26,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use std::path::Path;
+
 use rrd_engine::batch::KeptHeader;
 use rrd_engine::root::Root;
 use rrd_journal::{Record, RecordKind, ReplayReport};
@@ -87,8 +89,30 @@ fn last_updates(root: &Root, paths: Vec<String>) -> HashMap<String, Option<(f64,
 /// Applies `report`'s records to the cache. `first_seq` is the oldest
 /// replayed segment.
 pub fn apply(daemon: &Daemon, report: &ReplayReport, first_seq: u64) -> ReplaySummary {
-    let mut summary =
-        ReplaySummary { flushes_undone: undo_interrupted_flushes(daemon, report), ..Default::default() };
+    apply_with_hook(daemon, report, first_seq, None)
+}
+
+/// Sees the live-header restores of interrupted flushes, in order: the
+/// power-loss tests record them (as the flushes' writes are recorded) to
+/// crash a recovery in turn.
+pub trait RestoreObserver {
+    /// `bytes` were written at `offset` of `path`.
+    fn written(&self, path: &Path, offset: u64, bytes: &[u8]);
+    /// `path` is about to be synced.
+    fn sync(&self, path: &Path);
+}
+
+/// [`apply`], with the header restores reported to `hook`.
+pub fn apply_with_hook(
+    daemon: &Daemon,
+    report: &ReplayReport,
+    first_seq: u64,
+    hook: Option<&dyn RestoreObserver>,
+) -> ReplaySummary {
+    let mut summary = ReplaySummary {
+        flushes_undone: undo_interrupted_flushes(daemon, report, hook),
+        ..Default::default()
+    };
     let mut distinct: Vec<String> = report
         .records
         .iter()
@@ -178,20 +202,15 @@ fn open_undos(report: &ReplayReport) -> Vec<(String, u64, u64, u64, Vec<u8>)> {
 /// (same inode and length as when the undo record was made; otherwise the
 /// file was replaced and is left alone), syncs it, then journals (synced)
 /// the completion records. Returns the number of files restored.
-fn undo_interrupted_flushes(daemon: &Daemon, report: &ReplayReport) -> u64 {
-    use std::os::unix::fs::{FileExt, MetadataExt};
+fn undo_interrupted_flushes(
+    daemon: &Daemon,
+    report: &ReplayReport,
+    hook: Option<&dyn RestoreObserver>,
+) -> u64 {
     let mut restored = Vec::new();
     let mut restored_none = Vec::new();
     for (path, offset, len, ino, bytes) in open_undos(report) {
-        let done = std::fs::OpenOptions::new().read(true).write(true).open(&path).and_then(|file| {
-            let meta = file.metadata()?;
-            if meta.len() != len || meta.ino() != ino || offset + bytes.len() as u64 > len {
-                return Ok(false);
-            }
-            file.write_all_at(&bytes, offset)?;
-            file.sync_data()?;
-            Ok(true)
-        });
+        let done = restore_header(Path::new(&path), offset, len, ino, &bytes, hook);
         match done {
             Ok(true) => {
                 crate::log!(
@@ -216,4 +235,30 @@ fn undo_interrupted_flushes(daemon: &Daemon, report: &ReplayReport) -> u64 {
         }
     }
     count
+}
+
+/// Writes an undo record's live header back and syncs it, if the file is
+/// still the one it was made for (same inode and length); `Ok(false)` when
+/// it is not.
+fn restore_header(
+    path: &Path,
+    offset: u64,
+    len: u64,
+    ino: u64,
+    bytes: &[u8],
+    hook: Option<&dyn RestoreObserver>,
+) -> std::io::Result<bool> {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(path)?;
+    let meta = file.metadata()?;
+    if meta.len() != len || meta.ino() != ino || offset + bytes.len() as u64 > len {
+        return Ok(false);
+    }
+    file.write_all_at(bytes, offset)?;
+    if let Some(h) = hook {
+        h.written(path, offset, bytes);
+        h.sync(path);
+    }
+    file.sync_data()?;
+    Ok(true)
 }
