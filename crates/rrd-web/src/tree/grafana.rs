@@ -271,7 +271,13 @@ fn series_of(
     let mut out = Vec::new();
     for (tree, rel, ds) in resolve(trees, target) {
         let path = tree.dir.join(&rel);
-        let table = rows(trees, tree, &path, cf, from, to, max_points)?;
+        // A file that cannot be read (a link leaving the tree, not an RRD
+        // file) is left out, as grafana-rrd-server skips it.
+        let table = match rows(trees, tree, &path, cf, from, to, max_points) {
+            Ok(t) => t,
+            Err(TreeError::Engine(_) | TreeError::Io(_)) => continue,
+            Err(e) => return Err(e),
+        };
         let Some(col) = table.names.iter().position(|n| *n == ds) else { continue };
         let mut points = Vec::new();
         for (stamp, row) in table.rows() {

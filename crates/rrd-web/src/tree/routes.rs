@@ -110,7 +110,12 @@ pub fn refusal(e: &TreeError) -> Response {
         TreeError::Engine(_) => StatusCode::UNPROCESSABLE_ENTITY,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], format!("{e}\n")).into_response()
+    // The server's own paths stay out of answers.
+    let text = match e {
+        TreeError::Engine(rrd_engine::Error::Open { source, .. }) => format!("the file cannot be opened: {source}"),
+        e => e.to_string(),
+    };
+    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], format!("{text}\n")).into_response()
 }
 
 fn html(body: String) -> Response {
