@@ -18,8 +18,11 @@ use tree_support::{rfc3339, rrdtool_tree, Server};
 
 const END: i64 = 1_700_006_400;
 
-/// Every entry beneath `dir` (links not followed): kind, size, mtime, bytes.
-fn snapshot(dir: &Path) -> BTreeMap<Vec<u8>, (u32, u64, i64, i64, Vec<u8>)> {
+/// An entry's mode, size, mtime (seconds, nanoseconds) and bytes.
+type Entry = (u32, u64, i64, i64, Vec<u8>);
+
+/// Every entry beneath `dir` (links not followed), by path.
+fn snapshot(dir: &Path) -> BTreeMap<Vec<u8>, Entry> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -30,7 +33,10 @@ fn snapshot(dir: &Path) -> BTreeMap<Vec<u8>, (u32, u64, i64, i64, Vec<u8>)> {
             if m.file_type().is_dir() {
                 stack.push(p.clone());
             }
-            out.insert(p.as_os_str().as_bytes().to_vec(), (m.mode(), m.len(), m.mtime(), m.mtime_nsec(), bytes));
+            out.insert(
+                p.as_os_str().as_bytes().to_vec(),
+                (m.mode(), m.len(), m.mtime(), m.mtime_nsec(), bytes),
+            );
         }
     }
     out

@@ -112,7 +112,9 @@ pub fn refusal(e: &TreeError) -> Response {
     };
     // The server's own paths stay out of answers.
     let text = match e {
-        TreeError::Engine(rrd_engine::Error::Open { source, .. }) => format!("the file cannot be opened: {source}"),
+        TreeError::Engine(rrd_engine::Error::Open { source, .. }) => {
+            format!("the file cannot be opened: {source}")
+        }
         e => e.to_string(),
     };
     (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], format!("{text}\n")).into_response()
