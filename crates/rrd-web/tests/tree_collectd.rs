@@ -6,7 +6,7 @@
 //! second into a temporary DataDir), is stopped, and the server (in this
 //! process, on an ephemeral port) browses the result. It proves: every
 //! directory page lists every file collectd wrote, with a thumbnail that
-//! loads; a graph renders (the PNG decodes and holds the definition's
+//! loads (and a CPU's per-state files stacked in one more); a graph renders (the PNG decodes and holds the definition's
 //! line colour); the filter box narrows the list (substring and glob);
 //! drag-to-zoom with real mouse events selects the range under the
 //! pointer (from the plot-area geometry the server reports), and back
@@ -139,7 +139,7 @@ fn listed(b: &mut Browser, url: &str) -> Vec<String> {
         "every thumbnail to load",
         "[...document.images].every(i => i.complete && i.naturalWidth > 0)",
     );
-    let v = b.eval("[...document.querySelectorAll('figcaption')].map(f => f.textContent)");
+    let v = b.eval("[...document.querySelectorAll('figure:not(.group) figcaption')].map(f => f.textContent)");
     serde_json::from_value(v).unwrap()
 }
 
@@ -191,6 +191,10 @@ fn a_collectd_tree_is_browsed_filtered_and_zoomed_in_chromium() {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
     let recent = format!("start={}&end={}", now - 40, now + 5);
     listed(&mut b, &format!("{base}/tree/collectd?dir=testhost/cpu-0&{recent}"));
+    // The per-state files of a CPU, stacked in one picture, come first.
+    let groups = b.eval("[...document.querySelectorAll('figure.group')].map(f => [f.textContent, f.querySelector('img').naturalWidth])");
+    assert_eq!(groups[0][0], "collectd cpu, every state stacked", "{groups}");
+    assert!(groups[0][1].as_i64().unwrap() > 0);
     b.screenshot(&out.join("directory.png"));
     let host = b.eval("document.body.innerText");
     assert!(host.as_str().unwrap().contains("Favourites"));

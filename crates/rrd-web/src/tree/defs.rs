@@ -42,6 +42,12 @@ pub struct Def {
     pub ds: Vec<String>,
     /// The exact number of DS the file must have.
     pub ds_count: Option<usize>,
+    /// A group: one picture of every file of a directory whose name
+    /// matches (`type`, `file`, `dir`), each drawn with `lines` (a
+    /// directory of collectd's per-state `cpu-*.rrd` stacked). Shown
+    /// before the files' own thumbnails when two files or more match.
+    #[serde(default)]
+    pub group: bool,
     #[serde(default)]
     pub title: String,
     #[serde(default)]
@@ -111,10 +117,14 @@ impl Subject<'_> {
 
 impl Def {
     fn matches(&self, s: &Subject) -> bool {
+        self.matches_name(s) && self.ds.iter().all(|d| s.ds.contains(d))
+    }
+
+    /// The matchers on names only (a group's, without reading headers).
+    fn matches_name(&self, s: &Subject) -> bool {
         (self.types.is_empty() || self.types.iter().any(|t| t == s.type_instance().0))
             && self.file.as_deref().is_none_or(|g| glob(g.as_bytes(), s.file.as_bytes()))
             && self.dir.as_deref().is_none_or(|g| glob(g.as_bytes(), s.dir.as_bytes()))
-            && self.ds.iter().all(|d| s.ds.contains(d))
             && self.ds_count.is_none_or(|n| n == s.ds.len())
     }
 
@@ -168,10 +178,41 @@ impl Defs {
         Ok(Defs { defs })
     }
 
-    /// The definition that draws `s` (the generic one matches anything).
+    /// The definition that draws `s` alone (the generic one matches
+    /// anything).
     pub fn find(&self, s: &Subject) -> &Def {
         let generic = self.defs.last().expect("the embedded definitions end with the generic one");
-        self.defs.iter().find(|d| d.matches(s)).unwrap_or(generic)
+        self.defs.iter().find(|d| !d.group && d.matches(s)).unwrap_or(generic)
+    }
+
+    /// Group definition `i` (an index [`Defs::groups`] gave).
+    pub fn group(&self, i: usize) -> Option<&Def> {
+        self.defs.get(i).filter(|d| d.group)
+    }
+
+    /// The groups of a directory named `dir` holding `files` (names with
+    /// `.rrd`): each group definition's index, name and matching files,
+    /// when two or more match.
+    pub fn groups<'f>(
+        &self,
+        dir: &str,
+        files: &'f [std::ffi::OsString],
+    ) -> Vec<(usize, &str, Vec<&'f std::ffi::OsString>)> {
+        let mut out = Vec::new();
+        for (i, d) in self.defs.iter().enumerate().filter(|(_, d)| d.group) {
+            let members: Vec<&std::ffi::OsString> = files
+                .iter()
+                .filter(|f| {
+                    let name = f.to_string_lossy();
+                    let file = name.strip_suffix(".rrd").unwrap_or(&name);
+                    d.matches_name(&Subject { file, dir, ds: &[] })
+                })
+                .collect();
+            if members.len() >= 2 {
+                out.push((i, d.name.as_str(), members));
+            }
+        }
+        out
     }
 }
 
@@ -270,6 +311,12 @@ mod tests {
         assert_eq!(find("localhost-cpu-user-d", "localdomain", &["42"]), "Munin");
         assert_eq!(find("cpu_user", "host1", &["sum"]), "Ganglia");
         assert_eq!(find("whatever", "", &["a", "b"]), "generic");
+        let files: Vec<std::ffi::OsString> =
+            ["cpu-idle.rrd", "cpu-user.rrd", "other.rrd"].iter().map(|f| f.into()).collect();
+        let groups = defs.groups("cpu-0", &files);
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].2.len(), 2);
+        assert!(defs.group(groups[0].0).is_some());
     }
 
     #[test]

@@ -137,64 +137,71 @@ pub fn file_info(root: &Root, path: &Path) -> Result<FileInfo, TreeError> {
     })
 }
 
-/// A drawn line: its variable, legend and definition line.
-struct Drawn {
-    var: String,
-    label: String,
-}
-
 /// Text safe inside an element field: `:` escaped, backslashes and
 /// control characters dropped.
 fn field(s: &str) -> String {
     s.chars().filter(|c| *c != '\\' && !c.is_control()).collect::<String>().replace(':', "\\:")
 }
 
-/// The elements drawing `def` over file token `f0`, and the drawn
-/// variables with their legends (for xport).
-pub fn elements(
-    def: &Def,
-    s: &Subject,
-    info: &FileInfo,
-    view: &View,
-) -> (Vec<String>, Vec<(String, String)>) {
-    let cf = if info.cfs.contains(&view.cf) { view.cf.as_str() } else { "AVERAGE" };
+/// One file of a drawing: its names (for the templates) and header.
+pub struct Member {
+    /// The file name without `.rrd`.
+    pub file: String,
+    /// The parent directory's name.
+    pub dir: String,
+    pub info: FileInfo,
+}
+
+impl Member {
+    fn subject(&self) -> Subject<'_> {
+        Subject { file: &self.file, dir: &self.dir, ds: &self.info.ds }
+    }
+}
+
+/// The elements drawing `def` over `members` (file `j` is token `fj`),
+/// and the drawn variables with their legends (for xport). A group
+/// draws the definition's lines once per member.
+pub fn elements(def: &Def, members: &[Member], view: &View) -> (Vec<String>, Vec<(String, String)>) {
+    let cfs = &members.first().map(|m| &m.info.cfs);
+    let cf = if cfs.is_some_and(|c| c.contains(&view.cf)) { view.cf.as_str() } else { "AVERAGE" };
     let mut els = Vec::new();
-    let mut drawn: Vec<Drawn> = Vec::new();
+    let mut drawn: Vec<(String, String)> = Vec::new();
     let mut colors = PALETTE.iter().cycle();
-    for line in &def.lines {
-        let names: Vec<&String> = if line.ds == "*" {
-            info.ds.iter().collect()
-        } else {
-            info.ds.iter().filter(|d| **d == line.ds).collect()
-        };
-        for ds in names {
-            let i = drawn.len();
-            let color =
-                line.color.clone().unwrap_or_else(|| colors.next().copied().unwrap_or("0000ff").into());
-            let label = s.fill(&line.label, ds);
-            let label = if label.is_empty() { ds.clone() } else { label };
-            els.push(format!("DEF:d{i}={}:{ds}:{cf}", token(0)));
-            els.push(format!("CDEF:v{i}=d{i},{},*", line.scale));
-            let (kind, stack) = match line.draw.as_str() {
-                "STACK" => ("AREA", ":STACK"),
-                k => (k, ""),
-            };
-            let legend = if view.thumb { String::new() } else { field(&label) };
-            els.push(format!("{kind}:v{i}#{color}:{legend}{stack}"));
-            if !view.thumb {
-                for (f, name) in [("LAST", "cur"), ("AVERAGE", "avg"), ("MAX", "max")] {
-                    els.push(format!("GPRINT:v{i}:{f}:{name} %6.2lf%s"));
+    for (j, m) in members.iter().enumerate() {
+        let s = m.subject();
+        for line in &def.lines {
+            let names = m.info.ds.iter().filter(|d| line.ds == "*" || **d == line.ds);
+            for ds in names {
+                let i = drawn.len();
+                let color =
+                    line.color.clone().unwrap_or_else(|| colors.next().copied().unwrap_or("0000ff").into());
+                let label = s.fill(&line.label, ds);
+                let label = if label.is_empty() { ds.clone() } else { label };
+                els.push(format!("DEF:d{i}={}:{ds}:{cf}", token(j)));
+                els.push(format!("CDEF:v{i}=d{i},{},*", line.scale));
+                // STACK needs something under it: the first is an AREA.
+                let (kind, stack) = match line.draw.as_str() {
+                    "STACK" if i > 0 => ("AREA", ":STACK"),
+                    "STACK" => ("AREA", ""),
+                    k => (k, ""),
+                };
+                let legend = if view.thumb { String::new() } else { field(&label) };
+                els.push(format!("{kind}:v{i}#{color}:{legend}{stack}"));
+                if !view.thumb {
+                    for (f, name) in [("LAST", "cur"), ("AVERAGE", "avg"), ("MAX", "max")] {
+                        els.push(format!("GPRINT:v{i}:{f}:{name} %6.2lf%s"));
+                    }
+                    els.push("COMMENT:\\l".into());
                 }
-                els.push("COMMENT:\\l".into());
+                if let Some(p) = view.pct.filter(|_| !view.thumb && line.scale > 0.0 && stack.is_empty()) {
+                    els.push(format!("VDEF:p{i}=v{i},{p},PERCENTNAN"));
+                    els.push(format!("HRULE:p{i}#{color}80:{p}th percentile\\l:dashes"));
+                }
+                drawn.push((format!("v{i}"), label));
             }
-            if let Some(p) = view.pct.filter(|_| !view.thumb && line.scale > 0.0) {
-                els.push(format!("VDEF:p{i}=v{i},{p},PERCENTNAN"));
-                els.push(format!("HRULE:p{i}#{color}80:{p}th percentile\\l:dashes"));
-            }
-            drawn.push(Drawn { var: format!("v{i}"), label });
         }
     }
-    (els, drawn.into_iter().map(|d| (d.var, d.label)).collect())
+    (els, drawn)
 }
 
 /// The plot area of a drawn picture, as rrdtool's graphv names it.
@@ -215,44 +222,70 @@ pub struct Png {
     pub geometry: Geometry,
 }
 
-/// One file to draw: where it is, what it is called, how to read it.
+/// What to draw: one file, or a group definition over files of one
+/// directory; where they are and how to read them.
 pub struct Target<'a> {
     pub root: &'a Root,
-    pub path: PathBuf,
+    pub paths: Vec<PathBuf>,
+    /// The group definition's index ([`super::defs::Defs::group`]).
+    pub group: Option<usize>,
     pub daemon: Option<&'a str>,
 }
 
-impl Target<'_> {
-    /// The file's name without `.rrd` and its parent directory's name.
-    fn names(&self) -> (String, String) {
-        let file = self.path.file_name().map(super::confine::shown).unwrap_or_default();
-        let file = file.strip_suffix(".rrd").unwrap_or(&file).to_string();
-        let dir = self.path.parent().and_then(Path::file_name).map(super::confine::shown).unwrap_or_default();
-        (file, dir)
-    }
+/// A file's name without `.rrd` and its parent directory's name.
+fn names(path: &Path) -> (String, String) {
+    let file = path.file_name().map(super::confine::shown).unwrap_or_default();
+    let file = file.strip_suffix(".rrd").unwrap_or(&file).to_string();
+    let dir = path.parent().and_then(Path::file_name).map(super::confine::shown).unwrap_or_default();
+    (file, dir)
 }
 
-/// Draws `target` with the definition `defs` finds for it.
-pub fn png(defs: &super::defs::Defs, t: &Target, view: &View, now: i64) -> Result<Png, TreeError> {
-    let info = file_info(t.root, &t.path)?;
-    let (file, dir) = t.names();
-    let s = Subject { file: &file, dir: &dir, ds: &info.ds };
-    let def = defs.find(&s);
-    let (els, _) = elements(def, &s, &info, view);
+/// A target's definition, members, title and vertical label.
+pub fn plan<'d>(
+    defs: &'d super::defs::Defs,
+    t: &Target,
+) -> Result<(&'d Def, Vec<Member>, String, String), TreeError> {
+    let mut members = Vec::with_capacity(t.paths.len());
+    for p in &t.paths {
+        let (file, dir) = names(p);
+        members.push(Member { file, dir, info: file_info(t.root, p)? });
+    }
+    let first = members.first().ok_or(TreeError::NotFound)?;
+    let def = match t.group {
+        Some(g) => defs.group(g).ok_or(TreeError::NotFound)?,
+        None => defs.find(&first.subject()),
+    };
+    let s = first.subject();
     let title = s.fill(&def.title, "");
+    let title = if title.is_empty() { first.file.clone() } else { title };
+    let vlabel = s.fill(&def.vlabel, "");
+    Ok((def, members, title, vlabel))
+}
+
+/// Draws `t`.
+pub fn png(defs: &super::defs::Defs, t: &Target, view: &View, now: i64) -> Result<Png, TreeError> {
+    let (def, members, title, vertical_label) = plan(defs, t)?;
+    let (els, _) = elements(def, &members, view);
     let o = rrd_graph::Options {
         start: view.start.to_string(),
         end: view.end.to_string(),
         width: view.width,
         height: view.height,
-        title: if title.is_empty() { file.clone() } else { title },
-        vertical_label: s.fill(&def.vlabel, ""),
+        title,
+        vertical_label,
         no_legend: view.thumb,
         slope_mode: true,
+        // Areas stand on zero, unless a line is drawn mirrored below it.
+        lower_limit: if def.lines.iter().all(|l| l.scale > 0.0)
+            && def.lines.iter().any(|l| l.draw != "LINE1" && l.draw != "LINE2" && l.draw != "LINE3")
+        {
+            0.0
+        } else {
+            f64::NAN
+        },
         ..Default::default()
     };
-    let files = [t.path.clone()];
-    let mut source = TreeSource { root: t.root, files: &files, daemon: t.daemon };
+    let mut source = TreeSource { root: t.root, files: &t.paths, daemon: t.daemon };
     let out = rrd_graph::render_with(&o, &els, now, &mut source)?;
     let mut g = Geometry::default();
     for (k, v) in &out.info {
@@ -281,12 +314,9 @@ pub fn export(
     view: &View,
     now: i64,
 ) -> Result<rrd_engine::xport::XportResult, TreeError> {
-    let info = file_info(t.root, &t.path)?;
-    let (file, dir) = t.names();
-    let s = Subject { file: &file, dir: &dir, ds: &info.ds };
-    let def = defs.find(&s);
+    let (def, members, _, _) = plan(defs, t)?;
     let thumbless = View { thumb: true, pct: None, ..view.clone() };
-    let (mut els, vars) = elements(def, &s, &info, &thumbless);
+    let (mut els, vars) = elements(def, &members, &thumbless);
     els.retain(|e| e.starts_with("DEF:") || e.starts_with("CDEF:"));
     for (v, label) in &vars {
         els.push(format!("XPORT:{v}:{}", field(label)));
@@ -298,8 +328,7 @@ pub fn export(
         max_rows: view.width,
         now,
     };
-    let files = [t.path.clone()];
-    let mut source = TreeSource { root: t.root, files: &files, daemon: t.daemon };
+    let mut source = TreeSource { root: t.root, files: &t.paths, daemon: t.daemon };
     Ok(rrd_engine::xport::xport_with(&range, &els, &mut source)?)
 }
 

@@ -126,9 +126,12 @@ pub struct DirPage<'a> {
     pub page: usize,
     pub view: &'a View,
     pub range: Option<&'a str>,
+    /// The directory's groups ([`super::defs::Defs::groups`]): index and
+    /// name, drawn first on the first page when no filter is set.
+    pub groups: &'a [(usize, String)],
 }
 
-/// A directory: subdirectories, then one thumbnail per file.
+/// A directory: subdirectories, groups, then one thumbnail per file.
 pub fn directory(p: &DirPage) -> String {
     let t = pct_encode(p.tree.as_bytes());
     let dir = pct_path(p.rel);
@@ -153,6 +156,14 @@ pub fn directory(p: &DirPage) -> String {
     out.push_str(&format!("<p class=count>{} entries</p><ul class=dirs>", all.len()));
     let shown_entries = all.iter().skip(p.page * PAGE_SIZE).take(PAGE_SIZE);
     let mut thumbs = String::from("<div class=thumbs>");
+    for (g, name) in p.groups.iter().filter(|_| p.page == 0 && p.filter.is_empty()) {
+        let label = html(name);
+        thumbs.push_str(&format!(
+            "<figure class=\"thumb group\"><a href=\"/tree/{t}/view?dir={dir}&amp;group={g}&amp;{q}\">\
+             <img loading=lazy alt=\"{label}\" src=\"/tree/{t}/png?dir={dir}&amp;group={g}&amp;thumb=1&amp;{q}\"></a>\
+             <figcaption>{label}</figcaption></figure>"
+        ));
+    }
     for (name, is_dir) in shown_entries {
         let path = p.rel.join(name);
         let e = pct_path(&path);
@@ -185,28 +196,46 @@ pub fn directory(p: &DirPage) -> String {
     out
 }
 
-/// One file's graph with its controls, exports and links.
-pub fn graph(tree: &str, rel: &Path, info: &FileInfo, view: &View, range: Option<&str>) -> String {
+/// What a graph page shows: one file, or a group of a directory's files.
+pub struct Shown<'a> {
+    /// The query naming it (`file=...` or `dir=...&group=N`), encoded.
+    pub query: String,
+    /// The directory it belongs to (its page gets the range).
+    pub dir: &'a Path,
+    /// Breadcrumbs: the file's path, or the directory's.
+    pub crumbs: &'a Path,
+    /// A group's name, shown after the breadcrumbs.
+    pub group: Option<&'a str>,
+}
+
+/// One graph with its controls, exports and links.
+pub fn graph(tree: &str, shown_: &Shown, info: &FileInfo, view: &View, range: Option<&str>) -> String {
     let t = pct_encode(tree.as_bytes());
-    let e = pct_path(rel);
+    let what = shown_.query.replace('&', "&amp;");
     let q = view_query(view, range).replace('&', "&amp;");
     let fixed = view_query(view, None).replace('&', "&amp;");
-    let parent = rel.parent().unwrap_or(Path::new(""));
-    let mut out = head(&format!("{tree} / {}", shown(rel.as_os_str())));
-    out.push_str(&crumbs(tree, rel, &q));
-    out.push_str(&controls(&format!("/tree/{t}/view?file={e}"), view, &info.cfs));
+    let mut title = format!("{tree} / {}", shown(shown_.crumbs.as_os_str()));
+    if let Some(g) = shown_.group {
+        title = format!("{title} / {g}");
+    }
+    let mut out = head(&title);
+    out.push_str(&crumbs(tree, shown_.crumbs, &q));
+    if let Some(g) = shown_.group {
+        out.push_str(&format!("<p class=group>{}</p>", html(g)));
+    }
+    out.push_str(&controls(&format!("/tree/{t}/view?{what}"), view, &info.cfs));
     let size = format!("w={}&amp;h={}", view.width, view.height);
     out.push_str(&format!(
         "<div class=zoom><img id=graph alt=\"graph\" data-start={} data-end={} \
-         src=\"/tree/{t}/png?file={e}&amp;{fixed}&amp;{size}\"><div id=sel></div></div>",
+         src=\"/tree/{t}/png?{what}&amp;{fixed}&amp;{size}\"><div id=sel></div></div>",
         view.start, view.end
     ));
     out.push_str(&format!(
-        "<p class=links><a id=permalink href=\"/tree/{t}/view?file={e}&amp;{fixed}\">link to this view</a> · \
+        "<p class=links><a id=permalink href=\"/tree/{t}/view?{what}&amp;{fixed}\">link to this view</a> · \
          <a href=\"/tree/{t}?dir={}&amp;{fixed}\">apply this range to every graph in the directory</a> · \
-         <a href=\"/tree/{t}/export?file={e}&amp;format=csv&amp;{fixed}\">CSV</a> · \
-         <a href=\"/tree/{t}/export?file={e}&amp;format=json&amp;{fixed}\">JSON</a></p>",
-        pct_path(parent)
+         <a href=\"/tree/{t}/export?{what}&amp;format=csv&amp;{fixed}\">CSV</a> · \
+         <a href=\"/tree/{t}/export?{what}&amp;format=json&amp;{fixed}\">JSON</a></p>",
+        pct_path(shown_.dir)
     ));
     out.push_str(&format!(
         "<p class=meta>DS: {} · step {} s · last update {}</p>",
@@ -246,8 +275,10 @@ mod tests {
             page: 0,
             view: &v,
             range: None,
+            groups: &[(3, "<i>group".into())],
         };
         let page = directory(&p);
+        assert!(page.contains("&lt;i&gt;group") && page.contains("group=3"));
         assert!(!page.contains("<script>alert"), "{page}");
         assert!(page.contains("&lt;script&gt;alert(1).rrd"));
         assert!(page.contains("file=%3Cscript%3Ealert%281%29.rrd"));

@@ -174,6 +174,14 @@ async fn dir_page(State(app): State<Arc<App>>, Path(name): Path<String>, RawQuer
         let page = q.text.get("page").and_then(|p| p.parse::<usize>().ok()).unwrap_or(0).min(1 << 20);
         let filter = q.text.get("filter").map_or("", String::as_str);
         let range = q.text.get("range").map(String::as_str).filter(|r| !r.is_empty());
+        let dir_name = rel.file_name().map(confine::shown).unwrap_or_default();
+        let groups: Vec<(usize, String)> = app
+            .trees
+            .defs
+            .groups(&dir_name, &listing.files)
+            .into_iter()
+            .map(|(i, n, _)| (i, n.to_string()))
+            .collect();
         Ok(html(super::page::directory(&super::page::DirPage {
             tree: &t.name,
             rel: &rel,
@@ -182,15 +190,32 @@ async fn dir_page(State(app): State<Arc<App>>, Path(name): Path<String>, RawQuer
             page,
             view: &view,
             range,
+            groups: &groups,
         })))
     })
     .await
 }
 
-/// The file a query names, checked to be beneath the tree.
+/// What a query names: `file=` (one file) or `dir=` and `group=` (a
+/// group definition over that directory's files); paths beneath the tree.
 fn target<'a>(app: &'a App, t: &'a Tree, q: &Query) -> Result<Target<'a>, TreeError> {
-    let rel = q.path("file")?;
-    Ok(Target { root: &t.root, path: confine::file_path(t, &rel)?, daemon: app.trees.daemon.as_deref() })
+    let daemon = app.trees.daemon.as_deref();
+    let Some(group) = q.text.get("group") else {
+        let rel = q.path("file")?;
+        return Ok(Target { root: &t.root, paths: vec![confine::file_path(t, &rel)?], group: None, daemon });
+    };
+    let group: usize = group.parse().map_err(|_| TreeError::Param("group must be a number".into()))?;
+    let rel = q.path("dir")?;
+    let listing = app.trees.index.list(&confine::dir_path(t, &rel)?)?;
+    let dir_name = rel.file_name().map(confine::shown).unwrap_or_default();
+    let groups = app.trees.defs.groups(&dir_name, &listing.files);
+    let (_, _, files) = groups.into_iter().find(|(i, _, _)| *i == group).ok_or(TreeError::NotFound)?;
+    let paths = files
+        .into_iter()
+        .take(crate::MAX_SERIES)
+        .map(|f| confine::file_path(t, &rel.join(f)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Target { root: &t.root, paths, group: Some(group), daemon })
 }
 
 async fn view_page(State(app): State<Arc<App>>, Path(name): Path<String>, RawQuery(q): RawQuery) -> Response {
@@ -198,11 +223,24 @@ async fn view_page(State(app): State<Arc<App>>, Path(name): Path<String>, RawQue
         let q = Query::parse(q.as_deref()).live_by_default();
         let t = tree(app, &name)?;
         let target = target(app, t, &q)?;
-        let info = draw::file_info(target.root, &target.path)?;
+        let info = draw::file_info(target.root, &target.paths[0])?;
         let view = View::parse(&q.text, now_secs())?;
-        let rel = q.path("file")?;
         let range = q.text.get("range").map(String::as_str).filter(|r| !r.is_empty());
-        Ok(html(super::page::graph(&t.name, &rel, &info, &view, range)))
+        let (rel, query, group) = match target.group {
+            Some(g) => {
+                let rel = q.path("dir")?;
+                let query = format!("dir={}&group={g}", confine::pct_path(&rel));
+                (rel, query, app.trees.defs.group(g).map(|d| d.name.as_str()))
+            }
+            None => {
+                let rel = q.path("file")?;
+                (rel.clone(), format!("file={}", confine::pct_path(&rel)), None)
+            }
+        };
+        let dir =
+            if group.is_some() { rel.as_path() } else { rel.parent().unwrap_or(std::path::Path::new("")) };
+        let shown = super::page::Shown { query, dir, crumbs: &rel, group };
+        Ok(html(super::page::graph(&t.name, &shown, &info, &view, range)))
     })
     .await
 }
