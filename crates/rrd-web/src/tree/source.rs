@@ -6,9 +6,10 @@
 //! are not UTF-8 work). Every file is opened read-only through the tree's
 //! [`Root`], so a link leaving the root is refused at the open. With
 //! `--daemon`, the rows then come from the daemon's FETCH (values still
-//! pending there are drawn; nothing is flushed); the local open still
-//! happens first, so the daemon is never asked for a file outside the
-//! tree. A daemon that cannot be reached, or a name it cannot carry (not
+//! pending there are drawn; no FLUSH is sent: rrdscale's daemon answers
+//! from memory, rrdcached 1.7.2 writes the file's values itself before
+//! answering a FETCH); the file is opened beneath the root (and closed)
+//! first, so the daemon is never asked for a file outside the tree. A daemon that cannot be reached, or a name it cannot carry (not
 //! UTF-8), falls back to the file.
 
 use std::path::{Path, PathBuf};
@@ -41,9 +42,17 @@ impl TreeSource<'_> {
     }
 
     /// The daemon's rows for `path`, when a daemon is named and answers.
+    /// The file is first opened beneath the root (the confinement check)
+    /// and closed again before the daemon is asked: its shared lock would
+    /// make a daemon that writes before answering (rrdcached's FETCH
+    /// does) fail to write, and answer without the pending values.
     fn daemon_rows(&self, path: &Path, req: &FetchRequest) -> Option<rrd_engine::Result<FetchResult>> {
+        let daemon = self.daemon?;
         let name = path.to_str()?;
-        let rrd_client::Daemon::Connected(mut session) = rrd_client::daemon(Some(self.daemon?)) else {
+        if let Err(e) = Rrd::open_in(self.root, path, false) {
+            return Some(Err(e));
+        }
+        let rrd_client::Daemon::Connected(mut session) = rrd_client::daemon(Some(daemon)) else {
             return None;
         };
         Some(
@@ -65,19 +74,19 @@ impl TreeSource<'_> {
 impl FetchSource for TreeSource<'_> {
     fn fetch(&mut self, req: &FetchRequest) -> rrd_engine::Result<FetchResult> {
         let path = self.path(req.file)?;
-        let rrd = Rrd::open_in(self.root, path, false)?;
         if let Some(r) = self.daemon_rows(path, req) {
             return r;
         }
+        let rrd = Rrd::open_in(self.root, path, false)?;
         rrd_engine::fetch::fetch(&rrd, req.cf, req.start, req.end, req.resolution_secs)
     }
 
     fn fetch_reduced(&mut self, req: &FetchRequest, reduce: Reduction) -> rrd_engine::Result<FetchResult> {
         let path = self.path(req.file)?;
-        let rrd = Rrd::open_in(self.root, path, false)?;
         if let Some(r) = self.daemon_rows(path, req) {
             return rrd_engine::reduce::reduce_result(r?, reduce.min_step, reduce.cf);
         }
+        let rrd = Rrd::open_in(self.root, path, false)?;
         rrd_engine::reduce::fetch_reduced(
             &rrd,
             req.cf,
