@@ -2,8 +2,9 @@
 //! shapes and against Debian's `rrdtool fetch` on the same files (written
 //! by rrdtool itself): the test-connection answer, search, query (exact
 //! names, a glob, an unknown target, the CF field, maxDataPoints), with
-//! one tree and with two (names prefixed by the tree), annotations, and
-//! the Infinity JSON endpoint.
+//! one tree and with two (names prefixed by the tree), annotations, the
+//! Infinity JSON endpoint; and the pages' CSV export against `rrdtool
+//! xport` of the same lines.
 
 mod tree_support;
 
@@ -143,4 +144,71 @@ fn several_trees_prefix_targets_and_infinity_reads_rows() {
         }
     }
     assert_eq!(server.get("/api/tree/nope/h1/if/a.json").status, 404);
+}
+
+/// `rrdtool xport --showtime` rows: (stamp, values).
+fn xport_rows(args: &[&str]) -> Vec<(i64, Vec<f64>)> {
+    let xml = tree_support::rrdtool(args);
+    xml.split("<row>")
+        .skip(1)
+        .map(|row| {
+            let t = row.split("<t>").nth(1).unwrap().split("</t>").next().unwrap().trim().parse().unwrap();
+            let v = row
+                .split("<v>")
+                .skip(1)
+                .map(|v| v.split("</v>").next().unwrap().trim().parse::<f64>().unwrap_or(f64::NAN))
+                .collect();
+            (t, v)
+        })
+        .collect()
+}
+
+/// The CSV export of a page's graph holds what `rrdtool xport` gives for
+/// the same lines at the same width (the generic definition: a line per
+/// DS, unscaled), unknowns as empty cells.
+#[test]
+fn csv_export_equals_rrdtool_xport() {
+    let (dir, files) = setup();
+    let arg = format!("t={}", dir.path().display());
+    let server = Server::start(&["--tree", &arg]);
+    let (from, to) = (END - 3 * 3600, END - 300);
+    let r = server.get(&format!("/tree/t/export?file=h1/if/a.rrd&format=csv&start={from}&end={to}&w=120"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let text = r.text();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("time,\"rx\",\"tx\""));
+    let got: Vec<(i64, Vec<f64>)> = lines
+        .map(|l| {
+            let mut cells = l.split(',');
+            let t = cells.next().unwrap().parse().unwrap();
+            (t, cells.map(|c| c.parse::<f64>().unwrap_or(f64::NAN)).collect())
+        })
+        .collect();
+    let f = files[0].to_str().unwrap();
+    let (s, e) = (from.to_string(), to.to_string());
+    let (d0, d1) = (format!("DEF:d0={f}:rx:AVERAGE"), format!("DEF:d1={f}:tx:AVERAGE"));
+    let want = xport_rows(&[
+        "xport",
+        "--showtime",
+        "-s",
+        &s,
+        "-e",
+        &e,
+        "--maxrows",
+        "120",
+        &d0,
+        "CDEF:v0=d0,1,*",
+        &d1,
+        "CDEF:v1=d1,1,*",
+        "XPORT:v0:rx",
+        "XPORT:v1:tx",
+    ]);
+    assert!(want.len() > 10);
+    assert_eq!(got.len(), want.len());
+    for ((gt, gv), (wt, wv)) in got.iter().zip(&want) {
+        assert_eq!(gt, wt);
+        for (a, b) in gv.iter().zip(wv) {
+            assert!(a == b || (a.is_nan() && b.is_nan()), "at {gt}: {gv:?} vs {wv:?}");
+        }
+    }
 }
