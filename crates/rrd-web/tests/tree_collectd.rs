@@ -9,8 +9,9 @@
 //! loads (and a CPU's per-state files stacked in one more); a graph renders (the PNG decodes and holds the definition's
 //! line colour); the filter box narrows the list (substring and glob);
 //! drag-to-zoom with real mouse events selects the range under the
-//! pointer (from the plot-area geometry the server reports), and back
-//! returns. Screenshots go to `<workspace>/test-output/tree/`.
+//! pointer (from the plot-area geometry the server reports), back
+//! returns, and a favourite is kept in the browser across pages.
+//! Screenshots go to `<workspace>/test-output/tree/`.
 //!
 //! A missing collectd or Chromium fails the test. Every child process is
 //! killed when the test ends, pass or fail.
@@ -278,4 +279,16 @@ fn drag_to_zoom(b: &mut Browser, base: &str, recent: &str, out: &Path) {
     b.screenshot(&out.join("zoomed.png"));
     b.eval("document.getElementById('back').click(); 1");
     b.wait_for("back to the first range", &format!("location.href === {:?}", url));
+
+    // A favourite is kept in the browser and listed on every page.
+    b.eval("document.getElementById('fav').click(); 1");
+    let title = b.eval("document.title");
+    let listed = b.wait_for("the favourite", "document.querySelector('#fav-list a')?.textContent");
+    assert_eq!(listed, title);
+    b.navigate_until(&format!("{base}/tree/collectd"), "document.readyState === 'complete'");
+    let kept = b.wait_for(
+        "the favourite on another page",
+        "document.querySelector('#fav-list a')?.getAttribute('href')",
+    );
+    assert!(kept.as_str().unwrap().starts_with("/tree/collectd/view?file=testhost/load/load.rrd"), "{kept}");
 }

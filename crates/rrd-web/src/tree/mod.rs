@@ -176,3 +176,19 @@ impl Trees {
         self.trees.iter().find(|t| t.name == name).ok_or_else(|| TreeError::UnknownTree(name.to_string()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tree_names_come_from_the_option_or_the_directory() {
+        let name = |a: &str| TreeSpec::parse(a).unwrap().name;
+        assert_eq!(name("collectd=/var/lib/collectd/rrd"), "collectd");
+        assert_eq!(TreeSpec::parse("c=/a=b").unwrap().dir, PathBuf::from("/a=b"));
+        assert_eq!(name("/var/lib/collectd/rrd/"), "rrd");
+        assert_eq!(name("/tmp/.hidden"), "hidden");
+        assert_eq!(name("/srv/my trees"), "my_trees");
+        assert_eq!(name("/"), "tree");
+    }
+}
