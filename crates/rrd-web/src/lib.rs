@@ -128,6 +128,9 @@ pub struct Config {
     pub tree_defs: Option<String>,
     /// The daemon tree pictures read through (FETCH), when given.
     pub tree_daemon: Option<String>,
+    /// `--mrtg-cfg FILE`s' texts: their `Title[target]` lines title MRTG's
+    /// files in the trees.
+    pub mrtg_cfgs: Vec<String>,
 }
 
 /// [`Config::render_wait`]'s default: long enough to ride out a burst of
@@ -168,6 +171,7 @@ impl Default for Config {
             trees: Vec::new(),
             tree_defs: None,
             tree_daemon: None,
+            mrtg_cfgs: Vec::new(),
         }
     }
 }
@@ -212,8 +216,12 @@ impl App {
         let rrd_dir = std::fs::canonicalize(&rrd_dir)?;
         let store = Store::open(&data_dir.join("gforecast.db"))?;
         let renders = Arc::new(tokio::sync::Semaphore::new(config.max_renders.max(1)));
-        let trees =
-            tree::Trees::open(&config.trees, config.tree_defs.as_deref(), config.tree_daemon.clone())?;
+        let trees = tree::Trees::open_with(
+            &config.trees,
+            config.tree_defs.as_deref(),
+            &config.mrtg_cfgs,
+            config.tree_daemon.clone(),
+        )?;
         Ok(Arc::new(App {
             config,
             renders,

@@ -2,8 +2,9 @@
 //! Debian's snmpd on a private port, three runs), in headless Chromium:
 //! the page lists the target's file with a thumbnail that loads, the MRTG
 //! definition draws it (its export's columns are "in" and "out", from
-//! `ds0`/`ds1`), and Grafana's search names its DS as grafana-rrd-server
-//! would. A missing mrtg, snmpd or Chromium fails the test; snmpd and
+//! `ds0`/`ds1`), its graph takes the title of MRTG's `Title[lo]` (the
+//! configuration given as `--mrtg-cfg`), and Grafana's search names its
+//! DS as grafana-rrd-server would. A missing mrtg, snmpd or Chromium fails the test; snmpd and
 //! Chromium are killed when it ends.
 
 mod browser_support;
@@ -93,6 +94,7 @@ fn an_mrtg_tree_is_browsed_in_chromium() {
         let config = rrd_web::Config {
             hosts: rrd_web::guard::HostPolicy::for_listen(addr, None),
             trees: vec![rrd_web::tree::TreeSpec { name: "mrtg".into(), dir: work.clone() }],
+            mrtg_cfgs: vec![std::fs::read_to_string(top.path().join("mrtg.cfg")).unwrap()],
             ..Default::default()
         };
         let app = rrd_web::App::open_configured(gf.path(), rrd_web::Writer::Embedded, config).unwrap();
@@ -107,6 +109,12 @@ fn an_mrtg_tree_is_browsed_in_chromium() {
     b.wait_for("the thumbnail", "[...document.images].every(i => i.complete && i.naturalWidth > 0)");
     let captions = b.eval("[...document.querySelectorAll('figcaption')].map(f => f.textContent)");
     assert_eq!(captions, serde_json::json!(["lo.rrd"]));
+    // The graph takes its title from MRTG's configuration.
+    b.navigate_until(
+        &format!("http://{addr}/tree/mrtg/view?file=lo.rrd"),
+        "document.readyState === 'complete'",
+    );
+    assert_eq!(b.eval("document.getElementById('title').textContent"), "loopback");
     drop(b);
 
     let (status, body) = http(addr, "GET", "/tree/mrtg/export?file=lo.rrd&format=json&range=hour", "");

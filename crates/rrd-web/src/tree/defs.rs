@@ -156,9 +156,13 @@ pub fn valid_ds(s: &str) -> bool {
     (1..=19).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
-/// Every definition, the user's first, the generic one last.
+/// Every definition, the user's first, the generic one last; and the
+/// titles MRTG's configuration gives its targets.
 pub struct Defs {
     defs: Vec<Def>,
+    /// `Title[target]` of `--mrtg-cfg` files, by target (lower case, as
+    /// MRTG names its files).
+    mrtg_titles: std::collections::HashMap<String, String>,
 }
 
 impl Defs {
@@ -175,7 +179,26 @@ impl Defs {
         for d in &defs {
             d.check()?;
         }
-        Ok(Defs { defs })
+        Ok(Defs { defs, mrtg_titles: Default::default() })
+    }
+
+    /// Adds the `Title[target]: text` lines of an MRTG configuration.
+    pub fn add_mrtg_titles(&mut self, cfg: &str) {
+        for line in cfg.lines() {
+            let Some(rest) = line.get(..6).filter(|h| h.eq_ignore_ascii_case("title[")).map(|_| &line[6..])
+            else {
+                continue;
+            };
+            if let Some((target, text)) = rest.split_once("]:") {
+                self.mrtg_titles.insert(target.trim().to_lowercase(), text.trim().to_string());
+            }
+        }
+    }
+
+    /// The title MRTG's configuration gives the target drawn from `file`
+    /// (a file name without `.rrd`), when `def` is an MRTG definition.
+    pub fn mrtg_title(&self, def: &Def, file: &str) -> Option<&str> {
+        def.name.starts_with("MRTG").then(|| self.mrtg_titles.get(&file.to_lowercase()))?.map(String::as_str)
     }
 
     /// The definition that draws `s` alone (the generic one matches
@@ -326,6 +349,12 @@ mod tests {
         assert_eq!(s.fill("{field} on {dir} ({ds})", "42"), "root on grp (42)");
         let user = r#"{"defs":[{"name":"mine","file":"host-*","lines":[{"ds":"42","label":"x"}]}]}"#;
         assert_eq!(Defs::load(Some(user)).unwrap().find(&s).name, "mine");
+        let mut defs = Defs::load(None).unwrap();
+        defs.add_mrtg_titles("WorkDir: /x\nTitle[Router_A]: Uplink <b>1</b>\ntitle[b]: B\n");
+        let d = ds(&["ds0", "ds1"]);
+        let mrtg = defs.find(&Subject { file: "router_a", dir: "", ds: &d }).clone();
+        assert_eq!(defs.mrtg_title(&mrtg, "router_a"), Some("Uplink <b>1</b>"));
+        assert_eq!(defs.mrtg_title(&mrtg, "c"), None);
         let bad = r#"{"defs":[{"name":"bad","lines":[{"ds":"a:b"}]}]}"#;
         assert!(Defs::load(Some(bad)).is_err());
     }

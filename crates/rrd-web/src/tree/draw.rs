@@ -256,7 +256,10 @@ pub fn plan<'d>(
         None => defs.find(&first.subject()),
     };
     let s = first.subject();
-    let title = s.fill(&def.title, "");
+    let title = match defs.mrtg_title(def, &first.file) {
+        Some(t) => t.to_string(),
+        None => s.fill(&def.title, ""),
+    };
     let title = if title.is_empty() { first.file.clone() } else { title };
     let vlabel = s.fill(&def.vlabel, "");
     Ok((def, members, title, vlabel))

@@ -146,6 +146,17 @@ impl Trees {
         user_defs: Option<&str>,
         daemon: Option<String>,
     ) -> Result<Trees, TreeError> {
+        Trees::open_with(specs, user_defs, &[], daemon)
+    }
+
+    /// [`Trees::open`], with MRTG configurations whose `Title[...]`
+    /// lines title MRTG's files.
+    pub fn open_with(
+        specs: &[TreeSpec],
+        user_defs: Option<&str>,
+        mrtg_cfgs: &[String],
+        daemon: Option<String>,
+    ) -> Result<Trees, TreeError> {
         let mut trees: Vec<Tree> = Vec::new();
         for s in specs {
             if trees.iter().any(|t| t.name == s.name) {
@@ -158,9 +169,13 @@ impl Trees {
             let root = Root::beneath(&dir)?;
             trees.push(Tree { name: s.name.clone(), dir, root });
         }
+        let mut defs = defs::Defs::load(user_defs)?;
+        for cfg in mrtg_cfgs {
+            defs.add_mrtg_titles(cfg);
+        }
         Ok(Trees {
             trees,
-            defs: defs::Defs::load(user_defs)?,
+            defs,
             index: index::Index::new(index::MAX_CACHED_DIRS),
             daemon,
             thumbs: draw::ThumbCache::new(draw::THUMB_CACHE_BYTES),

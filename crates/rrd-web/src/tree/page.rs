@@ -206,6 +206,8 @@ pub struct Shown<'a> {
     pub crumbs: &'a Path,
     /// A group's name, shown after the breadcrumbs.
     pub group: Option<&'a str>,
+    /// The graph's title (its definition's, or MRTG's `Title[...]`).
+    pub title: String,
 }
 
 /// One graph with its controls, exports and links.
@@ -220,6 +222,7 @@ pub fn graph(tree: &str, shown_: &Shown, info: &FileInfo, view: &View, range: Op
     }
     let mut out = head(&title);
     out.push_str(&crumbs(tree, shown_.crumbs, &q));
+    out.push_str(&format!("<h1 id=title>{}</h1>", html(&shown_.title)));
     if let Some(g) = shown_.group {
         out.push_str(&format!("<p class=group>{}</p>", html(g)));
     }

@@ -223,7 +223,8 @@ async fn view_page(State(app): State<Arc<App>>, Path(name): Path<String>, RawQue
         let q = Query::parse(q.as_deref()).live_by_default();
         let t = tree(app, &name)?;
         let target = target(app, t, &q)?;
-        let info = draw::file_info(target.root, &target.paths[0])?;
+        let (_, members, title, _) = draw::plan(&app.trees.defs, &target)?;
+        let info = &members.first().ok_or(TreeError::NotFound)?.info;
         let view = View::parse(&q.text, now_secs())?;
         let range = q.text.get("range").map(String::as_str).filter(|r| !r.is_empty());
         let (rel, query, group) = match target.group {
@@ -239,8 +240,8 @@ async fn view_page(State(app): State<Arc<App>>, Path(name): Path<String>, RawQue
         };
         let dir =
             if group.is_some() { rel.as_path() } else { rel.parent().unwrap_or(std::path::Path::new("")) };
-        let shown = super::page::Shown { query, dir, crumbs: &rel, group };
-        Ok(html(super::page::graph(&t.name, &shown, &info, &view, range)))
+        let shown = super::page::Shown { query, dir, crumbs: &rel, group, title };
+        Ok(html(super::page::graph(&t.name, &shown, info, &view, range)))
     })
     .await
 }

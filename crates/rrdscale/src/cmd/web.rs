@@ -24,7 +24,7 @@ const USAGE: &str = "\
 Usage: rrdscale web [--listen ADDR] [--data-dir DIR] [--daemon ADDR]
                     [--max-renders N] [--max-graphs N] [--allowed-hosts H,H...]
                     [--auth-token TOKEN] [--header-timeout SECS]
-                    [--tree [NAME=]DIR]... [--tree-defs FILE]
+                    [--tree [NAME=]DIR]... [--tree-defs FILE] [--mrtg-cfg FILE]...
 
   -l, --listen ADDR        HOST:PORT to serve (default 127.0.0.1:5125)
   -d, --data-dir DIR       metadata and RRD files (default ./rrdscale-web-data)
@@ -49,13 +49,15 @@ Usage: rrdscale web [--listen ADDR] [--data-dir DIR] [--daemon ADDR]
                            pictures read through --daemon's FETCH when given
       --tree-defs FILE     graph definitions (JSON, see docs/tree.md) tried
                            before the embedded ones
+      --mrtg-cfg FILE      an MRTG configuration whose Title[target] lines title
+                           MRTG's files in the trees (repeatable)
   -h, --help               this text
 ";
 
 /// Environment variable for the write token (keeps it out of `ps`).
 const TOKEN_ENV: &str = "RRDSCALE_WEB_TOKEN";
 
-const SPECS: [opts::Spec; 11] = [
+const SPECS: [opts::Spec; 12] = [
     opts::value(Some('l'), "listen"),
     opts::value(Some('d'), "data-dir"),
     opts::value(Some('D'), "daemon"),
@@ -66,6 +68,7 @@ const SPECS: [opts::Spec; 11] = [
     opts::value(None, "header-timeout"),
     opts::value(Some('t'), "tree"),
     opts::value(None, "tree-defs"),
+    opts::value(None, "mrtg-cfg"),
     opts::flag(Some('h'), "help"),
 ];
 
@@ -142,6 +145,9 @@ fn config(parsed: &opts::Parsed, addr: SocketAddr, env_token: Option<String>) ->
     }
     if let Some(f) = parsed.value("tree-defs") {
         c.tree_defs = Some(std::fs::read_to_string(f).with_context(|| format!("reading --tree-defs {f}"))?);
+    }
+    for f in parsed.values("mrtg-cfg") {
+        c.mrtg_cfgs.push(std::fs::read_to_string(f).with_context(|| format!("reading --mrtg-cfg {f}"))?);
     }
     c.tree_daemon = rrd_client_address(parsed.value("daemon"));
     Ok(c)
