@@ -107,6 +107,12 @@ fn grafana_api_shapes_and_numbers_equal_rrdtool_fetch() {
     let n = points(&got[0]).len();
     assert!((1..=21).contains(&n), "{n} points for maxDataPoints 20");
 
+    // Thirty years of a 60-second file, without maxDataPoints: consolidated
+    // to a bounded number of rows, not fetched row by row.
+    let got = query(&server, json!([{"target": "h1:if:a:rx"}]), 1_000_000_000, 2_000_000_000, json!({}));
+    let n = points(&got[0]).len();
+    assert!((1..=100_001).contains(&n), "{n} points");
+
     assert_eq!(server.post("/grafana/annotations", &json!({"range": {}})).json(), json!([]));
     let bad =
         server.post("/grafana/query", &json!({"range": {"from": "yesterday", "to": "now"}, "targets": []}));

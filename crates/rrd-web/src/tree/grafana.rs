@@ -60,7 +60,7 @@ pub const SEARCH_MAX_AGE: Duration = Duration::from_secs(60);
 /// Files one query target may match.
 pub const MAX_TARGET_FILES: usize = 1000;
 
-/// The most rows one series returns.
+/// The most rows one series returns (a longer range is consolidated).
 pub const MAX_POINTS: i64 = 100_000;
 
 /// The last search list and when it was made.
@@ -312,6 +312,10 @@ impl Table {
 
 /// A file's rows from `from` to `to`: `rrdtool fetch`'s, or with
 /// `max_points > 0` consolidated to at most about that many as graph does.
+/// A range of more than [`MAX_POINTS`] of the file's base steps is
+/// consolidated to [`MAX_POINTS`] rows even without `max_points`, so that
+/// what a request makes the server hold stays bounded (a fetch holds
+/// every row of the range, known or not).
 fn rows(
     trees: &Trees,
     t: &Tree,
@@ -323,16 +327,15 @@ fn rows(
 ) -> Result<Table, TreeError> {
     let files = [path.to_path_buf()];
     let mut source = TreeSource { root: &t.root, files: &files, daemon: trees.daemon.as_deref() };
+    let info = file_info(&t.root, path)?;
+    let base_rows = (to - from) / (info.step_secs.max(1) as i64);
+    let max_points = if max_points <= 0 && base_rows > MAX_POINTS { MAX_POINTS } else { max_points };
     if max_points <= 0 {
         let req =
             FetchRequest { file: &token(0), cf, start: from, end: to, resolution_secs: 1, daemon: None };
         let r = source.fetch(&req)?;
-        if (r.end - r.start) / (r.step_secs.max(1) as i64) > MAX_POINTS {
-            return Err(TreeError::Param(format!("more than {MAX_POINTS} rows: give maxDataPoints")));
-        }
         return Ok(Table { names: r.ds_names, start: r.start, step: r.step_secs as i64, data: r.data });
     }
-    let info = file_info(&t.root, path)?;
     let mut els = Vec::new();
     for (i, ds) in info.ds.iter().enumerate() {
         els.push(format!("DEF:v{i}={}:{ds}:{}", token(0), cf.name()));
