@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `rrdscale web --tree` over a tree of many files: the time of the first
 # directory page (listing, sorting, the page's HTML), of the same page once
-# the listing is kept, of the page's 100 thumbnails, and the server's peak
+# the listing is kept, of the page's 100 thumbnails, of Grafana's search
+# (which reads every file's header once a minute), and the server's peak
 # memory (VmHWM). The worst case for listing: every file in one directory.
 #
 # Usage: bash scripts/tree-bench.sh [FILES]     (default 100000)
@@ -61,6 +62,12 @@ while read -r path; do
     curl -fsS -o /dev/null "http://$addr$path"
 done <"$work/thumbs"
 t1=$(date +%s.%N)
+search() {
+    curl -fsS -o /dev/null -w '%{time_total}' -H 'Content-Type: application/json' \
+        -d '{"target":"gauge-0000001"}' "http://$addr/grafana/search"
+}
+search_first=$(search)
+search_again=$(search)
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$server/status")
 rss=$(awk '/VmRSS/ {print $2}' "/proc/$server/status")
 
@@ -68,4 +75,5 @@ echo "files in the directory:      $files"
 echo "first page (listing + HTML): ${first} s ($listed thumbnails on it)"
 echo "same page, listing kept:     ${again} s"
 echo "its thumbnails, one by one:  $(echo "$t1 - $t0" | bc) s"
+echo "Grafana search, every header: ${search_first} s; list kept: ${search_again} s"
 echo "server memory: peak ${hwm} kB, now ${rss} kB"
