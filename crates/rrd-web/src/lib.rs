@@ -14,6 +14,9 @@
 //! - [`metrics`]: `/metrics`; [`reply`]: GF's answers;
 //! - [`guard`]: who may talk to the server (`Host` allow-list, no
 //!   cross-site writes, an optional write token);
+//! - [`tree`]: `--tree`: a read-only browser over RRD trees other
+//!   programs wrote, grafana-rrd-server's API under `/grafana/`, and
+//!   JSON for Grafana's Infinity data source;
 //! - [`ui`]: the browser UI (embedded assets, one shell page at GF's page
 //!   paths, client-side routing over the JSON API).
 //!
@@ -50,6 +53,7 @@ pub mod rrdfile;
 pub mod series;
 pub mod store;
 pub mod ticker;
+pub mod tree;
 pub mod ui;
 pub mod vrule;
 pub mod writes;
@@ -91,6 +95,8 @@ pub enum WebError {
     /// A request parameter the drawing refused (answered 400 under `key`).
     #[error("{message}")]
     Param { key: &'static str, message: String },
+    #[error("a tree could not be served: {0}")]
+    Tree(#[from] tree::TreeError),
 }
 
 /// The server's limits and access rules: what `rrdscale web`'s options
@@ -115,6 +121,16 @@ pub struct Config {
     /// How long a client may take to send a request's headers (the
     /// connection is then closed), and again a write's body (408).
     pub header_read_timeout: Duration,
+    /// `--tree [NAME=]DIR`: trees browsed read-only.
+    pub trees: Vec<tree::TreeSpec>,
+    /// `--tree-defs FILE`'s text: graph definitions tried before the
+    /// embedded ones.
+    pub tree_defs: Option<String>,
+    /// The daemon tree pictures read through (FETCH), when given.
+    pub tree_daemon: Option<String>,
+    /// `--mrtg-cfg FILE`s' texts: their `Title[target]` lines title MRTG's
+    /// files in the trees.
+    pub mrtg_cfgs: Vec<String>,
 }
 
 /// [`Config::render_wait`]'s default: long enough to ride out a burst of
@@ -152,6 +168,10 @@ impl Default for Config {
             hosts: guard::HostPolicy::Any,
             auth_token: None,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            trees: Vec::new(),
+            tree_defs: None,
+            tree_daemon: None,
+            mrtg_cfgs: Vec::new(),
         }
     }
 }
@@ -172,6 +192,8 @@ pub struct App {
     pub(crate) files: RwLock<()>,
     /// Each graph's last posted difference (`sub`), for the ticker.
     last_sub: Mutex<HashMap<i64, i64>>,
+    /// The `--tree`s (none without the option).
+    pub(crate) trees: tree::Trees,
 }
 
 impl App {
@@ -194,6 +216,12 @@ impl App {
         let rrd_dir = std::fs::canonicalize(&rrd_dir)?;
         let store = Store::open(&data_dir.join("gforecast.db"))?;
         let renders = Arc::new(tokio::sync::Semaphore::new(config.max_renders.max(1)));
+        let trees = tree::Trees::open_with(
+            &config.trees,
+            config.tree_defs.as_deref(),
+            &config.mrtg_cfgs,
+            config.tree_daemon.clone(),
+        )?;
         Ok(Arc::new(App {
             config,
             renders,
@@ -203,6 +231,7 @@ impl App {
             metrics: Default::default(),
             files: RwLock::new(()),
             last_sub: Mutex::new(HashMap::new()),
+            trees,
         }))
     }
 
@@ -254,6 +283,7 @@ pub fn router(app: Arc<App>) -> Router {
         .merge(routes::json::routes())
         .merge(routes::graph::routes())
         .merge(routes::vrule::routes())
+        .merge(tree::routes::routes())
         .route("/metrics", get(metrics::serve))
         .route_layer(axum::middleware::from_fn_with_state(app.clone(), metrics::track))
         .merge(ui::routes())
@@ -313,6 +343,15 @@ pub fn run_blocking(
             c.max_renders,
             c.max_graphs
         );
+        for t in &app.trees.trees {
+            eprintln!(
+                "rrdscale web: tree '{}' ({}, read-only) at http://{}/tree/{}",
+                t.name,
+                t.dir.display(),
+                listener.local_addr()?,
+                t.name
+            );
+        }
         ticker::spawn(app.clone());
         serve(listener, app).await
     })?;

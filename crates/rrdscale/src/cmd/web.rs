@@ -24,6 +24,7 @@ const USAGE: &str = "\
 Usage: rrdscale web [--listen ADDR] [--data-dir DIR] [--daemon ADDR]
                     [--max-renders N] [--max-graphs N] [--allowed-hosts H,H...]
                     [--auth-token TOKEN] [--header-timeout SECS]
+                    [--tree [NAME=]DIR]... [--tree-defs FILE] [--mrtg-cfg FILE]...
 
   -l, --listen ADDR        HOST:PORT to serve (default 127.0.0.1:5125)
   -d, --data-dir DIR       metadata and RRD files (default ./rrdscale-web-data)
@@ -42,13 +43,21 @@ Usage: rrdscale web [--listen ADDR] [--data-dir DIR] [--daemon ADDR]
                            $RRDSCALE_WEB_TOKEN, else none
       --header-timeout SECS  a client must send each request's headers within it
                            (default 15), and a write's body again within it
+  -t, --tree [NAME=]DIR    browse the RRD files under DIR, read-only, at /tree/NAME
+                           and through grafana-rrd-server's API at /grafana/
+                           (repeatable; NAME defaults to DIR's base name). Tree
+                           pictures read through --daemon's FETCH when given
+      --tree-defs FILE     graph definitions (JSON, see docs/tree.md) tried
+                           before the embedded ones
+      --mrtg-cfg FILE      an MRTG configuration whose Title[target] lines title
+                           MRTG's files in the trees (repeatable)
   -h, --help               this text
 ";
 
 /// Environment variable for the write token (keeps it out of `ps`).
 const TOKEN_ENV: &str = "RRDSCALE_WEB_TOKEN";
 
-const SPECS: [opts::Spec; 9] = [
+const SPECS: [opts::Spec; 12] = [
     opts::value(Some('l'), "listen"),
     opts::value(Some('d'), "data-dir"),
     opts::value(Some('D'), "daemon"),
@@ -57,6 +66,9 @@ const SPECS: [opts::Spec; 9] = [
     opts::value(None, "allowed-hosts"),
     opts::value(None, "auth-token"),
     opts::value(None, "header-timeout"),
+    opts::value(Some('t'), "tree"),
+    opts::value(None, "tree-defs"),
+    opts::value(None, "mrtg-cfg"),
     opts::flag(Some('h'), "help"),
 ];
 
@@ -82,6 +94,16 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     rrd_web::run_blocking(addr, &data_dir, writer, config)
         .with_context(|| format!("serving {} from {}", addr, data_dir.display()))?;
     Ok(())
+}
+
+/// The daemon tree pictures read through: `--daemon`, else
+/// `RRDCACHED_ADDRESS`; `''` for none.
+fn rrd_client_address(option: Option<&str>) -> Option<String> {
+    match option {
+        Some("") => None,
+        Some(a) => Some(a.to_string()),
+        None => std::env::var("RRDCACHED_ADDRESS").ok().filter(|a| !a.is_empty()),
+    }
 }
 
 /// A whole number of at least 1 for `--name`.
@@ -118,6 +140,16 @@ fn config(parsed: &opts::Parsed, addr: SocketAddr, env_token: Option<String>) ->
         bail!("the auth token must not contain spaces or control characters");
     }
     c.auth_token = token;
+    for t in parsed.values("tree") {
+        c.trees.push(rrd_web::tree::TreeSpec::parse(t)?);
+    }
+    if let Some(f) = parsed.value("tree-defs") {
+        c.tree_defs = Some(std::fs::read_to_string(f).with_context(|| format!("reading --tree-defs {f}"))?);
+    }
+    for f in parsed.values("mrtg-cfg") {
+        c.mrtg_cfgs.push(std::fs::read_to_string(f).with_context(|| format!("reading --mrtg-cfg {f}"))?);
+    }
+    c.tree_daemon = rrd_client_address(parsed.value("daemon"));
     Ok(c)
 }
 
