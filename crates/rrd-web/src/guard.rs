@@ -74,8 +74,26 @@ impl HostPolicy {
         if port == 80 {
             names.extend(["localhost".into(), "127.0.0.1".into(), "[::1]".into()]);
         }
-        names.dedup();
+        let mut seen = std::collections::HashSet::new();
+        names.retain(|n| seen.insert(n.clone()));
         HostPolicy::Only(names)
+    }
+
+    /// The policy of a server bound to `port`: the `name:0` entries (a
+    /// listen address with port 0, for which [`HostPolicy::for_listen`]
+    /// could not know the port) name `port` instead.
+    pub fn bound_to(self, port: u16) -> HostPolicy {
+        match self {
+            HostPolicy::Any => HostPolicy::Any,
+            HostPolicy::Only(list) => HostPolicy::Only(
+                list.into_iter()
+                    .map(|h| match h.strip_suffix(":0") {
+                        Some(name) => format!("{name}:{port}"),
+                        None => h,
+                    })
+                    .collect(),
+            ),
+        }
     }
 
     /// Whether `authority` (`name[:port]`) is allowed.
@@ -381,6 +399,16 @@ mod tests {
             let h = HeaderMap::from_iter([(header::HOST, HeaderValue::from_bytes(bad.as_bytes()).unwrap())]);
             assert!(host_field(Version::HTTP_11, &h).unwrap_err().contains("invalid Host"), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_listener_on_port_0_answers_the_port_it_was_bound_to() {
+        let p = HostPolicy::for_listen("127.0.0.1:0".parse().unwrap(), None).bound_to(40123);
+        assert!(p.allows("127.0.0.1:40123") && p.allows("localhost:40123"));
+        assert!(!p.allows("127.0.0.1:0") && !p.allows("localhost:40124"));
+        let given = HostPolicy::for_listen("127.0.0.1:0".parse().unwrap(), Some(&["gf.test".into()]));
+        assert_eq!(given.clone().bound_to(40123), given);
+        assert_eq!(HostPolicy::Any.bound_to(1), HostPolicy::Any);
     }
 
     #[test]

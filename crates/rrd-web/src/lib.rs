@@ -325,10 +325,16 @@ pub fn run_blocking(
     writer: Writer,
     config: Config,
 ) -> Result<(), WebError> {
+    // Bound first: with port 0, the Host names derived from the listen
+    // address take the port the kernel chose.
+    let bound = std::net::TcpListener::bind(addr)?;
+    bound.set_nonblocking(true)?;
+    let mut config = config;
+    config.hosts = config.hosts.bound_to(bound.local_addr()?.port());
     let app = App::open_configured(data_dir, writer, config)?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let listener = tokio::net::TcpListener::from_std(bound)?;
         let c = &app.config;
         let hosts = match &c.hosts {
             guard::HostPolicy::Any => "any".to_string(),

@@ -764,6 +764,11 @@ fn fetch_def(def: &Def, global_step: i64, source: &mut dyn FetchSource) -> Resul
 
 /// Resolves a DEF's `start=`/`end=` against the xport's own range.
 fn def_times(start: Option<&str>, end: Option<&str>, range: &XportRange) -> Result<(i64, i64)> {
+    if start.is_none() && end.is_none() {
+        // The range itself, not its numbers parsed again as times (an
+        // eight-digit count of seconds reads as a YYYYMMDD date).
+        return Ok((range.start, range.end));
+    }
     let parse = |s: &str, which: &'static str| {
         attime::parse(s).map_err(|source| Error::Time { which: Some(which), source })
     };
@@ -1372,6 +1377,15 @@ mod tests {
             ds: 0,
             data: std::rc::Rc::new(values.to_vec()),
         }
+    }
+
+    #[test]
+    fn a_def_without_times_takes_the_range_as_it_is() {
+        // 94,694,401 has eight digits: parsed again as a time it would be
+        // read as a date (month 46 of year 9469) and refused.
+        let range = XportRange { start: 94_694_401, end: 1_000_000_800, step_secs: 0, max_rows: 10, now: 0 };
+        assert_eq!(def_times(None, None, &range).unwrap(), (94_694_401, 1_000_000_800));
+        assert_eq!(def_times(Some("end-1h"), None, &range).unwrap(), (1_000_000_800 - 3600, 1_000_000_800));
     }
 
     #[test]
