@@ -21,6 +21,7 @@ pub mod list;
 pub mod reduce;
 pub mod resize;
 pub mod restore;
+pub(crate) mod rra_def;
 pub mod schemas;
 pub mod tune;
 pub mod xport;

@@ -6,6 +6,8 @@
 //!   (`isspace`, `strtol`, `strtoul`, `atoi`, `atol`, with glibc's overflow
 //!   behaviour), rrdtool's own decimal parser (`rrd_strtod`), its counter
 //!   difference and its scaled durations (`5m`, `1d`).
+//! - [`cscan`]: C's `sscanf` conversions as rrdtool's option parsing
+//!   calls them (prefixes, `%N[set]`, saturating `%ld`, wrapping `%u`).
 //! - [`cformat`]: one double printed as glibc's `printf` and as rrdtool's
 //!   own `rrd_snprintf` print it (they differ near ties).
 //! - [`attime`]: AT-style times (`-1d`, `noon yesterday`, `end-2h`).
@@ -23,6 +25,7 @@
 
 pub mod attime;
 pub mod cformat;
+pub mod cscan;
 pub mod ctext;
 /// The C library's time functions (they need `unsafe`, so they live in
 /// rrd-sys).

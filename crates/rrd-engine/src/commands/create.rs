@@ -21,9 +21,10 @@ use std::path::{Path, PathBuf};
 
 use rrd_format::{
     CdpPrep, Cf, DsDef, Dst, Header, HeaderParts, LiveHead, Name, PdpPrep, RraDef, Version, CDP_UNKN_PDP_CNT,
-    CDP_VAL, DS_MAX_VAL, DS_MIN_VAL, DS_MRHB_CNT, LAST_DS_LEN, PDP_UNKN_SEC_CNT, PDP_VAL, RRA_CDP_XFF_VAL,
+    CDP_VAL, DS_MAX_VAL, DS_MIN_VAL, DS_MRHB_CNT, LAST_DS_LEN, PDP_UNKN_SEC_CNT, PDP_VAL,
 };
 
+use super::rra_def::{handle_dependent_rras, parse_rra_def};
 use crate::error::{Error, Result, SizeLimit};
 use crate::newfile::NewFiles;
 use crate::numparse::{self, DNAN};
@@ -180,57 +181,6 @@ fn parse_generic_ds(args: &str, par: &mut [u64; 10]) -> Result<()> {
     Ok(())
 }
 
-/// Parses a whole `RRA:...` argument.
-pub fn parse_rra(def: &str, step_secs: u64) -> Result<RraDef> {
-    // strtok skips empty tokens, so "a::b" has two tokens.
-    let tokens: Vec<&str> = def[4..].split(':').filter(|t| !t.is_empty()).collect();
-    let mut cf = None;
-    let mut cf_text = String::new();
-    let mut xff = 0.0f64;
-    let mut pdp_count = 1u64;
-    let mut row_count = 0u64;
-    for (i, token) in tokens.iter().enumerate() {
-        match i {
-            0 => {
-                cf_text = token.chars().take_while(|c| c.is_ascii_uppercase()).take(19).collect();
-                if cf_text.is_empty() {
-                    return Err(err("Failed to parse CF name"));
-                }
-                let parsed = Cf::parse(&cf_text)
-                    .ok_or_else(|| err(format!("Unrecognized consolidation function {cf_text}")))?;
-                if !parsed.is_classic() {
-                    // Without a file name: the smoothing row of seasonal
-                    // archives is then hash("") modulo the period.
-                    return crate::tune::parse_rra_def(def, step_secs, crate::hw::fnv_hash(b""), &mut None);
-                }
-                cf = Some(parsed);
-            }
-            1 => {
-                xff = match numparse::parse_double(token) {
-                    Ok(v) if (0.0..1.0).contains(&v) => v,
-                    _ => return Err(err("Invalid xff: must be between 0 and 1")),
-                };
-            }
-            2 => {
-                pdp_count = numparse::scaled_duration(token, step_secs)
-                    .map_err(|e| err(format!("Invalid step {token}: {e}")))?;
-            }
-            3 => {
-                row_count = numparse::scaled_duration(token, step_secs.saturating_mul(pdp_count))
-                    .map_err(|e| err(format!("Invalid row count {token}: {e}")))?;
-            }
-            _ => return Err(err(format!("Unexpected extra argument for consolidation function {cf_text}"))),
-        }
-    }
-    if tokens.len() < 4 {
-        return Err(err(format!("Expected at least 4 arguments for RRA but got {}", tokens.len())));
-    }
-    let cf = cf.expect("token 0 parsed");
-    let mut par = [0u64; 10];
-    par[RRA_CDP_XFF_VAL] = xff.to_bits();
-    Ok(RraDef { cf_name: Name::new(cf.name()), cf, pad: [0; 4], row_count, pdp_count, par })
-}
-
 /// A small random generator for the initial rows (rrdtool picks a random
 /// `cur_row` per RRA so that files created together do not write the same
 /// offsets at the same time).
@@ -290,11 +240,11 @@ pub fn build_header_named(
             ds.push(d);
         } else if def.starts_with("RRA:") {
             let mut require = None;
-            rra.push(crate::tune::parse_rra_def(def, step, hash, &mut require)?);
+            rra.push(parse_rra_def(def, step, hash, &mut require)?);
             if let Some(v) = require {
                 version = version.max(Version(v));
             }
-            crate::tune::handle_dependent_rras(&mut rra, hash)?;
+            handle_dependent_rras(&mut rra, hash)?;
         } else {
             return Err(err(format!("can't parse argument '{def}'")));
         }
@@ -458,6 +408,7 @@ pub fn create_in(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::rra_def::parse_rra;
 
     #[test]
     fn header_initial_state_matches_rrdtool() {
