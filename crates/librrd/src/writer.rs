@@ -49,7 +49,7 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::hash::{Hash, Hasher};
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -65,7 +65,7 @@ const MAX_OPEN_CEILING: usize = 65_536;
 /// Once the bound is reached, one new file in this many replaces a kept one.
 pub const ADMIT_ONE_IN: u64 = 64;
 /// Kept descriptors are moved to this number or above.
-const HIGH_FD: libc::c_int = 1024;
+const HIGH_FD: i32 = 1024;
 
 struct Shard {
     /// Files whose descriptors are kept.
@@ -114,12 +114,8 @@ fn enabled() -> bool {
 }
 
 fn soft_nofile() -> usize {
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes the struct it is given.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return 1024;
-    }
-    usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX)
+    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    lim.current.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
 /// Estimated memory of a kept header: its decoded form is about as large
@@ -297,12 +293,8 @@ impl Shard {
         if fd >= HIGH_FD {
             return;
         }
-        // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own returns a new one
-        // (or -1); the new one is owned by the `File` made from it.
-        let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, HIGH_FD) };
-        if high >= 0 {
-            // SAFETY: `high` is a fresh descriptor nothing else owns.
-            of.file = unsafe { std::fs::File::from_raw_fd(high) };
+        if let Ok(high) = rustix::io::fcntl_dupfd_cloexec(&of.file, HIGH_FD) {
+            of.file = std::fs::File::from(high);
         }
     }
 }

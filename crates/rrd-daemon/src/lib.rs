@@ -10,8 +10,10 @@
 //! - [`cache`]: per-file pending values, sharded; flush queue and timers.
 //! - [`key`]: the cache key, inline when short (one cache miss less per
 //!   UPDATE).
-//! - [`journaler`]: the committer thread: group commit into the journal
-//!   (rrd-journal), rotation, removal of segments no longer needed.
+//! - [`journaler`]: group commit into the journal (rrd-journal), written
+//!   by the connections themselves (no thread hop), and the sync thread:
+//!   `fdatasync` under `--sync always`, rotation, removal of segments no
+//!   longer needed.
 //! - [`flusher`]: due files → paced queue → workers that prefetch, write in
 //!   path order, sync, then release their journal segments.
 //! - [`syncgroup`]: one `syncfs` shared by every worker that finished

@@ -369,7 +369,7 @@ struct Notify {
 }
 
 /// Opens the journal (replaying it, then taking over rrdcached's journal
-/// files: `rrdcached_journal`), returns the committer and the replayed
+/// files: `rrdcached_journal`), returns the journaler and the replayed
 /// records' oldest segment.
 fn open_journal(
     config: &Config,
