@@ -11,6 +11,8 @@
 //! - [`record`]: the update topic's record format.
 //! - [`kafka`]: client settings, topics created or validated (replication
 //!   3, `min.insync.replicas` 2), the producer (`acks=all`, idempotent).
+//! - [`keys`]: a file named relative to the base directory (records,
+//!   snapshots) and as the cache keys it.
 //! - [`figures`]: the node's cluster figures, for STATS and `/metrics`.
 //! - [`front`]: the rrdcached protocol for clients: updates acknowledged
 //!   once Kafka has them; reads answered by the file's owner.
@@ -36,6 +38,7 @@ pub mod figures;
 pub mod front;
 pub mod hash;
 pub mod kafka;
+pub mod keys;
 pub mod members;
 pub mod node;
 pub mod record;

@@ -94,15 +94,17 @@ pub struct Shared {
 impl Shared {
     /// The base directory's absolute path joined with `relative`.
     pub fn key_of(&self, relative: &str) -> String {
-        format!("{}/{}", self.daemon.paths.base().display(), relative)
+        crate::keys::key_in(&self.daemon, relative)
     }
 
     /// `key` relative to the base directory (`None`: outside it).
     pub fn relative_of<'a>(&self, key: &'a str) -> Option<&'a str> {
-        let base = self.daemon.paths.base().to_str()?;
-        let rest = key.strip_prefix(base)?;
-        let rest = if base == "/" { rest } else { rest.strip_prefix('/')? };
-        (!rest.is_empty()).then_some(rest)
+        crate::keys::relative_in(&self.daemon, key)
+    }
+
+    /// What the snapshots need of the node.
+    fn snapshot_side(&self) -> snapshot::Side<'_> {
+        snapshot::Side { daemon: &self.daemon, names: &self.names, runtime: &self.runtime }
     }
 
     /// The log end of `partition` (`None`: not known within `timeout`).
@@ -446,7 +448,7 @@ fn restore_partition(shared: &Shared, p: i32) -> Result<(u64, u64), String> {
         &format!("{}.restore.{}", shared.names.group, shared.node_id),
     )
     .map_err(|e| e.to_string())?;
-    let (files, bytes) = snapshot::restore(shared, &consumer, p)?;
+    let (files, bytes) = snapshot::restore(&shared.snapshot_side(), &consumer, p)?;
     shared.files_restored.fetch_add(files, Ordering::Relaxed);
     Ok((files, bytes))
 }
@@ -456,7 +458,7 @@ fn publish_snapshots(shared: &Shared, book: &Mutex<Book>) {
     let Some(producer) = &shared.snapshots else { return };
     let mut dirty = std::mem::take(&mut book.lock().expect("book lock").dirty);
     let before = dirty.files.len();
-    let bytes = snapshot::publish_ready(shared, producer, &mut dirty);
+    let bytes = snapshot::publish_ready(&shared.snapshot_side(), producer, &mut dirty);
     let published = before.saturating_sub(dirty.files.len());
     shared.snapshots_published.fetch_add(published as u64, Ordering::Relaxed);
     shared.snapshot_bytes.fetch_add(bytes, Ordering::Relaxed);

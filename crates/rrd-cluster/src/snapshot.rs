@@ -38,7 +38,24 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaErrorCode;
 use rrd_engine::batch::KeptHeader;
 
-use crate::node::Shared;
+use rrd_daemon::state::Daemon;
+
+use crate::kafka::Names;
+
+/// What snapshots need of the node: its daemon (cache and base
+/// directory), the topic names and the runtime to wait on Kafka with.
+pub struct Side<'a> {
+    pub daemon: &'a Daemon,
+    pub names: &'a Names,
+    pub runtime: &'a tokio::runtime::Handle,
+}
+
+impl Side<'_> {
+    /// The cache key of a file named relative to the base directory.
+    fn key_of(&self, relative: &str) -> String {
+        crate::keys::key_in(self.daemon, relative)
+    }
+}
 
 pub const MAGIC: &[u8] = b"RRDSNAP1\n";
 /// The largest file a snapshot carries (the topic's and the producer's
@@ -107,7 +124,7 @@ impl Dirty {
 /// Publishes the snapshots of dirty files whose values are all in synced
 /// files, and waits for Kafka's acknowledgements; those files become
 /// clean. Returns the bytes published.
-pub fn publish_ready(shared: &Shared, producer: &FutureProducer, dirty: &mut Dirty) -> u64 {
+pub fn publish_ready(shared: &Side<'_>, producer: &FutureProducer, dirty: &mut Dirty) -> u64 {
     let cache = &shared.daemon.cache;
     let mut sent: Vec<(String, i64, DeliveryFuture)> = Vec::new();
     let mut bytes = 0u64;
@@ -171,7 +188,7 @@ pub fn publish_ready(shared: &Shared, producer: &FutureProducer, dirty: &mut Dir
 /// Restores partition `p`'s files from the snapshot topic: for each file,
 /// the latest snapshot, when its last update is later than the local
 /// copy's (or there is none). Returns (files restored, bytes read).
-pub fn restore(shared: &Shared, consumer: &BaseConsumer, p: i32) -> Result<(u64, u64), String> {
+pub fn restore(shared: &Side<'_>, consumer: &BaseConsumer, p: i32) -> Result<(u64, u64), String> {
     let topic = &shared.names.snapshots;
     let (low, high) =
         consumer.fetch_watermarks(topic, p, Duration::from_secs(20)).map_err(|e| e.to_string())?;
