@@ -8,6 +8,7 @@
 //! - [`store`]: graph and complex metadata in SQLite;
 //! - [`rrdfile`]: GF's two RRD files per graph; [`writes`]: embedded
 //!   writes or a daemon; [`series`]: the DEF/CDEF lists GF draws;
+//!   [`field`]: text inside a graph element's field, escaped once for all;
 //! - [`range`], [`params`], [`edit`]: validation of untrusted input;
 //! - [`ticker`]: GF's worker, re-writing each graph's number every minute;
 //! - [`vrule`]: GF's vertical rules (stored, listed, drawn);
@@ -43,6 +44,7 @@
 #![forbid(unsafe_code)]
 
 pub mod edit;
+pub mod field;
 pub mod guard;
 pub mod metrics;
 pub mod params;

@@ -23,6 +23,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Map, Value};
 
+use crate::field::field;
 use crate::range::DrawRequest;
 use crate::rrdfile::{self, Resolution};
 use crate::store::{Complex, Graph, Store};
@@ -60,12 +61,6 @@ pub fn complex_members(store: &Store, c: &Complex) -> rusqlite::Result<Vec<Membe
         }
     }
     Ok(out)
-}
-
-/// Escapes `:` for an element field (rrdtool's parser unescapes only `\:`;
-/// any other backslash is kept as it is).
-pub(crate) fn field(s: &str) -> String {
-    s.replace(':', "\\:")
 }
 
 /// Escapes text that goes inside a GPRINT format.

@@ -108,7 +108,7 @@ pub fn elements(rules: &[Vrule], legend: bool) -> Vec<String> {
         .iter()
         .map(|v| {
             let first = !v.description.is_empty() && seen.insert((v.color.as_str(), v.description.as_str()));
-            let text = if legend && first { crate::series::field(&v.description) } else { String::new() };
+            let text = if legend && first { crate::field::field(&v.description) } else { String::new() };
             let mut e = format!("VRULE:{}{}", v.time, v.color);
             if !text.is_empty() || !v.dashes.is_empty() {
                 e.push(':');

@@ -24,6 +24,7 @@ use rrd_engine::Rrd;
 use super::defs::{Def, Subject, PALETTE};
 use super::source::{token, TreeSource};
 use super::TreeError;
+use crate::field::untrusted_field;
 
 /// Bytes of thumbnails kept (a 300×100 thumbnail is about 10 KB).
 pub const THUMB_CACHE_BYTES: usize = 32 << 20;
@@ -137,12 +138,6 @@ pub fn file_info(root: &Root, path: &Path) -> Result<FileInfo, TreeError> {
     })
 }
 
-/// Text safe inside an element field: `:` escaped, backslashes and
-/// control characters dropped.
-fn field(s: &str) -> String {
-    s.chars().filter(|c| *c != '\\' && !c.is_control()).collect::<String>().replace(':', "\\:")
-}
-
 /// One file of a drawing: its names (for the templates) and header.
 pub struct Member {
     /// The file name without `.rrd`.
@@ -185,7 +180,7 @@ pub fn elements(def: &Def, members: &[Member], view: &View) -> (Vec<String>, Vec
                     "STACK" => ("AREA", ""),
                     k => (k, ""),
                 };
-                let legend = if view.thumb { String::new() } else { field(&label) };
+                let legend = if view.thumb { String::new() } else { untrusted_field(&label) };
                 els.push(format!("{kind}:v{i}#{color}:{legend}{stack}"));
                 if !view.thumb {
                     for (f, name) in [("LAST", "cur"), ("AVERAGE", "avg"), ("MAX", "max")] {
@@ -322,7 +317,7 @@ pub fn export(
     let (mut els, vars) = elements(def, &members, &thumbless);
     els.retain(|e| e.starts_with("DEF:") || e.starts_with("CDEF:"));
     for (v, label) in &vars {
-        els.push(format!("XPORT:{v}:{}", field(label)));
+        els.push(format!("XPORT:{v}:{}", untrusted_field(label)));
     }
     let range = rrd_engine::xport::XportRange {
         start: view.start,
