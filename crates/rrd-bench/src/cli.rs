@@ -6,8 +6,9 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
+use crate::host::parse_size;
 use crate::side::{Mode, Versus};
 
 /// Replays the seeds' benchmarks on rrdscale, optionally side by side with
@@ -32,18 +33,18 @@ pub enum Workload {
     /// bulk BATCHes, as one UPDATE per request awaited (--pattern roundtrip,
     /// with latency), or as one BATCH of every file per interval (--pattern
     /// batch-per-interval); rrdscale daemon per --sync policy vs rrdcached.
-    DaemonIngest(crate::daemon_ingest::IngestArgs),
+    DaemonIngest(crate::daemon::ingest::IngestArgs),
     /// Daemon flush: FLUSHALL of pending values for N cold files; files/s,
     /// pages read and written per file, and the disk's bound.
-    DaemonFlush(crate::daemon_flush::FlushArgs),
+    DaemonFlush(crate::daemon::flush::FlushArgs),
     /// Daemon restart: kill -9 with pending data journaled for many files;
     /// time until PING answers and until everything is written.
-    DaemonRestart(crate::daemon_restart::RestartArgs),
+    DaemonRestart(crate::daemon::restart::RestartArgs),
     /// Daemon read: FETCH latency of files with pending values.
-    DaemonRead(crate::daemon_read::ReadArgs),
+    DaemonRead(crate::daemon::read::ReadArgs),
     /// Daemon capacity: the most MRTG files kept current over a simulated
     /// hour under 2.5 KiB of RAM per file (doubling, then bisection).
-    DaemonCapacity(crate::daemon_capacity::CapacityArgs),
+    DaemonCapacity(crate::daemon::capacity::CapacityArgs),
     /// Prints the report of a saved run (its --json file) again, and
     /// optionally redraws its plots.
     Report(ReportArgs),
@@ -150,53 +151,16 @@ pub struct Common {
     pub svg: Option<PathBuf>,
 }
 
-/// When perftest evicts files before a pass.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
-pub enum Evict {
-    Never,
-    Round,
-    Pass,
-}
+pub use crate::workload::Evict;
 
 /// Parses the arguments after `bench`.
 pub fn parse(args: &[String]) -> Result<Cli, clap::Error> {
     Cli::try_parse_from(std::iter::once("rrdscale bench".to_string()).chain(args.iter().cloned()))
 }
 
-/// `50M`, `64MiB`, `1.5G`, `4096`, `512k`: bytes (K/M/G are powers of 1024).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("'{s}' is not a size like 50M"))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => return Err(format!("'{s}' has an unknown unit (use K, M or G)")),
-    };
-    let bytes = n * mult as f64;
-    if !(1.0..1e18).contains(&bytes) {
-        return Err(format!("'{s}' is not a usable memory size"));
-    }
-    Ok(bytes as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_parse() {
-        assert_eq!(parse_size("50M"), Ok(50 << 20));
-        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
-        assert_eq!(parse_size("1.5G"), Ok(3 << 29));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert!(parse_size("lots").is_err());
-        assert!(parse_size("5X").is_err());
-        assert!(parse_size("0").is_err());
-    }
 
     #[test]
     fn command_lines_parse() {

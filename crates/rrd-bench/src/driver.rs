@@ -14,108 +14,23 @@
 //! Deliberately absent: measuring anything itself (workers do).
 
 use std::fs;
-use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rrd_engine::create::{create_in, CreateOptions};
 
 use crate::cgroup::{self, MemoryCgroup};
 use crate::cli::{Cli, Common, Workload as CliWorkload};
+use crate::host::{bar, load_average, machine, mkdirs, shell_quote, syncfs};
 use crate::librrd::Librrd;
-use crate::report::{self, CreateResult, Machine, PassResult, Results, SideResult, Verify};
+use crate::report::{self, CreateResult, PassResult, Results, SideResult, Verify};
 use crate::schema::Schema;
 use crate::side::Side;
 use crate::svg::{self, Chart, Series};
 use crate::worker::{Event, WorkerSpec};
-use crate::workload::{self, file_dirs, file_path, Kind, Step, Workload};
+use crate::workload::{self, file_path, Kind, Step, Workload};
 use crate::BenchError;
-
-/// A progress bar on stderr, hidden when stderr is not a terminal.
-pub(crate) fn bar(len: u64, prefix: String) -> ProgressBar {
-    let target = if std::io::stderr().is_terminal() {
-        ProgressDrawTarget::stderr()
-    } else {
-        ProgressDrawTarget::hidden()
-    };
-    let pb = ProgressBar::with_draw_target(Some(len), target);
-    let style = ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos:>7}/{len:7} {per_sec:>12} {msg}")
-        .expect("static template")
-        .progress_chars("=> ");
-    pb.set_style(style);
-    pb.set_prefix(prefix);
-    pb
-}
-
-/// Quotes an argument for a POSIX shell when it needs it.
-pub(crate) fn shell_quote(a: &str) -> String {
-    if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=,:+@%".contains(c)) {
-        a.to_string()
-    } else {
-        format!("'{}'", a.replace('\'', r"'\''"))
-    }
-}
-
-/// The 1-, 5- and 15-minute load averages.
-pub(crate) fn load_average() -> String {
-    let text = fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    text.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
-}
-
-pub(crate) fn machine(dir: &Path, load_before: String) -> Machine {
-    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let cpu = cpuinfo
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let memory_bytes = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024);
-    let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string();
-    Machine {
-        cpu,
-        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        memory_bytes,
-        kernel,
-        filesystem: filesystem(dir),
-        load_before,
-        load_after: load_average(),
-    }
-}
-
-/// The file system type of `dir`, by its magic number.
-fn filesystem(dir: &Path) -> String {
-    let Ok(f) = fs::File::open(dir) else { return "unknown".into() };
-    let Ok(st) = rustix::fs::fstatfs(&f) else { return "unknown".into() };
-    let magic = st.f_type as u64;
-    match magic {
-        0xEF53 => "ext4".into(),
-        0x0102_1994 => "tmpfs".into(),
-        0x5846_5342 => "xfs".into(),
-        0x9123_683E => "btrfs".into(),
-        0x794C_7630 => "overlayfs".into(),
-        m => format!("file system 0x{m:x}"),
-    }
-}
-
-/// Writes every dirty page of the file system holding `dir` back to disk.
-pub(crate) fn syncfs(dir: &Path) -> Result<(), BenchError> {
-    let f = fs::File::open(dir).map_err(|e| BenchError::io(format!("opening {}", dir.display()), e))?;
-    rustix::fs::syncfs(&f).map_err(|e| BenchError::io(format!("syncfs on {}", dir.display()), e.into()))
-}
-
-pub(crate) fn mkdirs(dir: &Path, count: u64) -> Result<(), BenchError> {
-    for d in file_dirs(dir, count) {
-        fs::create_dir_all(&d).map_err(|e| BenchError::io(format!("creating {}", d.display()), e))?;
-    }
-    Ok(())
-}
 
 /// Creates the master files with rrdscale's create (untimed).
 fn create_master(w: &Workload, master: &Path) -> Result<(), BenchError> {
@@ -515,11 +430,11 @@ fn rerun_report(json: &Path, svg_dir: Option<&Path>, out: &mut dyn Write) -> Res
 pub fn run(cli: &Cli, args: &[String], exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
     match &cli.workload {
         CliWorkload::Report(r) => return rerun_report(&r.json, r.svg.as_deref(), out),
-        CliWorkload::DaemonIngest(a) => return crate::daemon_ingest::run(a, args, exe, out),
-        CliWorkload::DaemonFlush(a) => return crate::daemon_flush::run(a, args, exe, out),
-        CliWorkload::DaemonRestart(a) => return crate::daemon_restart::run(a, args, exe, out),
-        CliWorkload::DaemonRead(a) => return crate::daemon_read::run(a, args, exe, out),
-        CliWorkload::DaemonCapacity(a) => return crate::daemon_capacity::run(a, args, exe, out),
+        CliWorkload::DaemonIngest(a) => return crate::daemon::ingest::run(a, args, exe, out),
+        CliWorkload::DaemonFlush(a) => return crate::daemon::flush::run(a, args, exe, out),
+        CliWorkload::DaemonRestart(a) => return crate::daemon::restart::run(a, args, exe, out),
+        CliWorkload::DaemonRead(a) => return crate::daemon::read::run(a, args, exe, out),
+        CliWorkload::DaemonCapacity(a) => return crate::daemon::capacity::run(a, args, exe, out),
         _ => {}
     }
     let (w, common) = build(cli)?;

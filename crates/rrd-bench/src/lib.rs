@@ -10,10 +10,11 @@
 //! librrd loaded at run time (`--vs rrdtool`) or through `rrdtool -`.
 //!
 //! Daemon workloads (`daemon-ingest`, `daemon-flush`, `daemon-restart`,
-//! `daemon-read`, `daemon-capacity`; one module each, driven by the one
-//! driver in [`dworkload`], shared pieces in [`dcommon`], process control
-//! and protocol in [`daemon`], the disk probe in [`diskprobe`],
-//! per-request latency histograms in [`latency`]):
+//! `daemon-read`, `daemon-capacity`; under [`daemon`]: one module each,
+//! driven by the one driver in `daemon::workload`, shared pieces in
+//! `daemon::common`, process control and protocol in `daemon::process`;
+//! the disk probe in [`diskprobe`], per-request latency histograms in
+//! [`latency`]; the machine's chores every workload shares in [`host`]):
 //! `rrdscale daemon` and rrdcached 1.7.2 on identical copies of the files,
 //! one after the other, each in its own memory cgroup with
 //! `--memory-budget`, driven only through their command line, UNIX socket
@@ -45,15 +46,9 @@ use std::io::Write;
 pub mod cgroup;
 pub mod cli;
 pub mod daemon;
-pub mod daemon_capacity;
-pub mod daemon_flush;
-pub mod daemon_ingest;
-pub mod daemon_read;
-pub mod daemon_restart;
-pub mod dcommon;
 pub mod diskprobe;
 pub mod driver;
-pub mod dworkload;
+pub mod host;
 pub mod latency;
 /// librrd opened with `dlopen` (its FFI needs `unsafe`, so it lives in rrd-sys).
 pub use rrd_sys::librrd;

@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::Evict;
 use crate::schema::Schema;
 
 /// Files `first..end` created with `start_time` as their last update.
@@ -251,6 +250,14 @@ pub fn file_path(dir: &Path, index: u64) -> PathBuf {
 /// The directories [`file_path`] uses for files `0..count`.
 pub fn file_dirs(dir: &Path, count: u64) -> Vec<PathBuf> {
     (0..count.div_ceil(1000)).map(|d| dir.join(format!("{d:04}"))).collect()
+}
+
+/// When perftest evicts files before a pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+pub enum Evict {
+    Never,
+    Round,
+    Pass,
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! disk probe), runs [`DaemonWorkload::side`] for each side one after the
 //! other, adds the checks across sides and the report's parts the workload
 //! gives ([`DaemonWorkload::report`]), and writes the report
-//! ([`crate::dcommon::finish`]). A side that runs one daemon does it through
+//! ([`crate::daemon::common::finish`]). A side that runs one daemon does it through
 //! [`Side::run_daemon`]: its memory cgroup, its command line, start, the
 //! workload's measurement, an error explained by the daemon's death when it
 //! died, stop, the cgroup's peak memory.
@@ -26,10 +26,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::daemon::{DaemonKind, DaemonProc, DaemonSpec};
-use crate::dcommon::{
+use crate::daemon::common::{
     self, Check, Column, DaemonCommon, DaemonResults, DaemonSideResult, SideDirs, Workspace,
 };
+use crate::daemon::{DaemonKind, DaemonProc, DaemonSpec};
 use crate::schema::Schema;
 use crate::BenchError;
 
@@ -138,7 +138,7 @@ impl<'a> Side<'a> {
     /// The side's daemon command: `-w write_interval_secs`, `--max-pending
     /// max_pending_values` (ours).
     pub fn spec(&self, run: &Run, write_interval_secs: u64, max_pending_values: u64) -> DaemonSpec {
-        dcommon::spec_for(
+        common::spec_for(
             self.kind,
             &run.common,
             &run.exe,
@@ -159,7 +159,7 @@ impl<'a> Side<'a> {
         max_pending_values: u64,
         measure: impl FnOnce(&mut DaemonProc, &mut Side<'a>) -> Result<T, BenchError>,
     ) -> Result<T, BenchError> {
-        let cg = dcommon::cgroup_for(&run.common, self.k)?;
+        let cg = common::cgroup_for(&run.common, self.k)?;
         let spec = self.spec(run, write_interval_secs, max_pending_values);
         self.result.command_line = spec.command_line().join(" ");
         let (mut daemon, _) = DaemonProc::start(&spec, cg.as_ref().map(|g| g.path.as_path()))?;
@@ -215,17 +215,17 @@ pub fn run<W: DaemonWorkload>(
     w.check()?;
     let common = w.common().clone();
     let schema = Schema::parse(w.schema())?;
-    let kinds = dcommon::sides_with(&common, w.ours(exe))?;
+    let kinds = common::sides_with(&common, w.ours(exe))?;
     let ws = Workspace::new(&common, args)?;
     let files = w.files();
     let file_bytes =
-        dcommon::make_master_from(&schema, files, common.start_time, &ws.master(), w.master_file())?;
-    let dirs: Vec<SideDirs> = kinds.iter().map(|k| dcommon::side_dirs(&ws.base, k)).collect();
+        common::make_master_from(&schema, files, common.start_time, &ws.master(), w.master_file())?;
+    let dirs: Vec<SideDirs> = kinds.iter().map(|k| common::side_dirs(&ws.base, k)).collect();
     if w.copies() {
         for (k, d) in kinds.iter().zip(&dirs) {
-            dcommon::copy_files(&ws.master(), &d.files, files, &k.label())?;
+            common::copy_files(&ws.master(), &d.files, files, &k.label())?;
         }
-        crate::driver::syncfs(&ws.base)?;
+        crate::host::syncfs(&ws.base)?;
     }
     let run = Run { common, schema, files, file_bytes, kinds, dirs, ws, exe: exe.to_path_buf() };
     w.before_sides(&run)?;
@@ -254,7 +254,7 @@ pub fn run<W: DaemonWorkload>(
             &rep.params,
         )
     };
-    dcommon::finish(results, &run.ws, run.common.json.as_deref(), out)
+    common::finish(results, &run.ws, run.common.json.as_deref(), out)
 }
 
 /// `ours_label / rrdcached` of each `(key, name, higher_is_better)` that
@@ -266,7 +266,7 @@ pub fn ratios(
 ) -> BTreeMap<String, f64> {
     keys.iter()
         .filter_map(|&(key, name, better)| {
-            Some((name.to_string(), dcommon::ratio(sides, ours_label, key, better)?))
+            Some((name.to_string(), common::ratio(sides, ours_label, key, better)?))
         })
         .collect()
 }

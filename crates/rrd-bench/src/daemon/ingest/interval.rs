@@ -14,9 +14,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::{measure_side, ratios, IngestArgs, PerFile, Sent};
+use crate::daemon::common::{col, DaemonSideResult};
+use crate::daemon::workload::{Report, Run, Side};
 use crate::daemon::Conn;
-use crate::dcommon::{col, DaemonSideResult};
-use crate::dworkload::{Report, Run, Side};
 use crate::schema::Schema;
 use crate::workload::file_path;
 use crate::BenchError;

@@ -46,9 +46,9 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use crate::daemon::common::{self, col, DaemonCommon, DaemonSideResult, WRITE_INTERVAL};
+use crate::daemon::workload::{self, DaemonWorkload, Report, Run, Side};
 use crate::daemon::{wait_drained, DaemonKind, DaemonSpec};
-use crate::dcommon::{self, col, DaemonCommon, DaemonSideResult, WRITE_INTERVAL};
-use crate::dworkload::{self, DaemonWorkload, Report, Run, Side};
 use crate::procstat::Meter;
 use crate::BenchError;
 
@@ -156,7 +156,7 @@ type PerFile = Box<dyn Fn(u64) -> u64>;
 pub struct Ingest<'a>(pub &'a IngestArgs);
 
 pub fn run(a: &IngestArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
-    dworkload::run(&mut Ingest(a), args, exe, out)
+    workload::run(&mut Ingest(a), args, exe, out)
 }
 
 impl DaemonWorkload for Ingest<'_> {
@@ -211,14 +211,14 @@ impl DaemonWorkload for Ingest<'_> {
         r.params.push(("-w", WRITE_INTERVAL.to_string()));
         if run.dirs.len() > 1 && c.verify > 0 {
             let scratch = run.ws.base.join("reference");
-            let sent = dcommon::SentCounts {
+            let sent = common::SentCounts {
                 counts: counts.iter().map(|f| f.as_ref()).collect(),
                 master: &run.ws.master(),
                 scratch: &scratch,
                 schema: &run.schema,
                 start: c.start_time,
             };
-            r.checks.push(dcommon::verify_sides_against(&run.files_dirs(), Some(&sent), run.files, c.verify));
+            r.checks.push(common::verify_sides_against(&run.files_dirs(), Some(&sent), run.files, c.verify));
         }
         r
     }
@@ -325,7 +325,7 @@ fn measure_side<P>(
             Duration::from_secs(3600),
         )?;
         let last = |i: u64| c.start_time + (sent.per_file)(i) as i64 * step;
-        let (ok, first) = dcommon::count_last_update_by(&side.dirs.files, files, last);
+        let (ok, first) = common::count_last_update_by(&side.dirs.files, files, last);
         side.check(
             "files current after FLUSHALL",
             ok == files,
@@ -365,7 +365,7 @@ fn ratios(
     let mut out = std::collections::BTreeMap::new();
     for s in sides.iter().filter(|s| s.kind.as_ref().is_some_and(DaemonKind::is_ours)) {
         for &(key, name, higher_is_better) in keys {
-            if let Some(x) = dcommon::ratio(sides, &s.label, key, higher_is_better) {
+            if let Some(x) = common::ratio(sides, &s.label, key, higher_is_better) {
                 let how = if higher_is_better { "/ rrdcached" } else { "vs rrdcached (theirs / ours)" };
                 out.insert(format!("{name}, {} {how}", s.label), x);
             }
@@ -378,7 +378,7 @@ fn ratios(
 fn bulk(a: &IngestArgs, run: &Run, side: &mut Side) -> Result<PerFile, BenchError> {
     let c = &run.common;
     let total_values = run.files * a.values_per_file;
-    let plan = dcommon::plan_updates(
+    let plan = common::plan_updates(
         &run.schema,
         &side.dirs.files,
         run.files,
@@ -388,7 +388,7 @@ fn bulk(a: &IngestArgs, run: &Run, side: &mut Side) -> Result<PerFile, BenchErro
     );
     measure_side(a, run, side, total_values.max(10_000_000) * 2, plan, |plan, spec, _| {
         let (lines, values) = (plan.lines, plan.values);
-        let sent = dcommon::send_plan(&spec.socket(), plan)?;
+        let sent = common::send_plan(&spec.socket(), plan)?;
         let per_file = a.values_per_file;
         Ok(Sent {
             lines,

@@ -25,8 +25,8 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use super::{measure_side, ratios, IngestArgs, PerFile, Sent};
-use crate::dcommon::{col, DaemonSideResult};
-use crate::dworkload::{Report, Run, Side};
+use crate::daemon::common::{col, DaemonSideResult};
+use crate::daemon::workload::{Report, Run, Side};
 use crate::latency::Histogram;
 use crate::schema::Schema;
 use crate::workload::file_path;

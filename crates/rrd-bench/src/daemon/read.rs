@@ -21,8 +21,8 @@ use std::time::Instant;
 
 use clap::Args;
 
-use crate::dcommon::{self, col, Check, DaemonCommon, DaemonSideResult, WRITE_INTERVAL};
-use crate::dworkload::{self, DaemonWorkload, Report, Run, Side};
+use crate::daemon::common::{self, col, Check, DaemonCommon, DaemonSideResult, WRITE_INTERVAL};
+use crate::daemon::workload::{self, DaemonWorkload, Report, Run, Side};
 use crate::workload::file_path;
 use crate::BenchError;
 
@@ -83,7 +83,7 @@ pub struct Read<'a> {
 }
 
 pub fn run(a: &ReadArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
-    dworkload::run(&mut Read { a, picks: pick(a.files, a.fetches, a.seed) }, args, exe, out)
+    workload::run(&mut Read { a, picks: pick(a.files, a.fetches, a.seed) }, args, exe, out)
 }
 
 impl DaemonWorkload for Read<'_> {
@@ -111,10 +111,10 @@ impl DaemonWorkload for Read<'_> {
         let files = side.dirs.files.clone();
         let last = c.start_time + (a.pending * run.schema.step_secs) as i64;
         let plan =
-            dcommon::plan_updates(&run.schema, &files, a.files, 1..=a.pending, c.start_time, c.batching(1));
+            common::plan_updates(&run.schema, &files, a.files, 1..=a.pending, c.start_time, c.batching(1));
         let max_pending = (a.files * a.pending).max(10_000_000) * 2;
         let replies = side.run_daemon(run, WRITE_INTERVAL, max_pending, |daemon, side| {
-            let sent = dcommon::send_plan(&daemon.spec.socket(), plan)?;
+            let sent = common::send_plan(&daemon.spec.socket(), plan)?;
             if a.evict {
                 crate::worker::evict_files(&files, a.files)?;
             }
@@ -189,7 +189,7 @@ impl DaemonWorkload for Read<'_> {
         if replies.len() > 1 {
             r.checks.push(same_replies(&replies, &self.picks));
         }
-        r.ratios = dworkload::ratios(
+        r.ratios = workload::ratios(
             sides,
             "rrdscale (--sync always)",
             &[

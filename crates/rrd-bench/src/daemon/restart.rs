@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
+use crate::daemon::common::{self, col, DaemonCommon, DaemonSideResult, WRITE_INTERVAL};
+use crate::daemon::workload::{self, DaemonWorkload, Report, Run, Side};
 use crate::daemon::{journal_bytes, wait_drained};
-use crate::dcommon::{self, col, DaemonCommon, DaemonSideResult, WRITE_INTERVAL};
-use crate::dworkload::{self, DaemonWorkload, Report, Run, Side};
 use crate::BenchError;
 
 /// A one-page file: one DS, one 10-row archive.
@@ -52,7 +52,7 @@ fn journal_files(dir: &Path) -> usize {
 pub struct Restart<'a>(pub &'a RestartArgs);
 
 pub fn run(a: &RestartArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
-    dworkload::run(&mut Restart(a), args, exe, out)
+    workload::run(&mut Restart(a), args, exe, out)
 }
 
 impl DaemonWorkload for Restart<'_> {
@@ -78,7 +78,7 @@ impl DaemonWorkload for Restart<'_> {
         let (a, c) = (self.0, &run.common);
         let files = side.dirs.files.clone();
         let last = c.start_time + (a.values_per_file * run.schema.step_secs) as i64;
-        let plan = dcommon::plan_updates(
+        let plan = common::plan_updates(
             &run.schema,
             &files,
             a.files,
@@ -90,14 +90,14 @@ impl DaemonWorkload for Restart<'_> {
         let max_pending = (a.files * a.values_per_file).max(10_000_000) * 2;
         let sent = side.run_daemon(run, WRITE_INTERVAL, max_pending, |daemon, side| {
             let spec = daemon.spec.clone();
-            let sent = dcommon::send_plan(&spec.socket(), plan)?;
+            let sent = common::send_plan(&spec.socket(), plan)?;
             // A moment for a daemon that buffers its journal (rrdcached) to
             // write it out, as a real crash rarely follows the last update at once.
             std::thread::sleep(Duration::from_secs(1));
             let jbytes = journal_bytes(&spec.journal_dir());
             let jfiles = journal_files(&spec.journal_dir());
             daemon.kill9();
-            crate::driver::syncfs(&spec.run_dir)?;
+            crate::host::syncfs(&spec.run_dir)?;
             let t = Instant::now();
             let accept = daemon.restart()?;
             let mut conn = daemon.connect()?;
@@ -113,7 +113,7 @@ impl DaemonWorkload for Restart<'_> {
             let drained = t.elapsed().as_secs_f64();
             let one_segment = if side.kind.is_ours() {
                 let ok =
-                    dcommon::wait_until(Duration::from_secs(60), || journal_files(&spec.journal_dir()) <= 1);
+                    common::wait_until(Duration::from_secs(60), || journal_files(&spec.journal_dir()) <= 1);
                 if ok {
                     t.elapsed().as_secs_f64()
                 } else {
@@ -136,7 +136,7 @@ impl DaemonWorkload for Restart<'_> {
             );
             Ok(sent)
         })?;
-        let (ok, first) = dcommon::count_last_update(&files, a.files, last);
+        let (ok, first) = common::count_last_update(&files, a.files, last);
         side.set("files_complete", ok as f64);
         side.check(
             "every update acknowledged before the kill is in the files",
@@ -175,7 +175,7 @@ impl DaemonWorkload for Restart<'_> {
             col("files_complete", "files holding every value", 0),
         ];
         let mut r = Report::new(run, columns, params);
-        r.ratios = dworkload::ratios(
+        r.ratios = workload::ratios(
             sides,
             "rrdscale (--sync always)",
             &[

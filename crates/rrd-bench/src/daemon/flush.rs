@@ -25,10 +25,10 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
+use crate::daemon::common::{self, col, DaemonCommon, DaemonSideResult, WRITE_INTERVAL};
 use crate::daemon::wait_drained;
-use crate::dcommon::{self, col, DaemonCommon, DaemonSideResult, WRITE_INTERVAL};
+use crate::daemon::workload::{self, DaemonWorkload, Report, Run, Side};
 use crate::diskprobe;
-use crate::dworkload::{self, DaemonWorkload, Report, Run, Side};
 use crate::procstat::Meter;
 use crate::report::PAGE_BYTES;
 use crate::BenchError;
@@ -48,7 +48,7 @@ pub struct FlushArgs {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub probe_disk: bool,
     /// Size of the probe's file.
-    #[arg(long, value_parser = crate::cli::parse_size, default_value = "1G")]
+    #[arg(long, value_parser = crate::host::parse_size, default_value = "1G")]
     pub probe_bytes: u64,
     /// Seconds per probe pattern.
     #[arg(long, default_value_t = 3.0)]
@@ -81,7 +81,7 @@ pub struct Flush<'a> {
 }
 
 pub fn run(a: &FlushArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
-    dworkload::run(&mut Flush { a, disk: None }, args, exe, out)
+    workload::run(&mut Flush { a, disk: None }, args, exe, out)
 }
 
 impl DaemonWorkload for Flush<'_> {
@@ -120,12 +120,12 @@ impl DaemonWorkload for Flush<'_> {
         let files = side.dirs.files.clone();
         let last = c.start_time + (a.pending * run.schema.step_secs) as i64;
         let plan =
-            dcommon::plan_updates(&run.schema, &files, a.files, 1..=a.pending, c.start_time, c.batching(1));
+            common::plan_updates(&run.schema, &files, a.files, 1..=a.pending, c.start_time, c.batching(1));
         let values = plan.values;
         let max_pending = (a.files * a.pending).max(10_000_000) * 2;
         side.run_daemon(run, WRITE_INTERVAL, max_pending, |daemon, side| {
             let mut conn = daemon.connect()?;
-            let sent = dcommon::send_plan(&daemon.spec.socket(), plan)?;
+            let sent = common::send_plan(&daemon.spec.socket(), plan)?;
             crate::worker::evict_files(&files, a.files)?;
             let before = conn.stats()?;
             let written0 = before.get("UpdatesWritten").copied().unwrap_or(0);
@@ -149,7 +149,7 @@ impl DaemonWorkload for Flush<'_> {
             let secs = t.elapsed().as_secs_f64();
             let counters = meter.stop().map_err(|e| BenchError::io("reading the daemon's counters", e))?;
             let ts = Instant::now();
-            crate::driver::syncfs(&files)?;
+            crate::host::syncfs(&files)?;
             let sync_secs = ts.elapsed().as_secs_f64();
             let n = a.files as f64;
             let delta = |key: &str| {
@@ -187,7 +187,7 @@ impl DaemonWorkload for Flush<'_> {
                     a.files
                 ),
             );
-            let (ok, first) = dcommon::count_last_update(&files, a.files, last);
+            let (ok, first) = common::count_last_update(&files, a.files, last);
             side.check(
                 "files current after the flush",
                 ok == a.files,
@@ -232,9 +232,9 @@ impl DaemonWorkload for Flush<'_> {
         ];
         let mut r = Report::new(run, columns, params);
         if run.dirs.len() > 1 && c.verify > 0 {
-            r.checks.push(dcommon::verify_sides(&run.files_dirs(), a.files, c.verify));
+            r.checks.push(common::verify_sides(&run.files_dirs(), a.files, c.verify));
         }
-        r.ratios = dworkload::ratios(
+        r.ratios = workload::ratios(
             sides,
             "rrdscale (--sync always)",
             &[

@@ -46,9 +46,9 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
+use crate::daemon::common::{self, col, DaemonCommon, DaemonSideResult};
+use crate::daemon::workload::{self, DaemonWorkload, Report, Run, Side};
 use crate::daemon::{journal_bytes, DaemonProc};
-use crate::dcommon::{self, col, DaemonCommon, DaemonSideResult};
-use crate::dworkload::{self, DaemonWorkload, Report, Run, Side};
 use crate::workload::file_path;
 use crate::BenchError;
 
@@ -67,10 +67,10 @@ pub struct CapacityArgs {
     #[arg(long, default_value_t = 900)]
     pub window_secs: u64,
     /// Memory per file of the budget.
-    #[arg(long, value_parser = crate::cli::parse_size, default_value = "2560")]
+    #[arg(long, value_parser = crate::host::parse_size, default_value = "2560")]
     pub ram_per_file: u64,
     /// Memory added to the budget for the daemon itself.
-    #[arg(long, value_parser = crate::cli::parse_size, default_value = "32M")]
+    #[arg(long, value_parser = crate::host::parse_size, default_value = "32M")]
     pub base_memory: u64,
     /// Time box of the search, per side, in minutes.
     #[arg(long, default_value_t = 30.0)]
@@ -136,14 +136,14 @@ fn trial(
     // file starts as a copy of it, so the master is one file, which halves
     // the disk space a large search needs).
     if st.have < n {
-        crate::driver::mkdirs(&st.files_dir, n)?;
+        crate::host::mkdirs(&st.files_dir, n)?;
         let src = file_path(master, 0);
         for i in st.have..n {
             let dst = file_path(&st.files_dir, i);
             std::fs::copy(&src, &dst).map_err(|e| BenchError::io(format!("copying {}", dst.display()), e))?;
         }
         st.have = n;
-        crate::driver::syncfs(&st.files_dir)?;
+        crate::host::syncfs(&st.files_dir)?;
     }
     st.trial += 1;
     let base = c.start_time + (st.trial * (a.sim_hours.max(1) + 1) * 3600) as i64;
@@ -154,13 +154,13 @@ fn trial(
     )?;
     let w_real = window_real_secs(a);
     let run_dir = st.run_dir.join(format!("trial-{}", st.trial));
-    let spec = dcommon::spec_for(kind, c, exe, &run_dir, w_real, (n * 20).max(1_000_000));
+    let spec = common::spec_for(kind, c, exe, &run_dir, w_real, (n * 20).max(1_000_000));
     let interval = Duration::from_secs_f64(300.0 / a.speedup);
     let intervals = 12 * a.sim_hours.max(1) as i64;
     let (mut daemon, _) = DaemonProc::start(&spec, Some(&cg.path))?;
     let mut conn = crate::with_daemon!(daemon, daemon.connect());
     let mut t = Trial { files: n, pass: true, ..Default::default() };
-    let mut plan = Some(dcommon::plan_updates(schema, &st.files_dir, n, 1..=1, base, c.batching(1)));
+    let mut plan = Some(common::plan_updates(schema, &st.files_dir, n, 1..=1, base, c.batching(1)));
     let started = Instant::now();
     for i in 1..=intervals {
         let due = started + interval * (i as u32 - 1);
@@ -168,7 +168,7 @@ fn trial(
             std::thread::sleep(wait);
         }
         let p = plan.take().expect("a plan per interval");
-        let sent = crate::with_daemon!(daemon, dcommon::send_plan(&spec.socket(), p));
+        let sent = crate::with_daemon!(daemon, common::send_plan(&spec.socket(), p));
         t.slowest_send_secs = t.slowest_send_secs.max(sent.secs);
         if sent.errors > 0 {
             t.pass = false;
@@ -186,7 +186,7 @@ fn trial(
         }
         // Values of interval i+1 are one step later: shift the plan's base.
         if i < intervals {
-            plan = Some(dcommon::plan_updates(
+            plan = Some(common::plan_updates(
                 schema,
                 &st.files_dir,
                 n,
@@ -249,7 +249,7 @@ fn trial(
 pub struct Capacity<'a>(pub &'a CapacityArgs);
 
 pub fn run(a: &CapacityArgs, args: &[String], exe: &Path, out: &mut dyn Write) -> Result<(), BenchError> {
-    dworkload::run(&mut Capacity(a), args, exe, out)
+    workload::run(&mut Capacity(a), args, exe, out)
 }
 
 /// What a side's search hands to the report: its rows of the trials table
@@ -339,7 +339,7 @@ impl DaemonWorkload for Capacity<'_> {
         // ends with a kill -9); removing them bounds the disk space to one
         // side's largest N.
         let _ = std::fs::remove_dir_all(&st.files_dir);
-        side.result.command_line = dcommon::spec_for(
+        side.result.command_line = common::spec_for(
             kind,
             &run.common,
             &run.exe,
@@ -387,7 +387,7 @@ impl DaemonWorkload for Capacity<'_> {
         let mut r = Report::new(run, columns, params);
         r.files = searches.iter().map(|s| s.tried_max).max().unwrap_or(0);
         r.memory_budget_bytes = None;
-        r.ratios = dworkload::ratios(
+        r.ratios = workload::ratios(
             sides,
             "rrdscale (--sync always)",
             &[("capacity_files", "files kept current", true)],

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cgroup::{MemoryCgroup, Usage};
 use crate::daemon::{DaemonKind, DaemonSpec, RRDCACHED};
-use crate::driver::{load_average, machine, mkdirs, shell_quote};
+use crate::host::{load_average, machine, mkdirs, shell_quote};
 use crate::report::{thousands, Machine};
 use crate::schema::Schema;
 use crate::workload::file_path;
@@ -51,7 +51,7 @@ pub struct DaemonCommon {
     pub rrdcached: PathBuf,
     /// Run each daemon in its own memory cgroup with this limit (page cache
     /// charged to it), e.g. 50M. Needs root and cgroup v1 or v2.
-    #[arg(long, value_parser = crate::cli::parse_size)]
+    #[arg(long, value_parser = crate::host::parse_size)]
     pub memory_budget: Option<u64>,
     /// Write threads of both daemons (`-t`).
     #[arg(long, default_value_t = 4)]
@@ -372,7 +372,7 @@ pub fn make_master_from(
         bytes = given;
         fs::write(&first, &bytes).map_err(|e| BenchError::io(format!("writing {}", first.display()), e))?;
     }
-    let pb = crate::driver::bar(n, "creating files".into());
+    let pb = crate::host::bar(n, "creating files".into());
     for i in 1..n {
         let p = file_path(dir, i);
         fs::write(&p, &bytes).map_err(|e| BenchError::io(format!("writing {}", p.display()), e))?;
@@ -387,7 +387,7 @@ pub fn make_master_from(
 /// Copies files 0..n of `master` into `dest`.
 pub fn copy_files(master: &Path, dest: &Path, n: u64, label: &str) -> Result<(), BenchError> {
     mkdirs(dest, n)?;
-    let pb = crate::driver::bar(n, format!("copying for {label}"));
+    let pb = crate::host::bar(n, format!("copying for {label}"));
     for i in 0..n {
         let (a, b) = (file_path(master, i), file_path(dest, i));
         fs::copy(&a, &b)
