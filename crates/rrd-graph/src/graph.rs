@@ -43,7 +43,6 @@ use rrd_engine::xport::{
 use rrd_format::Cf;
 use rrd_lang::attime;
 
-use crate::canvas::{Canvas, Document, DocumentCanvas, HAlign, PngCanvas, SvgCanvas, TextSpec, VAlign};
 use crate::dataformat::{self, DataFormat, MetaEntry, Table};
 use crate::elements::{self, Align, Element, Kind, PrintStyle, ValueRef};
 use crate::error::{GraphError, Result};
@@ -51,6 +50,7 @@ use crate::options::{
     AxisFormatter, ColorTag, ImageFormat, LegendDirection, LegendPosition, Options, Rgba, TextProp,
 };
 use crate::printf::{auto_scale, c_int, PrintFormat};
+use crate::render::{CairoCanvas, Canvas, Color, HAlign, Smoothing, Surface, TextSpec, VAlign};
 use crate::text::{font_named, Font};
 use crate::timeaxis;
 use crate::timefmt;
@@ -157,7 +157,25 @@ struct Image<'a> {
     x_origin_legend_y2: i64,
     y_origin_legend_y2: i64,
     gridfit: bool,
+    /// `--grid-dash` (on, off).
+    grid_dash: [f64; 2],
+    /// The font description of text whose `--font` names none:
+    /// `$RRD_DEFAULT_FONT`, else RRDtool's family list.
+    default_font: String,
     items: Vec<Item>,
+}
+
+/// RRDtool 1.7.2's font families when neither `--font` nor
+/// `$RRD_DEFAULT_FONT` names one.
+const DEFAULT_FONT: &str = "DejaVu Sans Mono,Bitstream Vera Sans Mono,monospace,Courier";
+
+/// How a line is dashed.
+#[derive(Clone, Copy)]
+enum Dash<'a> {
+    /// An element's `dashes=` (or the legend box of a dashed element).
+    Element(&'a [f64]),
+    /// `--grid-dash`.
+    Grid,
 }
 
 /// RRDtool's `AlmostEqual2sComplement` on the values as floats.
@@ -313,6 +331,8 @@ pub fn render_with(
         x_origin_legend_y2: 0,
         y_origin_legend_y2: 0,
         gridfit: options.image_format == ImageFormat::Png && options.gridfit,
+        grid_dash: [options.grid_dash.0, options.grid_dash.1],
+        default_font: std::env::var("RRD_DEFAULT_FONT").unwrap_or_else(|_| DEFAULT_FONT.to_string()),
         items: parsed
             .into_iter()
             .map(|el| Item {
@@ -387,20 +407,22 @@ pub fn render_with(
     info.push(("value_max".into(), InfoValue::Value(im.maxval)));
     let has_grid = im.calc_horizontal_grid();
 
-    let mut canvas: Box<dyn Canvas> = match options.image_format {
-        ImageFormat::Png => {
-            let mut png = PngCanvas::new(im.ximg as u32, im.yimg as u32, options.zoom)?;
-            png.set_antialias(!options.graph_mono, !options.font_mono);
-            Box::new(png)
-        }
-        ImageFormat::Pdf => {
-            Box::new(DocumentCanvas::new(im.ximg as u32, im.yimg as u32, options.zoom, Document::Pdf)?)
-        }
-        ImageFormat::Eps => {
-            Box::new(DocumentCanvas::new(im.ximg as u32, im.yimg as u32, options.zoom, Document::Eps)?)
-        }
-        _ => Box::new(SvgCanvas::new(im.ximg as u32, im.yimg as u32, options.zoom)),
+    let surface = match options.image_format {
+        ImageFormat::Png => Surface::Png,
+        ImageFormat::Pdf => Surface::Pdf,
+        ImageFormat::Eps => Surface::Eps,
+        _ => Surface::Svg,
     };
+    let smoothing = |mono: bool| if mono { Smoothing::Mono } else { Smoothing::Normal };
+    let font_smoothing = if options.font_light { Smoothing::Light } else { smoothing(options.font_mono) };
+    let mut canvas: Box<dyn Canvas> = Box::new(CairoCanvas::new(
+        surface,
+        im.ximg as u32,
+        im.yimg as u32,
+        options.zoom,
+        smoothing(options.graph_mono),
+        font_smoothing,
+    )?);
     im.paint(canvas.as_mut(), has_grid, &mut info);
     let image = canvas.finish()?;
     Ok(GraphOutput {
@@ -598,8 +620,13 @@ fn gcd(a: i64, b: i64) -> i64 {
 }
 
 impl Image<'_> {
-    fn color(&self, tag: ColorTag) -> Rgba {
-        self.o.colors[tag as usize]
+    fn color(&self, tag: ColorTag) -> Color {
+        let i = tag as usize;
+        if self.o.colors_given[i] {
+            return self.o.colors[i].into();
+        }
+        let [r, g, b, a] = crate::options::DEFAULT_UNIT_COLORS[i];
+        Color::new(r, g, b, a)
     }
 
     /// PRINT/GPRINT values and texts, rule positions. Returns whether
@@ -734,15 +761,6 @@ impl Image<'_> {
             }
         }
         Ok(drawn)
-    }
-
-    /// `--grid-dash` (on, off).
-    fn grid_dash(&self) -> [f64; 2] {
-        [self.o.grid_dash.0, self.o.grid_dash.1]
-    }
-
-    fn font(&self, p: TextProp) -> &'static Font {
-        prop_font(self.o, p, false)
     }
 
     fn pt(&self, p: TextProp) -> f64 {
@@ -1423,24 +1441,37 @@ impl Image<'_> {
         }
     }
 
-    /// RRDtool's `gfx_line_fit`: a line of odd width is centred on a
-    /// pixel, one of even width on the edge between two, moved left and
-    /// down (so a 2-pixel line covers the pixel column before `x` and the
-    /// row below `y`).
+    /// RRDtool's `gfx_line_fit`, in device pixels (`--zoom` scales them):
+    /// a line of odd width is centred on a pixel, one of even width on the
+    /// edge between two, moved left and down (so a 2-pixel line covers the
+    /// pixel column before `x` and the row below `y`).
     fn line_fit(&self, x: f64, y: f64, width: f64) -> (f64, f64) {
         if !self.gridfit {
             return (x, y);
         }
-        let off = width / 2.0 - (width / 2.0).ceil();
-        ((x - 0.5).floor() - off, (y + 0.5).ceil() + off)
+        let zoom = self.o.zoom;
+        let w = width * zoom;
+        let off = w / 2.0 - (w / 2.0).ceil();
+        (((x * zoom - 0.5).floor() - off) / zoom, ((y * zoom + 0.5).ceil() + off) / zoom)
     }
 
-    /// RRDtool's `gfx_area_fit`: area corners on whole pixels.
+    /// RRDtool's `gfx_area_fit`: area corners on whole device pixels, left
+    /// and down.
     fn area_fit(&self, x: f64, y: f64) -> (f64, f64) {
         if !self.gridfit {
             return (x, y);
         }
-        ((x + 0.5).floor(), (y + 0.5).floor())
+        let zoom = self.o.zoom;
+        ((x * zoom).floor() / zoom, (y * zoom).ceil() / zoom)
+    }
+
+    /// Dashes and their offset: an element's start at 0; the grid's at
+    /// the fitted origin, as RRDtool's `gfx_dashed_line` starts them.
+    fn dash_pattern<'d>(&'d self, dash: Option<Dash<'d>>, width: f64) -> Option<(&'d [f64], f64)> {
+        match dash? {
+            Dash::Element(d) => Some((d, 0.0)),
+            Dash::Grid => Some((&self.grid_dash, self.line_fit(0.0, 0.0, width).0)),
+        }
     }
 
     fn line(
@@ -1449,17 +1480,17 @@ impl Image<'_> {
         p0: (f64, f64),
         p1: (f64, f64),
         width: f64,
-        color: Rgba,
-        dash: Option<&[f64]>,
+        color: impl Into<Color>,
+        dash: Option<Dash<'_>>,
     ) {
         let a = self.line_fit(p0.0, p0.1, width);
         let b = self.line_fit(p1.0, p1.1, width);
-        c.stroke(&[a, b], width, color, dash, false);
+        c.stroke(&[vec![a, b]], width, color.into(), self.dash_pattern(dash, width), false);
     }
 
-    fn area(&self, c: &mut dyn Canvas, points: &[(f64, f64)], color: Rgba) {
+    fn area(&self, c: &mut dyn Canvas, points: &[(f64, f64)], color: impl Into<Color>) {
         let pts: Vec<(f64, f64)> = points.iter().map(|p| self.area_fit(p.0, p.1)).collect();
-        c.fill(&simplify(&pts), color);
+        c.fill(&simplify(&pts), color.into());
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1468,7 +1499,7 @@ impl Image<'_> {
         c: &mut dyn Canvas,
         x: f64,
         y: f64,
-        color: Rgba,
+        color: impl Into<Color>,
         prop: TextProp,
         angle: f64,
         h: HAlign,
@@ -1478,10 +1509,9 @@ impl Image<'_> {
         c.text(&TextSpec {
             x,
             y,
-            color,
+            color: color.into(),
             size_pt: self.pt(prop),
-            font: self.font(prop),
-            bold_font: prop_font(self.o, prop, true),
+            font: self.o.font_names[prop as usize].as_deref().unwrap_or(&self.default_font),
             tab_width: tab_period(self.o),
             angle,
             h,
@@ -1514,13 +1544,13 @@ impl Image<'_> {
                     if item.yrule >= self.minval && item.yrule <= self.maxval =>
                 {
                     let y = self.ytr(item.yrule);
-                    self.line(c, (xo, y), (xo + xs, y), 1.0, *col, dashes.as_deref());
+                    self.line(c, (xo, y), (xo + xs, y), 1.0, *col, dashes.as_deref().map(Dash::Element));
                 }
                 Kind::VRule { color: Some(col), dashes, .. }
                     if item.xrule >= self.start && item.xrule <= self.end =>
                 {
                     let x = self.xtr(item.xrule);
-                    self.line(c, (x, yo), (x, yo - ys), 1.0, *col, dashes.as_deref());
+                    self.line(c, (x, yo), (x, yo - ys), 1.0, *col, dashes.as_deref().map(Dash::Element));
                 }
                 _ => {}
             }
@@ -1577,63 +1607,41 @@ impl Image<'_> {
             }
             if let Some(color) = p.color.filter(|c| c.a != 0) {
                 if !p.is_area {
-                    self.paint_line(c, &data, p.width, color, p.dashes.as_deref());
+                    self.paint_line(c, &data, p.width, color.into(), p.dashes.as_deref());
                 } else {
                     let base_data = if p.stack { last.map(|l| self.items[l].p_data.clone()) } else { None };
-                    let mut run: Vec<(f64, f64, f64)> = Vec::new(); // (x, ytop, ybase)
-                    let flush = |run: &mut Vec<(f64, f64, f64)>, c: &mut dyn Canvas| {
-                        if run.is_empty() {
-                            return;
-                        }
-                        if let Some((color2, height)) = p.gradient {
-                            // RRDtool's gradient: per pixel column, the
-                            // first colour at the top fading to the second
-                            // `gradheight` pixels below it (negative: from
-                            // the base up; 0: over the whole column).
-                            for (x, top, base) in run.iter() {
-                                let (top, base) = (self.area_fit(0.0, *top).1, self.area_fit(0.0, *base).1);
-                                let rect = [(x - 1.0, top), (*x, top), (*x, base), (x - 1.0, base)];
-                                let (from, to) = if height > 0.0 {
-                                    ((top, color), (top + height, color2))
-                                } else if height < 0.0 {
-                                    ((base + height, color), (base, color2))
-                                } else {
-                                    ((top, color), (base, color2))
-                                };
-                                c.fill_gradient(&rect, from, to);
-                            }
+                    // (x, back, fore) corners: RRDtool's backX/backY and
+                    // foreX/foreY, the area widened by 0.2 pixel up and down.
+                    let mut run: Vec<(f64, f64, f64)> = Vec::new();
+                    for ii in 0..=xsize {
+                        let v = data.get(ii).copied().unwrap_or(f64::NAN);
+                        if ii == xsize || v.is_nan() {
+                            self.area_run(c, &run, color.into(), p.gradient.map(|(c2, h)| (c2.into(), h)));
                             run.clear();
-                            return;
-                        }
-                        let mut poly: Vec<(f64, f64)> = Vec::with_capacity(run.len() * 4);
-                        for (x, top, _) in run.iter() {
-                            poly.push((x - 1.0, *top));
-                            poly.push((*x, *top));
-                        }
-                        for (x, _, base) in run.iter().rev() {
-                            poly.push((*x, *base));
-                            poly.push((x - 1.0, *base));
-                        }
-                        self.area(c, &poly, color);
-                        run.clear();
-                    };
-                    for (ii, v) in data.iter().enumerate().take(xsize) {
-                        if (!self.o.slope_mode && ii == 0) || v.is_nan() {
-                            flush(&mut run, c);
                             continue;
                         }
-                        let top = self.ytr(*v);
-                        let base = match &base_data {
+                        if !self.o.slope_mode && ii == 0 {
+                            continue;
+                        }
+                        let mut top = self.ytr(v);
+                        let mut base = match &base_data {
                             Some(b) => self.ytr(b[ii]),
                             None => self.ytr(areazero),
                         };
                         if top == base {
-                            flush(&mut run, c);
+                            self.area_run(c, &run, color.into(), p.gradient.map(|(c2, h)| (c2.into(), h)));
+                            run.clear();
                             continue;
                         }
-                        run.push((ii as f64 + xo, top, base));
+                        if base > top {
+                            std::mem::swap(&mut top, &mut base);
+                        }
+                        let x = ii as f64 + xo;
+                        if !self.o.slope_mode {
+                            run.push((x - 1.0, base - 0.2, top + 0.2));
+                        }
+                        run.push((x, base - 0.2, top + 0.2));
                     }
-                    flush(&mut run, c);
                 }
             }
             // Unknown pixels stack on what is below them.
@@ -1650,23 +1658,103 @@ impl Image<'_> {
         }
     }
 
+    /// One run of an AREA between unknown or empty pixels, drawn as
+    /// RRDtool's `data_proc` draws it: the outline along the fore edge then
+    /// back along the back edge, a point kept only where the edge bends (as
+    /// `AlmostEqual2sComplement` sees it); a gradient AREA as rectangles,
+    /// each from the run's first fore point to the next kept point.
+    fn area_run(
+        &self,
+        c: &mut dyn Canvas,
+        run: &[(f64, f64, f64)],
+        color: Color,
+        gradient: Option<(Color, f64)>,
+    ) {
+        if run.len() < 2 {
+            return;
+        }
+        let last = run.len() - 1;
+        let flat = |a: f64, b: f64| almost_equal(a, b, 4);
+        // Indices of the kept fore points, then of the kept back points.
+        let mut fore = Vec::new();
+        let mut i = 0;
+        while i < last {
+            let from = i;
+            i += 1;
+            while i < last && flat(run[from].2, run[i].2) && flat(run[from].2, run[i + 1].2) {
+                i += 1;
+            }
+            fore.push(i);
+        }
+        let mut back = vec![last];
+        let mut i = last;
+        while i > 1 {
+            let from = i;
+            i -= 1;
+            while i > 1 && flat(run[from].1, run[i].1) && flat(run[from].1, run[i - 1].1) {
+                i -= 1;
+            }
+            back.push(i);
+        }
+        let Some((color2, height)) = gradient else {
+            let mut poly = vec![(run[0].0, run[0].1), (run[0].0, run[0].2)];
+            poly.extend(fore.iter().map(|&i| (run[i].0, run[i].2)));
+            poly.extend(back.iter().map(|&i| (run[i].0, run[i].1)));
+            self.area(c, &poly, color);
+            return;
+        };
+        let y1 = run[0].2;
+        let mut prev = (run[fore[0]].0, run[fore[0]].2);
+        let points =
+            fore[1..].iter().map(|&i| (run[i].0, run[i].2)).chain(back.iter().map(|&i| (run[i].0, run[i].1)));
+        for to in points {
+            self.rect_fade(c, (prev.0, y1), to, prev.1, (color, color2), height);
+            prev = to;
+        }
+    }
+
+    /// RRDtool's `gfx_add_rect_fadey`: the rectangle between two corners
+    /// filled with a linear gradient from `colors.1` to `colors.0`, whose
+    /// ends depend on `height` (`gradheight=`) and the previous point's
+    /// y (`py`).
+    fn rect_fade(
+        &self,
+        c: &mut dyn Canvas,
+        a: (f64, f64),
+        b: (f64, f64),
+        py: f64,
+        colors: (Color, Color),
+        height: f64,
+    ) {
+        let (x1, y1) = self.area_fit(a.0, a.1);
+        let (x2, y2) = self.area_fit(b.0, b.1);
+        let mid = (y2 + py) / 2.0;
+        let (from, to) = if height < 0.0 {
+            ((x1, y1), (x2, y1 + height))
+        } else if height > 0.0 {
+            ((x1, mid + height), (x2, mid))
+        } else {
+            ((x1, y1), (x2, mid))
+        };
+        let rect = [(x1, y1), (x1, y2), (x2, y2), (x2, y1)];
+        c.fill_gradient(&rect, (from, colors.1), (to, colors.0));
+    }
+
     /// A LINE as RRDtool draws it: steps from pixel to pixel (or slopes
     /// with `--slope-mode`), broken where the value is unknown.
-    fn paint_line(&self, c: &mut dyn Canvas, data: &[f64], width: f64, color: Rgba, dashes: Option<&[f64]>) {
+    fn paint_line(&self, c: &mut dyn Canvas, data: &[f64], width: f64, color: Color, dashes: Option<&[f64]>) {
         let xo = self.xorigin as f64;
         let xsize = self.xsize.max(0) as usize;
+        // Every stretch of known values is a subpath of one stroke.
+        let mut lines: Vec<Vec<(f64, f64)>> = Vec::new();
         let mut path: Vec<(f64, f64)> = Vec::new();
         let mut last_y = 0.0;
         let fit = |x: f64, y: f64| self.line_fit(x, y, width);
-        let mut flush = |path: &mut Vec<(f64, f64)>| {
-            if path.len() >= 2 {
-                c.stroke(&simplify(path), width, color, dashes, true);
-            }
-            path.clear();
-        };
         for ii in 1..xsize {
             if data[ii].is_nan() || (self.o.slope_mode && data[ii - 1].is_nan()) {
-                flush(&mut path);
+                if !path.is_empty() {
+                    lines.push(std::mem::take(&mut path));
+                }
                 continue;
             }
             let x = ii as f64 + xo;
@@ -1687,7 +1775,10 @@ impl Image<'_> {
                 path.push(fit(x, y1));
             }
         }
-        flush(&mut path);
+        if !path.is_empty() {
+            lines.push(path);
+        }
+        c.stroke(&lines, width, color, dashes.map(|d| (d, 0.0)), true);
     }
 
     fn grid_paint(&mut self, c: &mut dyn Canvas, has_grid: bool, info: &mut Vec<(String, InfoValue)>) {
@@ -1771,7 +1862,7 @@ impl Image<'_> {
                 line,
             );
         }
-        let faint = font_color.with_alpha((0.3 * f64::from(font_color.a)) as u8);
+        let faint = font_color.with_alpha(0.3);
         if !o.no_rrdtool_tag {
             // Where RRDtool puts its own name, ours.
             let x = if o.legend_position == LegendPosition::East {
@@ -1782,9 +1873,10 @@ impl Image<'_> {
             self.text(c, x, 5.0, faint, TextProp::Watermark, -90.0, HAlign::Left, VAlign::Top, "RRDSCALE");
         }
         if !o.watermark.is_empty() {
+            // Integer halving, as RRDtool's C does with its `long` width.
             self.text(
                 c,
-                ximg / 2.0,
+                (self.ximg / 2) as f64,
                 yimg - 6.0,
                 faint,
                 TextProp::Watermark,
@@ -1855,7 +1947,7 @@ impl Image<'_> {
                 Kind::HRule { dashes, .. } | Kind::VRule { dashes, .. } => dashes.is_some(),
                 _ => false,
             };
-            let dash = dashed.then_some(&[3.0, 3.0][..]);
+            let dash = dashed.then_some(Dash::Element(&[3.0, 3.0]));
             if o.dynamic_labels {
                 let col = color.unwrap_or(Rgba::new(0, 0, 0, 0));
                 match &item.el.kind {
@@ -1881,10 +1973,10 @@ impl Image<'_> {
             }
             let (a, b) = (self.line_fit(x0, y0, 1.0), self.line_fit(x0 + box_h, y0 - box_v, 1.0));
             c.stroke(
-                &[(a.0, a.1), (b.0, a.1), (b.0, b.1), (a.0, b.1), (a.0, a.1)],
+                &[vec![(a.0, a.1), (b.0, a.1), (b.0, b.1), (a.0, b.1), (a.0, a.1)]],
                 1.0,
                 self.color(ColorTag::Frame),
-                dash,
+                self.dash_pattern(dash, 1.0),
                 false,
             );
         }
@@ -1943,12 +2035,12 @@ impl Image<'_> {
                 let mg = self.color(ColorTag::MGrid);
                 self.line(c, (x0 - 2.0, y0), (x0, y0), MGRID_WIDTH, mg, None);
                 self.line(c, (x1, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, None);
-                self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(&self.grid_dash()));
+                self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(Dash::Grid));
             } else if !self.o.no_minor {
                 let g = self.color(ColorTag::Grid);
                 self.line(c, (x0 - 2.0, y0), (x0, y0), GRID_WIDTH, g, None);
                 self.line(c, (x1, y0), (x1 + 2.0, y0), GRID_WIDTH, g, None);
-                self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(&self.grid_dash()));
+                self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(Dash::Grid));
             }
         }
         true
@@ -2010,7 +2102,7 @@ impl Image<'_> {
             let g = self.color(ColorTag::Grid);
             self.line(c, (x0 - 2.0, y0), (x0, y0), GRID_WIDTH, g, None);
             self.line(c, (x1, y0), (x1 + 2.0, y0), GRID_WIDTH, g, None);
-            self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(&self.grid_dash()));
+            self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(Dash::Grid));
             true
         };
         let minors_below = |c: &mut dyn Canvas, flab: usize, val_exp: i64| {
@@ -2050,7 +2142,7 @@ impl Image<'_> {
             let mg = self.color(ColorTag::MGrid);
             self.line(c, (x0 - 2.0, y0), (x0, y0), MGRID_WIDTH, mg, None);
             self.line(c, (x1, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, None);
-            self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(&self.grid_dash()));
+            self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(Dash::Grid));
             let label = if self.o.units_si {
                 const SI: [char; 17] =
                     ['y', 'z', 'a', 'f', 'p', 'n', 'u', 'm', ' ', 'k', 'M', 'G', 'T', 'P', 'E', 'Z', 'Y'];
@@ -2139,7 +2231,7 @@ impl Image<'_> {
                         let g = self.color(ColorTag::Grid);
                         self.line(c, (x0, y1 - 2.0), (x0, y1), GRID_WIDTH, g, None);
                         self.line(c, (x0, y0), (x0, y0 + 2.0), GRID_WIDTH, g, None);
-                        self.line(c, (x0, y0 + 1.0), (x0, y1 - 1.0), GRID_WIDTH, g, Some(&self.grid_dash()));
+                        self.line(c, (x0, y0 + 1.0), (x0, y1 - 1.0), GRID_WIDTH, g, Some(Dash::Grid));
                     }
                 }
                 ti = timeaxis::next_time(ti, xl.grid);
@@ -2154,7 +2246,7 @@ impl Image<'_> {
                 let mg = self.color(ColorTag::MGrid);
                 self.line(c, (x0, y1 - 2.0), (x0, y1), MGRID_WIDTH, mg, None);
                 self.line(c, (x0, y0), (x0, y0 + 3.0), MGRID_WIDTH, mg, None);
-                self.line(c, (x0, y0 + 3.0), (x0, y1 - 2.0), MGRID_WIDTH, mg, Some(&self.grid_dash()));
+                self.line(c, (x0, y0 + 3.0), (x0, y1 - 2.0), MGRID_WIDTH, mg, Some(Dash::Grid));
             }
             ti = timeaxis::next_time(ti, xl.major);
         }

@@ -25,7 +25,6 @@
 
 #![forbid(unsafe_code)]
 
-mod canvas;
 mod dataformat;
 mod elements;
 pub mod error;
@@ -33,6 +32,7 @@ mod graph;
 mod labels;
 pub mod options;
 pub mod printf;
+mod render;
 mod text;
 mod timeaxis;
 mod timefmt;

@@ -4,9 +4,9 @@
 //! RRDtool measures text with Pango at 100 dpi with hinted metrics, so a
 //! glyph advances a whole number of pixels and a line is as tall as its
 //! rounded-up ascent plus rounded-up descent. [`Font`] reproduces those
-//! numbers (the legend layout and the image size depend on them) and
-//! hands out unhinted outlines for drawing; the drawn glyphs are not
-//! Pango's pixels. Tabs advance to the next multiple of the tab width.
+//! numbers (the legend layout and the image size depend on them); the
+//! text itself is drawn by Pango (`render::text`). Tabs advance to the
+//! next multiple of the tab width.
 //!
 //! The font file is compiled in (`fonts/DejaVuSansMono.ttf`, Bitstream
 //! Vera licence, see `fonts/LICENSE-DejaVu.txt`), so a graph looks the same
@@ -23,37 +23,21 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use ab_glyph::{Font as _, FontRef, OutlineCurve};
+use ab_glyph::{Font as _, FontRef};
 
 static FONT_BYTES: &[u8] = include_bytes!("../fonts/DejaVuSansMono.ttf");
 
 /// The resolution RRDtool gives Pango.
 const DPI: f64 = 100.0;
 
-/// One step of a glyph outline, in pixels, y growing downwards, relative
-/// to the start of the text on its baseline.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum PathOp {
-    Move(f64, f64),
-    Line(f64, f64),
-    Quad(f64, f64, f64, f64),
-    Cubic(f64, f64, f64, f64, f64, f64),
-    Close,
-}
-
 pub(crate) struct Font {
     font: FontRef<'static>,
-    /// The file's name, for SVG (empty: the bundled font).
-    family: String,
 }
 
 /// The bundled font, parsed once.
 pub(crate) fn font() -> &'static Font {
     static FONT: OnceLock<Font> = OnceLock::new();
-    FONT.get_or_init(|| Font {
-        font: FontRef::try_from_slice(FONT_BYTES).expect("the bundled font parses"),
-        family: String::new(),
-    })
+    FONT.get_or_init(|| Font { font: FontRef::try_from_slice(FONT_BYTES).expect("the bundled font parses") })
 }
 
 /// Where fonts are looked for.
@@ -205,18 +189,12 @@ fn load(path: &Path) -> Option<&'static Font> {
     }
     let bytes: &'static [u8] = Box::leak(std::fs::read(path).ok()?.into_boxed_slice());
     let font = FontRef::try_from_slice(bytes).ok()?;
-    let family = path.file_stem().and_then(|s| s.to_str()).unwrap_or("").to_string();
-    let f: &'static Font = Box::leak(Box::new(Font { font, family }));
+    let f: &'static Font = Box::leak(Box::new(Font { font }));
     map.insert(path.to_path_buf(), f);
     Some(f)
 }
 
 impl Font {
-    /// A name for SVG's font-family.
-    pub(crate) fn family(&self) -> &str {
-        &self.family
-    }
-
     /// Font units to pixels at `size_pt`.
     fn scale(&self, size_pt: f64) -> f64 {
         size_pt * DPI / 72.0 / f64::from(self.font.units_per_em().unwrap_or(2048.0))
@@ -324,50 +302,6 @@ impl Font {
     pub(crate) fn text_height(&self, size_pt: f64) -> f64 {
         self.ascent(size_pt) + self.descent(size_pt)
     }
-
-    /// Outlines of `text`, origin at the start of its baseline.
-    pub(crate) fn outline(&self, text: &str, size_pt: f64, tab_width: f64) -> Vec<PathOp> {
-        let s = self.scale(size_pt);
-        let mut ops = Vec::new();
-        self.layout(text, size_pt, tab_width, |c, pen| {
-            let Some(outline) = self.font.outline(self.glyph(c)) else { return };
-            let p = |pt: ab_glyph::Point| (pen + f64::from(pt.x) * s, -f64::from(pt.y) * s);
-            let mut last: Option<ab_glyph::Point> = None;
-            for curve in &outline.curves {
-                let (start, end) = match curve {
-                    OutlineCurve::Line(a, b) => (*a, *b),
-                    OutlineCurve::Quad(a, _, b) => (*a, *b),
-                    OutlineCurve::Cubic(a, _, _, b) => (*a, *b),
-                };
-                if last != Some(start) {
-                    if last.is_some() {
-                        ops.push(PathOp::Close);
-                    }
-                    let (x, y) = p(start);
-                    ops.push(PathOp::Move(x, y));
-                }
-                match curve {
-                    OutlineCurve::Line(_, b) => {
-                        let (x, y) = p(*b);
-                        ops.push(PathOp::Line(x, y));
-                    }
-                    OutlineCurve::Quad(_, c1, b) => {
-                        let ((x1, y1), (x, y)) = (p(*c1), p(*b));
-                        ops.push(PathOp::Quad(x1, y1, x, y));
-                    }
-                    OutlineCurve::Cubic(_, c1, c2, b) => {
-                        let ((x1, y1), (x2, y2), (x, y)) = (p(*c1), p(*c2), p(*b));
-                        ops.push(PathOp::Cubic(x1, y1, x2, y2, x, y));
-                    }
-                }
-                last = Some(end);
-            }
-            if last.is_some() {
-                ops.push(PathOp::Close);
-            }
-        });
-        ops
-    }
 }
 
 #[cfg(test)]
@@ -408,13 +342,5 @@ mod tests {
         // Unknown families are DejaVu Sans, as fontconfig picks.
         assert_eq!(file("No Such Font").as_deref(), Some("DejaVuSans.ttf"));
         assert_eq!(file("DejaVuSans-Bold").as_deref(), Some("DejaVuSans.ttf"));
-    }
-
-    #[test]
-    fn outlines_exist_for_text() {
-        let ops = font().outline("Ab", 8.0, 40.0);
-        assert!(matches!(ops.first(), Some(PathOp::Move(..))));
-        assert!(ops.iter().filter(|o| matches!(o, PathOp::Close)).count() >= 3);
-        assert!(font().outline(" ", 8.0, 40.0).is_empty());
     }
 }
