@@ -3,8 +3,10 @@
 //!
 //! Owns: the graph elements (LINE, AREA, STACK, HRULE, VRULE, COMMENT,
 //! GPRINT, PRINT, TEXTALIGN), the PRINT format whitelist and formatter,
-//! the image layout, y-axis scaling, time axis, legend and the two image
-//! encoders. The data (fetch, consolidation, RPN, VDEF) belongs to
+//! the image layout, y-axis scaling, time axis and legend. Pictures are
+//! drawn through Cairo and Pango, the libraries RRDtool draws with, behind
+//! the small `render::Canvas` seam: PNG from Cairo's image surface, SVG,
+//! PDF and EPS from its vector surfaces, so they equal RRDtool's. The data (fetch, consolidation, RPN, VDEF) belongs to
 //! `rrd_engine::xport`; this crate never re-implements it.
 //!
 //! Invariants: untrusted element text and options never panic and never
@@ -18,10 +20,11 @@
 //! exported, as RRDtool does), TICK, SHIFT and gradient AREAs, and
 //! PRINT/GPRINT's strftime/valstrftime/valstrfduration.
 //!
-//! Deliberately not here: vector PDF/EPS (`-a PDF|EPS` embed the raster
-//! picture as a page-sized image), pixel-identical drawing, Pango markup
-//! beyond `<b>`, `<i>`, `<span>` colours and sizes, `<sup>`, `<sub>`,
-//! `<small>`, `<big>` (other tags are dropped, their text kept).
+//! Deliberately not here: RRDtool's vertical tag text (rrdscale writes its
+//! own name there). With `--pango-markup`, Pango draws every tag, but the
+//! layout measures only `<b>`, `<i>`, `<span>` colours and sizes, `<sup>`,
+//! `<sub>`, `<small>` and `<big>` (`labels`); the text metrics come from
+//! `text`, which matches Pango's for RRDtool's fonts.
 
 #![forbid(unsafe_code)]
 

@@ -226,3 +226,82 @@ impl Canvas for CairoCanvas {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::{HAlign, VAlign};
+
+    const WHITE: Color = Color::new(1.0, 1.0, 1.0, 1.0);
+    const RED: Color = Color::new(1.0, 0.0, 0.0, 1.0);
+
+    fn canvas(kind: Surface) -> Box<dyn Canvas> {
+        Box::new(CairoCanvas::new(kind, 40, 20, 1.0, Smoothing::Normal, Smoothing::Normal).expect("canvas"))
+    }
+
+    /// Decoded RGBA rows of a PNG written by `finish`.
+    fn pixels(c: Box<dyn Canvas>) -> (u32, Vec<u8>) {
+        let png = c.finish().expect("png");
+        let surface = ImageSurface::create_from_png(&mut png.as_slice()).expect("a PNG Cairo reads back");
+        let (w, stride) = (surface.width() as u32, surface.stride() as usize);
+        let data = surface.take_data().expect("pixels").to_vec();
+        let rows = data.chunks(stride).flat_map(|r| r[..w as usize * 4].to_vec()).collect();
+        (w, rows)
+    }
+
+    #[test]
+    fn a_fitted_line_covers_exactly_its_pixel_row() {
+        let mut c = canvas(Surface::Png);
+        c.fill(&[(0.0, 0.0), (40.0, 0.0), (40.0, 20.0), (0.0, 20.0)], WHITE);
+        c.stroke(&[vec![(0.0, 10.5), (40.0, 10.5)]], 1.0, RED, None, false);
+        let (w, px) = pixels(c);
+        // ARGB32 little-endian: B, G, R, A.
+        let at = |x: u32, y: u32| &px[((y * w + x) * 4) as usize..((y * w + x) * 4 + 4) as usize];
+        assert_eq!(at(5, 10), &[0, 0, 255, 255]);
+        assert_eq!(at(5, 9), &[255, 255, 255, 255]);
+        assert_eq!(at(5, 11), &[255, 255, 255, 255]);
+    }
+
+    #[test]
+    fn text_is_drawn_on_the_side_of_its_anchor() {
+        let mut c = canvas(Surface::Png);
+        c.fill(&[(0.0, 0.0), (40.0, 0.0), (40.0, 20.0), (0.0, 20.0)], WHITE);
+        c.text(&TextSpec {
+            x: 20.0,
+            y: 10.0,
+            color: Color::new(0.0, 0.0, 0.0, 1.0),
+            size_pt: 8.0,
+            font: "DejaVu Sans Mono",
+            tab_width: 40.0,
+            angle: 0.0,
+            h: HAlign::Right,
+            v: VAlign::Center,
+            text: "MM",
+            markup: false,
+        });
+        let (w, px) = pixels(c);
+        let inked = |x: u32| (0..20).any(|y| px[((y * w + x) * 4) as usize] < 128);
+        assert!((0..20).any(inked), "text left of a right-aligned anchor");
+        assert!(!(21..40).any(inked), "nothing right of it");
+    }
+
+    #[test]
+    fn vector_surfaces_write_their_documents() {
+        for (kind, head) in [
+            (Surface::Svg, &b"<?xml"[..]),
+            (Surface::Pdf, &b"%PDF-"[..]),
+            (Surface::Eps, &b"%!PS-Adobe-3.0"[..]),
+        ] {
+            let mut c = canvas(kind);
+            c.fill(&[(0.0, 0.0), (10.0, 0.0), (10.0, 10.0)], RED);
+            let doc = c.finish().expect("document");
+            assert!(doc.starts_with(head), "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn an_impossible_surface_is_an_error() {
+        let r = CairoCanvas::new(Surface::Png, 40_000, 40_000, 1.0, Smoothing::Normal, Smoothing::Normal);
+        assert!(matches!(r, Err(GraphError::Encode(_))));
+    }
+}
