@@ -37,6 +37,9 @@
 //! vector PDF/EPS (`-a PDF|EPS` embed the raster picture as one
 //! page-sized image, drawn without grid fitting as RRDtool draws those).
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use rrd_engine::xport::{
     evaluate_with, Evaluation, FetchRequest, FetchSource, LocalFiles, SeriesData, Variable, XportRange,
 };
@@ -50,8 +53,10 @@ use crate::options::{
     AxisFormatter, ColorTag, ImageFormat, LegendDirection, LegendPosition, Options, Rgba, TextProp,
 };
 use crate::printf::{auto_scale, c_int, PrintFormat};
-use crate::render::{CairoCanvas, Canvas, Color, HAlign, Smoothing, Surface, TextSpec, VAlign};
-use crate::text::{font_named, Font};
+use crate::render::text::TextSize;
+use crate::render::{
+    CairoCanvas, Canvas, Color, HAlign, SharedLayout, Smoothing, Surface, TextLayout, TextSpec, VAlign,
+};
 use crate::timeaxis;
 use crate::timefmt;
 
@@ -157,6 +162,9 @@ struct Image<'a> {
     x_origin_legend_y2: i64,
     y_origin_legend_y2: i64,
     gridfit: bool,
+    /// The Pango layout that measures text here and draws it on the
+    /// canvas (one per image, as RRDtool's).
+    text: SharedLayout,
     /// `--grid-dash` (on, off).
     grid_dash: [f64; 2],
     /// The font description of text whose `--font` names none:
@@ -304,7 +312,13 @@ pub fn render_with(
         evaluate_with(&range, &data_texts, source)?
     };
 
+    let font_smoothing = match (options.font_light, options.font_mono) {
+        (true, _) => Smoothing::Light,
+        (_, true) => Smoothing::Mono,
+        _ => Smoothing::Normal,
+    };
     let mut im = Image {
+        text: Rc::new(RefCell::new(TextLayout::new(font_smoothing)?)),
         o: options,
         start,
         end,
@@ -414,14 +428,13 @@ pub fn render_with(
         _ => Surface::Svg,
     };
     let smoothing = |mono: bool| if mono { Smoothing::Mono } else { Smoothing::Normal };
-    let font_smoothing = if options.font_light { Smoothing::Light } else { smoothing(options.font_mono) };
     let mut canvas: Box<dyn Canvas> = Box::new(CairoCanvas::new(
         surface,
         im.ximg as u32,
         im.yimg as u32,
         options.zoom,
         smoothing(options.graph_mono),
-        font_smoothing,
+        Rc::clone(&im.text),
     )?);
     im.paint(canvas.as_mut(), has_grid, &mut info);
     let image = canvas.finish()?;
@@ -767,6 +780,23 @@ impl Image<'_> {
         self.o.font_sizes[p as usize]
     }
 
+    /// The Pango font description of a text property.
+    fn font_desc(&self, p: TextProp) -> &str {
+        self.o.font_names[p as usize].as_deref().unwrap_or(&self.default_font)
+    }
+
+    /// The logical pixel size of `s` in a text property's font, as
+    /// RRDtool's `gfx_get_text_width`/`gfx_get_text_height` report it
+    /// (markup measured as drawn, with `--pango-markup`).
+    fn measure_size(&self, prop: TextProp, s: &str) -> TextSize {
+        measure_text(&self.text, self.o, &self.default_font, prop, s)
+    }
+
+    /// The width of [`Image::measure_size`].
+    fn measure(&self, prop: TextProp, s: &str) -> f64 {
+        f64::from(self.measure_size(prop, s).width)
+    }
+
     /// RRDtool's `graph_size_location`: image size, graph origin and the
     /// origins of title, legend and axis labels for every legend position.
     fn size_location(&mut self) -> Result<()> {
@@ -792,7 +822,7 @@ impl Image<'_> {
         let y_xlabel = if o.draw_x_grid { (self.pt(TextProp::Axis) * 2.5) as i32 as i64 } else { 0 };
         let mut x_ylabel = 0;
         if o.draw_y_grid || o.force_left_space {
-            x_ylabel = (measure(o, TextProp::Axis, "0") * o.units_length as f64) as i32 as i64;
+            x_ylabel = (self.measure(TextProp::Axis, "0") * o.units_length as f64) as i32 as i64;
         }
         x_ylabel += x_spacing;
         let legend = !o.no_legend;
@@ -1001,7 +1031,8 @@ impl Image<'_> {
                 if fill > 0 {
                     fill += legspace[i];
                 }
-                let w = measure(o, TextProp::Legend, legend) as i64;
+                let w =
+                    measure_text(&self.text, o, &self.default_font, TextProp::Legend, legend).width as i64;
                 fill += w;
                 leg_c += 1;
             } else {
@@ -1046,7 +1077,10 @@ impl Image<'_> {
                     }
                     item.leg_x = leg_x;
                     item.leg_y = (leg_y + border) as f64;
-                    leg_x += measure(o, TextProp::Legend, &item.legend) + *space as f64 + glue;
+                    leg_x += f64::from(
+                        measure_text(&self.text, o, &self.default_font, TextProp::Legend, &item.legend).width,
+                    ) + *space as f64
+                        + glue;
                 }
                 // C's int arithmetic: the double result is truncated.
                 if leg_x > border as f64 || prt == 's' {
@@ -1511,7 +1545,7 @@ impl Image<'_> {
             y,
             color: color.into(),
             size_pt: self.pt(prop),
-            font: self.o.font_names[prop as usize].as_deref().unwrap_or(&self.default_font),
+            font: self.font_desc(prop),
             tab_width: tab_period(self.o),
             angle,
             h,
@@ -1925,9 +1959,8 @@ impl Image<'_> {
                 &item.legend,
             );
             // Measured after drawing: on the zoomed surface, as rrdtool does.
-            let w = measure_zoomed(o, TextProp::Legend, &item.legend, o.zoom);
-            // The height does not follow the zoom (measured with rrdtool).
-            let h = measure_height(o, TextProp::Legend, &item.legend, o.zoom);
+            let w = self.measure(TextProp::Legend, &item.legend);
+            let h = self.measure_size(TextProp::Legend, &item.legend).height as f64;
             info.push((format!("legend[{count}]"), InfoValue::Text(item.legend.clone())));
             info.push((
                 format!("coords[{count}]"),
@@ -1939,7 +1972,7 @@ impl Image<'_> {
                 Kind::HRule { color, .. } | Kind::VRule { color, .. } => *color,
                 _ => continue,
             };
-            let box_h = measure_zoomed(o, TextProp::Legend, "o", o.zoom) * 1.2;
+            let box_h = self.measure(TextProp::Legend, "o") * 1.2;
             let box_v = box_h;
             let y0 = y0 - box_v * 0.4;
             let dashed = match &item.el.kind {
@@ -2415,74 +2448,22 @@ fn tab_period(o: &Options) -> f64 {
     }
 }
 
-/// The font of a text property (`bold`: its bold face, for markup; the
-/// bundled font's bold has its advances, so it stays).
-fn prop_font(o: &Options, prop: TextProp, bold: bool) -> &'static Font {
-    match o.font_names[prop as usize].as_deref() {
-        Some(desc) if bold => font_named(Some(&format!("{desc} Bold"))),
-        desc => font_named(desc),
-    }
-}
-
-/// Width of `s` as rrdtool measures it for layout (Pango markup, with
-/// `--pango-markup`, is measured as the text it draws).
-fn measure(o: &Options, prop: TextProp, s: &str) -> f64 {
-    measure_zoomed(o, prop, s, 1.0)
-}
-
-/// [`measure`] on a surface scaled by `zoom`.
-fn measure_zoomed(o: &Options, prop: TextProp, s: &str, zoom: f64) -> f64 {
-    let (f, pt) = (prop_font(o, prop, false), o.font_sizes[prop as usize]);
-    if !o.pango_markup {
-        return f.text_width_zoomed(s, pt, tab_period(o), zoom);
-    }
-    let width: f64 = crate::labels::markup_spans(s)
-        .iter()
-        .map(|span| {
-            let size = pt * script_scale(span, zoom);
-            prop_font(o, prop, span.bold).advance_zoomed(&span.text, size, tab_period(o), zoom)
-        })
-        .sum();
-    (width - 1e-9).ceil().max(0.0)
-}
-
-/// The size factor of a markup run on a surface scaled by `zoom`: Pango
-/// sizes `<sup>`/`<sub>` runs from the scaled font, so on a zoomed
-/// surface they grow (or shrink) with the zoom (measured with rrdtool).
-fn script_scale(span: &crate::labels::Span, zoom: f64) -> f64 {
-    if span.rise_em != 0.0 {
-        span.scale * zoom
-    } else {
-        span.scale
-    }
-}
-
-/// Height of `s` as rrdtool measures it: one line, as tall as its tallest
-/// run of markup above and below the baseline.
-fn measure_height(o: &Options, prop: TextProp, s: &str, zoom: f64) -> f64 {
-    let (f, pt) = (prop_font(o, prop, false), o.font_sizes[prop as usize]);
-    if !o.pango_markup {
-        return f.text_height(pt);
-    }
-    let spans = crate::labels::markup_spans(s);
-    if spans.is_empty() {
-        return f.text_height(pt);
-    }
-    let px_per_pt = 100.0 / 72.0;
-    let (mut top, mut bottom) = (f64::MIN, f64::MIN);
-    for span in &spans {
-        let mut rise = span.rise_em * pt * px_per_pt;
-        // On a zoomed surface a subscript's drop does not show in the
-        // box (measured with rrdtool at 0.8, 2 and 3).
-        if zoom != 1.0 && rise < 0.0 {
-            rise = 0.0;
-        }
-        let size = pt * script_scale(span, zoom);
-        top = top.max(f.ascent(size) + rise);
-        bottom = bottom.max(f.descent(size) - rise);
-    }
-    // The layout's box starts at the line's top: only its height rounds.
-    (top + bottom - 1e-9).ceil()
+/// [`Image::measure_size`] from the parts of an image, for code that
+/// holds its items mutably.
+fn measure_text(text: &SharedLayout, o: &Options, default_font: &str, prop: TextProp, s: &str) -> TextSize {
+    text.borrow_mut().measure(&TextSpec {
+        x: 0.0,
+        y: 0.0,
+        color: Color::new(0.0, 0.0, 0.0, 0.0),
+        size_pt: o.font_sizes[prop as usize],
+        font: o.font_names[prop as usize].as_deref().unwrap_or(default_font),
+        tab_width: tab_period(o),
+        angle: 0.0,
+        h: HAlign::Left,
+        v: VAlign::Top,
+        text: s,
+        markup: o.pango_markup,
+    })
 }
 
 /// The lines of a title, split as rrdtool's `graph_title_split` splits

@@ -15,16 +15,16 @@
 //!
 //! Every graph option of rrdtool 1.7.2 is accepted and checked as rrdtool
 //! checks it (`options`); those that change the layout change it as in
-//! rrdtool (`graph`, `labels`, `timeaxis`, `text`). Also the data formats
+//! rrdtool (`graph`, `labels`, `timeaxis`, `render`). Also the data formats
 //! of `-a` (XML, XMLENUM, JSON, JSONTIME, CSV, TSV, SSV: the graph's series
 //! exported, as RRDtool does), TICK, SHIFT and gradient AREAs, and
 //! PRINT/GPRINT's strftime/valstrftime/valstrfduration.
 //!
+//! Text is measured and drawn by one Pango layout per image, so sizes,
+//! legend places and `--pango-markup` follow Pango for every font.
+//!
 //! Deliberately not here: RRDtool's vertical tag text (rrdscale writes its
-//! own name there). With `--pango-markup`, Pango draws every tag, but the
-//! layout measures only `<b>`, `<i>`, `<span>` colours and sizes, `<sup>`,
-//! `<sub>`, `<small>` and `<big>` (`labels`); the text metrics come from
-//! `text`, which matches Pango's for RRDtool's fonts.
+//! own name there).
 
 #![forbid(unsafe_code)]
 
@@ -36,7 +36,6 @@ mod labels;
 pub mod options;
 pub mod printf;
 mod render;
-mod text;
 mod timeaxis;
 mod timefmt;
 

@@ -15,7 +15,7 @@
 
 use cairo::{Antialias, Context, Format, ImageSurface, LineCap, LineJoin, LinearGradient};
 
-use super::text::TextLayout;
+use super::text::SharedLayout;
 use super::{Canvas, Color, Smoothing, TextSpec};
 use crate::error::{GraphError, Result};
 
@@ -38,7 +38,7 @@ enum Target {
 pub(crate) struct CairoCanvas {
     cr: Context,
     target: Target,
-    text: TextLayout,
+    text: SharedLayout,
     /// The first failed drawing call, returned by `finish`.
     error: Option<String>,
 }
@@ -50,24 +50,18 @@ fn cairo_error(what: &str, e: impl std::fmt::Display) -> GraphError {
 impl CairoCanvas {
     /// A surface of `width`×`height` image pixels scaled by `zoom` (the
     /// device size truncated to whole pixels or points, as RRDtool's int
-    /// arguments are); `graph` and `font` are the render modes.
+    /// arguments are); `graph` is the graph render mode, `text` the
+    /// image's layout (made before the canvas, as in RRDtool).
     pub(crate) fn new(
         kind: Surface,
         width: u32,
         height: u32,
         zoom: f64,
         graph: Smoothing,
-        font: Smoothing,
+        text: SharedLayout,
     ) -> Result<CairoCanvas> {
         let (w, h) = ((f64::from(width) * zoom) as i32, (f64::from(height) * zoom) as i32);
         let surface_error = |e: cairo::Error| cairo_error("cannot create the drawing surface", e);
-        // RRDtool makes its text layout on a context of a 10×10 image
-        // before the picture's surface exists (so an SVG's surface is
-        // Cairo's second, "surface2", as in RRDtool's).
-        let scratch = Context::new(ImageSurface::create(Format::ARgb32, 10, 10).map_err(surface_error)?)
-            .map_err(surface_error)?;
-        let text = TextLayout::new(&scratch, font)?;
-        drop(scratch);
         let target = match kind {
             Surface::Png => Target::Image(
                 ImageSurface::create(Format::ARgb32, w.max(1), h.max(1)).map_err(surface_error)?,
@@ -188,7 +182,7 @@ impl Canvas for CairoCanvas {
     }
 
     fn text(&mut self, spec: &TextSpec) {
-        let r = self.text.show(&self.cr, spec);
+        let r = self.text.borrow_mut().show(&self.cr, spec);
         self.check("text", r);
     }
 
@@ -230,13 +224,17 @@ impl Canvas for CairoCanvas {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::{HAlign, VAlign};
+    use crate::render::{HAlign, TextLayout, VAlign};
 
     const WHITE: Color = Color::new(1.0, 1.0, 1.0, 1.0);
     const RED: Color = Color::new(1.0, 0.0, 0.0, 1.0);
 
+    fn layout() -> SharedLayout {
+        std::rc::Rc::new(std::cell::RefCell::new(TextLayout::new(Smoothing::Normal).expect("layout")))
+    }
+
     fn canvas(kind: Surface) -> Box<dyn Canvas> {
-        Box::new(CairoCanvas::new(kind, 40, 20, 1.0, Smoothing::Normal, Smoothing::Normal).expect("canvas"))
+        Box::new(CairoCanvas::new(kind, 40, 20, 1.0, Smoothing::Normal, layout()).expect("canvas"))
     }
 
     /// Decoded RGBA rows of a PNG written by `finish`.
@@ -301,7 +299,7 @@ mod tests {
 
     #[test]
     fn an_impossible_surface_is_an_error() {
-        let r = CairoCanvas::new(Surface::Png, 40_000, 40_000, 1.0, Smoothing::Normal, Smoothing::Normal);
+        let r = CairoCanvas::new(Surface::Png, 40_000, 40_000, 1.0, Smoothing::Normal, layout());
         assert!(matches!(r, Err(GraphError::Encode(_))));
     }
 }

@@ -17,7 +17,7 @@
 //! the angle turns the text counter-clockwise around the anchor.
 
 pub(crate) mod cairo;
-mod text;
+pub(crate) mod text;
 
 use crate::error::Result;
 use crate::options::Rgba;
@@ -52,6 +52,7 @@ impl From<Rgba> for Color {
 }
 
 pub(crate) use self::cairo::{CairoCanvas, Surface};
+pub(crate) use self::text::{SharedLayout, TextLayout};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum HAlign {
