@@ -2393,6 +2393,7 @@ impl FetchSource for EmptyOnFailure<'_> {
                     rra_index: 0,
                     ds_names,
                     data,
+                    past_end: None,
                 })
             }
         }
