@@ -8,8 +8,9 @@
 //! What must equal RRDtool's output is computed the way RRDtool computes
 //! it: the PRINT and GPRINT text, graphv's numbers (image and graph
 //! geometry, start, end, value_min, value_max, legend coordinates) and the
-//! plotted series. The drawing itself follows RRDtool's geometry but is
-//! not pixel-identical (other rasteriser, unhinted glyphs).
+//! plotted series. The drawing makes the same Cairo calls in the same
+//! order (grid fitting, area outlines, text through one Pango layout that
+//! also measures it), so pictures are RRDtool's pixels (`render`).
 //!
 //! Cost: linear in the number of elements (names are looked up in maps, a
 //! plot's variable once, not per pixel) and, per DEF, memory in the
@@ -19,8 +20,8 @@
 //! With a data format (`-a XML|XMLENUM|JSON|JSONTIME|CSV|TSV|SSV`) the
 //! graph is not drawn: its LINE/AREA/STACK series are exported as
 //! RRDtool's `rrd_graph_xport` does (`render_data`, writers in
-//! `dataformat`). TICKs are drawn as marks, gradient AREAs per pixel
-//! column; SHIFT is evaluated by the engine with the DEFs.
+//! `dataformat`). TICKs are drawn as marks, gradient AREAs as RRDtool's
+//! rectangles; SHIFT is evaluated by the engine with the DEFs.
 //!
 //! The layout options follow rrdtool too: legends north, south, west or
 //! east and their direction, the right axis and its labels, custom and
@@ -30,12 +31,9 @@
 //! `--imginfo` are [`lazy_keeps`] and [`image_info`], for the caller that
 //! knows the file.
 //!
-//! Deliberately not here: Pango's hinted advances of proportional fonts
-//! named by `--font` (ours are rounded outline advances: legend
-//! coordinates may differ by a pixel), markup beyond the subset of
-//! `labels`, the `--x-grid` label format in the data formats' times,
-//! vector PDF/EPS (`-a PDF|EPS` embed the raster picture as one
-//! page-sized image, drawn without grid fitting as RRDtool draws those).
+//! Deliberately not here: the `--x-grid` label format in the data
+//! formats' times; RRDtool's vertical tag text (rrdscale writes its own
+//! name there).
 
 use std::cell::RefCell;
 use std::rc::Rc;
