@@ -8,8 +8,9 @@
 //! What must equal RRDtool's output is computed the way RRDtool computes
 //! it: the PRINT and GPRINT text, graphv's numbers (image and graph
 //! geometry, start, end, value_min, value_max, legend coordinates) and the
-//! plotted series. The drawing itself follows RRDtool's geometry but is
-//! not pixel-identical (other rasteriser, unhinted glyphs).
+//! plotted series. The drawing makes the same Cairo calls in the same
+//! order (grid fitting, area outlines, text through one Pango layout that
+//! also measures it), so pictures are RRDtool's pixels (`render`).
 //!
 //! Cost: linear in the number of elements (names are looked up in maps, a
 //! plot's variable once, not per pixel) and, per DEF, memory in the
@@ -19,8 +20,8 @@
 //! With a data format (`-a XML|XMLENUM|JSON|JSONTIME|CSV|TSV|SSV`) the
 //! graph is not drawn: its LINE/AREA/STACK series are exported as
 //! RRDtool's `rrd_graph_xport` does (`render_data`, writers in
-//! `dataformat`). TICKs are drawn as marks, gradient AREAs per pixel
-//! column; SHIFT is evaluated by the engine with the DEFs.
+//! `dataformat`). TICKs are drawn as marks, gradient AREAs as RRDtool's
+//! rectangles; SHIFT is evaluated by the engine with the DEFs.
 //!
 //! The layout options follow rrdtool too: legends north, south, west or
 //! east and their direction, the right axis and its labels, custom and
@@ -30,12 +31,12 @@
 //! `--imginfo` are [`lazy_keeps`] and [`image_info`], for the caller that
 //! knows the file.
 //!
-//! Deliberately not here: Pango's hinted advances of proportional fonts
-//! named by `--font` (ours are rounded outline advances: legend
-//! coordinates may differ by a pixel), markup beyond the subset of
-//! `labels`, the `--x-grid` label format in the data formats' times,
-//! vector PDF/EPS (`-a PDF|EPS` embed the raster picture as one
-//! page-sized image, drawn without grid fitting as RRDtool draws those).
+//! Deliberately not here: the `--x-grid` label format in the data
+//! formats' times; RRDtool's vertical tag text (rrdscale writes its own
+//! name there).
+
+use std::cell::RefCell;
+use std::rc::Rc;
 
 use rrd_engine::xport::{
     evaluate_with, Evaluation, FetchRequest, FetchSource, LocalFiles, SeriesData, Variable, XportRange,
@@ -43,7 +44,6 @@ use rrd_engine::xport::{
 use rrd_format::Cf;
 use rrd_lang::attime;
 
-use crate::canvas::{Canvas, Document, DocumentCanvas, HAlign, PngCanvas, SvgCanvas, TextSpec, VAlign};
 use crate::dataformat::{self, DataFormat, MetaEntry, Table};
 use crate::elements::{self, Align, Element, Kind, PrintStyle, ValueRef};
 use crate::error::{GraphError, Result};
@@ -51,7 +51,10 @@ use crate::options::{
     AxisFormatter, ColorTag, ImageFormat, LegendDirection, LegendPosition, Options, Rgba, TextProp,
 };
 use crate::printf::{auto_scale, c_int, PrintFormat};
-use crate::text::{font_named, Font};
+use crate::render::text::TextSize;
+use crate::render::{
+    CairoCanvas, Canvas, Color, HAlign, SharedLayout, Smoothing, Surface, TextLayout, TextSpec, VAlign,
+};
 use crate::timeaxis;
 use crate::timefmt;
 
@@ -157,7 +160,28 @@ struct Image<'a> {
     x_origin_legend_y2: i64,
     y_origin_legend_y2: i64,
     gridfit: bool,
+    /// The Pango layout that measures text here and draws it on the
+    /// canvas (one per image, as RRDtool's).
+    text: SharedLayout,
+    /// `--grid-dash` (on, off).
+    grid_dash: [f64; 2],
+    /// The font description of text whose `--font` names none:
+    /// `$RRD_DEFAULT_FONT`, else RRDtool's family list.
+    default_font: String,
     items: Vec<Item>,
+}
+
+/// RRDtool 1.7.2's font families when neither `--font` nor
+/// `$RRD_DEFAULT_FONT` names one.
+const DEFAULT_FONT: &str = "DejaVu Sans Mono,Bitstream Vera Sans Mono,monospace,Courier";
+
+/// How a line is dashed.
+#[derive(Clone, Copy)]
+enum Dash<'a> {
+    /// An element's `dashes=` (or the legend box of a dashed element).
+    Element(&'a [f64]),
+    /// `--grid-dash`.
+    Grid,
 }
 
 /// RRDtool's `AlmostEqual2sComplement` on the values as floats.
@@ -286,7 +310,13 @@ pub fn render_with(
         evaluate_with(&range, &data_texts, source)?
     };
 
+    let font_smoothing = match (options.font_light, options.font_mono) {
+        (true, _) => Smoothing::Light,
+        (_, true) => Smoothing::Mono,
+        _ => Smoothing::Normal,
+    };
     let mut im = Image {
+        text: Rc::new(RefCell::new(TextLayout::new(font_smoothing)?)),
         o: options,
         start,
         end,
@@ -313,6 +343,8 @@ pub fn render_with(
         x_origin_legend_y2: 0,
         y_origin_legend_y2: 0,
         gridfit: options.image_format == ImageFormat::Png && options.gridfit,
+        grid_dash: [options.grid_dash.0, options.grid_dash.1],
+        default_font: std::env::var("RRD_DEFAULT_FONT").unwrap_or_else(|_| DEFAULT_FONT.to_string()),
         items: parsed
             .into_iter()
             .map(|el| Item {
@@ -387,20 +419,21 @@ pub fn render_with(
     info.push(("value_max".into(), InfoValue::Value(im.maxval)));
     let has_grid = im.calc_horizontal_grid();
 
-    let mut canvas: Box<dyn Canvas> = match options.image_format {
-        ImageFormat::Png => {
-            let mut png = PngCanvas::new(im.ximg as u32, im.yimg as u32, options.zoom)?;
-            png.set_antialias(!options.graph_mono, !options.font_mono);
-            Box::new(png)
-        }
-        ImageFormat::Pdf => {
-            Box::new(DocumentCanvas::new(im.ximg as u32, im.yimg as u32, options.zoom, Document::Pdf)?)
-        }
-        ImageFormat::Eps => {
-            Box::new(DocumentCanvas::new(im.ximg as u32, im.yimg as u32, options.zoom, Document::Eps)?)
-        }
-        _ => Box::new(SvgCanvas::new(im.ximg as u32, im.yimg as u32, options.zoom)),
+    let surface = match options.image_format {
+        ImageFormat::Png => Surface::Png,
+        ImageFormat::Pdf => Surface::Pdf,
+        ImageFormat::Eps => Surface::Eps,
+        _ => Surface::Svg,
     };
+    let smoothing = |mono: bool| if mono { Smoothing::Mono } else { Smoothing::Normal };
+    let mut canvas: Box<dyn Canvas> = Box::new(CairoCanvas::new(
+        surface,
+        im.ximg as u32,
+        im.yimg as u32,
+        options.zoom,
+        smoothing(options.graph_mono),
+        Rc::clone(&im.text),
+    )?);
     im.paint(canvas.as_mut(), has_grid, &mut info);
     let image = canvas.finish()?;
     Ok(GraphOutput {
@@ -598,8 +631,13 @@ fn gcd(a: i64, b: i64) -> i64 {
 }
 
 impl Image<'_> {
-    fn color(&self, tag: ColorTag) -> Rgba {
-        self.o.colors[tag as usize]
+    fn color(&self, tag: ColorTag) -> Color {
+        let i = tag as usize;
+        if self.o.colors_given[i] {
+            return self.o.colors[i].into();
+        }
+        let [r, g, b, a] = crate::options::DEFAULT_UNIT_COLORS[i];
+        Color::new(r, g, b, a)
     }
 
     /// PRINT/GPRINT values and texts, rule positions. Returns whether
@@ -736,17 +774,25 @@ impl Image<'_> {
         Ok(drawn)
     }
 
-    /// `--grid-dash` (on, off).
-    fn grid_dash(&self) -> [f64; 2] {
-        [self.o.grid_dash.0, self.o.grid_dash.1]
-    }
-
-    fn font(&self, p: TextProp) -> &'static Font {
-        prop_font(self.o, p, false)
-    }
-
     fn pt(&self, p: TextProp) -> f64 {
         self.o.font_sizes[p as usize]
+    }
+
+    /// The Pango font description of a text property.
+    fn font_desc(&self, p: TextProp) -> &str {
+        self.o.font_names[p as usize].as_deref().unwrap_or(&self.default_font)
+    }
+
+    /// The logical pixel size of `s` in a text property's font, as
+    /// RRDtool's `gfx_get_text_width`/`gfx_get_text_height` report it
+    /// (markup measured as drawn, with `--pango-markup`).
+    fn measure_size(&self, prop: TextProp, s: &str) -> TextSize {
+        measure_text(&self.text, self.o, &self.default_font, prop, s)
+    }
+
+    /// The width of [`Image::measure_size`].
+    fn measure(&self, prop: TextProp, s: &str) -> f64 {
+        f64::from(self.measure_size(prop, s).width)
     }
 
     /// RRDtool's `graph_size_location`: image size, graph origin and the
@@ -774,7 +820,7 @@ impl Image<'_> {
         let y_xlabel = if o.draw_x_grid { (self.pt(TextProp::Axis) * 2.5) as i32 as i64 } else { 0 };
         let mut x_ylabel = 0;
         if o.draw_y_grid || o.force_left_space {
-            x_ylabel = (measure(o, TextProp::Axis, "0") * o.units_length as f64) as i32 as i64;
+            x_ylabel = (self.measure(TextProp::Axis, "0") * o.units_length as f64) as i32 as i64;
         }
         x_ylabel += x_spacing;
         let legend = !o.no_legend;
@@ -983,7 +1029,8 @@ impl Image<'_> {
                 if fill > 0 {
                     fill += legspace[i];
                 }
-                let w = measure(o, TextProp::Legend, legend) as i64;
+                let w =
+                    measure_text(&self.text, o, &self.default_font, TextProp::Legend, legend).width as i64;
                 fill += w;
                 leg_c += 1;
             } else {
@@ -1028,7 +1075,10 @@ impl Image<'_> {
                     }
                     item.leg_x = leg_x;
                     item.leg_y = (leg_y + border) as f64;
-                    leg_x += measure(o, TextProp::Legend, &item.legend) + *space as f64 + glue;
+                    leg_x += f64::from(
+                        measure_text(&self.text, o, &self.default_font, TextProp::Legend, &item.legend).width,
+                    ) + *space as f64
+                        + glue;
                 }
                 // C's int arithmetic: the double result is truncated.
                 if leg_x > border as f64 || prt == 's' {
@@ -1423,24 +1473,37 @@ impl Image<'_> {
         }
     }
 
-    /// RRDtool's `gfx_line_fit`: a line of odd width is centred on a
-    /// pixel, one of even width on the edge between two, moved left and
-    /// down (so a 2-pixel line covers the pixel column before `x` and the
-    /// row below `y`).
+    /// RRDtool's `gfx_line_fit`, in device pixels (`--zoom` scales them):
+    /// a line of odd width is centred on a pixel, one of even width on the
+    /// edge between two, moved left and down (so a 2-pixel line covers the
+    /// pixel column before `x` and the row below `y`).
     fn line_fit(&self, x: f64, y: f64, width: f64) -> (f64, f64) {
         if !self.gridfit {
             return (x, y);
         }
-        let off = width / 2.0 - (width / 2.0).ceil();
-        ((x - 0.5).floor() - off, (y + 0.5).ceil() + off)
+        let zoom = self.o.zoom;
+        let w = width * zoom;
+        let off = w / 2.0 - (w / 2.0).ceil();
+        (((x * zoom - 0.5).floor() - off) / zoom, ((y * zoom + 0.5).ceil() + off) / zoom)
     }
 
-    /// RRDtool's `gfx_area_fit`: area corners on whole pixels.
+    /// RRDtool's `gfx_area_fit`: area corners on whole device pixels, left
+    /// and down.
     fn area_fit(&self, x: f64, y: f64) -> (f64, f64) {
         if !self.gridfit {
             return (x, y);
         }
-        ((x + 0.5).floor(), (y + 0.5).floor())
+        let zoom = self.o.zoom;
+        ((x * zoom).floor() / zoom, (y * zoom).ceil() / zoom)
+    }
+
+    /// Dashes and their offset: an element's start at 0; the grid's at
+    /// the fitted origin, as RRDtool's `gfx_dashed_line` starts them.
+    fn dash_pattern<'d>(&'d self, dash: Option<Dash<'d>>, width: f64) -> Option<(&'d [f64], f64)> {
+        match dash? {
+            Dash::Element(d) => Some((d, 0.0)),
+            Dash::Grid => Some((&self.grid_dash, self.line_fit(0.0, 0.0, width).0)),
+        }
     }
 
     fn line(
@@ -1449,17 +1512,17 @@ impl Image<'_> {
         p0: (f64, f64),
         p1: (f64, f64),
         width: f64,
-        color: Rgba,
-        dash: Option<&[f64]>,
+        color: impl Into<Color>,
+        dash: Option<Dash<'_>>,
     ) {
         let a = self.line_fit(p0.0, p0.1, width);
         let b = self.line_fit(p1.0, p1.1, width);
-        c.stroke(&[a, b], width, color, dash, false);
+        c.stroke(&[vec![a, b]], width, color.into(), self.dash_pattern(dash, width), false);
     }
 
-    fn area(&self, c: &mut dyn Canvas, points: &[(f64, f64)], color: Rgba) {
+    fn area(&self, c: &mut dyn Canvas, points: &[(f64, f64)], color: impl Into<Color>) {
         let pts: Vec<(f64, f64)> = points.iter().map(|p| self.area_fit(p.0, p.1)).collect();
-        c.fill(&simplify(&pts), color);
+        c.fill(&simplify(&pts), color.into());
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1468,7 +1531,7 @@ impl Image<'_> {
         c: &mut dyn Canvas,
         x: f64,
         y: f64,
-        color: Rgba,
+        color: impl Into<Color>,
         prop: TextProp,
         angle: f64,
         h: HAlign,
@@ -1478,10 +1541,9 @@ impl Image<'_> {
         c.text(&TextSpec {
             x,
             y,
-            color,
+            color: color.into(),
             size_pt: self.pt(prop),
-            font: self.font(prop),
-            bold_font: prop_font(self.o, prop, true),
+            font: self.font_desc(prop),
             tab_width: tab_period(self.o),
             angle,
             h,
@@ -1514,13 +1576,13 @@ impl Image<'_> {
                     if item.yrule >= self.minval && item.yrule <= self.maxval =>
                 {
                     let y = self.ytr(item.yrule);
-                    self.line(c, (xo, y), (xo + xs, y), 1.0, *col, dashes.as_deref());
+                    self.line(c, (xo, y), (xo + xs, y), 1.0, *col, dashes.as_deref().map(Dash::Element));
                 }
                 Kind::VRule { color: Some(col), dashes, .. }
                     if item.xrule >= self.start && item.xrule <= self.end =>
                 {
                     let x = self.xtr(item.xrule);
-                    self.line(c, (x, yo), (x, yo - ys), 1.0, *col, dashes.as_deref());
+                    self.line(c, (x, yo), (x, yo - ys), 1.0, *col, dashes.as_deref().map(Dash::Element));
                 }
                 _ => {}
             }
@@ -1577,63 +1639,41 @@ impl Image<'_> {
             }
             if let Some(color) = p.color.filter(|c| c.a != 0) {
                 if !p.is_area {
-                    self.paint_line(c, &data, p.width, color, p.dashes.as_deref());
+                    self.paint_line(c, &data, p.width, color.into(), p.dashes.as_deref());
                 } else {
                     let base_data = if p.stack { last.map(|l| self.items[l].p_data.clone()) } else { None };
-                    let mut run: Vec<(f64, f64, f64)> = Vec::new(); // (x, ytop, ybase)
-                    let flush = |run: &mut Vec<(f64, f64, f64)>, c: &mut dyn Canvas| {
-                        if run.is_empty() {
-                            return;
-                        }
-                        if let Some((color2, height)) = p.gradient {
-                            // RRDtool's gradient: per pixel column, the
-                            // first colour at the top fading to the second
-                            // `gradheight` pixels below it (negative: from
-                            // the base up; 0: over the whole column).
-                            for (x, top, base) in run.iter() {
-                                let (top, base) = (self.area_fit(0.0, *top).1, self.area_fit(0.0, *base).1);
-                                let rect = [(x - 1.0, top), (*x, top), (*x, base), (x - 1.0, base)];
-                                let (from, to) = if height > 0.0 {
-                                    ((top, color), (top + height, color2))
-                                } else if height < 0.0 {
-                                    ((base + height, color), (base, color2))
-                                } else {
-                                    ((top, color), (base, color2))
-                                };
-                                c.fill_gradient(&rect, from, to);
-                            }
+                    // (x, back, fore) corners: RRDtool's backX/backY and
+                    // foreX/foreY, the area widened by 0.2 pixel up and down.
+                    let mut run: Vec<(f64, f64, f64)> = Vec::new();
+                    for ii in 0..=xsize {
+                        let v = data.get(ii).copied().unwrap_or(f64::NAN);
+                        if ii == xsize || v.is_nan() {
+                            self.area_run(c, &run, color.into(), p.gradient.map(|(c2, h)| (c2.into(), h)));
                             run.clear();
-                            return;
-                        }
-                        let mut poly: Vec<(f64, f64)> = Vec::with_capacity(run.len() * 4);
-                        for (x, top, _) in run.iter() {
-                            poly.push((x - 1.0, *top));
-                            poly.push((*x, *top));
-                        }
-                        for (x, _, base) in run.iter().rev() {
-                            poly.push((*x, *base));
-                            poly.push((x - 1.0, *base));
-                        }
-                        self.area(c, &poly, color);
-                        run.clear();
-                    };
-                    for (ii, v) in data.iter().enumerate().take(xsize) {
-                        if (!self.o.slope_mode && ii == 0) || v.is_nan() {
-                            flush(&mut run, c);
                             continue;
                         }
-                        let top = self.ytr(*v);
-                        let base = match &base_data {
+                        if !self.o.slope_mode && ii == 0 {
+                            continue;
+                        }
+                        let mut top = self.ytr(v);
+                        let mut base = match &base_data {
                             Some(b) => self.ytr(b[ii]),
                             None => self.ytr(areazero),
                         };
                         if top == base {
-                            flush(&mut run, c);
+                            self.area_run(c, &run, color.into(), p.gradient.map(|(c2, h)| (c2.into(), h)));
+                            run.clear();
                             continue;
                         }
-                        run.push((ii as f64 + xo, top, base));
+                        if base > top {
+                            std::mem::swap(&mut top, &mut base);
+                        }
+                        let x = ii as f64 + xo;
+                        if !self.o.slope_mode {
+                            run.push((x - 1.0, base - 0.2, top + 0.2));
+                        }
+                        run.push((x, base - 0.2, top + 0.2));
                     }
-                    flush(&mut run, c);
                 }
             }
             // Unknown pixels stack on what is below them.
@@ -1650,23 +1690,103 @@ impl Image<'_> {
         }
     }
 
+    /// One run of an AREA between unknown or empty pixels, drawn as
+    /// RRDtool's `data_proc` draws it: the outline along the fore edge then
+    /// back along the back edge, a point kept only where the edge bends (as
+    /// `AlmostEqual2sComplement` sees it); a gradient AREA as rectangles,
+    /// each from the run's first fore point to the next kept point.
+    fn area_run(
+        &self,
+        c: &mut dyn Canvas,
+        run: &[(f64, f64, f64)],
+        color: Color,
+        gradient: Option<(Color, f64)>,
+    ) {
+        if run.len() < 2 {
+            return;
+        }
+        let last = run.len() - 1;
+        let flat = |a: f64, b: f64| almost_equal(a, b, 4);
+        // Indices of the kept fore points, then of the kept back points.
+        let mut fore = Vec::new();
+        let mut i = 0;
+        while i < last {
+            let from = i;
+            i += 1;
+            while i < last && flat(run[from].2, run[i].2) && flat(run[from].2, run[i + 1].2) {
+                i += 1;
+            }
+            fore.push(i);
+        }
+        let mut back = vec![last];
+        let mut i = last;
+        while i > 1 {
+            let from = i;
+            i -= 1;
+            while i > 1 && flat(run[from].1, run[i].1) && flat(run[from].1, run[i - 1].1) {
+                i -= 1;
+            }
+            back.push(i);
+        }
+        let Some((color2, height)) = gradient else {
+            let mut poly = vec![(run[0].0, run[0].1), (run[0].0, run[0].2)];
+            poly.extend(fore.iter().map(|&i| (run[i].0, run[i].2)));
+            poly.extend(back.iter().map(|&i| (run[i].0, run[i].1)));
+            self.area(c, &poly, color);
+            return;
+        };
+        let y1 = run[0].2;
+        let mut prev = (run[fore[0]].0, run[fore[0]].2);
+        let points =
+            fore[1..].iter().map(|&i| (run[i].0, run[i].2)).chain(back.iter().map(|&i| (run[i].0, run[i].1)));
+        for to in points {
+            self.rect_fade(c, (prev.0, y1), to, prev.1, (color, color2), height);
+            prev = to;
+        }
+    }
+
+    /// RRDtool's `gfx_add_rect_fadey`: the rectangle between two corners
+    /// filled with a linear gradient from `colors.1` to `colors.0`, whose
+    /// ends depend on `height` (`gradheight=`) and the previous point's
+    /// y (`py`).
+    fn rect_fade(
+        &self,
+        c: &mut dyn Canvas,
+        a: (f64, f64),
+        b: (f64, f64),
+        py: f64,
+        colors: (Color, Color),
+        height: f64,
+    ) {
+        let (x1, y1) = self.area_fit(a.0, a.1);
+        let (x2, y2) = self.area_fit(b.0, b.1);
+        let mid = (y2 + py) / 2.0;
+        let (from, to) = if height < 0.0 {
+            ((x1, y1), (x2, y1 + height))
+        } else if height > 0.0 {
+            ((x1, mid + height), (x2, mid))
+        } else {
+            ((x1, y1), (x2, mid))
+        };
+        let rect = [(x1, y1), (x1, y2), (x2, y2), (x2, y1)];
+        c.fill_gradient(&rect, (from, colors.1), (to, colors.0));
+    }
+
     /// A LINE as RRDtool draws it: steps from pixel to pixel (or slopes
     /// with `--slope-mode`), broken where the value is unknown.
-    fn paint_line(&self, c: &mut dyn Canvas, data: &[f64], width: f64, color: Rgba, dashes: Option<&[f64]>) {
+    fn paint_line(&self, c: &mut dyn Canvas, data: &[f64], width: f64, color: Color, dashes: Option<&[f64]>) {
         let xo = self.xorigin as f64;
         let xsize = self.xsize.max(0) as usize;
+        // Every stretch of known values is a subpath of one stroke.
+        let mut lines: Vec<Vec<(f64, f64)>> = Vec::new();
         let mut path: Vec<(f64, f64)> = Vec::new();
         let mut last_y = 0.0;
         let fit = |x: f64, y: f64| self.line_fit(x, y, width);
-        let mut flush = |path: &mut Vec<(f64, f64)>| {
-            if path.len() >= 2 {
-                c.stroke(&simplify(path), width, color, dashes, true);
-            }
-            path.clear();
-        };
         for ii in 1..xsize {
             if data[ii].is_nan() || (self.o.slope_mode && data[ii - 1].is_nan()) {
-                flush(&mut path);
+                if !path.is_empty() {
+                    lines.push(std::mem::take(&mut path));
+                }
                 continue;
             }
             let x = ii as f64 + xo;
@@ -1687,7 +1807,10 @@ impl Image<'_> {
                 path.push(fit(x, y1));
             }
         }
-        flush(&mut path);
+        if !path.is_empty() {
+            lines.push(path);
+        }
+        c.stroke(&lines, width, color, dashes.map(|d| (d, 0.0)), true);
     }
 
     fn grid_paint(&mut self, c: &mut dyn Canvas, has_grid: bool, info: &mut Vec<(String, InfoValue)>) {
@@ -1771,7 +1894,7 @@ impl Image<'_> {
                 line,
             );
         }
-        let faint = font_color.with_alpha((0.3 * f64::from(font_color.a)) as u8);
+        let faint = font_color.with_alpha(0.3);
         if !o.no_rrdtool_tag {
             // Where RRDtool puts its own name, ours.
             let x = if o.legend_position == LegendPosition::East {
@@ -1782,9 +1905,10 @@ impl Image<'_> {
             self.text(c, x, 5.0, faint, TextProp::Watermark, -90.0, HAlign::Left, VAlign::Top, "RRDSCALE");
         }
         if !o.watermark.is_empty() {
+            // Integer halving, as RRDtool's C does with its `long` width.
             self.text(
                 c,
-                ximg / 2.0,
+                (self.ximg / 2) as f64,
                 yimg - 6.0,
                 faint,
                 TextProp::Watermark,
@@ -1833,9 +1957,8 @@ impl Image<'_> {
                 &item.legend,
             );
             // Measured after drawing: on the zoomed surface, as rrdtool does.
-            let w = measure_zoomed(o, TextProp::Legend, &item.legend, o.zoom);
-            // The height does not follow the zoom (measured with rrdtool).
-            let h = measure_height(o, TextProp::Legend, &item.legend, o.zoom);
+            let w = self.measure(TextProp::Legend, &item.legend);
+            let h = self.measure_size(TextProp::Legend, &item.legend).height as f64;
             info.push((format!("legend[{count}]"), InfoValue::Text(item.legend.clone())));
             info.push((
                 format!("coords[{count}]"),
@@ -1847,7 +1970,7 @@ impl Image<'_> {
                 Kind::HRule { color, .. } | Kind::VRule { color, .. } => *color,
                 _ => continue,
             };
-            let box_h = measure_zoomed(o, TextProp::Legend, "o", o.zoom) * 1.2;
+            let box_h = self.measure(TextProp::Legend, "o") * 1.2;
             let box_v = box_h;
             let y0 = y0 - box_v * 0.4;
             let dashed = match &item.el.kind {
@@ -1855,7 +1978,7 @@ impl Image<'_> {
                 Kind::HRule { dashes, .. } | Kind::VRule { dashes, .. } => dashes.is_some(),
                 _ => false,
             };
-            let dash = dashed.then_some(&[3.0, 3.0][..]);
+            let dash = dashed.then_some(Dash::Element(&[3.0, 3.0]));
             if o.dynamic_labels {
                 let col = color.unwrap_or(Rgba::new(0, 0, 0, 0));
                 match &item.el.kind {
@@ -1881,10 +2004,10 @@ impl Image<'_> {
             }
             let (a, b) = (self.line_fit(x0, y0, 1.0), self.line_fit(x0 + box_h, y0 - box_v, 1.0));
             c.stroke(
-                &[(a.0, a.1), (b.0, a.1), (b.0, b.1), (a.0, b.1), (a.0, a.1)],
+                &[vec![(a.0, a.1), (b.0, a.1), (b.0, b.1), (a.0, b.1), (a.0, a.1)]],
                 1.0,
                 self.color(ColorTag::Frame),
-                dash,
+                self.dash_pattern(dash, 1.0),
                 false,
             );
         }
@@ -1943,12 +2066,12 @@ impl Image<'_> {
                 let mg = self.color(ColorTag::MGrid);
                 self.line(c, (x0 - 2.0, y0), (x0, y0), MGRID_WIDTH, mg, None);
                 self.line(c, (x1, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, None);
-                self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(&self.grid_dash()));
+                self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(Dash::Grid));
             } else if !self.o.no_minor {
                 let g = self.color(ColorTag::Grid);
                 self.line(c, (x0 - 2.0, y0), (x0, y0), GRID_WIDTH, g, None);
                 self.line(c, (x1, y0), (x1 + 2.0, y0), GRID_WIDTH, g, None);
-                self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(&self.grid_dash()));
+                self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(Dash::Grid));
             }
         }
         true
@@ -2010,7 +2133,7 @@ impl Image<'_> {
             let g = self.color(ColorTag::Grid);
             self.line(c, (x0 - 2.0, y0), (x0, y0), GRID_WIDTH, g, None);
             self.line(c, (x1, y0), (x1 + 2.0, y0), GRID_WIDTH, g, None);
-            self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(&self.grid_dash()));
+            self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(Dash::Grid));
             true
         };
         let minors_below = |c: &mut dyn Canvas, flab: usize, val_exp: i64| {
@@ -2050,7 +2173,7 @@ impl Image<'_> {
             let mg = self.color(ColorTag::MGrid);
             self.line(c, (x0 - 2.0, y0), (x0, y0), MGRID_WIDTH, mg, None);
             self.line(c, (x1, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, None);
-            self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(&self.grid_dash()));
+            self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(Dash::Grid));
             let label = if self.o.units_si {
                 const SI: [char; 17] =
                     ['y', 'z', 'a', 'f', 'p', 'n', 'u', 'm', ' ', 'k', 'M', 'G', 'T', 'P', 'E', 'Z', 'Y'];
@@ -2139,7 +2262,7 @@ impl Image<'_> {
                         let g = self.color(ColorTag::Grid);
                         self.line(c, (x0, y1 - 2.0), (x0, y1), GRID_WIDTH, g, None);
                         self.line(c, (x0, y0), (x0, y0 + 2.0), GRID_WIDTH, g, None);
-                        self.line(c, (x0, y0 + 1.0), (x0, y1 - 1.0), GRID_WIDTH, g, Some(&self.grid_dash()));
+                        self.line(c, (x0, y0 + 1.0), (x0, y1 - 1.0), GRID_WIDTH, g, Some(Dash::Grid));
                     }
                 }
                 ti = timeaxis::next_time(ti, xl.grid);
@@ -2154,7 +2277,7 @@ impl Image<'_> {
                 let mg = self.color(ColorTag::MGrid);
                 self.line(c, (x0, y1 - 2.0), (x0, y1), MGRID_WIDTH, mg, None);
                 self.line(c, (x0, y0), (x0, y0 + 3.0), MGRID_WIDTH, mg, None);
-                self.line(c, (x0, y0 + 3.0), (x0, y1 - 2.0), MGRID_WIDTH, mg, Some(&self.grid_dash()));
+                self.line(c, (x0, y0 + 3.0), (x0, y1 - 2.0), MGRID_WIDTH, mg, Some(Dash::Grid));
             }
             ti = timeaxis::next_time(ti, xl.major);
         }
@@ -2268,6 +2391,7 @@ impl FetchSource for EmptyOnFailure<'_> {
                     rra_index: 0,
                     ds_names,
                     data,
+                    past_end: None,
                 })
             }
         }
@@ -2323,74 +2447,22 @@ fn tab_period(o: &Options) -> f64 {
     }
 }
 
-/// The font of a text property (`bold`: its bold face, for markup; the
-/// bundled font's bold has its advances, so it stays).
-fn prop_font(o: &Options, prop: TextProp, bold: bool) -> &'static Font {
-    match o.font_names[prop as usize].as_deref() {
-        Some(desc) if bold => font_named(Some(&format!("{desc} Bold"))),
-        desc => font_named(desc),
-    }
-}
-
-/// Width of `s` as rrdtool measures it for layout (Pango markup, with
-/// `--pango-markup`, is measured as the text it draws).
-fn measure(o: &Options, prop: TextProp, s: &str) -> f64 {
-    measure_zoomed(o, prop, s, 1.0)
-}
-
-/// [`measure`] on a surface scaled by `zoom`.
-fn measure_zoomed(o: &Options, prop: TextProp, s: &str, zoom: f64) -> f64 {
-    let (f, pt) = (prop_font(o, prop, false), o.font_sizes[prop as usize]);
-    if !o.pango_markup {
-        return f.text_width_zoomed(s, pt, tab_period(o), zoom);
-    }
-    let width: f64 = crate::labels::markup_spans(s)
-        .iter()
-        .map(|span| {
-            let size = pt * script_scale(span, zoom);
-            prop_font(o, prop, span.bold).advance_zoomed(&span.text, size, tab_period(o), zoom)
-        })
-        .sum();
-    (width - 1e-9).ceil().max(0.0)
-}
-
-/// The size factor of a markup run on a surface scaled by `zoom`: Pango
-/// sizes `<sup>`/`<sub>` runs from the scaled font, so on a zoomed
-/// surface they grow (or shrink) with the zoom (measured with rrdtool).
-fn script_scale(span: &crate::labels::Span, zoom: f64) -> f64 {
-    if span.rise_em != 0.0 {
-        span.scale * zoom
-    } else {
-        span.scale
-    }
-}
-
-/// Height of `s` as rrdtool measures it: one line, as tall as its tallest
-/// run of markup above and below the baseline.
-fn measure_height(o: &Options, prop: TextProp, s: &str, zoom: f64) -> f64 {
-    let (f, pt) = (prop_font(o, prop, false), o.font_sizes[prop as usize]);
-    if !o.pango_markup {
-        return f.text_height(pt);
-    }
-    let spans = crate::labels::markup_spans(s);
-    if spans.is_empty() {
-        return f.text_height(pt);
-    }
-    let px_per_pt = 100.0 / 72.0;
-    let (mut top, mut bottom) = (f64::MIN, f64::MIN);
-    for span in &spans {
-        let mut rise = span.rise_em * pt * px_per_pt;
-        // On a zoomed surface a subscript's drop does not show in the
-        // box (measured with rrdtool at 0.8, 2 and 3).
-        if zoom != 1.0 && rise < 0.0 {
-            rise = 0.0;
-        }
-        let size = pt * script_scale(span, zoom);
-        top = top.max(f.ascent(size) + rise);
-        bottom = bottom.max(f.descent(size) - rise);
-    }
-    // The layout's box starts at the line's top: only its height rounds.
-    (top + bottom - 1e-9).ceil()
+/// [`Image::measure_size`] from the parts of an image, for code that
+/// holds its items mutably.
+fn measure_text(text: &SharedLayout, o: &Options, default_font: &str, prop: TextProp, s: &str) -> TextSize {
+    text.borrow_mut().measure(&TextSpec {
+        x: 0.0,
+        y: 0.0,
+        color: Color::new(0.0, 0.0, 0.0, 0.0),
+        size_pt: o.font_sizes[prop as usize],
+        font: o.font_names[prop as usize].as_deref().unwrap_or(default_font),
+        tab_width: tab_period(o),
+        angle: 0.0,
+        h: HAlign::Left,
+        v: VAlign::Top,
+        text: s,
+        markup: o.pango_markup,
+    })
 }
 
 /// The lines of a title, split as rrdtool's `graph_title_split` splits

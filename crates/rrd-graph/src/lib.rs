@@ -3,8 +3,10 @@
 //!
 //! Owns: the graph elements (LINE, AREA, STACK, HRULE, VRULE, COMMENT,
 //! GPRINT, PRINT, TEXTALIGN), the PRINT format whitelist and formatter,
-//! the image layout, y-axis scaling, time axis, legend and the two image
-//! encoders. The data (fetch, consolidation, RPN, VDEF) belongs to
+//! the image layout, y-axis scaling, time axis and legend. Pictures are
+//! drawn through Cairo and Pango, the libraries RRDtool draws with, behind
+//! the small `render::Canvas` seam: PNG from Cairo's image surface, SVG,
+//! PDF and EPS from its vector surfaces, so they equal RRDtool's. The data (fetch, consolidation, RPN, VDEF) belongs to
 //! `rrd_engine::xport`; this crate never re-implements it.
 //!
 //! Invariants: untrusted element text and options never panic and never
@@ -13,19 +15,19 @@
 //!
 //! Every graph option of rrdtool 1.7.2 is accepted and checked as rrdtool
 //! checks it (`options`); those that change the layout change it as in
-//! rrdtool (`graph`, `labels`, `timeaxis`, `text`). Also the data formats
+//! rrdtool (`graph`, `labels`, `timeaxis`, `render`). Also the data formats
 //! of `-a` (XML, XMLENUM, JSON, JSONTIME, CSV, TSV, SSV: the graph's series
 //! exported, as RRDtool does), TICK, SHIFT and gradient AREAs, and
 //! PRINT/GPRINT's strftime/valstrftime/valstrfduration.
 //!
-//! Deliberately not here: vector PDF/EPS (`-a PDF|EPS` embed the raster
-//! picture as a page-sized image), pixel-identical drawing, Pango markup
-//! beyond `<b>`, `<i>`, `<span>` colours and sizes, `<sup>`, `<sub>`,
-//! `<small>`, `<big>` (other tags are dropped, their text kept).
+//! Text is measured and drawn by one Pango layout per image, so sizes,
+//! legend places and `--pango-markup` follow Pango for every font.
+//!
+//! Deliberately not here: RRDtool's vertical tag text (rrdscale writes its
+//! own name there).
 
 #![forbid(unsafe_code)]
 
-mod canvas;
 mod dataformat;
 mod elements;
 pub mod error;
@@ -33,7 +35,7 @@ mod graph;
 mod labels;
 pub mod options;
 pub mod printf;
-mod text;
+mod render;
 mod timeaxis;
 mod timefmt;
 

@@ -104,6 +104,21 @@ pub const DEFAULT_COLORS: [Rgba; 10] = [
     Rgba::from_unit(0.00, 0.00, 0.00, 1.00),
 ];
 
+/// [`DEFAULT_COLORS`] as RRDtool 1.7.2 keeps them: channels from 0 to 1,
+/// which is what its pictures are drawn with.
+pub const DEFAULT_UNIT_COLORS: [[f64; 4]; 10] = [
+    [1.00, 1.00, 1.00, 1.00],
+    [0.95, 0.95, 0.95, 1.00],
+    [0.81, 0.81, 0.81, 1.00],
+    [0.62, 0.62, 0.62, 1.00],
+    [0.56, 0.56, 0.56, 0.75],
+    [0.87, 0.31, 0.31, 0.60],
+    [0.00, 0.00, 0.00, 1.00],
+    [0.50, 0.12, 0.12, 1.00],
+    [0.12, 0.12, 0.12, 1.00],
+    [0.00, 0.00, 0.00, 1.00],
+];
+
 /// Time units of `--x-grid` (RRDtool's `SECOND` .. `YEAR`), shortest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum TimeUnit {
@@ -264,6 +279,9 @@ pub struct Options {
     /// `--units=si` (SI labels on a logarithmic axis).
     pub units_si: bool,
     pub colors: [Rgba; 10],
+    /// Which of `colors` `--color` set (the others are RRDtool's
+    /// [`DEFAULT_UNIT_COLORS`]).
+    pub colors_given: [bool; 10],
     pub image_format: ImageFormat,
     pub only_graph: bool,
     pub full_size_mode: bool,
@@ -325,6 +343,8 @@ pub struct Options {
     pub graph_mono: bool,
     /// `-R mono`: text without antialiasing.
     pub font_mono: bool,
+    /// `--font-render-mode light`: slight hinting.
+    pub font_light: bool,
     /// `--graph-type XY` (rrdtool 1.7.2 refuses to draw it).
     pub graph_type_xy: bool,
     /// `--daemon` was given (rrdtool refuses a second one).
@@ -351,6 +371,7 @@ impl Default for Options {
             force_left_space: false,
             units_si: false,
             colors: DEFAULT_COLORS,
+            colors_given: [false; 10],
             image_format: ImageFormat::Png,
             only_graph: false,
             full_size_mode: false,
@@ -392,6 +413,7 @@ impl Default for Options {
             grid_dash: (1.0, 1.0),
             graph_mono: false,
             font_mono: false,
+            font_light: false,
             graph_type_xy: false,
             daemon_given: false,
         }
@@ -703,6 +725,7 @@ impl Options {
             "color" => {
                 let (tag, color) = parse_color_option(v)?;
                 self.colors[tag as usize] = color;
+                self.colors_given[tag as usize] = true;
             }
             "full-size-mode" => self.full_size_mode = true,
             "slope-mode" => self.slope_mode = true,
@@ -858,6 +881,7 @@ impl Options {
                     return Err(GraphError::invalid(format!("unknown font-render-mode '{v}'")));
                 }
                 self.font_mono = v == "mono";
+                self.font_light = v == "light";
             }
             "units" => {
                 if self.units_si {

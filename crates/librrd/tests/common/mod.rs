@@ -180,7 +180,8 @@ pub struct CRuns {
 /// Compiles `NAME.c` (with `cc_extra`) against our library and runs it
 /// twice with its output directory as first argument: (1) on ours under
 /// valgrind's memcheck (`--error-exitcode=1 --leak-check=full
-/// --errors-for-leak-kinds=definite`, `valgrind_extra` added: no invalid
+/// --errors-for-leak-kinds=definite`, fontconfig's configuration parse
+/// suppressed (`fontconfig.supp`), `valgrind_extra` added: no invalid
 /// access, no definite leak), with `ours_env` set and `ours_args` after the
 /// directory; (2) on Debian's librrd 1.7.2. Both must succeed.
 pub fn run_c_on_both(
@@ -201,6 +202,8 @@ pub fn run_c_on_both(
     let mut cmd = Command::new("/usr/bin/valgrind");
     cmd.envs(ours_env.iter().copied())
         .args(["-q", "--error-exitcode=1", "--leak-check=full", "--errors-for-leak-kinds=definite"])
+        // fontconfig's one-time configuration parse (see the file).
+        .arg(format!("--suppressions={}", script("fontconfig.supp").display()))
         .args(valgrind_extra)
         .arg(&exe)
         .arg(ours_dir.path())

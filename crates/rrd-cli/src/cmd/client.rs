@@ -55,6 +55,7 @@ pub fn fetch_result(r: rrd_client::FetchReply) -> FetchResult {
         rra_index: 0,
         ds_names: r.ds_names,
         data: r.data,
+        past_end: None,
     }
 }
 

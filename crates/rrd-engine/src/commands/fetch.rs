@@ -49,6 +49,13 @@ pub struct FetchResult {
     pub ds_names: Vec<String>,
     /// Row-major: `row_count() × ds_names.len()` values.
     pub data: Vec<f64>,
+    /// When the rows were consolidated from finer ones (graph and xport
+    /// DEFs): the fetched row that RRDtool's buffer still holds just after
+    /// the consolidated data (its `rrd_reduce_data` works in place), the
+    /// finer row at index `row_count()`. RRDtool's PREDICT reads it at
+    /// the last output step. `None` when nothing was consolidated or the
+    /// fetched rows end before it.
+    pub past_end: Option<Vec<f64>>,
 }
 
 impl FetchResult {
@@ -287,6 +294,7 @@ impl FetchRows {
             rra_index: self.rra_index,
             ds_names: self.ds_names,
             data,
+            past_end: None,
         })
     }
 }

@@ -212,9 +212,12 @@ pub fn reduce_result(got: FetchResult, min_step: i64, cf: Cf) -> Result<FetchRes
     if cur_step >= min_step {
         return Ok(got);
     }
-    let (start, end, step, data) =
-        reduce(cf, cur_step, got.start, got.end, min_step, got.ds_names.len(), &got.data)?;
-    Ok(FetchResult { start, end, step_secs: step as u64, data, ..got })
+    let ds_count = got.ds_names.len();
+    let (start, end, step, data) = reduce(cf, cur_step, got.start, got.end, min_step, ds_count, &got.data)?;
+    // The fetched row at the consolidated row count (see `past_end`).
+    let at = data.len();
+    let past_end = got.data.get(at..at + ds_count).filter(|_| ds_count > 0).map(<[f64]>::to_vec);
+    Ok(FetchResult { start, end, step_secs: step as u64, data, past_end, ..got })
 }
 
 /// [`fetch`] followed by [`reduce_result`], without holding the fetched
@@ -279,6 +282,7 @@ pub fn fetch_reduced<S: Store>(
     if r.trail {
         unknown_rows(&mut out, 1, ds_count);
     }
+    let past_end = fetched_row(rrd, &plan, (out.len() / ds_count.max(1)) as i128, ds_count)?;
     Ok(FetchResult {
         start: r.start,
         end: r.end,
@@ -286,7 +290,29 @@ pub fn fetch_reduced<S: Store>(
         rra_index: plan.rra_index,
         ds_names,
         data: out,
+        past_end,
     })
+}
+
+/// Fetched row `k` (archive row `plan.first + k`) as `fetch` would return
+/// it: stored, or unknown outside the archive's valid rows; `None` past the
+/// fetched rows (see [`FetchResult::past_end`]).
+fn fetched_row<S: Store>(
+    rrd: &Rrd<S>,
+    plan: &FetchPlan,
+    k: i128,
+    ds_count: usize,
+) -> Result<Option<Vec<f64>>> {
+    if ds_count == 0 || k >= plan.rows as i128 {
+        return Ok(None);
+    }
+    let row = plan.first + k;
+    if row < plan.valid_from || row >= plan.valid_to {
+        return Ok(Some(vec![FILL_NAN; ds_count]));
+    }
+    let mut buf = Vec::with_capacity(ds_count);
+    plan.read(rrd, row, row + 1, &mut buf)?;
+    Ok(Some(buf))
 }
 
 #[cfg(test)]
@@ -313,6 +339,8 @@ mod tests {
             && a.ds_names == b.ds_names
             && a.data.len() == b.data.len()
             && a.data.iter().zip(&b.data).all(|(x, y)| x.to_bits() == y.to_bits())
+            && a.past_end.as_ref().map(|r| r.iter().map(|v| v.to_bits()).collect::<Vec<_>>())
+                == b.past_end.as_ref().map(|r| r.iter().map(|v| v.to_bits()).collect::<Vec<_>>())
     }
 
     #[test]
@@ -334,6 +362,27 @@ mod tests {
         let data = [f64::INFINITY, f64::NEG_INFINITY, 4.0];
         let (.., out) = reduce(Cf::Average, 300, 900, 1800, 900, 1, &data).unwrap();
         assert_eq!(out, vec![4.0 / 3.0]);
+    }
+
+    /// RRDtool consolidates in place: after the consolidated rows its
+    /// buffer still holds the fetched rows, and the one at the consolidated
+    /// row count is what its PREDICT reads one step past the end.
+    #[test]
+    fn the_row_after_consolidated_data_is_the_fetched_one() {
+        let got = FetchResult {
+            start: 900,
+            end: 2700,
+            step_secs: 300,
+            rra_index: 0,
+            ds_names: vec!["x".into(), "y".into()],
+            data: vec![1.0, 10.0, 2.0, 20.0, 3.0, 30.0, 4.0, 40.0, 5.0, 50.0, 6.0, 60.0],
+            past_end: None,
+        };
+        let reduced = reduce_result(got.clone(), 900, Cf::Average).unwrap();
+        assert_eq!(reduced.data, vec![2.0, 20.0, 5.0, 50.0]);
+        assert_eq!(reduced.past_end, Some(vec![3.0, 30.0]));
+        // Not consolidated: nothing is known past the end.
+        assert_eq!(reduce_result(got, 300, Cf::Average).unwrap().past_end, None);
     }
 
     /// Reducing while reading gives the bits that fetching every row and

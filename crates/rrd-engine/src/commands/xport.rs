@@ -205,6 +205,9 @@ struct Series {
     /// Which value of a row is this variable's.
     ds: usize,
     data: std::rc::Rc<Vec<f64>>,
+    /// A DEF's [`FetchResult::past_end`]: what RRDtool's buffer holds one
+    /// row after the data.
+    past_end: Option<std::rc::Rc<Vec<f64>>>,
 }
 
 impl Series {
@@ -221,6 +224,15 @@ impl Series {
             return FILL_NAN;
         }
         self.data.get(row as usize * self.ds_count + self.ds).copied().unwrap_or(FILL_NAN)
+    }
+
+    /// [`Series::value`], and one row past the data what RRDtool's buffer
+    /// holds there when it is known (PREDICT reads it at the last step).
+    fn value_in_buffer(&self, row: i64) -> f64 {
+        match &self.past_end {
+            Some(past) if row == self.rows() => past.get(self.ds).copied().unwrap_or(FILL_NAN),
+            _ => self.value(row),
+        }
     }
 }
 
@@ -611,7 +623,7 @@ impl SeriesContext<'_> {
             for i in 0..=i64::from(locstep.max(-1)) {
                 let offset = shift_rows + i;
                 if let (true, Some(series)) = (offset >= 0 && offset < produced, series) {
-                    let v = series.value(row - offset);
+                    let v = series.value_in_buffer(row - offset);
                     if !v.is_nan() {
                         sum += v;
                         sum2 += v * v;
@@ -758,6 +770,7 @@ fn fetch_def(def: &Def, global_step: i64, source: &mut dyn FetchSource) -> Resul
         ds_count,
         ds: 0,
         data: std::rc::Rc::new(got.data),
+        past_end: got.past_end.map(std::rc::Rc::new),
     };
     Ok((series, got.ds_names))
 }
@@ -1196,7 +1209,7 @@ fn eval_cdef(program: &Program, series: &[Slot], now_clock: i64, cursors: &mut V
         }
         t += step;
     }
-    Ok(Series { start, end, step, ds_count: 1, ds: 0, data: std::rc::Rc::new(out) })
+    Ok(Series { start, end, step, ds_count: 1, ds: 0, data: std::rc::Rc::new(out), past_end: None })
 }
 
 /// Evaluates DEF, CDEF and VDEF elements (XPORT elements are checked and
@@ -1376,6 +1389,7 @@ mod tests {
             ds_count: 1,
             ds: 0,
             data: std::rc::Rc::new(values.to_vec()),
+            past_end: None,
         }
     }
 
