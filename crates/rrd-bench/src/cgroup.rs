@@ -4,7 +4,7 @@
 //! and the parent removes the child when the worker is gone.
 //!
 //! cgroup v1 (a `memory` hierarchy, `memory.limit_in_bytes`) is used when
-//! mounted, as in PRODUCT.md's measurements; otherwise cgroup v2
+//! mounted (as on the machines docs/BENCHMARKS.md measured); otherwise cgroup v2
 //! (`memory.max`), which needs the memory controller enabled for children
 //! of the process's cgroup.
 //!

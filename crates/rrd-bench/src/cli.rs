@@ -22,11 +22,11 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Workload {
-    /// Seed 004's performance tester: create N files per round (creates/s),
+    /// RRDtool's performance tester (perftest, docs/references.md): create N files per round (creates/s),
     /// then update every file once per pass, one step per pass
     /// (updates/s per pass and the consolidations each pass fired).
     Perftest(PerftestArgs),
-    /// Seed 001's GrowthForecast table: for each N, a cold first pass (all
+    /// The GrowthForecast tuning log's table: for each N, a cold first pass (all
     /// files evicted from the page cache) then warm passes; seconds per pass.
     Growthforecast(GrowthforecastArgs),
     /// Daemon ingest: values/s accepted over UNIX sockets, journal on, as

@@ -1,9 +1,9 @@
 //! `rrdscale bench`: the seeds' benchmarks, replayed on rrdscale and on
 //! rrdtool 1.7.2 side by side in one run, with a report.
 //!
-//! Workloads ([`workload`]): seed 004's performance tester (`perftest`:
+//! Workloads ([`workload`]): RRDtool's performance tester (`perftest`:
 //! create N files per round, then update every file once per pass, one step
-//! per pass) and seed 001's GrowthForecast table (`growthforecast`: N files,
+//! per pass) and the GrowthForecast tuning log's table (`growthforecast`: N files,
 //! first pass cold, then warm passes). Sides ([`side`]): rrdscale through
 //! its library one call per update (`direct`), through the batch updater
 //! with prefetch (`batch`), through `rrdscale -` (`pipe`); rrdtool through

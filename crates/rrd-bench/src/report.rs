@@ -217,8 +217,8 @@ fn mib(b: u64) -> String {
 pub fn markdown(r: &Results) -> String {
     let mut s = String::new();
     let title = match r.kind {
-        Kind::Perftest => "perftest (seed 004's performance tester)",
-        Kind::Growthforecast => "growthforecast (seed 001's table)",
+        Kind::Perftest => "perftest (RRDtool's performance tester)",
+        Kind::Growthforecast => "growthforecast (the GrowthForecast tuning log's table)",
     };
     let _ = writeln!(s, "## rrdscale bench {title}\n");
     let _ = writeln!(s, "Command: `{}`\n", r.command);

@@ -42,7 +42,7 @@ pub struct Schema {
 /// Names accepted by `--schema` besides a create line.
 pub const NAMED: [&str; 3] = ["perftest", "mrtg", "growthforecast"];
 
-/// Seed 004's performance tester ([`schemas::PERFTEST`]).
+/// RRDtool's performance tester (perftest) ([`schemas::PERFTEST`]).
 pub fn perftest() -> Vec<String> {
     owned(schemas::PERFTEST)
 }
@@ -52,7 +52,7 @@ pub fn mrtg() -> Vec<String> {
     owned(schemas::MRTG)
 }
 
-/// Seed 001's GrowthForecast ([`schemas::GROWTHFORECAST`]).
+/// GrowthForecast's files ([`schemas::GROWTHFORECAST`]).
 pub fn growthforecast() -> Vec<String> {
     owned(schemas::GROWTHFORECAST)
 }

@@ -1,7 +1,7 @@
 //! A workload as a list of steps every side executes identically: timed
 //! creates, evictions, and passes (one update per file each).
 //!
-//! Owns: the plans of seed 004's perftest and seed 001's GrowthForecast
+//! Owns: the plans of RRDtool's perftest and the GrowthForecast tuning log's
 //! table, the file naming scheme, and which time each file is updated to in
 //! each pass.
 //!
@@ -151,7 +151,7 @@ fn overlay(runs: &[(u64, u64, i64)], first: u64, end: u64, time: i64) -> Vec<(u6
     out
 }
 
-/// Seed 004's perftest: per round, create `files` new files one step after
+/// RRDtool's perftest: per round, create `files` new files one step after
 /// the previous round (their last update 2 s before that step, as the
 /// script does), then `passes` passes over all files so far, the clock
 /// advancing one step per pass.
@@ -202,7 +202,7 @@ pub fn perftest(
     Workload { kind: Kind::Perftest, schema, creations, steps }
 }
 
-/// Seed 001's table: all files created once (10 s before `start`, as
+/// The GrowthForecast tuning log's table: all files created once (10 s before `start`, as
 /// GrowthForecast does); for each size N, evict files `0..N`, then
 /// `passes` passes over them. Each file advances one step per update it
 /// gets, so files new to a larger N start right after their creation.

@@ -5,7 +5,7 @@
 //! join a backlog that is released to the flush queue at a paced rate (see
 //! [`pace`]), so that a moment when many files become due at once (every
 //! file updated at :00 with no `-z`) turns into a steady stream over a few
-//! seconds instead of a burst of dirty pages (seed 002). FLUSH and FLUSHALL
+//! seconds instead of a burst of dirty pages (the write-cache stall diagnosis). FLUSH and FLUSHALL
 //! bypass the pacing. Every tick the scheduler also asks the journal to drop
 //! the segments no pending value needs; every `-f` seconds it forgets idle
 //! entries (rrdcached's "flush dead data").

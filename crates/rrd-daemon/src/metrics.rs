@@ -5,7 +5,7 @@
 //! bytes, journal bytes, syncs and a sync-latency histogram, the poisoned
 //! flag, damage the startup replay skipped, flush throughput and errors,
 //! refusals, connections), and the host's `Dirty` and `Writeback` from
-//! /proc/meminfo (seed 002: write-back stalls are what a flush must not
+//! /proc/meminfo (the write-cache stall diagnosis: write-back stalls are what a flush must not
 //! cause). Names are `rrdscale_*`,
 //! counters end in `_total`, units last (`_bytes`, `_seconds`).
 //!

@@ -138,7 +138,7 @@ impl Layout {
 mod tests {
     use super::*;
 
-    /// The perftest schema of seed 004: 2 DS, 7 RRAs of 600 rows is 69,824 bytes,
+    /// The perftest schema: 2 DS, 7 RRAs of 600 rows is 69,824 bytes,
     /// as measured on files rrdtool 1.7.2 made.
     #[test]
     fn perftest_file_length_matches_rrdtool() {

@@ -140,12 +140,12 @@ impl Schema {
         Schema::of("mrtg-classic", schemas::MRTG_CLASSIC)
     }
 
-    /// Seed 004's performance tester ([`schemas::PERFTEST`]).
+    /// RRDtool's performance tester (perftest) ([`schemas::PERFTEST`]).
     pub fn perftest() -> Schema {
         Schema::of("perftest", schemas::PERFTEST)
     }
 
-    /// Seed 001's GrowthForecast ([`schemas::GROWTHFORECAST`]).
+    /// GrowthForecast's files ([`schemas::GROWTHFORECAST`]).
     pub fn growthforecast() -> Schema {
         Schema::of("growthforecast", schemas::GROWTHFORECAST)
     }

@@ -8,9 +8,9 @@
 /// The step of every schema here, in seconds.
 pub const STEP_SECS: u64 = 300;
 
-/// Seed 004's performance tester: 2 GAUGE DS, 7 RRAs of 600 rows (69,824
-/// bytes). The heartbeat is 600 s, as in the measured baseline of
-/// PRODUCT.md (the 2007 script had 400; the file size is the same).
+/// RRDtool's performance tester (perftest): 2 GAUGE DS, 7 RRAs of 600 rows (69,824
+/// bytes). The heartbeat is 600 s, as in the baselines measured with it
+/// (the 2007 script had 400; the file size is the same).
 pub const PERFTEST: &[&str] = &[
     "DS:in:GAUGE:600:U:U",
     "DS:out:GAUGE:600:U:U",
@@ -55,7 +55,7 @@ pub const MRTG_CLASSIC: &[&str] = &[
     "RRA:MAX:0.5:288:797",
 ];
 
-/// Seed 001's GrowthForecast (lib/GrowthForecast/RRD.pm): DS `num` and
+/// GrowthForecast's files (lib/GrowthForecast/RRD.pm): DS `num` and
 /// `sub`, AVERAGE and MAX at 1/6/24/288 steps with 1440/1008/1344/2500 rows
 /// (204,256 bytes; the seed's `ls` shows 204,104 for its own build).
 pub const GROWTHFORECAST: &[&str] = &[

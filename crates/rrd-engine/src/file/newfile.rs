@@ -240,7 +240,7 @@ impl NewFiles {
             } else {
                 Ok(())
             };
-            // Written back (and so clean) now: the pages go (seed 004: a
+            // Written back (and so clean) now: the pages go (the rrd-developers mmap thread: a
             // new file's pages would evict the hot pages of files being
             // updated).
             results.push(

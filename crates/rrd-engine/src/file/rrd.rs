@@ -123,7 +123,7 @@ impl<S: Store> Rrd<S> {
 ///
 /// Why: a `dump` or `fetch` of a cold file would otherwise leave its pages
 /// behind and evict the hot header and row pages of files being updated
-/// (seed 000: fetch and graph pollute the cache). Pages that were resident
+/// (the LISA '07 MRTG paper: fetch and graph pollute the cache). Pages that were resident
 /// before (hot pages the update path uses) stay.
 pub fn read_leaving_no_residue<T>(path: &Path, read: impl FnOnce(&Rrd<&File>) -> Result<T>) -> Result<T> {
     let file = File::open(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;

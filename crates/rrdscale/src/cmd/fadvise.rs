@@ -10,12 +10,12 @@
 //!
 //! `--random`, `--sequential`, `--normal` and `--noreuse` attach to the open
 //! file description, which ends when this command closes the file: they have
-//! no lasting effect, and the command says so on stderr. (Seed 001 ran
+//! no lasting effect, and the command says so on stderr. (The GrowthForecast tuning log ran
 //! `fadvise -random -dontneed` over 60,000 files; only the DONTNEED part
 //! could have mattered.) An updater wanting RANDOM must advise its own
 //! descriptor.
 //!
-//! Speed: the 60,000-files-in-an-hour of seed 001 came from one process per
+//! Speed: the 60,000-files-in-an-hour of the GrowthForecast tuning log came from one process per
 //! file and from `fsync` waiting on the disk one file at a time. Here one
 //! process walks the operands (directories recursively, `*.rrd` only unless
 //! `--all-files`, as `fincore` does) and a pool of worker threads (`-j`,

@@ -3,7 +3,7 @@
 //! and the pages the next updates need fetched many at once.
 //!
 //! Why: an update needs its header page and the pages of the rows it writes
-//! (seed 000: three pages for an MRTG file, where default readahead pulls
+//! (the LISA '07 MRTG paper: three pages for an MRTG file, where default readahead pulls
 //! 16–28). On a cold cache each of those is a disk read; done one at a time
 //! the disk gives 13k reads/s, done many at once it gives 114k. So before
 //! applying a batch of updates in order, [`BatchUpdater::prefetch`] issues
