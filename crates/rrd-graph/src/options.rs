@@ -19,6 +19,7 @@
 //! `--alt-y-mrtg` is a no-op as in rrdtool. `--font`'s font name picks a
 //! font of the machine (see `text`).
 
+use rrd_lang::cscan::Scan;
 use rrd_lang::numparse;
 
 use crate::error::{GraphError, Result};
@@ -539,63 +540,6 @@ fn parse_double(value: &str, option: &str) -> Result<f64> {
     Ok(v)
 }
 
-/// A few of C's `sscanf` conversions over option text.
-struct Scan<'a> {
-    s: &'a str,
-    pos: usize,
-}
-
-impl<'a> Scan<'a> {
-    fn new(s: &'a str) -> Scan<'a> {
-        Scan { s, pos: 0 }
-    }
-
-    /// `%N[set]`: one to `max` bytes of the set.
-    fn set(&mut self, max: usize, ok: impl Fn(u8) -> bool) -> Option<&'a str> {
-        let rest = &self.s.as_bytes()[self.pos..];
-        let n = rest.iter().take(max).take_while(|c| ok(**c)).count();
-        if n == 0 {
-            return None;
-        }
-        let out = &self.s[self.pos..self.pos + n];
-        self.pos += n;
-        Some(out)
-    }
-
-    /// A literal character.
-    fn lit(&mut self, c: char) -> bool {
-        if self.s[self.pos..].starts_with(c) {
-            self.pos += c.len_utf8();
-            true
-        } else {
-            false
-        }
-    }
-
-    /// `%ld`: optional space and sign, then digits.
-    fn int(&mut self) -> Option<i64> {
-        let b = self.s.as_bytes();
-        let mut p = self.pos;
-        while p < b.len() && numparse::is_c_space(b[p]) {
-            p += 1;
-        }
-        let start = p;
-        if p < b.len() && (b[p] == b'-' || b[p] == b'+') {
-            p += 1;
-        }
-        let digits = p;
-        while p < b.len() && b[p].is_ascii_digit() {
-            p += 1;
-        }
-        if p == digits {
-            return None;
-        }
-        let v = numparse::atol(&self.s[start..p]);
-        self.pos = p;
-        Some(v)
-    }
-}
-
 /// The characters of `%40[0-9.e+-]`.
 fn is_float_char(c: u8) -> bool {
     c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'+' | b'-')
@@ -639,16 +583,16 @@ fn parse_x_grid(v: &str) -> Result<XGrid> {
         if !sc.lit(':') {
             return Err(bad());
         }
-        steps.push(sc.int().ok_or_else(bad)?);
+        steps.push(sc.long().ok_or_else(bad)?);
         if !sc.lit(':') {
             return Err(bad());
         }
     }
-    let precision = sc.int().ok_or_else(bad)?;
+    let precision = sc.long().ok_or_else(bad)?;
     if !sc.lit(':') {
         return Err(bad());
     }
-    let format = v[sc.pos..].to_string();
+    let format = v[sc.pos()..].to_string();
     let unit = |name: &str| {
         TimeUnit::from_name(name).ok_or_else(|| GraphError::invalid(format!("unknown keyword {name}")))
     };
@@ -776,7 +720,7 @@ impl Options {
                 } else {
                     let mut sc = Scan::new(v);
                     let step = sc.set(40, is_float_char);
-                    let fact = step.and_then(|s| sc.lit(':').then_some(s)).and_then(|_| sc.int());
+                    let fact = step.and_then(|s| sc.lit(':').then_some(s)).and_then(|_| sc.long());
                     let (Some(step), Some(fact)) = (step, fact) else {
                         return Err(GraphError::invalid("invalid y-grid format"));
                     };
@@ -918,7 +862,7 @@ impl Options {
         let mut sc = Scan::new(v);
         let tag = sc.set(10, |c| c.is_ascii_uppercase());
         let size = tag.and_then(|_| sc.lit(':').then_some(())).and_then(|_| sc.set(40, is_float_char));
-        let end = sc.pos;
+        let end = sc.pos();
         let (Some(tag), Some(size)) = (tag, size) else {
             return Err(GraphError::invalid("invalid text property format"));
         };

@@ -108,6 +108,11 @@ impl<'a> Scan<'a> {
         Scan { s, pos: 0 }
     }
 
+    /// How many bytes the conversions took so far.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
     /// What no conversion took yet.
     pub fn rest(&self) -> &'a str {
         &self.s[self.pos..]
