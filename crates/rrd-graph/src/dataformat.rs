@@ -20,9 +20,9 @@
 use rrd_lang::cformat::rrd_snprintf_e;
 use rrd_lang::numparse::trim_c_space;
 
-/// The data formats.
+/// The data formats (`-a XML|XMLENUM|JSON|JSONTIME|CSV|TSV|SSV`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum DataFormat {
+pub enum DataFormat {
     Xml,
     XmlEnum,
     Json,
@@ -30,6 +30,35 @@ pub(crate) enum DataFormat {
     Csv,
     Tsv,
     Ssv,
+}
+
+impl DataFormat {
+    /// The format `-a` names (upper case, as rrdtool compares it).
+    pub fn parse(name: &str) -> Option<DataFormat> {
+        Some(match name {
+            "XML" => DataFormat::Xml,
+            "XMLENUM" => DataFormat::XmlEnum,
+            "JSON" => DataFormat::Json,
+            "JSONTIME" => DataFormat::JsonTime,
+            "CSV" => DataFormat::Csv,
+            "TSV" => DataFormat::Tsv,
+            "SSV" => DataFormat::Ssv,
+            _ => return None,
+        })
+    }
+
+    /// The lower-case name RRDtool's messages use.
+    pub fn name(self) -> &'static str {
+        match self {
+            DataFormat::Xml => "xml",
+            DataFormat::XmlEnum => "xmlenum",
+            DataFormat::Json => "json",
+            DataFormat::JsonTime => "jsontime",
+            DataFormat::Csv => "csv",
+            DataFormat::Tsv => "tsv",
+            DataFormat::Ssv => "ssv",
+        }
+    }
 }
 
 /// The exported series: `rows` rows stamped `start + step`, `start +

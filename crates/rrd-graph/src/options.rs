@@ -20,6 +20,8 @@
 //! font of the machine (see `text`).
 
 use rrd_lang::cscan::Scan;
+
+pub use crate::dataformat::DataFormat;
 use rrd_lang::numparse;
 
 use crate::error::{GraphError, Result};
@@ -220,17 +222,10 @@ pub enum ImageFormat {
     #[default]
     Png,
     Svg,
-    /// The picture embedded as an image in a one-page PDF or an EPS.
     Pdf,
     Eps,
-    /// The data formats: the graph's series exported, no picture.
-    Xml,
-    XmlEnum,
-    Json,
-    JsonTime,
-    Csv,
-    Tsv,
-    Ssv,
+    /// A data format: the graph's series exported, no picture.
+    Data(DataFormat),
 }
 
 impl ImageFormat {
@@ -241,13 +236,7 @@ impl ImageFormat {
             ImageFormat::Svg => "svg",
             ImageFormat::Pdf => "pdf",
             ImageFormat::Eps => "eps",
-            ImageFormat::Xml => "xml",
-            ImageFormat::XmlEnum => "xmlenum",
-            ImageFormat::Json => "json",
-            ImageFormat::JsonTime => "jsontime",
-            ImageFormat::Csv => "csv",
-            ImageFormat::Tsv => "tsv",
-            ImageFormat::Ssv => "ssv",
+            ImageFormat::Data(d) => d.name(),
         }
     }
 }
@@ -648,14 +637,12 @@ impl Options {
                     "SVG" => ImageFormat::Svg,
                     "PDF" => ImageFormat::Pdf,
                     "EPS" => ImageFormat::Eps,
-                    "XML" => ImageFormat::Xml,
-                    "XMLENUM" => ImageFormat::XmlEnum,
-                    "JSON" => ImageFormat::Json,
-                    "JSONTIME" => ImageFormat::JsonTime,
-                    "CSV" => ImageFormat::Csv,
-                    "TSV" => ImageFormat::Tsv,
-                    "SSV" => ImageFormat::Ssv,
-                    _ => return Err(GraphError::invalid(format!("unsupported graphics format '{v}'"))),
+                    _ => match DataFormat::parse(v) {
+                        Some(d) => ImageFormat::Data(d),
+                        None => {
+                            return Err(GraphError::invalid(format!("unsupported graphics format '{v}'")))
+                        }
+                    },
                 }
             }
             "base" => {

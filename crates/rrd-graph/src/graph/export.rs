@@ -5,16 +5,10 @@
 use super::*;
 
 pub(super) fn data_format(f: ImageFormat) -> Option<DataFormat> {
-    Some(match f {
-        ImageFormat::Png | ImageFormat::Svg | ImageFormat::Pdf | ImageFormat::Eps => return None,
-        ImageFormat::Xml => DataFormat::Xml,
-        ImageFormat::XmlEnum => DataFormat::XmlEnum,
-        ImageFormat::Json => DataFormat::Json,
-        ImageFormat::JsonTime => DataFormat::JsonTime,
-        ImageFormat::Csv => DataFormat::Csv,
-        ImageFormat::Tsv => DataFormat::Tsv,
-        ImageFormat::Ssv => DataFormat::Ssv,
-    })
+    match f {
+        ImageFormat::Data(d) => Some(d),
+        ImageFormat::Png | ImageFormat::Svg | ImageFormat::Pdf | ImageFormat::Eps => None,
+    }
 }
 
 /// RRDtool's `rrd_graph_xport`: the series of every LINE, AREA and STACK
