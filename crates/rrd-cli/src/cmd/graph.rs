@@ -97,10 +97,7 @@ fn print_graph(
     if let Some(image) = &graph.image {
         if !to_stdout {
             if std::fs::write(file, graph.file_image.as_ref().unwrap_or(image)).is_err() {
-                let data_format = matches!(
-                    options.image_format,
-                    F::Xml | F::XmlEnum | F::Json | F::JsonTime | F::Csv | F::Tsv | F::Ssv
-                );
+                let data_format = matches!(options.image_format, F::Data(_));
                 if data_format {
                     // A data format whose file cannot be opened stays in
                     // memory, and rrdtool then prints it as for `-`.

@@ -65,6 +65,8 @@ impl TreeSource<'_> {
                     rra_index: 0,
                     ds_names: r.ds_names,
                     data: r.data,
+                    // The daemon's FETCH answers only the rows asked for.
+                    past_end: None,
                 })
                 .map_err(|e| rrd_engine::Error::invalid(e.to_string())),
         )
