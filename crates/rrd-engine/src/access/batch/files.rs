@@ -42,7 +42,7 @@ pub struct OpenFile {
     /// against the path before the next update.
     pub updates: u64,
     /// The file's length as the caller's `fstat` took it when it handed the
-    /// descriptor over ([`BatchUpdater::update_opened`]): the first header
+    /// descriptor over ([`super::BatchUpdater::update_opened`]): the first header
     /// read uses it instead of another `fstat`.
     pub(super) known_len: Option<u64>,
 }
@@ -206,7 +206,7 @@ impl OpenFiles {
 /// without access-time updates when `no_atime` is asked and allowed (see
 /// [`OpenFiles::no_atime`]), readahead off (it would pull 16-32 pages per
 /// update where 2-3 are needed). What [`OpenFiles`] does on a miss, for a
-/// caller that opens ahead of the update ([`BatchUpdater::update_opened`]).
+/// caller that opens ahead of the update ([`super::BatchUpdater::update_opened`]).
 pub fn open_for_update(root: &Root, no_atime: bool, path: &Path) -> io::Result<File> {
     let file = 'open: {
         if no_atime && matches!(root, Root::Anywhere) {

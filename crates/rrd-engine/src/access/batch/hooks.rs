@@ -25,7 +25,7 @@ pub trait FaultHook: Send + Sync {
     /// power-loss tests, `rrd_testkit::power`).
     fn written(&self, _path: &Path, _offset: u64, _bytes: &[u8]) {}
     /// Called before `fdatasync` of `path`, and before the `syncfs` of a
-    /// batch for each of its files ([`BatchUpdater::filesystems`]).
+    /// batch for each of its files ([`super::BatchUpdater::filesystems`]).
     fn sync(&self, path: &Path) -> io::Result<()>;
 }
 
