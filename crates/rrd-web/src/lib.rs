@@ -133,6 +133,8 @@ pub struct Config {
     /// `--mrtg-cfg FILE`s' texts: their `Title[target]` lines title MRTG's
     /// files in the trees.
     pub mrtg_cfgs: Vec<String>,
+    /// `--tree-annotations FILE`: Grafana's annotations (CSV).
+    pub tree_annotations: Option<std::path::PathBuf>,
 }
 
 /// [`Config::render_wait`]'s default: long enough to ride out a burst of
@@ -174,6 +176,7 @@ impl Default for Config {
             tree_defs: None,
             tree_daemon: None,
             mrtg_cfgs: Vec::new(),
+            tree_annotations: None,
         }
     }
 }
@@ -218,12 +221,13 @@ impl App {
         let rrd_dir = std::fs::canonicalize(&rrd_dir)?;
         let store = Store::open(&data_dir.join("gforecast.db"))?;
         let renders = Arc::new(tokio::sync::Semaphore::new(config.max_renders.max(1)));
-        let trees = tree::Trees::open_with(
+        let mut trees = tree::Trees::open_with(
             &config.trees,
             config.tree_defs.as_deref(),
             &config.mrtg_cfgs,
             config.tree_daemon.clone(),
         )?;
+        trees.annotations = config.tree_annotations.clone();
         Ok(Arc::new(App {
             config,
             renders,

@@ -51,6 +51,48 @@ fn points(entry: &Value) -> Vec<(f64, i64)> {
         .collect()
 }
 
+/// `--tree-annotations FILE`: grafana-rrd-server's CSV (its sample's
+/// layout: quoted fields, tags with a comma), the rows in the range, in
+/// its answer's shape; a later edit of the file shows at once; a broken
+/// row is a 500 naming its line.
+#[test]
+fn annotations_come_from_the_csv_file_in_range() {
+    let (dir, _) = setup();
+    let csv = dir.path().join("annotations.csv");
+    let t = |s: i64| s * 1000;
+    std::fs::write(
+        &csv,
+        format!(
+            "time,title,tags,text\n{},\"Rebooted\",\"system\",\"The server is rebooted.\"\n\
+             {},\"App restarted\",\"app1,app2\",\"The apps are restarted.\"\n{},late,x,y\n",
+            t(END - 3600),
+            t(END - 60),
+            t(END + 3600)
+        ),
+    )
+    .unwrap();
+    let tree = dir.path().to_str().unwrap().to_string();
+    let server = Server::start(&["--tree", &tree, "--tree-annotations", csv.to_str().unwrap()]);
+    let range =
+        json!({"range": {"from": rfc3339(END - 7200), "to": rfc3339(END)}, "annotation": {"name": "a"}});
+    let r = server.post("/grafana/annotations", &range);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.json(),
+        json!([
+            {"annotation": "annotation", "time": t(END - 3600), "title": "Rebooted", "tags": "system", "text": "The server is rebooted."},
+            {"annotation": "annotation", "time": t(END - 60), "title": "App restarted", "tags": "app1,app2", "text": "The apps are restarted."},
+        ])
+    );
+    std::fs::write(&csv, format!("time,title,tags,text\n{},edited,e,f\nnot-a-time,x,y,z\n", t(END - 10)))
+        .unwrap();
+    let r = server.post("/grafana/annotations", &range);
+    assert_eq!(r.status, 500);
+    assert!(r.text().contains("line 3") && r.text().contains("not-a-time"), "{}", r.text());
+    std::fs::write(&csv, format!("time,title,tags,text\n{},edited,e,f\n", t(END - 10))).unwrap();
+    assert_eq!(server.post("/grafana/annotations", &range).json()[0]["title"], "edited");
+}
+
 #[test]
 fn grafana_api_shapes_and_numbers_equal_rrdtool_fetch() {
     let (dir, files) = setup();

@@ -14,8 +14,10 @@
 //!   `[...]`, and `maxDataPoints`): `[{"target", "datapoints": [[value,
 //!   ms], ...]}]`, one entry per file matched, unknown values left out;
 //!   a target that matches nothing gives no entry;
-//! - `POST /grafana/annotations`: `[]` (grafana-rrd-server reads them from
-//!   a CSV file given with `-a`; this server has none).
+//! - `POST /grafana/annotations` (`range.from`/`range.to`): the rows of
+//!   `--tree-annotations FILE` in that range, `[{"annotation", "time",
+//!   "title", "tags", "text"}]` (module `annotations`); `[]` without
+//!   the option.
 //!
 //! Numbers: without `maxDataPoints` a target's rows are exactly `rrdtool
 //! fetch FILE CF -s from -e to`'s (archive chosen the same way, every row
@@ -79,8 +81,36 @@ pub async fn hello() -> Response {
     cors(json!({"message": "hello"}))
 }
 
-pub async fn annotations() -> Response {
-    cors(json!([]))
+#[derive(Deserialize)]
+struct AnnotationRequest {
+    range: Range,
+}
+
+/// Grafana's annotations between the request's times (see the module
+/// doc); a file that cannot be read or parsed is a 500 naming why.
+pub async fn annotations(State(app): State<Arc<App>>, body: axum::body::Bytes) -> Response {
+    let Some(path) = app.trees.annotations.clone() else { return cors(json!([])) };
+    let req: AnnotationRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return bad(format!("the annotation query is not grafana's JSON: {e}")),
+    };
+    let (Some(from), Some(to)) = (parse_rfc3339(&req.range.from), parse_rfc3339(&req.range.to)) else {
+        return bad("range.from and range.to must be RFC 3339 times".into());
+    };
+    let read = tokio::task::spawn_blocking(move || {
+        super::annotations::between(&path, from.saturating_mul(1000), to.saturating_mul(1000))
+    })
+    .await;
+    match read {
+        Ok(Ok(rows)) => cors(Value::Array(rows)),
+        Ok(Err(e)) => {
+            let mut r = cors(json!({"message": e.to_string()}));
+            *r.status_mut() = axum::http::StatusCode::INTERNAL_SERVER_ERROR;
+            r
+        }
+        Err(_) => (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "reading the annotations failed\n")
+            .into_response(),
+    }
 }
 
 #[derive(Deserialize)]

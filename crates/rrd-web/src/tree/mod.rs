@@ -31,6 +31,7 @@
 //! swapped in after a listing; names reach HTML escaped and URLs
 //! percent-encoded, whatever their bytes.
 
+pub mod annotations;
 pub mod confine;
 pub mod defs;
 pub mod draw;
@@ -136,6 +137,8 @@ pub struct Trees {
     pub daemon: Option<String>,
     pub thumbs: draw::ThumbCache,
     pub search: grafana::SearchCache,
+    /// `--tree-annotations FILE`: Grafana's annotations, when given.
+    pub annotations: Option<std::path::PathBuf>,
 }
 
 impl Trees {
@@ -180,6 +183,7 @@ impl Trees {
             daemon,
             thumbs: draw::ThumbCache::new(draw::THUMB_CACHE_BYTES),
             search: Default::default(),
+            annotations: None,
         })
     }
 

@@ -25,6 +25,7 @@ Usage: rrdscale web [--listen ADDR] [--data-dir DIR] [--daemon ADDR]
                     [--max-renders N] [--max-graphs N] [--allowed-hosts H,H...]
                     [--auth-token TOKEN] [--header-timeout SECS]
                     [--tree [NAME=]DIR]... [--tree-defs FILE] [--mrtg-cfg FILE]...
+                    [--tree-annotations FILE]
 
   -l, --listen ADDR        HOST:PORT to serve (default 127.0.0.1:5125)
   -d, --data-dir DIR       metadata and RRD files (default ./rrdscale-web-data)
@@ -51,13 +52,16 @@ Usage: rrdscale web [--listen ADDR] [--data-dir DIR] [--daemon ADDR]
                            before the embedded ones
       --mrtg-cfg FILE      an MRTG configuration whose Title[target] lines title
                            MRTG's files in the trees (repeatable)
+      --tree-annotations FILE  Grafana's annotations (/grafana/annotations) from
+                           this CSV file (time in ms,title,tags,text; read at
+                           every request), as grafana-rrd-server's -a
   -h, --help               this text
 ";
 
 /// Environment variable for the write token (keeps it out of `ps`).
 const TOKEN_ENV: &str = "RRDSCALE_WEB_TOKEN";
 
-const SPECS: [opts::Spec; 12] = [
+const SPECS: [opts::Spec; 13] = [
     opts::value(Some('l'), "listen"),
     opts::value(Some('d'), "data-dir"),
     opts::value(Some('D'), "daemon"),
@@ -69,6 +73,7 @@ const SPECS: [opts::Spec; 12] = [
     opts::value(Some('t'), "tree"),
     opts::value(None, "tree-defs"),
     opts::value(None, "mrtg-cfg"),
+    opts::value(None, "tree-annotations"),
     opts::flag(Some('h'), "help"),
 ];
 
@@ -150,6 +155,7 @@ fn config(parsed: &opts::Parsed, addr: SocketAddr, env_token: Option<String>) ->
         c.mrtg_cfgs.push(std::fs::read_to_string(f).with_context(|| format!("reading --mrtg-cfg {f}"))?);
     }
     c.tree_daemon = rrd_client_address(parsed.value("daemon"));
+    c.tree_annotations = parsed.value("tree-annotations").map(PathBuf::from);
     Ok(c)
 }
 
