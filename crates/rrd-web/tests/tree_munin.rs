@@ -5,8 +5,9 @@
 //! system munin-node nor its plugins; munin-update itself runs as the
 //! `munin` user when the test runs as root (it refuses root). It proves:
 //! the group's page lists every file munin-update created with a
-//! thumbnail that loads, the Munin definition draws them (labels from the
-//! field in the file name), and Grafana's search names them as
+//! thumbnail that loads, the Munin definition draws them with the labels,
+//! draw type and colour munin-update's `datafile` gives (the load graph's
+//! area in its colour), and Grafana's search names them as
 //! grafana-rrd-server would. A missing munin or Chromium fails the test.
 
 mod browser_support;
@@ -44,9 +45,12 @@ fn answer(conn: TcpStream) -> std::io::Result<()> {
             ["cap", ..] => "cap multigraph\n",
             ["nodes"] => "testhost\n.\n",
             ["list", ..] => "load cpu\n",
-            ["config", "load"] => "graph_title Load average\ngraph_vlabel load\nload.label load\n.\n",
+            ["config", "load"] => {
+                "graph_title Load average\ngraph_vlabel load\nload.label load (5 min)\nload.draw AREA\n\
+                 load.colour 00aa00\n.\n"
+            }
             ["config", "cpu"] => {
-                "graph_title CPU\nuser.label user\nuser.type DERIVE\nuser.min 0\n\
+                "graph_title CPU\nuser.label user time\nuser.type DERIVE\nuser.min 0\n\
                  system.label system\nsystem.type DERIVE\nsystem.min 0\n.\n"
             }
             ["fetch", "load"] => "load.value 0.42\n.\n",
@@ -149,13 +153,28 @@ fn a_munin_tree_is_browsed_in_chromium() {
     assert_eq!(captions, serde_json::json!(want));
     drop(b);
 
-    for (file, label) in [("testhost-load-load-g.rrd", "load"), ("testhost-cpu-user-d.rrd", "user")] {
+    // Labels from munin-update's datafile (not the field in the name).
+    for (file, label) in
+        [("testhost-load-load-g.rrd", "load (5 min)"), ("testhost-cpu-user-d.rrd", "user time")]
+    {
         let (status, body) =
             http(addr, "GET", &format!("/tree/munin/export?file=testgroup/{file}&format=json"), "");
         assert_eq!(status, 200);
         let export: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(export["columns"], serde_json::json!([label]), "the Munin definition: {export}");
     }
+    // The load graph is drawn as the datafile says: an AREA in 00aa00
+    // (its legend box at least: one update gives no data point yet).
+    let (status, png) =
+        http(addr, "GET", "/tree/munin/png?file=testgroup/testhost-load-load-g.rrd&range=hour", "");
+    assert_eq!(status, 200);
+    let mut reader = png::Decoder::new(std::io::Cursor::new(png)).read_info().expect("a PNG");
+    let mut pixels = vec![0; reader.output_buffer_size()];
+    let frame = reader.next_frame(&mut pixels).unwrap();
+    let step = frame.color_type.samples();
+    let green =
+        pixels[..frame.buffer_size()].chunks(step).filter(|p| p[0] == 0 && p[1] == 0xaa && p[2] == 0).count();
+    assert!(green >= 30, "the datafile's colour is drawn ({green} pixels)");
     let (_, found) = http(addr, "POST", "/grafana/search", r#"{"target":"load"}"#);
     let found: Vec<String> = serde_json::from_slice(&found).unwrap();
     assert_eq!(found, ["testgroup:testhost-load-load-g:42"]);

@@ -3,7 +3,8 @@
 //! `defs.json` (embedded) holds the writers' definitions: collectd's
 //! common types (types.db names: `if_octets` as bits and mirrored,
 //! `load`, `memory`, `df`, `cpu`, ...), MRTG's `ds0`/`ds1` as in/out in
-//! bits/s, Munin's one-DS files (label from the field in the file name),
+//! bits/s, Munin's one-DS files (label from the field in the file name,
+//! or from munin-update's datafile: see `munin`),
 //! Ganglia's `sum`, and a generic definition last (one line per DS, its
 //! name as label). `--tree-defs FILE` adds definitions in the same shape,
 //! tried before the embedded ones. The first definition whose matchers
@@ -163,6 +164,8 @@ pub struct Defs {
     /// `Title[target]` of `--mrtg-cfg` files, by target (lower case, as
     /// MRTG names its files).
     mrtg_titles: std::collections::HashMap<String, String>,
+    /// Munin's datafiles, read when a Munin file is drawn.
+    pub munin: super::munin::Datafiles,
 }
 
 impl Defs {
@@ -179,7 +182,7 @@ impl Defs {
         for d in &defs {
             d.check()?;
         }
-        Ok(Defs { defs, mrtg_titles: Default::default() })
+        Ok(Defs { defs, mrtg_titles: Default::default(), munin: Default::default() })
     }
 
     /// Adds the `Title[target]: text` lines of an MRTG configuration.
@@ -199,6 +202,12 @@ impl Defs {
     /// (a file name without `.rrd`), when `def` is an MRTG definition.
     pub fn mrtg_title(&self, def: &Def, file: &str) -> Option<&str> {
         def.name.starts_with("MRTG").then(|| self.mrtg_titles.get(&file.to_lowercase()))?.map(String::as_str)
+    }
+
+    /// Whether `def` is one of Munin's (its files take their words from
+    /// Munin's datafile).
+    pub fn is_munin(def: &Def) -> bool {
+        def.name.starts_with("Munin")
     }
 
     /// The definition that draws `s` alone (the generic one matches

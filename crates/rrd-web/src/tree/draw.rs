@@ -145,6 +145,8 @@ pub struct Member {
     /// The parent directory's name.
     pub dir: String,
     pub info: FileInfo,
+    /// What Munin's datafile says of the file, when it is Munin's.
+    pub munin: Option<super::munin::Field>,
 }
 
 impl Member {
@@ -168,14 +170,21 @@ pub fn elements(def: &Def, members: &[Member], view: &View) -> (Vec<String>, Vec
             let names = m.info.ds.iter().filter(|d| line.ds == "*" || **d == line.ds);
             for ds in names {
                 let i = drawn.len();
-                let color =
-                    line.color.clone().unwrap_or_else(|| colors.next().copied().unwrap_or("0000ff").into());
-                let label = s.fill(&line.label, ds);
+                let munin = m.munin.as_ref();
+                let color = match munin.and_then(|f| f.colour.clone()).or_else(|| line.color.clone()) {
+                    Some(c) => c,
+                    None => colors.next().copied().unwrap_or("0000ff").into(),
+                };
+                let label = match munin.and_then(|f| f.label.clone()) {
+                    Some(l) => l,
+                    None => s.fill(&line.label, ds),
+                };
                 let label = if label.is_empty() { ds.clone() } else { label };
+                let draw = munin.and_then(|f| f.draw.as_deref()).unwrap_or(&line.draw);
                 els.push(format!("DEF:d{i}={}:{ds}:{cf}", token(j)));
                 els.push(format!("CDEF:v{i}=d{i},{},*", line.scale));
                 // STACK needs something under it: the first is an AREA.
-                let (kind, stack) = match line.draw.as_str() {
+                let (kind, stack) = match draw {
                     "STACK" if i > 0 => ("AREA", ":STACK"),
                     "STACK" => ("AREA", ""),
                     k => (k, ""),
@@ -243,20 +252,30 @@ pub fn plan<'d>(
     let mut members = Vec::with_capacity(t.paths.len());
     for p in &t.paths {
         let (file, dir) = names(p);
-        members.push(Member { file, dir, info: file_info(t.root, p)? });
+        members.push(Member { file, dir, info: file_info(t.root, p)?, munin: None });
     }
     let first = members.first().ok_or(TreeError::NotFound)?;
     let def = match t.group {
         Some(g) => defs.group(g).ok_or(TreeError::NotFound)?,
         None => defs.find(&first.subject()),
     };
+    if super::defs::Defs::is_munin(def) {
+        for (m, p) in members.iter_mut().zip(&t.paths) {
+            m.munin = defs.munin.field_of(t.root, p, &m.file);
+        }
+    }
+    let first = &members[0];
     let s = first.subject();
-    let title = match defs.mrtg_title(def, &first.file) {
-        Some(t) => t.to_string(),
-        None => s.fill(&def.title, ""),
+    let munin = first.munin.as_ref();
+    let title = match (defs.mrtg_title(def, &first.file), munin.and_then(|f| f.title.as_deref())) {
+        (Some(t), _) | (None, Some(t)) => t.to_string(),
+        (None, None) => s.fill(&def.title, ""),
     };
     let title = if title.is_empty() { first.file.clone() } else { title };
-    let vlabel = s.fill(&def.vlabel, "");
+    let vlabel = match munin.and_then(|f| f.vlabel.as_deref()) {
+        Some(v) => v.to_string(),
+        None => s.fill(&def.vlabel, ""),
+    };
     Ok((def, members, title, vlabel))
 }
 

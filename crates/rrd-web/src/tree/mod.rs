@@ -37,6 +37,7 @@ pub mod defs;
 pub mod draw;
 pub mod grafana;
 pub mod index;
+pub mod munin;
 pub mod page;
 pub mod routes;
 pub mod source;
