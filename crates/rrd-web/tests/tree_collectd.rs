@@ -243,11 +243,19 @@ fn drag_to_zoom(b: &mut Browser, base: &str, recent: &str, out: &Path) {
     let g: Value =
         serde_json::from_str(b.eval("document.getElementById('graph').dataset.geometry").as_str().unwrap())
             .unwrap();
-    let rect = b.eval(
-        "(() => { const r = document.getElementById('graph').getBoundingClientRect(); \
-                       const i = document.getElementById('graph'); \
-                       return [r.left, r.top, i.clientWidth / i.naturalWidth]; })()",
-    );
+    // The picture's place once the page's layout has settled (fonts and
+    // the favourites list can move it after the geometry is known).
+    let place = "document.fonts.ready.then(() => new Promise(r => requestAnimationFrame(() => \
+                 requestAnimationFrame(() => { const i = document.getElementById('graph'); \
+                 const b = i.getBoundingClientRect(); r([b.left, b.top, i.clientWidth / i.naturalWidth]); }))))";
+    let mut rect = b.eval(place);
+    for _ in 0..20 {
+        let again = b.eval(place);
+        if again == rect {
+            break;
+        }
+        rect = again;
+    }
     let (left, top, scale) =
         (rect[0].as_f64().unwrap(), rect[1].as_f64().unwrap(), rect[2].as_f64().unwrap());
     let (gl, gw) = (g["left"].as_f64().unwrap(), g["width"].as_f64().unwrap());
@@ -257,6 +265,9 @@ fn drag_to_zoom(b: &mut Browser, base: &str, recent: &str, out: &Path) {
     let y = top + (g["top"].as_f64().unwrap() + g["height"].as_f64().unwrap() / 2.0) * scale;
     let x = |f: f64| left + (gl + f * gw) * scale;
     b.screenshot(&out.join("graph.png"));
+    // The page before the drag already has start= in its URL: the zoomed
+    // one is another.
+    let before = b.eval("location.href");
     for (kind, at) in
         [("mousePressed", 0.25), ("mouseMoved", 0.5), ("mouseMoved", 0.75), ("mouseReleased", 0.75)]
     {
@@ -265,14 +276,22 @@ fn drag_to_zoom(b: &mut Browser, base: &str, recent: &str, out: &Path) {
             json!({"type": kind, "x": x(at), "y": y, "button": "left", "buttons": 1, "clickCount": 1}),
         );
     }
-    let zoomed = b.wait_for("the zoomed page", "location.search.includes('start=') && location.href");
+    let zoomed = b.wait_for(
+        "the zoomed page",
+        &format!("location.href !== {before} && document.readyState === 'complete' && location.href"),
+    );
     let zoomed = zoomed.as_str().unwrap().to_string();
     let param = |k: &str| -> i64 {
         zoomed.split(['?', '&']).find_map(|p| p.strip_prefix(&format!("{k}="))).unwrap().parse().unwrap()
     };
     let pixel_secs = (span as f64 / gw).ceil() as i64 + 1;
     let (want_s, want_e) = (gs + span / 4, gs + span * 3 / 4);
-    assert!((param("start") - want_s).abs() <= pixel_secs, "start {} vs {want_s}", param("start"));
+    assert!(
+        (param("start") - want_s).abs() <= pixel_secs,
+        "start {} vs {want_s} (end {} vs {want_e}; geometry {g}; place {rect}; {zoomed})",
+        param("start"),
+        param("end")
+    );
     assert!((param("end") - want_e).abs() <= pixel_secs, "end {} vs {want_e}", param("end"));
     assert!(param("end") > param("start"), "{zoomed}");
     b.wait_for("the zoomed graph", "document.getElementById('graph')?.dataset.geometry");

@@ -155,6 +155,20 @@ impl Browser {
     }
 
     pub fn send(&mut self, method: &str, params: Value, session: Option<&str>) -> Value {
+        match self.send_result(method, params, session) {
+            Ok(v) => v,
+            Err(err) => panic!("{method} failed: {err}"),
+        }
+    }
+
+    /// [`Browser::send`], with Chromium's error answer returned instead of
+    /// a panic.
+    pub fn send_result(
+        &mut self,
+        method: &str,
+        params: Value,
+        session: Option<&str>,
+    ) -> Result<Value, Value> {
         let id = self.next_id;
         self.next_id += 1;
         let mut msg = json!({"id": id, "method": method, "params": params});
@@ -172,9 +186,9 @@ impl Browser {
             match self.from_chrome.recv_timeout(left) {
                 Ok(v) if v["id"].as_u64() == Some(id) => {
                     if let Some(err) = v.get("error") {
-                        panic!("{method} failed: {err}");
+                        return Err(err.clone());
                     }
-                    return v["result"].clone();
+                    return Ok(v["result"].clone());
                 }
                 Ok(v) => {
                     if self.events.len() > 1000 {
@@ -222,10 +236,20 @@ impl Browser {
         let deadline = Instant::now() + WAIT_TIMEOUT;
         let guarded = format!("(() => {{ try {{ return ({expr}); }} catch (e) {{ return null; }} }})()");
         loop {
-            let r = self.call(
+            let session = self.session.clone();
+            let asked = self.send_result(
                 "Runtime.evaluate",
                 json!({"expression": guarded, "returnByValue": true, "awaitPromise": true}),
+                Some(&session),
             );
+            // A navigation under way destroys the page's context: not yet.
+            let r = match asked {
+                Ok(r) => r,
+                Err(e) if e.to_string().contains("navigated") || e.to_string().contains("context") => {
+                    Value::Null
+                }
+                Err(e) => panic!("Runtime.evaluate failed: {e}"),
+            };
             let v = r["result"]["value"].clone();
             let truthy = match &v {
                 Value::Null => false,
@@ -243,11 +267,18 @@ impl Browser {
                 );
                 panic!("timed out waiting for {what} ({expr}); page: {state}");
             }
-            // Ask the page to wait for its next frame rather than sleeping here.
-            self.call(
-                "Runtime.evaluate",
-                json!({"expression": "new Promise(r => setTimeout(r, 50))", "awaitPromise": true}),
-            );
+            // Ask the page to wait a little rather than sleeping here; a
+            // navigation cutting the wait short is as good.
+            if self
+                .send_result(
+                    "Runtime.evaluate",
+                    json!({"expression": "new Promise(r => setTimeout(r, 50))", "awaitPromise": true}),
+                    Some(&session),
+                )
+                .is_err()
+            {
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
     }
 
