@@ -17,15 +17,15 @@
 //! killed when the test ends, pass or fail.
 
 mod browser_support;
+mod tree_support;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use browser_support::Browser;
 use serde_json::{json, Value};
+use tree_support::{http, pixels};
 
 const COLLECTD: &str = "/usr/sbin/collectd";
 
@@ -115,16 +115,6 @@ fn collectd_tree(top: &Path) -> PathBuf {
     data
 }
 
-fn http_get(addr: SocketAddr, target: &str) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(s, "GET {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let split = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let status = String::from_utf8_lossy(&buf[..split]).split(' ').nth(1).unwrap().parse().unwrap();
-    (status, buf[split + 4..].to_vec())
-}
-
 fn output_dir() -> PathBuf {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().parent().unwrap();
     let dir = workspace.join("test-output/tree");
@@ -153,20 +143,11 @@ fn a_collectd_tree_is_browsed_filtered_and_zoomed_in_chromium() {
     let files = rrd_files(&data);
     assert!(files.len() >= 10, "collectd wrote {} files", files.len());
 
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let gf = tempfile::tempdir().unwrap();
-    let addr = rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let config = rrd_web::Config {
-            hosts: rrd_web::guard::HostPolicy::for_listen(addr, None),
-            trees: vec![rrd_web::tree::TreeSpec { name: "collectd".into(), dir: data.clone() }],
-            ..Default::default()
-        };
-        let app = rrd_web::App::open_configured(gf.path(), rrd_web::Writer::Embedded, config).unwrap();
-        tokio::spawn(rrd_web::serve(listener, app));
-        addr
+    let served = tree_support::serve(rrd_web::Config {
+        trees: vec![rrd_web::tree::TreeSpec { name: "collectd".into(), dir: data.clone() }],
+        ..Default::default()
     });
+    let addr = served.addr;
     let base = format!("http://{addr}");
     let out = output_dir();
     let profile = tempfile::tempdir().unwrap();
@@ -201,13 +182,9 @@ fn a_collectd_tree_is_browsed_filtered_and_zoomed_in_chromium() {
     assert!(host.as_str().unwrap().contains("Favourites"));
 
     // A graph renders: the load definition's 1-minute line is drawn.
-    let (status, png) = http_get(addr, "/tree/collectd/png?file=testhost/load/load.rrd&range=hour");
+    let (status, png) = http(addr, "GET", "/tree/collectd/png?file=testhost/load/load.rrd&range=hour", "");
     assert_eq!(status, 200);
-    let mut reader = png::Decoder::new(std::io::Cursor::new(png)).read_info().expect("a PNG");
-    let mut pixels = vec![0; reader.output_buffer_size()];
-    let frame = reader.next_frame(&mut pixels).unwrap();
-    let px = &pixels[..frame.buffer_size()];
-    let step = frame.color_type.samples();
+    let (px, step) = pixels(png);
     let green = px.chunks(step).filter(|p| p[0] == 0 && p[1] == 0xcc && p[2] == 0).count();
     assert!(green > 20, "the 1-minute load line is drawn ({green} pixels)");
 

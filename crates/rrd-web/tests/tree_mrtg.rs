@@ -8,13 +8,13 @@
 //! Chromium are killed when it ends.
 
 mod browser_support;
+mod tree_support;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::Command;
 
 use browser_support::Browser;
+use tree_support::http;
 
 const MRTG: &str = "/usr/bin/mrtg";
 const SNMPD: &str = "/usr/sbin/snmpd";
@@ -26,22 +26,6 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn http(addr: SocketAddr, method: &str, target: &str, body: &str) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let split = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let status = String::from_utf8_lossy(&buf[..split]).split(' ').nth(1).unwrap().parse().unwrap();
-    (status, buf[split + 4..].to_vec())
 }
 
 /// Runs MRTG three times against a private snmpd; the WorkDir.
@@ -86,21 +70,12 @@ fn an_mrtg_tree_is_browsed_in_chromium() {
     let work = mrtg_tree(top.path());
     assert!(work.join("lo.rrd").exists(), "MRTG wrote lo.rrd");
 
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let gf = tempfile::tempdir().unwrap();
-    let addr = rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let config = rrd_web::Config {
-            hosts: rrd_web::guard::HostPolicy::for_listen(addr, None),
-            trees: vec![rrd_web::tree::TreeSpec { name: "mrtg".into(), dir: work.clone() }],
-            mrtg_cfgs: vec![std::fs::read_to_string(top.path().join("mrtg.cfg")).unwrap()],
-            ..Default::default()
-        };
-        let app = rrd_web::App::open_configured(gf.path(), rrd_web::Writer::Embedded, config).unwrap();
-        tokio::spawn(rrd_web::serve(listener, app));
-        addr
+    let served = tree_support::serve(rrd_web::Config {
+        trees: vec![rrd_web::tree::TreeSpec { name: "mrtg".into(), dir: work.clone() }],
+        mrtg_cfgs: vec![std::fs::read_to_string(top.path().join("mrtg.cfg")).unwrap()],
+        ..Default::default()
     });
+    let addr = served.addr;
 
     let profile = tempfile::tempdir().unwrap();
     let log = top.path().join("chromium.log");

@@ -11,13 +11,15 @@
 //! grafana-rrd-server would. A missing munin or Chromium fails the test.
 
 mod browser_support;
+mod tree_support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::Command;
 
 use browser_support::Browser;
+use tree_support::{http, pixels};
 
 const MUNIN_UPDATE: &str = "/usr/share/munin/munin-update";
 
@@ -102,22 +104,6 @@ fn munin_tree(top: &Path) -> std::path::PathBuf {
     top.join("db")
 }
 
-fn http(addr: SocketAddr, method: &str, target: &str, body: &str) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let split = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let status = String::from_utf8_lossy(&buf[..split]).split(' ').nth(1).unwrap().parse().unwrap();
-    (status, buf[split + 4..].to_vec())
-}
-
 #[test]
 fn a_munin_tree_is_browsed_in_chromium() {
     let top = tempfile::Builder::new().prefix("rrdscale-tree-").tempdir().unwrap();
@@ -127,20 +113,11 @@ fn a_munin_tree_is_browsed_in_chromium() {
         assert!(db.join("testgroup").join(f).exists(), "munin-update wrote {f}");
     }
 
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let gf = tempfile::tempdir().unwrap();
-    let addr = rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let config = rrd_web::Config {
-            hosts: rrd_web::guard::HostPolicy::for_listen(addr, None),
-            trees: vec![rrd_web::tree::TreeSpec { name: "munin".into(), dir: db.clone() }],
-            ..Default::default()
-        };
-        let app = rrd_web::App::open_configured(gf.path(), rrd_web::Writer::Embedded, config).unwrap();
-        tokio::spawn(rrd_web::serve(listener, app));
-        addr
+    let served = tree_support::serve(rrd_web::Config {
+        trees: vec![rrd_web::tree::TreeSpec { name: "munin".into(), dir: db.clone() }],
+        ..Default::default()
     });
+    let addr = served.addr;
 
     let profile = tempfile::tempdir().unwrap();
     let mut b = Browser::launch(profile.path(), top.path().join("chromium.log"));
@@ -168,12 +145,8 @@ fn a_munin_tree_is_browsed_in_chromium() {
     let (status, png) =
         http(addr, "GET", "/tree/munin/png?file=testgroup/testhost-load-load-g.rrd&range=hour", "");
     assert_eq!(status, 200);
-    let mut reader = png::Decoder::new(std::io::Cursor::new(png)).read_info().expect("a PNG");
-    let mut pixels = vec![0; reader.output_buffer_size()];
-    let frame = reader.next_frame(&mut pixels).unwrap();
-    let step = frame.color_type.samples();
-    let green =
-        pixels[..frame.buffer_size()].chunks(step).filter(|p| p[0] == 0 && p[1] == 0xaa && p[2] == 0).count();
+    let (px, step) = pixels(png);
+    let green = px.chunks(step).filter(|p| p[0] == 0 && p[1] == 0xaa && p[2] == 0).count();
     assert!(green >= 30, "the datafile's colour is drawn ({green} pixels)");
     let (_, found) = http(addr, "POST", "/grafana/search", r#"{"target":"load"}"#);
     let found: Vec<String> = serde_json::from_slice(&found).unwrap();
