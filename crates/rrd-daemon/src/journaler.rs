@@ -96,8 +96,11 @@ const _: () = assert!(STAGES <= 64, "the staged mask is one u64");
 /// The journal file and what only its writer touches, under one lock.
 struct Writer {
     journal: Journal,
-    /// The bytes of one commit (reused).
-    frames: Vec<u8>,
+    /// One buffer per staging buffer, swapped with it by a commit (so the
+    /// stage's lock is held for a pointer swap, not for a copy or a
+    /// write), then written with the others by one `writev(2)` and kept,
+    /// emptied, for the next swap.
+    taken: Vec<Vec<u8>>,
     /// The journal's sync count already booked into the stats.
     syncs_seen: u64,
 }
@@ -220,7 +223,7 @@ impl Journaler {
             generation: AtomicU64::new(1),
             written: AtomicU64::new(0),
             current_seq: AtomicU64::new(journal.seq()),
-            writer: Mutex::new(Writer { journal, frames: Vec::new(), syncs_seen: 0 }),
+            writer: Mutex::new(Writer { journal, taken: vec![Vec::new(); STAGES], syncs_seen: 0 }),
             lock_waiters: AtomicU64::new(0),
             released: tokio::sync::Notify::new(),
             synced: tokio::sync::watch::channel(0).0,
@@ -564,42 +567,44 @@ impl Drop for LockWaiter<'_> {
 
 impl Writer {
     /// Closes the current generation and writes everything staged with one
-    /// write (see the module doc for why nothing of it is missed).
+    /// `writev(2)` (see the module doc for why nothing of it is missed).
     fn commit(&mut self, sh: &Shared) {
         let generation = sh.generation.fetch_add(1, Ordering::SeqCst);
         let mut mask = sh.staged.swap(0, Ordering::SeqCst);
-        self.frames.clear();
         while mask != 0 {
             let i = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             let mut staged = sh.stages[i].lock().expect("journal stage lock");
-            self.frames.extend_from_slice(&staged);
-            staged.clear();
-            if staged.capacity() > 4 << 20 {
-                staged.shrink_to(64 << 10);
-            }
+            std::mem::swap(&mut *staged, &mut self.taken[i]);
         }
-        // Records staged after the advance may be in `frames` too: a failed
+        // Records staged after the advance may be taken too: a failed
         // write must fail them as well.
         let newest = sh.generation.load(Ordering::SeqCst) - 1;
         let first = sh.written.load(Ordering::SeqCst) + 1;
-        if !self.frames.is_empty() {
+        let parts: Vec<&[u8]> = self.taken.iter().filter(|t| !t.is_empty()).map(Vec::as_slice).collect();
+        let result = if parts.is_empty() {
+            Ok(())
+        } else {
             let before = self.journal.len_bytes();
-            let result = self.journal.write_encoded(&self.frames).map_err(|e| e.to_string());
+            let result = self.journal.write_encoded_parts(&parts).map_err(|e| e.to_string());
             Stats::add(&sh.stats.journal_commits, 1);
-            match result {
-                Ok(()) => Stats::add(&sh.stats.journal_bytes, self.journal.len_bytes() - before),
-                Err(why) => {
-                    self.after_io(sh, Some(&why));
-                    sh.fail(self.journal.poisoned().is_some(), first, newest, why);
-                    sh.written.store(newest, Ordering::SeqCst);
-                    return;
-                }
+            if result.is_ok() {
+                Stats::add(&sh.stats.journal_bytes, self.journal.len_bytes() - before);
+            }
+            result
+        };
+        for taken in &mut self.taken {
+            taken.clear();
+            if taken.capacity() > 4 << 20 {
+                // One burst must not pin its buffer for good.
+                taken.shrink_to(64 << 10);
             }
         }
-        if self.frames.capacity() > 64 << 20 {
-            // One burst must not pin its buffer for good.
-            self.frames = Vec::new();
+        if let Err(why) = result {
+            self.after_io(sh, Some(&why));
+            sh.fail(self.journal.poisoned().is_some(), first, newest, why);
+            sh.written.store(newest, Ordering::SeqCst);
+            return;
         }
         sh.written.store(generation, Ordering::SeqCst);
     }

@@ -12,7 +12,7 @@
 //! acknowledged.
 //!
 //! Deliberately absent: buffering. One [`SegmentFile::write`] is one
-//! `write(2)`.
+//! `write(2)`, one [`SegmentFile::write_vectored`] one `writev(2)`.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -43,6 +43,16 @@ pub trait SegmentFile: Send + Sync {
     /// One `write(2)` at the end of the file; may write fewer bytes than
     /// asked (a short write), as the system call may.
     fn write(&self, buf: &[u8]) -> io::Result<usize>;
+    /// One `writev(2)` of `bufs`, in order, at the end of the file; may
+    /// write fewer bytes than asked. The default writes the first non-empty
+    /// buffer only (a short write by the rule above), so a wrapper that
+    /// records or injects faults per `write` sees each buffer as its own.
+    fn write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match bufs.iter().find(|b| !b.is_empty()) {
+            Some(b) => self.write(b),
+            None => Ok(0),
+        }
+    }
     /// `fdatasync(2)`.
     fn sync_data(&self) -> io::Result<()>;
     /// `ftruncate(2)` to `len` bytes (used to take back a failed append).
@@ -81,6 +91,9 @@ struct OsFile(File);
 impl SegmentFile for OsFile {
     fn write(&self, buf: &[u8]) -> io::Result<usize> {
         (&self.0).write(buf)
+    }
+    fn write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        (&self.0).write_vectored(bufs)
     }
     fn sync_data(&self) -> io::Result<()> {
         self.0.sync_data()
