@@ -30,9 +30,9 @@ use std::time::{Duration, Instant};
 
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rrd_daemon::cache::unix_now;
-use rrd_daemon::commands::{self, update_value_time, Args, Outcome};
+use rrd_daemon::commands::{self, Args, Outcome};
 use rrd_protocol::reply::BatchErrors;
-use rrd_protocol::{Command, Context, Fields, Frame, LineFramer, Permissions, Reply};
+use rrd_protocol::{gate, Command, Context, Fields, Frame, LineFramer, Permissions, Reply};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 
 use crate::figures::Figures;
@@ -49,8 +49,6 @@ pub const CATCH_UP_MAX: Duration = Duration::from_secs(5);
 pub const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
 /// The line a forwarding node sends first.
 pub const FORWARDED: &str = "CLUSTER-FORWARDED";
-/// How far beyond the clock an update's time may be (as on one node).
-const FUTURE_SECS_MAX: i64 = rrd_daemon::commands::FUTURE_SECS_MAX;
 
 pub struct Front {
     pub shared: Arc<Shared>,
@@ -153,32 +151,14 @@ impl Front {
         let mut last = f64::NEG_INFINITY;
         let mut count = 0;
         for v in &values {
-            if let Some(bad) = v.bytes().find(u8::is_ascii_control) {
-                error = Some(format!("illegal character 0x{bad:02x} in value '{}'", v.escape_debug()));
-                break;
-            }
-            match update_value_time(v) {
-                None => {
-                    error = Some(format!("Cannot find timestamp in '{v}'!"));
-                    break;
-                }
-                Some(t) if !t.is_finite() || t > (now + FUTURE_SECS_MAX) as f64 => {
-                    error = Some(format!(
-                        "illegal attempt to update using time {t:.6}: more than {} days in the future",
-                        FUTURE_SECS_MAX / 86_400
-                    ));
-                    break;
-                }
-                Some(t) if t <= last => {
-                    error = Some(format!(
-                        "illegal attempt to update using time {t:.6} when last update time is {last:.6} \
-                         (minimum one second step)"
-                    ));
-                    break;
-                }
-                Some(t) => {
+            match commands::check_value(v, last, now) {
+                Ok(t) => {
                     last = t;
                     count += 1;
+                }
+                Err(refusal) => {
+                    error = Some(refusal.to_string());
+                    break;
                 }
             }
         }
@@ -470,33 +450,16 @@ impl Session {
         if let Some(b) = &mut self.batch {
             b.count += 1;
         }
-        let name_text = String::from_utf8_lossy(&name).into_owned();
-        let Some(command) = Command::find(&name) else {
-            self.reply(Reply::error(format!("Unknown command: {name_text}")));
-            return true;
-        };
-        if !self.permissions.allows(command) {
-            self.reply(Reply::error("Permission denied."));
-            return true;
-        }
         let context = if self.batch.is_some() { Context::Batch } else { Context::Client };
-        if !command.allowed_in(context) {
-            self.reply(Reply::error(format!("Can't use '{name_text}' here.")));
-            return true;
-        }
-        let mut args = Vec::new();
-        for f in fields {
-            match f.ok().and_then(|b| String::from_utf8(b).ok()) {
-                Some(t) => args.push(t),
-                None => {
-                    self.reply(Reply::error(format!(
-                        "Usage: {} (fields must be UTF-8 and not end in a lone backslash)",
-                        command.syntax().unwrap_or("").trim_end()
-                    )));
-                    return true;
-                }
+        let gated = gate::command(&name, self.permissions, context)
+            .and_then(|command| Ok((command, gate::arguments(command, fields)?)));
+        let (command, args) = match gated {
+            Ok(gated) => gated,
+            Err(refusal) => {
+                self.reply(refusal);
+                return true;
             }
-        }
+        };
         let front = self.front.clone();
         match command {
             Command::Batch => {

@@ -52,7 +52,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rrd_protocol::reply::BatchErrors;
-use rrd_protocol::{Command, Context, Fields, Frame, LineFramer, Permissions, Reply};
+use rrd_protocol::{gate, Command, Context, Fields, Frame, LineFramer, Permissions, Reply};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::cache::unix_now;
@@ -162,7 +162,7 @@ impl Session {
     fn fast_update(&mut self, line: &[u8], now: i64, chunk: &[u8], next: usize) -> bool {
         let Some((name, values)) = plain_update(line) else { return false };
         let context = if self.batch.is_some() { Context::Batch } else { Context::Client };
-        if !self.permissions.allows(Command::Update) || !Command::Update.allowed_in(context) {
+        if !gate::admits(Command::Update, self.permissions, context) {
             return false;
         }
         let Ok(name) = std::str::from_utf8(name) else { return false };
@@ -240,34 +240,16 @@ impl Session {
                 return Next::Continue;
             }
         }
-        let name_text = String::from_utf8_lossy(&name).into_owned();
-        let Some(command) = Command::find(&name) else {
-            self.reply(Reply::error(format!("Unknown command: {name_text}")));
-            return Next::Continue;
-        };
-        if !self.permissions.allows(command) {
-            self.reply(Reply::error("Permission denied."));
-            return Next::Continue;
-        }
         let context = if self.batch.is_some() { Context::Batch } else { Context::Client };
-        if !command.allowed_in(context) {
-            self.reply(Reply::error(format!("Can't use '{name_text}' here.")));
-            return Next::Continue;
-        }
-        let mut args = Vec::new();
-        for f in fields {
-            let text = f.ok().and_then(|b| String::from_utf8(b).ok());
-            match text {
-                Some(t) => args.push(t),
-                None => {
-                    self.reply(Reply::error(format!(
-                        "Usage: {} (fields must be UTF-8 and not end in a lone backslash)",
-                        command.syntax().unwrap_or("").trim_end()
-                    )));
-                    return Next::Continue;
-                }
+        let gated = gate::command(&name, self.permissions, context)
+            .and_then(|command| Ok((command, gate::arguments(command, fields)?)));
+        let (command, args) = match gated {
+            Ok(gated) => gated,
+            Err(refusal) => {
+                self.reply(refusal);
+                return Next::Continue;
             }
-        }
+        };
         match command {
             Command::Batch => {
                 self.reply(Reply::ok_line("Go ahead.  End with dot '.' on its own line."));

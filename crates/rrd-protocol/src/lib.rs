@@ -8,6 +8,8 @@
 //!   an error) and the BATCH error list.
 //! - [`framing`]: where a command line ends in the received bytes, and
 //!   the one error for a line longer than [`LINE_LEN_MAX`].
+//! - [`gate`]: the checks a command line passes before it runs (name,
+//!   `-P` permission, context, argument text), shared by every server.
 //! - [`address`]: `-l` listen addresses (`unix:/path`, `/path`, `host`,
 //!   `host:port`, `[v6]:port`, `:port`).
 //!
@@ -21,6 +23,7 @@ pub mod address;
 pub mod command;
 pub mod fields;
 pub mod framing;
+pub mod gate;
 pub mod reply;
 
 pub use address::{ListenAddress, DEFAULT_ADDRESS, DEFAULT_PORT};

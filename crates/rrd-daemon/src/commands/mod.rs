@@ -26,7 +26,7 @@ mod suspend;
 mod update;
 
 pub use update::value_time as update_value_time;
-pub use update::{open_entry, FUTURE_SECS_MAX};
+pub use update::{check_value, open_entry, ValueRefusal, FUTURE_SECS_MAX};
 pub(crate) use update::{update_values, Accepted};
 
 /// What a command produced.

@@ -123,6 +123,49 @@ pub fn value_time(value: &str) -> Option<f64> {
     (used > 0 && value.as_bytes().get(used) == Some(&b':')).then_some(stamp)
 }
 
+/// Why one value of an UPDATE is refused; its text is the reply (rrdcached's
+/// words, and ours for what rrdcached would take and regret).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ValueRefusal {
+    /// A carriage return or other control byte is never part of a number;
+    /// stored, it would be dropped silently at the flush.
+    #[error("illegal character 0x{byte:02x} in value '{}'", value.escape_debug())]
+    ControlByte { byte: u8, value: String },
+    #[error("Cannot find timestamp in '{0}'!")]
+    NoTime(String),
+    /// rrdcached takes it, and the file then refuses every real update
+    /// until that time.
+    #[error(
+        "illegal attempt to update using time {0:.6}: more than {days} days in the future",
+        days = FUTURE_SECS_MAX / 86_400
+    )]
+    FarFuture(f64),
+    /// Not later than the file's newest value (pending or written).
+    #[error(
+        "illegal attempt to update using time {time:.6} when last update time is {last:.6} \
+         (minimum one second step)"
+    )]
+    NotLater { time: f64, last: f64 },
+}
+
+/// rrdcached's rules for one value of an UPDATE (plus ours above): its
+/// time, if the value may follow a newest value at `last` on a daemon whose
+/// clock reads `now`. The one definition of an acceptable value: the
+/// daemon's cache and the cluster's front end both ask it.
+pub fn check_value(value: &str, last: f64, now: i64) -> Result<f64, ValueRefusal> {
+    if let Some(byte) = value.bytes().find(u8::is_ascii_control) {
+        return Err(ValueRefusal::ControlByte { byte, value: value.to_string() });
+    }
+    match value_time(value) {
+        None => Err(ValueRefusal::NoTime(value.to_string())),
+        Some(time) if !time.is_finite() || time > (now + FUTURE_SECS_MAX) as f64 => {
+            Err(ValueRefusal::FarFuture(time))
+        }
+        Some(time) if time <= last => Err(ValueRefusal::NotLater { time, last }),
+        Some(time) => Ok(time),
+    }
+}
+
 /// The refusals that come before any value is looked at: a poisoned
 /// journal, and the pending-values budget (`--max-pending`,
 /// `--max-pending-bytes`).
@@ -198,37 +241,14 @@ where
     let last_stamp_before = entry.last_stamp;
     let mut error = None;
     for value in values.clone() {
-        if let Some(bad) = value.bytes().find(u8::is_ascii_control) {
-            // A carriage return or other control byte is never part of a
-            // number; stored, it would be dropped silently at the flush.
-            error = Some(format!("illegal character 0x{bad:02x} in value '{}'", value.escape_debug()));
-            break;
-        }
-        match value_time(value) {
-            None => {
-                error = Some(format!("Cannot find timestamp in '{value}'!"));
-                break;
-            }
-            Some(stamp) if !stamp.is_finite() || stamp > (now + FUTURE_SECS_MAX) as f64 => {
-                // rrdcached takes it, and the file then refuses every
-                // real update until that time.
-                error = Some(format!(
-                    "illegal attempt to update using time {stamp:.6}: more than {} days in the future",
-                    FUTURE_SECS_MAX / 86_400
-                ));
-                break;
-            }
-            Some(stamp) if stamp <= entry.last_stamp => {
-                error = Some(format!(
-                    "illegal attempt to update using time {stamp:.6} when last update time is {:.6} \
-                     (minimum one second step)",
-                    entry.last_stamp
-                ));
-                break;
-            }
-            Some(stamp) => {
+        match check_value(value, entry.last_stamp, now) {
+            Ok(stamp) => {
                 entry.last_stamp = stamp;
                 entry.pending.push(stamp, value);
+            }
+            Err(refusal) => {
+                error = Some(refusal.to_string());
+                break;
             }
         }
     }
@@ -295,6 +315,24 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_refused_value_gets_its_reply_text() {
+        let now = 1_700_000_000;
+        let refused = |v: &str, last: f64| check_value(v, last, now).unwrap_err().to_string();
+        assert_eq!(check_value("1000:1", 999.0, now), Ok(1000.0));
+        assert_eq!(refused("1000:1\r", 0.0), "illegal character 0x0d in value '1000:1\\r'");
+        assert_eq!(refused("N:1", 0.0), "Cannot find timestamp in 'N:1'!");
+        assert_eq!(
+            refused("1000:1", 1000.0),
+            "illegal attempt to update using time 1000.000000 when last update time is 1000.000000 \
+             (minimum one second step)"
+        );
+        assert_eq!(
+            refused("4000000000:1", 0.0),
+            "illegal attempt to update using time 4000000000.000000: more than 3660 days in the future"
+        );
+    }
 
     #[test]
     fn a_value_needs_a_time_and_a_colon() {
