@@ -52,7 +52,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rrd_protocol::reply::BatchErrors;
-use rrd_protocol::{gate, Command, Context, Fields, Frame, LineFramer, Permissions, Reply};
+use rrd_protocol::{fields, gate, Command, Context, Fields, Frame, LineFramer, Permissions, Reply};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::cache::unix_now;
@@ -126,26 +126,6 @@ struct Session {
     peer: Peer,
 }
 
-/// The fields of an UPDATE line the fast path can take: the command word,
-/// one space, then `file value...` with no backslash anywhere (escapes need
-/// the general splitter) and valid UTF-8.
-/// The values are `None` when the name ends the line (no field follows).
-pub(crate) fn plain_update(line: &[u8]) -> Option<(&[u8], Option<&str>)> {
-    const WORD: &[u8] = b"update ";
-    if line.len() <= WORD.len() || !line[..WORD.len()].eq_ignore_ascii_case(WORD) {
-        return None;
-    }
-    let rest = &line[WORD.len()..];
-    if memchr::memchr(b'\\', rest).is_some() {
-        return None;
-    }
-    let (name, values) = match memchr::memchr(b' ', rest) {
-        Some(i) => (&rest[..i], Some(std::str::from_utf8(&rest[i + 1..]).ok()?)),
-        None => (rest, None),
-    };
-    (!name.is_empty()).then_some((name, values))
-}
-
 impl Session {
     fn reply(&mut self, r: Reply) {
         match &mut self.batch {
@@ -160,7 +140,7 @@ impl Session {
     /// `chunk` holds the complete lines received, the next one at `next`
     /// (where a first touch looks ahead: [`HeaderPrefetch`]).
     fn fast_update(&mut self, line: &[u8], now: i64, chunk: &[u8], next: usize) -> bool {
-        let Some((name, values)) = plain_update(line) else { return false };
+        let Some((name, values)) = fields::plain_update(line) else { return false };
         let context = if self.batch.is_some() { Context::Batch } else { Context::Client };
         if !gate::admits(Command::Update, self.permissions, context) {
             return false;

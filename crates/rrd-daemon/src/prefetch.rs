@@ -79,7 +79,7 @@ impl HeaderPrefetch {
             if line.last() == Some(&b'\r') {
                 line = &line[..line.len() - 1];
             }
-            let Some((name, Some(_))) = crate::connection::plain_update(line) else { continue };
+            let Some((name, Some(_))) = rrd_protocol::fields::plain_update(line) else { continue };
             let Ok(name) = std::str::from_utf8(name) else { continue };
             if paths.resolve_into(name, &mut self.key).is_err()
                 || self.files.contains_key(&self.key)

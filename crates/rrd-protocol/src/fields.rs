@@ -79,9 +79,47 @@ pub fn split_fields(line: &[u8]) -> Result<Vec<Vec<u8>>, FieldError> {
     Fields::new(line).collect()
 }
 
+/// The fields of an UPDATE line that need no general splitting (a
+/// server's fast path): the command word, any case,
+/// one space, then `file value...` with no backslash anywhere (escapes need
+/// the general splitter) and valid UTF-8.
+/// The values are `None` when the name ends the line (no field follows).
+pub fn plain_update(line: &[u8]) -> Option<(&[u8], Option<&str>)> {
+    const WORD: &[u8] = b"update ";
+    if line.len() <= WORD.len() || !line[..WORD.len()].eq_ignore_ascii_case(WORD) {
+        return None;
+    }
+    let rest = &line[WORD.len()..];
+    if memchr::memchr(b'\\', rest).is_some() {
+        return None;
+    }
+    let (name, values) = match memchr::memchr(b' ', rest) {
+        Some(i) => (&rest[..i], Some(std::str::from_utf8(&rest[i + 1..]).ok()?)),
+        None => (rest, None),
+    };
+    (!name.is_empty()).then_some((name, values))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plain_update_is_split_as_the_general_splitter_would() {
+        assert_eq!(plain_update(b"UPDATE f.rrd 1:2 3:4"), Some((&b"f.rrd"[..], Some("1:2 3:4"))));
+        assert_eq!(plain_update(b"uPdate f.rrd"), Some((&b"f.rrd"[..], None)));
+        for general in
+            [&b"UPDATE a\\ b.rrd 1:2"[..], b"UPDATE  f.rrd 1:2", b"UPDATEf 1:2", b"UPDATE ", b"FLUSH f"]
+        {
+            assert_eq!(plain_update(general), None, "{}", String::from_utf8_lossy(general));
+        }
+        assert_eq!(plain_update(b"UPDATE f.rrd \xff:1"), None);
+        let line = b"UPDATE /a/b.rrd 1700000000:1:2 1700000300:U:3";
+        let (name, values) = plain_update(line).unwrap();
+        let mut fields = vec![&b"UPDATE"[..], name];
+        fields.extend(values.unwrap().split(' ').map(str::as_bytes));
+        assert_eq!(fields, split_fields(line).unwrap());
+    }
     use proptest::prelude::*;
 
     fn strs(line: &str) -> Vec<String> {
