@@ -241,6 +241,60 @@ pub fn ping_floor(socket: &Path, clients: usize, secs: Duration) -> Result<f64, 
     Ok(total as f64 / t.elapsed().as_secs_f64())
 }
 
+/// The machine's floor for these clients: the same clients sending the
+/// same UPDATE lines for `secs` to a server in this process that does no
+/// work at all (a blocking thread per connection answering each line with
+/// [`UPDATE_OK`]: what rrdcached's transport is, minus everything it does).
+/// Round trips per second; no daemon can beat it by much with these
+/// clients on this machine. Measured right after each side, so under the
+/// same conditions.
+///
+/// `socket`: where to listen (a path nothing else uses; removed after).
+pub fn echo_floor(
+    socket: &Path,
+    shares: Vec<Share>,
+    schema: &Schema,
+    start: i64,
+    secs: Duration,
+) -> Result<f64, BenchError> {
+    let _ = std::fs::remove_file(socket);
+    let listener = std::os::unix::net::UnixListener::bind(socket)
+        .map_err(|e| BenchError::io(format!("binding {}", socket.display()), e))?;
+    let clients = shares.len();
+    let server = std::thread::spawn(move || {
+        let mut connections = Vec::new();
+        for _ in 0..clients {
+            let Ok((stream, _)) = listener.accept() else { break };
+            connections.push(std::thread::spawn(move || echo(stream)));
+        }
+        for c in connections {
+            let _ = c.join();
+        }
+    });
+    let o = send(socket, shares, schema, start, Stop::After(secs));
+    let _ = server.join();
+    let _ = std::fs::remove_file(socket);
+    let o = o?;
+    Ok(o.replies.iter().sum::<u64>() as f64 / o.secs)
+}
+
+/// Answers every line received on `stream` with [`UPDATE_OK`] until the
+/// client leaves.
+fn echo(mut stream: UnixStream) {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut out = Vec::new();
+    while let Ok(n @ 1..) = stream.read(&mut buf) {
+        out.clear();
+        for _ in buf[..n].iter().filter(|&&b| b == b'\n') {
+            out.extend_from_slice(UPDATE_OK);
+            out.push(b'\n');
+        }
+        if stream.write_all(&out).is_err() {
+            return;
+        }
+    }
+}
+
 /// When the clients stop: `--rounds`, else `--secs`.
 fn stop_of(a: &IngestArgs) -> Stop {
     match a.rounds {
@@ -260,6 +314,7 @@ pub(super) fn side(a: &IngestArgs, run: &Run, side: &mut Side) -> Result<PerFile
         Stop::After(d) => (d.as_secs_f64() * 2e6) as u64,
     };
     let shares = shares(&side.dirs.files, files, clients);
+    let echo_shares = shares.clone();
     measure_side(a, run, side, most.max(10_000_000) * 2, shares, |shares, spec, r| {
         let o = send(&spec.socket(), shares, &run.schema, c.start_time, stop)?;
         let us = |ns: f64| ns / 1000.0;
@@ -275,6 +330,10 @@ pub(super) fn side(a: &IngestArgs, run: &Run, side: &mut Side) -> Result<PerFile
         let ping = ping_floor(&spec.socket(), clients, Duration::from_secs(2))?;
         r.set("ping_per_s", ping);
         r.set("share_of_ping", total as f64 / o.secs / ping);
+        let echo_socket = spec.socket().with_file_name("echo-floor.sock");
+        let echo = echo_floor(&echo_socket, echo_shares, &run.schema, c.start_time, Duration::from_secs(2))?;
+        r.set("echo_per_s", echo);
+        r.set("share_of_echo", total as f64 / o.secs / echo);
         eprintln!(
             "{}: {total} UPDATEs, latency p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs",
             r.label(),
@@ -320,6 +379,8 @@ pub(super) fn report(a: &IngestArgs, run: &Run, sides: &[DaemonSideResult]) -> R
         col("errors", "errors", 0),
         col("ping_per_s", "PING round trips/s", 0),
         col("share_of_ping", "UPDATEs / PINGs", 2),
+        col("echo_per_s", "echo floor round trips/s", 0),
+        col("share_of_echo", "UPDATEs / echo floor", 2),
     ];
     let mut r = Report::new(run, columns, params);
     r.ratios = ratios(
@@ -334,6 +395,11 @@ pub(super) fn report(a: &IngestArgs, run: &Run, sides: &[DaemonSideResult]) -> R
         "PING round trips/s: afterwards, the same clients send PING and wait for PONG for 2 s: the \
          round trip this daemon's transport allows these clients on this machine, which no UPDATE \
          can beat; UPDATEs / PINGs is how close the UPDATE path comes to it."
+            .into(),
+        "Echo floor: after that, the same clients send the same UPDATE lines for 2 s to a server in \
+         the benchmark's process that does no work (a blocking thread per connection answering every \
+         line with the success reply): the round trip these clients get on this machine from a \
+         transport alone, measured after each side under that side's conditions."
             .into(),
         "Each client sends one `UPDATE <file> <t>:<v>:<v>` and waits for its reply before the next, \
          walking its own files round-robin, one step later per round (as collectd's rrdcached plugin, \
