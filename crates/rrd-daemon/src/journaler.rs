@@ -277,16 +277,7 @@ impl Journaler {
         let Some(shared) = &self.shared else { return Ticket::Done };
         let index = file_number % STAGES;
         let mut frames = shared.stages[index].lock().expect("journal stage lock");
-        if shared.stopped.load(Ordering::SeqCst) {
-            return Ticket::Failed(JournalError::Stopped);
-        }
-        if let Err(e) = rrd_journal::encode_frame(&mut frames, path, args) {
-            return Ticket::Failed(JournalError::Record(e.to_string()));
-        }
-        // Mark, then read the ticket, both under the buffer's lock (see the
-        // module doc).
-        shared.staged.fetch_or(1 << index, Ordering::SeqCst);
-        Ticket::At(shared.generation.load(Ordering::SeqCst))
+        shared.stage_locked(&mut frames, index, path, args)
     }
 
     /// Makes sure `ticket`'s record is written (not yet synced): by this
@@ -410,6 +401,25 @@ impl Shared {
     fn notify(&self) {
         let _orders = self.orders.lock().expect("journal orders lock");
         self.wake.notify_one();
+    }
+
+    /// Frames a record into staging buffer `index`, whose lock the caller
+    /// holds (`frames`), marks the buffer and reads the ticket.
+    fn stage_locked<'a, I>(&self, frames: &mut Vec<u8>, index: usize, path: &str, args: I) -> Ticket
+    where
+        I: IntoIterator<Item = &'a str>,
+        I::IntoIter: Clone,
+    {
+        if self.stopped.load(Ordering::SeqCst) {
+            return Ticket::Failed(JournalError::Stopped);
+        }
+        if let Err(e) = rrd_journal::encode_frame(frames, path, args) {
+            return Ticket::Failed(JournalError::Record(e.to_string()));
+        }
+        // Mark, then read the ticket, both under the buffer's lock (see the
+        // module doc).
+        self.staged.fetch_or(1 << index, Ordering::SeqCst);
+        Ticket::At(self.generation.load(Ordering::SeqCst))
     }
 
     fn writer(&self) -> WriterLock<'_> {
@@ -577,9 +587,6 @@ impl Writer {
             let mut staged = sh.stages[i].lock().expect("journal stage lock");
             std::mem::swap(&mut *staged, &mut self.taken[i]);
         }
-        // Records staged after the advance may be taken too: a failed
-        // write must fail them as well.
-        let newest = sh.generation.load(Ordering::SeqCst) - 1;
         let first = sh.written.load(Ordering::SeqCst) + 1;
         let parts: Vec<&[u8]> = self.taken.iter().filter(|t| !t.is_empty()).map(Vec::as_slice).collect();
         let result = if parts.is_empty() {
@@ -602,6 +609,13 @@ impl Writer {
         }
         if let Err(why) = result {
             self.after_io(sh, Some(&why));
+            // Records staged after the advance may have been taken too,
+            // with the generation current now as their ticket: that
+            // generation fails as well, and is closed so that records
+            // staged from here on get a newer one. (Records of it staged
+            // after the take are refused although a later commit writes
+            // them: durable but not acknowledged, the safe direction.)
+            let newest = sh.generation.fetch_add(1, Ordering::SeqCst);
             sh.fail(self.journal.poisoned().is_some(), first, newest, why);
             sh.written.store(newest, Ordering::SeqCst);
             return;
@@ -849,6 +863,118 @@ mod tests {
             records.extend(rrd_journal::scan_segment(seq, &bytes, true).records);
         }
         records
+    }
+
+    /// The interleaving behind the test above, forced: a record staged
+    /// after a commit advanced the generation, but before it took the
+    /// record's buffer, is written by that commit; when the write fails
+    /// for lack of space, the record's ticket (a generation newer than
+    /// the commit's) must fail too, or the next commit, which finds the
+    /// buffer empty, would acknowledge a record that is not in the journal.
+    #[test]
+    fn a_record_riding_along_in_a_failed_write_is_not_acknowledged() {
+        use rrd_journal::fault::{Action, FaultPlan, FaultyIo, Op, ENOSPC};
+        let dir = tempfile::tempdir().unwrap();
+        let plan = FaultPlan::new();
+        // The first append (the segment's header is written at creation).
+        plan.inject(Op::Write, 1, Action::Fail(ENOSPC));
+        let io = Arc::new(FaultyIo::new(Arc::new(rrd_journal::io::OsIo), plan));
+        let journal = Journal::open_with(dir.path(), SyncPolicy::None, io).unwrap();
+        let j = Journaler::start(
+            journal,
+            dir.path().to_path_buf(),
+            Arc::new(Stats::default()),
+            Duration::from_secs(3600),
+            1 << 30,
+        );
+        let shared = j.shared.clone().unwrap();
+        let a = j.submit_update(0, "/a.rrd", ["1:1"]);
+        assert_eq!(a, Ticket::At(1));
+        let mut buffer = shared.stages[0].lock().unwrap();
+        let committer = std::thread::spawn({
+            let shared = shared.clone();
+            move || shared.commit(1)
+        });
+        // The commit advanced the generation and waits for the buffer.
+        while shared.generation.load(Ordering::SeqCst) == 1 {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let b = shared.stage_locked(&mut buffer, 0, "/b.rrd", ["2:1"]);
+        assert_eq!(b, Ticket::At(2));
+        drop(buffer);
+        committer.join().unwrap();
+        assert!(j.failure(&a).is_err(), "a was in the failed write");
+        let b_acknowledged =
+            tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(j.wait(&b)).is_ok();
+        let in_journal = records_read_only(dir.path()).iter().any(|r| r.path == "/b.rrd");
+        assert!(!b_acknowledged || in_journal, "b acknowledged, not in the journal");
+    }
+
+    /// A journal whose writes fail for lack of space every few writes
+    /// (not poisoning) while several threads stage into one buffer and
+    /// commit: every record acknowledged is in the journal. A record
+    /// staged after a commit advanced the generation but before it took
+    /// the buffer rides along in that commit's write, so a failure of that
+    /// write must fail its ticket too.
+    #[test]
+    fn under_failing_writes_every_acknowledged_record_is_in_the_journal() {
+        use rrd_journal::fault::{Action, FaultPlan, FaultyIo, Op, ENOSPC};
+        const STAGERS: usize = 4;
+        const RECORDS: u64 = 3_000;
+        let dir = tempfile::tempdir().unwrap();
+        let plan = FaultPlan::new();
+        for nth in (2..200_000).step_by(3) {
+            plan.inject(Op::Write, nth, Action::Fail(ENOSPC));
+        }
+        let io = Arc::new(FaultyIo::new(Arc::new(rrd_journal::io::OsIo), plan));
+        let journal = Journal::open_with(dir.path(), SyncPolicy::None, io).unwrap();
+        let stats = Arc::new(Stats::default());
+        let j = Arc::new(Journaler::start(
+            journal,
+            dir.path().to_path_buf(),
+            stats,
+            Duration::from_secs(3600),
+            1 << 30,
+        ));
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(STAGERS).build().unwrap();
+        let acked: Vec<Vec<u64>> = runtime.block_on(async {
+            let tasks: Vec<_> = (0..STAGERS)
+                .map(|k| {
+                    let j = j.clone();
+                    tokio::spawn(async move {
+                        let mut acked = Vec::new();
+                        for i in 1..=RECORDS {
+                            let t = j.submit_update(0, &format!("/f{k}.rrd"), [format!("{i}:1").as_str()]);
+                            if j.wait(&t).await.is_ok() {
+                                acked.push(i);
+                            }
+                        }
+                        acked
+                    })
+                })
+                .collect();
+            let mut all = Vec::new();
+            for t in tasks {
+                all.push(t.await.unwrap());
+            }
+            all
+        });
+        let records = records_read_only(dir.path());
+        let mut failed = 0;
+        for (k, acked) in acked.iter().enumerate() {
+            let path = format!("/f{k}.rrd");
+            let present: std::collections::HashSet<&str> =
+                records.iter().filter(|r| r.path == path).map(|r| r.args[0].as_str()).collect();
+            failed += RECORDS as usize - acked.len();
+            for i in acked {
+                assert!(
+                    present.contains(format!("{i}:1").as_str()),
+                    "{path} {i}:1 acknowledged, not in the journal"
+                );
+            }
+        }
+        assert!(failed > 0, "no write failed: the test tested nothing");
     }
 
     /// A connection whose commit finds the writer lock held (another
