@@ -45,8 +45,8 @@ use rdkafka::message::Message;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::types::RDKafkaRespErr;
 use rdkafka::ClientContext;
-use rrd_daemon::cache::{unix_now, Entry, Key};
-use rrd_daemon::commands::{self, update_value_time, Args};
+use rrd_daemon::cache::{unix_now, Key};
+use rrd_daemon::commands::{self, Args};
 use rrd_daemon::state::Daemon;
 use rrd_protocol::Command;
 
@@ -571,30 +571,23 @@ fn apply(shared: &Shared, record: &Record, epoch: u64) -> bool {
             };
             let entry = shard.entry(k.clone()).or_insert_with(|| {
                 let (last_up, kept) = fresh.take().expect("opened when there was no entry");
-                let mut e = Entry::new(last_up, cache.jitter(), now);
-                e.inode = kept.stamp.ino;
-                e.kept = cache.keep(kept);
-                e
+                cache.new_entry(last_up, kept, now)
             });
+            // The front end checked each value (rrd_daemon's check_value,
+            // against its clock); here only what the file's state decides:
+            // a value not later than the newest (a replay, or a record
+            // older than the file) is skipped.
+            let mark = entry.mark();
             for value in &record.args {
-                match update_value_time(value) {
-                    Some(t) if t > entry.last_stamp => {
-                        let before = entry.pending.bytes();
-                        if entry.pending.is_empty() {
-                            entry.first_pending_at = now;
-                            entry.oldest_seq = epoch;
-                            cache.add_timer(entry.due_at(cache.write_interval_secs), k.clone());
-                        }
-                        entry.last_stamp = t;
-                        entry.pending.push(t, value);
-                        entry.last_activity = now;
-                        cache.pending_values.fetch_add(1, Ordering::SeqCst);
-                        cache.pending_bytes.fetch_add(entry.pending.bytes() - before, Ordering::SeqCst);
-                    }
+                match commands::update_value_time(value) {
+                    Some(t) if t > entry.last_stamp => entry.take_value(t, value),
                     _ => {
                         shared.values_skipped.fetch_add(1, Ordering::Relaxed);
                     }
                 }
+            }
+            if let Some(due) = entry.settle_pending(cache, mark, now, epoch) {
+                cache.add_timer(due, k.clone());
             }
         }
     }

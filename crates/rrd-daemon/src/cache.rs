@@ -22,6 +22,11 @@
 //! - `Cache::pending_values` / `pending_bytes` are the sums of
 //!   `pending.len()` / `pending.bytes()` over all entries.
 //!
+//! New values enter an entry one way, whoever brings them (an UPDATE, the
+//! journal's replay, the cluster's applier): [`Entry::mark`], then
+//! [`Entry::take_value`] per value, then [`Entry::settle_pending`] (sums,
+//! first-value time and segment, timer) or [`Entry::roll_back`].
+//!
 //! Values are stored as [`Values`]: each value's time, parsed once when the
 //! UPDATE arrived, and its text, back to back in one buffer per file (no
 //! allocation per value, one heap buffer touched per value). The text is kept, not only numbers: rrdtool copies each value's
@@ -206,12 +211,78 @@ impl Entry {
         }
     }
 
+    /// Where `pending` and `last_stamp` stand now, for
+    /// [`Entry::settle_pending`] or [`Entry::roll_back`] after values are
+    /// taken with [`Entry::take_value`].
+    pub fn mark(&self) -> PendingMark {
+        PendingMark { len: self.pending.len(), bytes: self.pending.bytes(), last_stamp: self.last_stamp }
+    }
+
+    /// Takes one value, later than every value before it (the caller
+    /// checked: `commands::check_value`), into `pending`. The entry's other
+    /// invariants hold again only after [`Entry::settle_pending`] (or
+    /// [`Entry::roll_back`]), before the shard lock is released.
+    pub fn take_value(&mut self, time: f64, value: &str) {
+        debug_assert!(time > self.last_stamp, "values are taken in time order");
+        self.last_stamp = time;
+        self.pending.push(time, value);
+    }
+
+    /// Forgets the values taken since `mark` (their journal record failed:
+    /// they were not acknowledged).
+    pub fn roll_back(&mut self, mark: PendingMark) {
+        self.pending.truncate(mark.len);
+        self.last_stamp = mark.last_stamp;
+    }
+
+    /// Restores the invariants after values were taken since `mark`: the
+    /// cache's sums count them, and if `pending` was empty before, its
+    /// first value's time and journal segment (`seq`, read before the
+    /// values were journaled) are set. Returns, in that case, when the
+    /// file's timer is due: the caller adds it ([`Cache::add_timer`])
+    /// before it releases the shard lock.
+    #[must_use = "a file with pending values needs its timer"]
+    pub fn settle_pending(&mut self, cache: &Cache, mark: PendingMark, now: i64, seq: u64) -> Option<i64> {
+        let added = (self.pending.len() - mark.len) as u64;
+        if added == 0 {
+            return None;
+        }
+        cache.pending_values.fetch_add(added, Ordering::SeqCst);
+        cache.pending_bytes.fetch_add(self.pending.bytes() - mark.bytes, Ordering::SeqCst);
+        self.last_activity = now;
+        (mark.len == 0).then(|| {
+            self.first_pending_at = now;
+            self.oldest_seq = seq;
+            self.due_at(cache.write_interval_secs)
+        })
+    }
+
     /// When the pending values are due to be written.
     pub fn due_at(&self, write_interval_secs: u64) -> i64 {
         if let Some(t) = self.retry_at {
             return t;
         }
         self.first_pending_at + (write_interval_secs + self.jitter_secs) as i64
+    }
+}
+
+/// An entry's pending values and newest time before new values were
+/// taken ([`Entry::mark`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PendingMark {
+    len: usize,
+    bytes: u64,
+    last_stamp: f64,
+}
+
+impl PendingMark {
+    /// How many values were pending then.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
@@ -485,6 +556,15 @@ impl Cache {
             }
             q = self.queue_cv.wait_timeout(q, std::time::Duration::from_millis(200)).expect("queue lock").0;
         }
+    }
+
+    /// A new entry for a file whose checks ([`crate::commands::open_entry`])
+    /// found its last update `last_up` and its header `kept`.
+    pub fn new_entry(&self, last_up: f64, kept: KeptHeader, now: i64) -> Entry {
+        let mut e = Entry::new(last_up, self.jitter(), now);
+        e.inode = kept.stamp.ino;
+        e.kept = self.keep(kept);
+        e
     }
 
     /// Accounts for values added to (`added == true`) or removed from some

@@ -142,32 +142,25 @@ pub fn apply_with_hook(
             summary.records_unreadable += 1;
             continue;
         };
-        let entry = shard.entry(key.clone()).or_insert_with(|| {
-            let mut e = Entry::new(*last_up, cache.jitter(), now);
-            e.inode = kept.as_ref().map_or(0, |k| k.stamp.ino);
+        let entry = shard.entry(key.clone()).or_insert_with(|| match kept.take() {
             // The header goes to the first entry made for the file.
-            e.kept = kept.take().and_then(|k| cache.keep(k));
-            e
+            Some(k) => cache.new_entry(*last_up, k, now),
+            None => Entry::new(*last_up, cache.jitter(), now),
         });
+        // Values are replayed as they were accepted: only the file's
+        // state (a value not later than its newest) skips one.
+        let mark = entry.mark();
         for value in &record.args {
             match update_value_time(value) {
                 Some(t) if t > entry.last_stamp => {
-                    if entry.pending.is_empty() {
-                        entry.first_pending_at = now;
-                        entry.oldest_seq = first_seq;
-                        cache.add_timer(entry.due_at(cache.write_interval_secs), key.clone());
-                    }
-                    entry.last_stamp = t;
-                    let before = entry.pending.bytes();
-                    entry.pending.push(t, value);
-                    cache.pending_values.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    cache
-                        .pending_bytes
-                        .fetch_add(entry.pending.bytes() - before, std::sync::atomic::Ordering::SeqCst);
+                    entry.take_value(t, value);
                     summary.values_applied += 1;
                 }
                 _ => summary.values_skipped += 1,
             }
+        }
+        if let Some(due) = entry.settle_pending(cache, mark, now, first_seq) {
+            cache.add_timer(due, key.clone());
         }
     }
     summary

@@ -93,10 +93,7 @@ where
         hashbrown::hash_map::EntryRef::Vacant(v) => {
             // Made by us (fresh), or re-made after a FORGET raced with us.
             let (last_up, kept) = fresh.take()?;
-            let mut e = Entry::new(last_up, cache.jitter(), now);
-            e.inode = kept.stamp.ino;
-            e.kept = cache.keep(kept);
-            v.insert(e)
+            v.insert(cache.new_entry(last_up, kept, now))
         }
     };
     if values.clone().next().is_none() {
@@ -235,24 +232,18 @@ pub fn accept<'a, I>(
 where
     I: Iterator<Item = &'a str> + Clone,
 {
-    let cache = &daemon.cache;
-    let was_empty = entry.pending.is_empty();
-    let (len_before, bytes_before) = (entry.pending.len(), entry.pending.bytes());
-    let last_stamp_before = entry.last_stamp;
+    let mark = entry.mark();
     let mut error = None;
     for value in values.clone() {
         match check_value(value, entry.last_stamp, now) {
-            Ok(stamp) => {
-                entry.last_stamp = stamp;
-                entry.pending.push(stamp, value);
-            }
+            Ok(stamp) => entry.take_value(stamp, value),
             Err(refusal) => {
                 error = Some(refusal.to_string());
                 break;
             }
         }
     }
-    let count = entry.pending.len() - len_before;
+    let count = entry.pending.len() - mark.len();
     if count == 0 {
         return Accepted { count, error, ticket: None, timer_due: None };
     }
@@ -262,19 +253,10 @@ where
     if let Ticket::Failed(why) = &ticket {
         // Refused before it reached the journal (a record too large for a
         // frame, or a stopped journal): not acknowledged, so not kept.
-        entry.pending.truncate(len_before);
-        entry.last_stamp = last_stamp_before;
+        entry.roll_back(mark);
         return Accepted { count: 0, error: Some(super::journal_error(why)), ticket: None, timer_due: None };
     }
-    let mut timer_due = None;
-    if was_empty {
-        entry.first_pending_at = now;
-        entry.oldest_seq = seq;
-        timer_due = Some(entry.due_at(cache.write_interval_secs));
-    }
-    cache.pending_values.fetch_add(count as u64, Ordering::SeqCst);
-    cache.pending_bytes.fetch_add(entry.pending.bytes() - bytes_before, Ordering::SeqCst);
-    entry.last_activity = now;
+    let timer_due = entry.settle_pending(&daemon.cache, mark, now, seq);
     Accepted { count, error, ticket: Some(ticket), timer_due }
 }
 
