@@ -699,6 +699,35 @@ mod tests {
     }
 
     #[test]
+    fn taking_values_keeps_the_sums_the_first_time_and_the_timer() {
+        let c = cache();
+        let mut e = Entry::new(100.0, 0, 0);
+        let mark = e.mark();
+        e.take_value(200.0, "200:1");
+        e.take_value(300.0, "300:2");
+        assert_eq!(e.settle_pending(&c, mark, 1_000, 7), Some(1_000 + 300));
+        assert_eq!((e.first_pending_at, e.oldest_seq, e.last_stamp), (1_000, 7, 300.0));
+        assert_eq!(c.pending_values.load(Ordering::SeqCst), 2);
+        assert_eq!(c.pending_bytes.load(Ordering::SeqCst), e.pending.bytes());
+        // More values: no second timer, the first value's time and segment stay.
+        let mark = e.mark();
+        e.take_value(400.0, "400:3");
+        assert_eq!(e.settle_pending(&c, mark, 2_000, 9), None);
+        assert_eq!((e.first_pending_at, e.oldest_seq, e.last_activity), (1_000, 7, 2_000));
+        assert_eq!(c.pending_values.load(Ordering::SeqCst), 3);
+        // Values whose record failed are forgotten, with the newest time.
+        let mark = e.mark();
+        e.take_value(500.0, "500:4");
+        e.roll_back(mark);
+        assert_eq!((e.pending.len(), e.last_stamp), (3, 400.0));
+        assert_eq!(e.pending.iter().collect::<Vec<_>>(), ["200:1", "300:2", "400:3"]);
+        // Nothing taken: nothing changes.
+        let mark = e.mark();
+        assert_eq!(e.settle_pending(&c, mark, 3_000, 11), None);
+        assert_eq!((e.last_activity, c.pending_values.load(Ordering::SeqCst)), (2_000, 3));
+    }
+
+    #[test]
     fn values_keep_texts_times_and_order() {
         let mut a = Values::default();
         a.push(3.0, "3:c");
