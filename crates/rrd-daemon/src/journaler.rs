@@ -446,33 +446,43 @@ impl Shared {
     /// on serving other connections, whose records the next commit then
     /// writes together.
     ///
-    /// No lost wake-up: a waiter is registered (and counted) before its
-    /// `try_lock`; every release notifies the registered waiters when the
-    /// count is not zero ([`WriterLock`]'s drop). A waiter woken whose
-    /// generation is still unwritten tries the lock again.
+    /// No lost wake-up: a task that found the lock taken registers (and is
+    /// counted), then tries the lock once more before it waits; every
+    /// release notifies the registered waiters when the count is not zero
+    /// ([`WriterLock`]'s drop). A waiter woken whose generation is still
+    /// unwritten tries again.
     async fn commit_async(&self, at: u64) {
         while self.written.load(Ordering::SeqCst) < at {
+            // Most commits find the lock free: no registration then.
+            if self.try_commit(at) {
+                return;
+            }
             let released = self.released.notified();
             tokio::pin!(released);
             released.as_mut().enable();
-            let waiting = LockWaiter::new(self);
-            // The guard must not live across the await (it is not `Send`).
-            let committed = match self.writer.try_lock() {
-                Ok(guard) => {
-                    drop(waiting);
-                    let mut w = WriterLock { guard: Some(guard), shared: self };
-                    if self.written.load(Ordering::SeqCst) < at {
-                        w.commit(self);
-                    }
-                    true
-                }
-                Err(std::sync::TryLockError::WouldBlock) => false,
-                Err(std::sync::TryLockError::Poisoned(_)) => panic!("journal writer lock poisoned"),
-            };
-            if committed {
+            let _waiting = LockWaiter::new(self);
+            // Registered: a release from here on wakes us. Try once more,
+            // for a release that came before.
+            if self.try_commit(at) {
                 return;
             }
             released.await;
+        }
+    }
+
+    /// Commits generation `at` (unless written meanwhile) if the writer
+    /// lock is free; `false` when it is taken.
+    fn try_commit(&self, at: u64) -> bool {
+        match self.writer.try_lock() {
+            Ok(guard) => {
+                let mut w = WriterLock { guard: Some(guard), shared: self };
+                if self.written.load(Ordering::SeqCst) < at {
+                    w.commit(self);
+                }
+                true
+            }
+            Err(std::sync::TryLockError::WouldBlock) => false,
+            Err(std::sync::TryLockError::Poisoned(_)) => panic!("journal writer lock poisoned"),
         }
     }
 
