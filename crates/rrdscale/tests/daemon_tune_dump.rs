@@ -1,0 +1,209 @@
+//! TUNE and DUMP as rrdcached 1.9 speaks them (no 1.9 daemon is packaged:
+//! the expected bytes are written from its `rrd_daemon.c` and
+//! `rrd_client.c`): the replies on the wire, the files a TUNE leaves
+//! (byte for byte `rrdtool tune` on a copy after the same updates), the
+//! XML a DUMP streams (`rrdtool dump` of the flushed file), and the
+//! requests `rrdscale tune|dump --daemon` send.
+
+mod daemon_common;
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use daemon_common::{create_rrd, require_tools, rrdtool, temp_dir, Daemon, Kind};
+
+const T0: i64 = 1_000_000_000;
+
+/// Sends `request` on a fresh connection and reads until the daemon closes
+/// it or is silent for a while.
+fn exchange(socket: &Path, request: &str) -> (Vec<u8>, bool) {
+    let mut s = UnixStream::connect(socket).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(1500))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return (out, true),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(_) => return (out, false),
+        }
+    }
+}
+
+fn updates(n: i64) -> Vec<String> {
+    (1..=n).map(|i| format!("{}:{}:{}", T0 + 300 * i, 10 * i, 1000 * i)).collect()
+}
+
+/// The same updates through the daemon (left pending) and by rrdtool on a
+/// copy.
+fn two_files(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, Daemon) {
+    let ours = dir.join("a.rrd");
+    create_rrd(&ours, T0);
+    let copy_dir = dir.join("copy");
+    std::fs::create_dir_all(&copy_dir).unwrap();
+    let copy = copy_dir.join("a.rrd");
+    std::fs::copy(&ours, &copy).unwrap();
+    let d = Daemon::start(Kind::Ours, dir, &[]);
+    let mut c = d.client();
+    let values = updates(12);
+    let r = c.call(&format!("UPDATE a.rrd {}", values.join(" ")));
+    assert_eq!(r, "0 errors, enqueued 12 value(s).\n");
+    let mut args = vec!["update".to_string(), copy.display().to_string()];
+    args.extend(values);
+    rrdtool(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    (ours, copy, d)
+}
+
+#[test]
+fn tune_replies_and_file_match_rrdtool() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    let (ours, copy, d) = two_files(&dir);
+    let path = ours.display().to_string();
+    // rrd_client.c's rrd_client_tune: "tune <path> <argc> <argv...>\n",
+    // argv being rrdtool tune's own (permuted: options, then operands).
+    let request = format!(
+        "tune {path} 10 tune -h x:900 -a y:1e6 --data-source-rename=x:speed --daemon unix:/x a.rrd RRA#0:+5\n"
+    );
+    let (reply, closed) = exchange(&d.socket, &request);
+    assert_eq!(String::from_utf8_lossy(&reply), "0 Success\n");
+    assert!(!closed, "TUNE keeps the connection");
+    rrdtool(&[
+        "tune",
+        copy.to_str().unwrap(),
+        "-h",
+        "x:900",
+        "-a",
+        "y:1e6",
+        "--data-source-rename=x:speed",
+        "RRA#0:+5",
+    ]);
+    assert!(std::fs::read(&ours).unwrap() == std::fs::read(&copy).unwrap(), "tuned files differ");
+
+    // Updates after the tune use the tuned header (renamed DS, grown RRA).
+    let mut c = d.client();
+    let r = c.call(&format!("UPDATE a.rrd {}:5:5000", T0 + 300 * 13));
+    assert_eq!(r, "0 errors, enqueued 1 value(s).\n");
+    assert_eq!(c.call("FLUSH a.rrd"), format!("0 Successfully flushed {path}.\n"));
+    rrdtool(&["update", copy.to_str().unwrap(), &format!("{}:5:5000", T0 + 300 * 13)]);
+    assert!(
+        std::fs::read(&ours).unwrap() == std::fs::read(&copy).unwrap(),
+        "files differ after the next flush"
+    );
+
+    // Errors, rrdcached's texts.
+    let e = |line: &str| String::from_utf8_lossy(&exchange(&d.socket, line).0).into_owned();
+    assert_eq!(e("TUNE\n"), "-1 Usage: TUNE <filename> [options]\n");
+    assert_eq!(e("TUNE a.rrd\n"), "-1 Usage: TUNE <filename> [options]\n");
+    assert_eq!(e("TUNE a.rrd -1\n"), "-1 Invalid argument count specified (-1)\n");
+    assert_eq!(
+        e("TUNE a.rrd 3 tune -h\n"),
+        "-1 Invalid argument count specified (3): 2 argument(s) follow it\n"
+    );
+    assert_eq!(e("TUNE a.rrd 3 tune -h nope:5\n"), "-1 Got error unknown data source name 'nope'\n");
+    assert_eq!(
+        e("TUNE missing.rrd 1 tune\n"),
+        format!("-1 Got error opening '{}': No such file or directory\n", dir.join("missing.rrd").display())
+    );
+    assert_eq!(
+        e("BATCH\nTUNE a.rrd 1 tune\n.\n"),
+        "0 Go ahead.  End with dot '.' on its own line.\n1 errors\n1 Can't use 'TUNE' here.\n"
+    );
+    d.stop();
+}
+
+#[test]
+fn tune_flushes_pending_values_first() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    let (ours, copy, d) = two_files(&dir);
+    // A change of structure: the pending values are written to the old one.
+    // (An added DS is not compared: rrdtool leaves some of its bytes
+    // uninitialised.)
+    let request = format!("TUNE {} 4 tune a.rrd DEL:y RRA:MIN:0.5:2:10\n", ours.display());
+    assert_eq!(String::from_utf8_lossy(&exchange(&d.socket, &request).0), "0 Success\n");
+    rrdtool(&["tune", copy.to_str().unwrap(), "DEL:y", "RRA:MIN:0.5:2:10"]);
+    assert!(std::fs::read(&ours).unwrap() == std::fs::read(&copy).unwrap(), "restructured files differ");
+    let mut c = d.client();
+    assert_eq!(c.call("PENDING a.rrd"), "0 updates pending\n");
+    // One DS now: the next value has one column.
+    let r = c.call(&format!("UPDATE a.rrd {}:5", T0 + 300 * 13));
+    assert_eq!(r, "0 errors, enqueued 1 value(s).\n");
+    assert_eq!(c.call("FLUSH a.rrd"), format!("0 Successfully flushed {}.\n", ours.display()));
+    rrdtool(&["update", copy.to_str().unwrap(), &format!("{}:5", T0 + 300 * 13)]);
+    assert!(
+        std::fs::read(&ours).unwrap() == std::fs::read(&copy).unwrap(),
+        "files differ after the next flush"
+    );
+    d.stop();
+}
+
+#[test]
+fn dump_streams_rrdtools_xml_and_closes() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    let (ours, copy, d) = two_files(&dir);
+    let expected = rrdtool(&["dump", copy.to_str().unwrap()]);
+    // rrd_client.c's rrd_client_dump: "dump <path> <header>\n".
+    let (xml, closed) = exchange(&d.socket, &format!("dump {} dtd\n", ours.display()));
+    assert!(closed, "DUMP closes the connection at the end of the XML");
+    assert_eq!(String::from_utf8_lossy(&xml), expected);
+    assert!(std::fs::read(&ours).unwrap() == std::fs::read(&copy).unwrap(), "DUMP flushes first");
+    // No header asked: rrdcached's (the DTD one); others on request.
+    assert_eq!(String::from_utf8_lossy(&exchange(&d.socket, "DUMP a.rrd\n").0), expected);
+    let none = rrdtool(&["dump", "--header", "none", copy.to_str().unwrap()]);
+    assert_eq!(String::from_utf8_lossy(&exchange(&d.socket, "DUMP a.rrd -h none\n").0), none);
+    let xsd = rrdtool(&["dump", "--header", "xsd", copy.to_str().unwrap()]);
+    assert_eq!(String::from_utf8_lossy(&exchange(&d.socket, "DUMP a.rrd xsd\n").0), xsd);
+
+    // Errors are status lines; the connection stays.
+    let (r, closed) = exchange(&d.socket, "DUMP nope.rrd\n");
+    assert_eq!(String::from_utf8_lossy(&r), "-1 nope.rrd: failed to stat: No such file or directory\n");
+    assert!(!closed);
+    std::fs::create_dir(dir.join("d.rrd")).unwrap();
+    let (r, _) = exchange(&d.socket, "DUMP d.rrd\n");
+    assert_eq!(String::from_utf8_lossy(&r), "-1 d.rrd: failed to stat: not a regular file\n");
+    std::fs::write(dir.join("junk.rrd"), b"not an rrd").unwrap();
+    let (r, _) = exchange(&d.socket, "DUMP junk.rrd\n");
+    assert!(String::from_utf8_lossy(&r).starts_with("-1 junk.rrd: failed to relay dump: "), "{r:?}");
+    let (r, _) = exchange(&d.socket, "DUMP\n");
+    assert_eq!(String::from_utf8_lossy(&r), "-1 Usage: DUMP <filename> [-h none|xsd|dtd]\n");
+    let (r, _) = exchange(&d.socket, "DUMP a.rrd html\n");
+    assert_eq!(String::from_utf8_lossy(&r), "-1 Usage: DUMP <filename> [-h none|xsd|dtd]\n");
+    // Replies before a DUMP come first; lines after it are not run.
+    let (r, closed) = exchange(&d.socket, "PING\nDUMP a.rrd\nPING\n");
+    assert!(closed);
+    assert_eq!(String::from_utf8_lossy(&r), format!("0 PONG\n{expected}"));
+    d.stop();
+}
+
+#[test]
+fn help_lists_tune_and_dump_where_rrdcached_19_does() {
+    let (_t, dir) = temp_dir();
+    let d = Daemon::start(Kind::Ours, &dir, &[]);
+    let mut c = d.client();
+    let help = c.call("HELP");
+    let lines: Vec<&str> = help.lines().collect();
+    assert_eq!(lines[0], "24 Command overview");
+    assert_eq!(
+        &lines[1..5],
+        [
+            "UPDATE <filename> <values> [<values> ...]",
+            "TUNE <filename> [options]",
+            "DUMP <filename> [-h none|xsd|dtd]",
+            "FLUSH <filename>"
+        ]
+    );
+    assert_eq!(
+        c.call("HELP TUNE"),
+        "4 Help for TUNE\nUsage: TUNE <filename> [options]\n\nTunes the given file, takes the parameters as defined in rrdtool.\n\n"
+    );
+    assert_eq!(
+        c.call("HELP dump"),
+        "4 Help for DUMP\nUsage: DUMP <filename> [-h none|xsd|dtd]\n\nDumps the specified RRD to XML.\n\n"
+    );
+    d.stop();
+}
