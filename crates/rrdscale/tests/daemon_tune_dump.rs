@@ -207,3 +207,145 @@ fn help_lists_tune_and_dump_where_rrdcached_19_does() {
     );
     d.stop();
 }
+
+/// A daemon that records the lines it gets: `flush` and `tune` are
+/// answered with success, `dump` with `payload` and the end of the
+/// connection (rrdcached 1.9's DUMP).
+fn recording_daemon(socket: &Path, payload: &'static str) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let listener = std::os::unix::net::UnixListener::bind(socket).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+                let _ = tx.send(line.clone());
+                let reply = match line.split(' ').next().unwrap_or("") {
+                    "dump" => {
+                        let _ = conn.write_all(payload.as_bytes());
+                        break;
+                    }
+                    "tune" => "0 Success\n",
+                    _ => "0 Successfully flushed.\n",
+                };
+                let _ = conn.write_all(reply.as_bytes());
+                line.clear();
+            }
+        }
+    });
+    rx
+}
+
+fn rrdscale(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_rrdscale"))
+        .args(args)
+        .env_remove("RRDCACHED_ADDRESS")
+        .envs(env.iter().copied())
+        .env("TZ", "UTC")
+        .output()
+        .unwrap()
+}
+
+fn received(rx: &std::sync::mpsc::Receiver<String>) -> Vec<String> {
+    rx.try_iter().collect()
+}
+
+#[test]
+fn client_sends_rrdtool_19_requests() {
+    let (_t, dir) = temp_dir();
+    let socket = dir.join("sock");
+    let rx = recording_daemon(&socket, "<?xml?>\n<rrd>a b\\c</rrd>\n");
+    let file = dir.join("my file.rrd");
+    std::fs::write(&file, b"").unwrap();
+    let (f, addr) = (file.to_str().unwrap(), format!("unix:{}", socket.display()));
+    let esc = f.replace(' ', "\\ ");
+
+    // rrd_tune: flush, then the whole (permuted) command line.
+    let out = rrdscale(&["tune", f, "DEL:y", "-h", "x:900", "--daemon", &addr], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sock = socket.display().to_string();
+    assert_eq!(
+        received(&rx),
+        [format!("flush {esc}\n"), format!("tune {esc} 7 tune -h x:900 --daemon unix:{sock} {esc} DEL:y\n")]
+    );
+    // RRDCACHED_ADDRESS names the daemon just as well.
+    let out = rrdscale(&["tune", f, "--heartbeat=x:60"], &[("RRDCACHED_ADDRESS", &addr)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        received(&rx),
+        [format!("flush {esc}\n"), format!("tune {esc} 3 tune --heartbeat=x:60 {esc}\n")]
+    );
+
+    // rrd_dump: flush, then "dump <file> <header>"; the XML is what came
+    // before the close.
+    let out = rrdscale(&["dump", "--daemon", &addr, f], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "<?xml?>\n<rrd>a b\\c</rrd>\n");
+    assert_eq!(received(&rx), [format!("flush {esc}\n"), format!("dump {esc} dtd\n")]);
+    let xml = dir.join("out.xml");
+    let out = rrdscale(&["dump", "-h", "xsd", f, xml.to_str().unwrap()], &[("RRDCACHED_ADDRESS", &addr)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&xml).unwrap(), "<?xml?>\n<rrd>a b\\c</rrd>\n");
+    assert_eq!(received(&rx), [format!("flush {esc}\n"), format!("dump {esc} xsd\n")]);
+    let out = rrdscale(&["dump", "--no-header", "--daemon", &addr, f], &[]);
+    assert!(out.status.success());
+    assert_eq!(received(&rx)[1], format!("dump {esc} none\n"));
+}
+
+#[test]
+fn client_uses_our_daemons_tune_and_dump() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    let (ours, copy, d) = two_files(&dir);
+    let addr = format!("unix:{}", d.socket.display());
+    let f = ours.to_str().unwrap();
+    let out = rrdscale(&["dump", "--daemon", &addr, f], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), rrdtool(&["dump", copy.to_str().unwrap()]));
+    let mut c = d.client();
+    let r = c.call(&format!("UPDATE a.rrd {}:7:7000", T0 + 300 * 13));
+    assert_eq!(r, "0 errors, enqueued 1 value(s).\n");
+    rrdtool(&["update", copy.to_str().unwrap(), &format!("{}:7:7000", T0 + 300 * 13)]);
+    let out = rrdscale(&["tune", f, "-i", "x:0", "RRA#2:+4"], &[("RRDCACHED_ADDRESS", &addr)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    rrdtool(&["tune", copy.to_str().unwrap(), "-i", "x:0", "RRA#2:+4"]);
+    assert!(std::fs::read(&ours).unwrap() == std::fs::read(&copy).unwrap(), "tuned files differ");
+    // The daemon's error is the command's.
+    let out = rrdscale(&["tune", f, "-h", "nope:1", "--daemon", &addr], &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Got error unknown data source name 'nope'"), "{err}");
+    let out = rrdscale(&["dump", "--daemon", &addr, dir.join("nope.rrd").to_str().unwrap()], &[]);
+    assert!(!out.status.success());
+    d.stop();
+}
+
+#[test]
+fn client_falls_back_with_rrdcached_172() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    let ours = dir.join("a.rrd");
+    create_rrd(&ours, T0);
+    let copy = dir.join("copy.rrd");
+    std::fs::copy(&ours, &copy).unwrap();
+    let d = Daemon::start(Kind::Rrdcached, &dir, &[]);
+    let addr = format!("unix:{}", d.socket.display());
+    let mut c = d.client();
+    assert_eq!(c.call("TUNE a.rrd 1 tune"), "-1 Unknown command: TUNE\n");
+    let r = c.call(&format!("UPDATE a.rrd {}:1:100 {}:2:200", T0 + 300, T0 + 600));
+    assert_eq!(r, "0 errors, enqueued 2 value(s).\n");
+    for v in [format!("{}:1:100", T0 + 300), format!("{}:2:200", T0 + 600)] {
+        rrdtool(&["update", copy.to_str().unwrap(), &v]);
+    }
+    let f = ours.to_str().unwrap();
+    let out = rrdscale(&["dump", "--daemon", &addr, f], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), rrdtool(&["dump", copy.to_str().unwrap()]));
+    let out = rrdscale(&["tune", f, "-h", "x:900", "--daemon", &addr], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    rrdtool(&["tune", copy.to_str().unwrap(), "-h", "x:900"]);
+    assert!(std::fs::read(&ours).unwrap() == std::fs::read(&copy).unwrap(), "tuned files differ");
+    d.stop();
+}

@@ -8,9 +8,15 @@
 //! 1.7.2: the daemon is connected before anything else (an unreachable one
 //! fails the command with `Cannot connect to daemon` and the file is not
 //! touched); then the file's pending values are flushed (a failed flush is
-//! ignored), the file is tuned, and the daemon is told to FORGET the file
-//! (whether the tune succeeded or not; a failed forget is ignored), so that
-//! it reopens the changed file. With no daemon named, a connection an
+//! ignored). Then, as rrdtool 1.8 and later, the daemon is asked to tune
+//! the file (`TUNE`, the command line sent as librrd 1.9 sends it); its
+//! error is the command's. A daemon that does not know TUNE (rrdcached
+//! 1.7.2 answers `Unknown command`) gets 1.7.2's treatment: the file is
+//! tuned here, and the daemon is told to FORGET the file (whether the tune
+//! succeeded or not; a failed forget is ignored), so that it reopens the
+//! changed file. (librrd 1.9 sends FORGET after the daemon's TUNE too; we
+//! do not: the daemon that tuned the file knows it changed, and a FORGET
+//! would drop values sent to it in the meantime.) With no daemon named, a connection an
 //! earlier command of the same pipe-mode session left open is used the same
 //! way (librrd's `rrdc_is_any_connected`).
 //!
@@ -22,7 +28,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{anyhow, Result};
-use rrd_client::Daemon;
+use rrd_client::{Daemon, TuneOutcome};
 use rrd_engine::tune::{CommandLine, Tuner};
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
@@ -41,6 +47,11 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let Some(mut session) = session else { return tune_file(&mut line, &file) };
     // rrdtool ignores both failures (its comments wonder whether it should).
     let _ = session.flush(&file);
+    match session.tune(&file, &line.argv()) {
+        Ok(TuneOutcome::Tuned) => return Ok(()),
+        Ok(TuneOutcome::Unknown) => {}
+        Err(e) => return Err(e.into()),
+    }
     let result = tune_file(&mut line, &file);
     let _ = session.forget(&file);
     result

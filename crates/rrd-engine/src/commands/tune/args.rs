@@ -218,6 +218,13 @@ impl CommandLine {
         scan
     }
 
+    /// The command line as the parser has arranged it so far, `tune` first
+    /// (after [`CommandLine::scan`]: options first, then the operands, as
+    /// rrdtool's client sends it to a daemon's TUNE).
+    pub fn argv(&self) -> Vec<String> {
+        self.parser.argv[..self.parser.argc].iter().flatten().cloned().collect()
+    }
+
     /// The second pass: the options applied in order to `tuner` (what was
     /// applied before a failure stays applied, as it does in rrdtool's
     /// memory-mapped file), the header written back, then the structural
