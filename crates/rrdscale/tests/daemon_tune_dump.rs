@@ -349,3 +349,56 @@ fn client_falls_back_with_rrdcached_172() {
     assert!(std::fs::read(&ours).unwrap() == std::fs::read(&copy).unwrap(), "tuned files differ");
     d.stop();
 }
+
+#[test]
+fn tune_and_dump_stay_beneath_the_base_directory() {
+    require_tools();
+    let (_t, top) = temp_dir();
+    let outside = top.join("outside.rrd");
+    create_rrd(&outside, T0);
+    let before = std::fs::read(&outside).unwrap();
+    let dir = top.join("base");
+    std::fs::create_dir(&dir).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("link.rrd")).unwrap();
+    let d = Daemon::start(Kind::Ours, &dir, &["-B"]);
+    let e = |line: &str| String::from_utf8_lossy(&exchange(&d.socket, line).0).into_owned();
+    let up = format!("-1 {}/../outside.rrd: Permission denied\n", dir.display());
+    assert_eq!(e("TUNE ../outside.rrd 3 tune -h x:900\n"), up);
+    assert_eq!(
+        e("TUNE link.rrd 3 tune -h x:900\n"),
+        format!(
+            "-1 Got error {}: Permission denied (outside the base directory)\n",
+            dir.join("link.rrd").display()
+        )
+    );
+    assert_eq!(e("DUMP ../outside.rrd\n"), up);
+    assert_eq!(e("DUMP link.rrd\n"), "-1 link.rrd: Permission denied\n");
+    assert!(std::fs::read(&outside).unwrap() == before, "the outside file changed");
+    d.stop();
+}
+
+#[test]
+fn a_large_dump_arrives_whole_in_many_pieces() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    let file = dir.join("big.rrd");
+    let f = file.to_str().unwrap();
+    rrdtool(&[
+        "create",
+        f,
+        "-b",
+        &T0.to_string(),
+        "-s",
+        "60",
+        "DS:x:GAUGE:120:U:U",
+        "RRA:AVERAGE:0.5:1:100000",
+    ]);
+    rrdtool(&["update", f, &format!("{}:1", T0 + 60), &format!("{}:2", T0 + 120)]);
+    let expected = rrdtool(&["dump", f]);
+    assert!(expected.len() > 8 * 256 * 1024, "the XML spans many pieces ({} bytes)", expected.len());
+    let d = Daemon::start(Kind::Ours, &dir, &[]);
+    let (xml, closed) = exchange(&d.socket, "DUMP big.rrd\n");
+    assert!(closed);
+    assert!(xml == expected.as_bytes(), "{} bytes, expected {}", xml.len(), expected.len());
+    d.stop();
+}
