@@ -47,6 +47,10 @@
 //! the `.`).
 //! QUIT (or a handler that closes) inside a BATCH closes without a reply,
 //! as rrdcached does.
+//!
+//! DUMP (rrdcached 1.9): the replies before it are written, then its XML
+//! as it is rendered (`commands::dump`), then the connection is closed;
+//! lines after it are not run.
 
 use std::sync::Arc;
 use std::time::Duration;
