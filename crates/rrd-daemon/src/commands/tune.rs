@@ -19,7 +19,7 @@
 //! that differs from the arguments sent is refused (rrdcached reads past
 //! its array then); the file is opened through the `-B` confinement; and
 //! the header the cache keeps for the file is dropped, so that the next
-//! flush reads the tuned one.
+//! flush reads the tuned one (after a flush in flight, if any, ended).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -27,7 +27,7 @@ use std::sync::Arc;
 use rrd_engine::tune::{CommandLine, Tuner};
 use rrd_protocol::{Command, Reply};
 
-use super::flush::{flush_failure, flush_key};
+use super::flush::{flush_failure, flush_key, wait_flushed};
 use super::{access_denied, blocking, syntax_error, Args, Outcome};
 use crate::paths::Paths;
 use crate::state::Daemon;
@@ -82,15 +82,33 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     let d = daemon.clone();
     let k = key.clone();
     let result = blocking(move || tune_file(&d, &k, &argv)).await;
-    // The file changed under the header the cache keeps: the next flush
-    // reads it again (a flush that ran meanwhile sees the changed stamp).
-    if let Some(e) = daemon.cache.shard(&key).get_mut(key.as_str()) {
-        e.kept = None;
-        e.inode = 0;
-    }
+    forget_header(daemon, &key).await;
     match result {
         Ok(()) => Reply::ok_line("Success").into(),
         Err(why) => Reply::error(format!("Got error {why}")).into(),
+    }
+}
+
+/// Drops the header the cache keeps for `key`, which the tune changed
+/// under it, so that the next flush reads the file's. A flush in flight
+/// took its header before the drop and puts it back when it ends (a
+/// stamp alone may not tell: a write within one tick of the file system's
+/// clock leaves mtime and ctime where they were): that flush is waited
+/// for and the header dropped again. A later flush starts from the file.
+async fn forget_header(daemon: &Daemon, key: &str) {
+    for _ in 0..2 {
+        let in_flight = match daemon.cache.shard(key).get_mut(key) {
+            None => return,
+            Some(e) => {
+                e.kept = None;
+                e.inode = 0;
+                e.flushing.then_some(e.flushed_gen + 1)
+            }
+        };
+        match in_flight {
+            None => return,
+            Some(target) => wait_flushed(daemon, key, target).await,
+        }
     }
 }
 
