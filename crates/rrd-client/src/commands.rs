@@ -11,11 +11,21 @@
 //! `N:` at the start of an update value becomes the client's clock, as in
 //! librrd; any other time syntax is the daemon's business.
 //!
+//! TUNE and DUMP are sent as rrdtool 1.9's librrd sends them
+//! (`rrd_client_tune`: `tune <file> <argc> <argv...>`, argv being the
+//! tune command line, `tune` first; `rrd_client_dump`: `dump <file>
+//! <dtd|xsd|none>`, the XML read until the daemon closes); a daemon that
+//! does not know them (rrdcached before 1.8/1.9) answers `Unknown command`,
+//! which [`TuneOutcome::Unknown`] and [`DumpOutcome::Unknown`] report so
+//! that the caller does the work itself.
+//!
 //! Deliberately absent: FETCHBIN, STATS, PENDING (rrdtool's commands do not
 //! send them).
 
+use std::io::Write;
+
 use crate::address::{is_local, ENV_STRIP_PATH};
-use crate::connection::Client;
+use crate::connection::{Client, Streamed};
 use rrd_lang::numparse::{atoi, atol, strtol};
 
 use crate::ctext::{atof, io_text, strtod_whole};
@@ -72,7 +82,65 @@ fn now_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
+/// What a TUNE request did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum TuneOutcome {
+    /// The daemon tuned the file.
+    Tuned,
+    /// The daemon does not know TUNE.
+    Unknown,
+}
+
+/// What a DUMP request did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DumpOutcome {
+    /// The XML was copied to the output; the connection is closed.
+    Dumped,
+    /// The daemon does not know DUMP (nothing was written).
+    Unknown,
+}
+
+/// Whether an error reply says the command is not known to the daemon.
+fn unknown_command(message: &str) -> bool {
+    message.starts_with("Unknown command")
+}
+
 impl Client {
+    /// `tune file argc argv...`: the daemon tunes `file` with the tune
+    /// command line `argv` (`argv[0]` is `tune`).
+    pub fn tune(&mut self, file: &str, argv: &[String]) -> Result<TuneOutcome, ClientError> {
+        let path = self.daemon_path(file)?;
+        let argc = argv.len().to_string();
+        let mut fields = vec!["tune", path.as_str(), argc.as_str()];
+        fields.extend(argv.iter().map(String::as_str));
+        match self.request(&fields) {
+            Ok(_) => Ok(TuneOutcome::Tuned),
+            Err(ClientError::Daemon { message, .. }) if unknown_command(&message) => Ok(TuneOutcome::Unknown),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `dump file header`: the file's XML (`header`: `dtd`, `xsd` or
+    /// `none`) copied to `out` as it arrives.
+    pub fn dump(
+        &mut self,
+        file: &str,
+        header: &str,
+        out: &mut dyn Write,
+    ) -> Result<DumpOutcome, ClientError> {
+        let path = self.daemon_path(file)?;
+        match self.request_stream(&["dump", &path, header], out)? {
+            Streamed::Done => Ok(DumpOutcome::Dumped),
+            Streamed::Refused(line) => {
+                let message = line.split_once(' ').map_or(line.as_str(), |(_, m)| m);
+                if unknown_command(message) {
+                    return Ok(DumpOutcome::Unknown);
+                }
+                Err(ClientError::Stream(format!("failed to dump: {line}")))
+            }
+        }
+    }
+
     /// The name to send for `file` (see the module doc).
     pub fn daemon_path(&self, file: &str) -> Result<String, ClientError> {
         daemon_path(is_local(self.address()), file, std::env::var(ENV_STRIP_PATH).ok().as_deref())

@@ -188,6 +188,49 @@ impl Client {
     }
 }
 
+/// What a streamed request (DUMP) got back.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Streamed {
+    /// The payload was copied to the output, up to the daemon's close.
+    Done,
+    /// A status line instead: the daemon's error (or "Unknown command"),
+    /// nothing copied. The connection stays usable.
+    Refused(String),
+}
+
+impl Client {
+    /// Sends one command whose successful reply is a payload that starts
+    /// with `<` and ends where the daemon closes the connection (rrdcached
+    /// 1.9's DUMP), copying it to `out`; a reply starting with anything
+    /// else is a status line, returned whole. The connection is closed
+    /// after a payload.
+    pub fn request_stream(&mut self, fields: &[&str], out: &mut dyn Write) -> Result<Streamed, ClientError> {
+        let line = request_line(fields)?;
+        let Some(link) = self.link.as_mut() else { return Err(ClientError::Errno(libc::ENOTCONN)) };
+        if link.writer.write_all(&line).is_err() {
+            self.link = None;
+            return Err(ClientError::Send);
+        }
+        let first = match link.reader.fill_buf() {
+            Ok([]) | Err(_) => {
+                self.link = None;
+                return Err(ClientError::Receive);
+            }
+            Ok(buf) => buf[0],
+        };
+        if first != b'<' {
+            let Some(status) = read_line(&mut link.reader) else {
+                self.link = None;
+                return Err(ClientError::Receive);
+            };
+            return Ok(Streamed::Refused(String::from_utf8_lossy(&status).into_owned()));
+        }
+        let mut link = self.link.take().expect("present: just read from");
+        std::io::copy(&mut link.reader, out).map_err(|e| ClientError::Stream(io_text(&e)))?;
+        Ok(Streamed::Done)
+    }
+}
+
 /// One line without its trailing newlines and carriage returns (`None` at
 /// end of stream or on a read error).
 fn read_line<R: BufRead>(reader: &mut R) -> Option<Vec<u8>> {

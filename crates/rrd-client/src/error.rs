@@ -48,6 +48,9 @@ pub enum ClientError {
     /// An INFO reply with a type the client cannot take.
     #[error("rrdc_info: {0}")]
     Info(String),
+    /// A streamed reply (DUMP) could not be read or written on.
+    #[error("rrdc_dump: {0}")]
+    Stream(String),
 }
 
 impl ClientError {

@@ -1,7 +1,8 @@
 //! The client side of rrdcached's protocol, as rrdtool 1.7.2's librrd
 //! speaks it: what `rrdtool update|fetch|info|last|first|lastupdate|
 //! flushcached|create|list --daemon ADDR` (or `RRDCACHED_ADDRESS`) send,
-//! and how they read the replies.
+//! and how they read the replies; and `tune` and `dump` as 1.9's librrd
+//! sends them.
 //!
 //! - [`address`]: `--daemon`/`RRDCACHED_ADDRESS` and librrd's address forms.
 //! - [`connection`]: one blocking connection; request lines (escaped,
@@ -28,8 +29,11 @@ pub mod session;
 pub mod template;
 
 pub use address::{chosen, Endpoint, ENV_ADDRESS, ENV_STRIP_PATH};
-pub use commands::{daemon_path, parse_fetch, parse_info, CreateRequest, FetchReply, InfoItem, InfoValue};
-pub use connection::{request_line, Client, Response, REQUEST_MAX};
+pub use commands::{
+    daemon_path, parse_fetch, parse_info, CreateRequest, DumpOutcome, FetchReply, InfoItem, InfoValue,
+    TuneOutcome,
+};
+pub use connection::{request_line, Client, Response, Streamed, REQUEST_MAX};
 pub use error::ClientError;
 pub use session::{any_connected, daemon, disconnect, Daemon, Session};
 pub use template::map_template;

@@ -493,6 +493,10 @@ impl Session {
                 "FORGET is not available in cluster mode: the replicated log, not the cache, holds the values",
             )),
             Command::FetchBin => self.reply(Reply::error("FETCHBIN is not available in cluster mode; use FETCH")),
+            // A file's writes belong to its partition's owner; these are not routed.
+            Command::Tune | Command::Dump => {
+                self.reply(Reply::error(format!("{} is not available in cluster mode", command.name())))
+            }
             Command::Fetch | Command::Info | Command::First | Command::Last | Command::Flush => {
                 // Updates sent before it on this connection are in the
                 // log end the owner waits for.

@@ -104,6 +104,11 @@ pub struct Config {
     /// the memory this process may use, at most 1 GiB; see
     /// [`default_kept_budget`]).
     pub max_kept_bytes: u64,
+    /// `--skip-past-updates`: an UPDATE value whose time is not later than
+    /// the file's newest (pending or written) is dropped and counted
+    /// instead of ending the UPDATE with rrdtool's "illegal attempt to
+    /// update" error (daemon-wide).
+    pub skip_past_updates: bool,
     /// `--keep-pages`: leave the pages a flush wrote in the page cache
     /// (default: fdatasync, then drop them, so flushes do not evict the
     /// pages other files' updates need).
@@ -161,6 +166,7 @@ impl Default for Config {
             max_pending_bytes: 0,
             max_kept_bytes: 0,
             keep_pages: false,
+            skip_past_updates: false,
             metrics: None,
             tick: Duration::from_millis(1000),
             segment_len_max: 64 << 20,
@@ -280,6 +286,11 @@ rrdscale options:
                                 beyond it have their header read at each flush
   --keep-pages                  Keep the pages a flush wrote in the page cache
                                 (default: release them after fdatasync)
+  --skip-past-updates           Drop (and count: STATS UpdatesSkipped) UPDATE values
+                                not later than the file's newest time instead of
+                                failing the UPDATE; the others are taken, and an
+                                UPDATE whose values were all dropped succeeds with
+                                0 enqueued (default: rrdcached's error)
   --metrics ADDR                Serve Prometheus text at http://ADDR/metrics
                                 (HOST:PORT, [V6]:PORT, or :PORT for all interfaces)
   --tick-ms MS                  Scheduler period (default 1000)
@@ -355,6 +366,7 @@ const OPTIONS: &[Spec] = &[
     value(None, "max-pending-bytes"),
     value(None, "max-kept-bytes"),
     flag(None, "keep-pages"),
+    flag(None, "skip-past-updates"),
     value(None, "metrics"),
     value(None, "tick-ms"),
     value(None, "segment-bytes"),
@@ -465,6 +477,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
                     .ok_or_else(|| err(2, format!("Invalid --max-kept-bytes {v}: expected a size")))?;
             }
             "keep-pages" => c.keep_pages = true,
+            "skip-past-updates" => c.skip_past_updates = true,
             "metrics" => c.metrics = Some(value),
             "tick-ms" => {
                 let v = value;
@@ -731,6 +744,8 @@ mod tests {
         assert_eq!(connections_max(1024, 4), 224, "half of 1024 - 4 x 128 - 64");
         assert_eq!(connections_max(100, 4), 16, "never below 16");
         assert_eq!(connections_max(1 << 20, 4), 16_384, "never above 16,384");
+        assert!(!Config::default().skip_past_updates);
+        assert!(parse(&["--skip-past-updates"]).0.skip_past_updates);
         let (c, _) = parse(&["--max-pending-bytes", "64M", "--keep-pages"]);
         assert_eq!(c.max_pending_bytes, 64 << 20);
         assert!(c.keep_pages);

@@ -47,6 +47,10 @@
 //! the `.`).
 //! QUIT (or a handler that closes) inside a BATCH closes without a reply,
 //! as rrdcached does.
+//!
+//! DUMP (rrdcached 1.9): the replies before it are written, then its XML
+//! as it is rendered (`commands::dump`), then the connection is closed;
+//! lines after it are not run.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,6 +72,9 @@ enum Queued {
     AfterCommit(Ticket, Reply),
     /// A FETCH answer, written in pieces as the client takes them.
     Stream(Box<commands::fetch::FetchReply>),
+    /// A DUMP's XML, written as it is rendered; the connection closes
+    /// after it.
+    Dump(commands::dump::DumpStream),
 }
 
 /// How much of a streamed reply is rendered before it is written.
@@ -268,6 +275,20 @@ impl Session {
             }
             return Next::Continue;
         }
+        if command == Command::Dump {
+            // DUMP is a client command (never in a BATCH); its end is the
+            // connection's.
+            return match commands::dump::prepare(&self.daemon, Args::new(args)).await {
+                Ok(stream) => {
+                    self.queue.push(Queued::Dump(stream));
+                    Next::Close
+                }
+                Err(reply) => {
+                    self.reply(reply);
+                    Next::Continue
+                }
+            };
+        }
         match commands::execute_for(&self.daemon, command, Args::new(args), in_batch, self.peer).await {
             Outcome::Reply(r) => self.reply(r),
             Outcome::AfterCommit(ticket, r) => self.after_commit(ticket, r),
@@ -287,7 +308,7 @@ impl Session {
         let mut out = Vec::new();
         let newest = self.queue.iter().fold(Ticket::Done, |m, q| match q {
             Queued::AfterCommit(t, _) => m.max(t.clone()),
-            Queued::Ready(_) | Queued::Stream(_) => m,
+            Queued::Ready(_) | Queued::Stream(_) | Queued::Dump(_) => m,
         });
         let _ = self.daemon.journal.wait(&newest).await;
         let queue = std::mem::take(&mut self.queue);
@@ -300,6 +321,16 @@ impl Session {
                 },
                 Queued::Stream(stream) => {
                     self.write_stream(w, &mut out, stream).await?;
+                    continue;
+                }
+                Queued::Dump(mut dump) => {
+                    if !out.is_empty() {
+                        w.write_all(&out).await?;
+                        out.clear();
+                    }
+                    while let Some(piece) = dump.next().await {
+                        w.write_all(&piece).await?;
+                    }
                     continue;
                 }
             };

@@ -39,9 +39,12 @@
 //! that file is synced. docs/journal.md argues why that survives kill -9
 //! and power loss.
 //!
-//! Deliberately absent: TUNE and DUMP (unknown commands, as in rrdcached
-//! 1.7.2); pending values as binary numbers (rrdtool's COUNTER arithmetic
-//! works on the value's digits, so the texts are kept, with times parsed).
+//! Beyond 1.7.2: TUNE and DUMP as rrdcached 1.9 speaks them
+//! (`commands::tune`, `commands::dump`, docs/protocol.md).
+//!
+//! Deliberately absent: pending values as binary numbers (rrdtool's
+//! COUNTER arithmetic works on the value's digits, so the texts are kept,
+//! with times parsed).
 
 #![forbid(unsafe_code)]
 

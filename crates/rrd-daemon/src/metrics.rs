@@ -332,6 +332,11 @@ pub fn render(daemon: &Daemon) -> String {
         "UPDATEs refused (memory budget, journal failure).",
         c(&s.updates_refused),
     );
+    o.counter(
+        "rrdscale_updates_skipped_total",
+        "UPDATE values dropped by --skip-past-updates (not later than the file's newest time).",
+        c(&s.updates_skipped),
+    );
     o.counter("rrdscale_connections_total", "Client connections accepted.", c(&s.connections));
     if let Ok(text) = std::fs::read_to_string("/proc/meminfo") {
         let (dirty, writeback) = parse_meminfo(&text);

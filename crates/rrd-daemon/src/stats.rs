@@ -60,6 +60,9 @@ pub struct Stats {
     /// Flushes of a file that dropped values (all of them: the file is
     /// gone or not an RRD; or those from a value the file refused on).
     pub flush_drops: AtomicU64,
+    /// UPDATE values dropped by `--skip-past-updates` (their time was not
+    /// later than the file's newest).
+    pub updates_skipped: AtomicU64,
 }
 
 /// Upper bounds (seconds) of the sync-latency buckets: 50 µs to 2.5 s,

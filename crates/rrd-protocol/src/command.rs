@@ -1,6 +1,8 @@
-//! The command table of rrdcached 1.7.2, in its order: names, the contexts
-//! each command may be used in, its usage line and help text, and the
-//! permission bit `-P` grants for it.
+//! The command table of rrdcached 1.7.2, in its order, with the two
+//! commands rrdcached added later where 1.9 has them (TUNE from 1.8, DUMP
+//! from 1.9, after WROTE): names, the contexts each command may be used
+//! in, its usage line and help text, and the permission bit `-P` grants
+//! for it.
 //!
 //! The order matters twice: `HELP` lists the commands in it, and a
 //! permission set is a bit mask indexed by position (as rrdcached keeps it).
@@ -34,11 +36,13 @@ const BATCH: u8 = 2;
 const JOURNAL: u8 = 4;
 const ANY: u8 = 0x7f;
 
-/// Every command rrdcached 1.7.2 knows.
+/// Every command rrdcached 1.7.2 knows, and 1.9's TUNE and DUMP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Command {
     Update,
     Wrote,
+    Tune,
+    Dump,
     Flush,
     FlushAll,
     Pending,
@@ -88,6 +92,20 @@ const TABLE: &[Spec] = &[
         ),
     },
     Spec { command: Command::Wrote, name: "WROTE", contexts: JOURNAL, syntax: None, help: None },
+    Spec {
+        command: Command::Tune,
+        name: "TUNE",
+        contexts: CLIENT,
+        syntax: Some("TUNE <filename> [options]\n"),
+        help: Some("Tunes the given file, takes the parameters as defined in rrdtool.\n"),
+    },
+    Spec {
+        command: Command::Dump,
+        name: "DUMP",
+        contexts: CLIENT,
+        syntax: Some("DUMP <filename> [-h none|xsd|dtd]\n"),
+        help: Some("Dumps the specified RRD to XML.\n"),
+    },
     Spec {
         command: Command::Flush,
         name: "FLUSH",
@@ -405,12 +423,15 @@ mod tests {
     fn lookup_ignores_case_and_keeps_table_order() {
         assert_eq!(Command::find(b"update"), Some(Command::Update));
         assert_eq!(Command::find(b"."), Some(Command::BatchEnd));
-        assert_eq!(Command::find(b"TUNE"), None);
+        assert_eq!(Command::find(b"tune"), Some(Command::Tune));
+        assert_eq!(Command::find(b"TUNED"), None);
         assert_eq!(Command::find(b""), None);
         assert_eq!(Command::Update.index(), 0);
         assert_eq!(Command::Quit.index(), TABLE.len() - 1);
         let shown = Command::all().filter(|c| c.syntax().is_some()).count();
-        assert_eq!(shown, 22, "HELP lists 22 commands, as rrdcached 1.7.2");
+        assert_eq!(shown, 24, "HELP lists 24 commands, as rrdcached 1.9");
+        let order: Vec<&str> = Command::all().take(5).map(Command::name).collect();
+        assert_eq!(order, ["UPDATE", "WROTE", "TUNE", "DUMP", "FLUSH"], "1.9's order");
     }
 
     #[test]
@@ -433,5 +454,7 @@ mod tests {
         assert!(!Command::Ping.allowed_in(Context::Batch));
         assert!(!Command::BatchEnd.allowed_in(Context::Client));
         assert!(!Command::Wrote.allowed_in(Context::Client));
+        assert!(Command::Tune.allowed_in(Context::Client) && !Command::Tune.allowed_in(Context::Batch));
+        assert!(Command::Dump.allowed_in(Context::Client) && !Command::Dump.allowed_in(Context::Batch));
     }
 }

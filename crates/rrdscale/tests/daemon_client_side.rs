@@ -213,7 +213,9 @@ fn session() -> Vec<Step> {
     s.push(step(&["dump", "-d", "$NOSOCK", "nx.rrd"]));
     // tune: connects first (unreachable: refused, file untouched), flushes,
     // tunes, then FORGETs the file; the daemon must then use the new
-    // heartbeat (a 900 s gap is known only with it).
+    // heartbeat (a 900 s gap is known only with it). Our client has our
+    // daemon tune the file (rrdtool 1.9's TUNE): same files, errors worded
+    // as 1.9 words them (tune_error_19).
     s.push(step(&["update", "-d", "$A", "c.rrd", &v(6, 1, 700)]));
     s.push(step(&["tune", "--daemon", "$A", "c.rrd", "-h", "x:900", "--heartbeat", "y:900"]));
     s.push(step(&["update", "-d", "$A", "c.rrd", &v(9, 2, 900)]));
@@ -404,6 +406,17 @@ fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// Whether `ours` is `theirs` (rrdtool 1.7.2 tuning the file itself) with
+/// its error as rrdtool 1.9's client reports the daemon's TUNE error:
+/// `rrdcached@ADDR: Got error <the same text>` (file names as the daemon
+/// resolved them).
+fn tune_error_19(theirs: &str, ours: &str) -> bool {
+    let Some(line) = ours.lines().find(|l| l.starts_with("ERROR: rrdcached@")) else { return false };
+    let Some((_, error)) = line.split_once(": Got error ") else { return false };
+    let error = error.replace("$BASE/", "");
+    ours.replace(line, &format!("ERROR: {error}")) == theirs
+}
+
 #[test]
 fn our_cli_talks_to_daemons_exactly_like_rrdtool() {
     require_tools();
@@ -430,7 +443,10 @@ fn our_cli_talks_to_daemons_exactly_like_rrdtool() {
             worlds.push((t, dir));
         }
         for (i, st) in steps.iter().enumerate() {
-            if outputs[0][i] != outputs[1][i] {
+            let tuned_by_daemon = kind == Kind::Ours && st.args[0] == "tune";
+            if outputs[0][i] != outputs[1][i]
+                && !(tuned_by_daemon && tune_error_19(&outputs[0][i], &outputs[1][i]))
+            {
                 failures.push(format!(
                     "{kind:?} daemon, step {i} {:?}:\n=== rrdtool\n{}=== rrdscale\n{}",
                     st.args, outputs[0][i], outputs[1][i]

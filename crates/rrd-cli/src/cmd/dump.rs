@@ -8,7 +8,10 @@
 //! With a daemon (`--daemon`, else `RRDCACHED_ADDRESS`), as rrdtool 1.7.2:
 //! the daemon is asked to FLUSH the file first, so the dump includes the
 //! values still pending there; a failed flush fails the command before
-//! anything is written. A daemon that cannot be reached means the file is
+//! anything is written. Then, as rrdtool 1.9, the daemon is asked for the
+//! XML (`DUMP`, streamed to the output as it arrives; an output file that
+//! ends up incomplete is removed, as rrdtool removes it); a daemon that
+//! does not know DUMP (rrdcached 1.7.2) means the file is read here. A daemon that cannot be reached means the file is
 //! dumped anyway, then the command fails with the connection error
 //! (rrdtool's error text stays set; see `client.rs`).
 
@@ -63,8 +66,58 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
         ),
         rrd_client::Daemon::Connected(mut session) => {
             session.flush(rrd_path).map_err(|e| super::client::flush_failure(rrd_path, e))?;
+            if daemon_dump(&mut session, rrd_path, xml_path.map(String::as_str), &options, out)? {
+                return Ok(());
+            }
             drop(session);
             write_dump(rrd_path, xml_path.map(String::as_str), &options, out)
+        }
+    }
+}
+
+/// The header's name in a DUMP request (librrd's `str_opt_xmlheader`).
+fn header_name(header: DumpHeader) -> &'static str {
+    match header {
+        DumpHeader::Dtd => "dtd",
+        DumpHeader::Xsd => "xsd",
+        DumpHeader::None => "none",
+    }
+}
+
+/// The daemon's DUMP to `xml_path` or `out`; `false` (nothing written)
+/// when the daemon does not know DUMP.
+fn daemon_dump(
+    client: &mut rrd_client::Client,
+    rrd_path: &str,
+    xml_path: Option<&str>,
+    options: &DumpOptions,
+    out: &mut dyn Write,
+) -> Result<bool> {
+    let header = header_name(options.header);
+    let Some(path) = xml_path else {
+        return match client.dump(rrd_path, header, out) {
+            Ok(outcome) => Ok(outcome == rrd_client::DumpOutcome::Dumped),
+            // `rrdscale dump --daemon ... f.rrd | head`: the reader is gone.
+            Err(rrd_client::ClientError::Stream(why)) if why == rrd_lang::ctext::strerror(libc::EPIPE) => {
+                Ok(true)
+            }
+            Err(e) => Err(e.into()),
+        };
+    };
+    let file = File::create(path)
+        .map_err(|e| anyhow!("opening '{path}' for writing: {}", rrd_lang::ctext::io_text(&e)))?;
+    let mut w = BufWriter::with_capacity(256 * 1024, file);
+    let result = client.dump(rrd_path, header, &mut w).map_err(anyhow::Error::from).and_then(|outcome| {
+        w.flush().map(|()| outcome).map_err(|e| anyhow!("writing '{path}': {}", rrd_lang::ctext::io_text(&e)))
+    });
+    match result {
+        Ok(rrd_client::DumpOutcome::Dumped) => Ok(true),
+        // Created for nothing: the file is dumped here instead.
+        Ok(rrd_client::DumpOutcome::Unknown) => Ok(false),
+        Err(e) => {
+            drop(w);
+            let _ = std::fs::remove_file(path);
+            Err(e)
         }
     }
 }

@@ -1,21 +1,22 @@
 //! `rrdscale tune`: rrdtool 1.7.2's `tune` command line, then the engine.
 //!
-//! rrdtool parses tune's options with its bundled `optparse`, not with
-//! getopt, and scripts see the difference: long options must be spelled in
-//! full (no unambiguous prefixes), options and operands mix freely (the
-//! operands are moved behind the options), and the arguments are parsed
-//! twice, once to find the file name and once to apply the options in
-//! order after the file is open. This module ports that parser so that the
-//! same command line picks the same file, applies the same options and
-//! fails with the same message at the same point.
+//! The command line is read by `rrd_engine::tune::CommandLine`, a port of
+//! the `optparse` rrdtool bundles (the daemon's TUNE reads its arguments
+//! with it too).
 //!
 //! With a daemon (`--daemon|-D`, else `RRDCACHED_ADDRESS`), as rrdtool
 //! 1.7.2: the daemon is connected before anything else (an unreachable one
 //! fails the command with `Cannot connect to daemon` and the file is not
 //! touched); then the file's pending values are flushed (a failed flush is
-//! ignored), the file is tuned, and the daemon is told to FORGET the file
-//! (whether the tune succeeded or not; a failed forget is ignored), so that
-//! it reopens the changed file. With no daemon named, a connection an
+//! ignored). Then, as rrdtool 1.8 and later, the daemon is asked to tune
+//! the file (`TUNE`, the command line sent as librrd 1.9 sends it); its
+//! error is the command's. A daemon that does not know TUNE (rrdcached
+//! 1.7.2 answers `Unknown command`) gets 1.7.2's treatment: the file is
+//! tuned here, and the daemon is told to FORGET the file (whether the tune
+//! succeeded or not; a failed forget is ignored), so that it reopens the
+//! changed file. (librrd 1.9 sends FORGET after the daemon's TUNE too; we
+//! do not: the daemon that tuned the file knows it changed, and a FORGET
+//! would drop values sent to it in the meantime.) With no daemon named, a connection an
 //! earlier command of the same pipe-mode session left open is used the same
 //! way (librrd's `rrdc_is_any_connected`).
 //!
@@ -27,279 +28,39 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{anyhow, Result};
-use rrd_client::Daemon;
-use rrd_engine::tune::{self, TuneOption, Tuner};
-
-/// tune's options: long name and short letter (all take an argument).
-const LONG_OPTIONS: &[(&str, char)] = &[
-    ("heartbeat", 'h'),
-    ("minimum", 'i'),
-    ("maximum", 'a'),
-    ("data-source-type", 'd'),
-    ("data-source-rename", 'r'),
-    ("deltapos", 'p'),
-    ("deltaneg", 'n'),
-    ("window-length", 'w'),
-    ("failure-threshold", 'f'),
-    ("alpha", 'x'),
-    ("beta", 'y'),
-    ("gamma", 'z'),
-    ("gamma-deviation", 'v'),
-    ("smoothing-window", 's'),
-    ("smoothing-window-deviation", 'S'),
-    ("aberrant-reset", 'b'),
-    ("step", 't'),
-    ("daemon", 'D'),
-];
-
-/// What one step of the parser found.
-#[derive(Debug, PartialEq)]
-enum Event {
-    End,
-    Option(char, String),
-    Error(String),
-}
-
-/// A port of the `optparse` rrdtool bundles (permuting, long options by
-/// exact name, every option taking an argument).
-struct OptParse {
-    /// The arguments, with the program name first and room past the end:
-    /// permuting can move an argument into the `argv[argc]` slot.
-    argv: Vec<Option<String>>,
-    argc: usize,
-    optind: usize,
-    subopt: usize,
-}
-
-impl OptParse {
-    fn new(args: &[String]) -> OptParse {
-        let mut argv: Vec<Option<String>> = vec![Some("tune".to_string())];
-        argv.extend(args.iter().cloned().map(Some));
-        let argc = argv.len();
-        argv.extend([None, None]);
-        OptParse { argv, argc, optind: 1, subopt: 0 }
-    }
-
-    fn restart(&mut self) {
-        self.optind = 1;
-        self.subopt = 0;
-    }
-
-    fn arg(&self, i: usize) -> Option<String> {
-        if i < self.argc {
-            self.argv[i].clone()
-        } else {
-            None
-        }
-    }
-
-    fn permute(&mut self, index: usize) {
-        let last = (self.optind - 1).min(self.argv.len() - 1);
-        let nonoption = self.argv[index].take();
-        for i in index..last {
-            self.argv[i] = self.argv[i + 1].take();
-        }
-        self.argv[last] = nonoption;
-    }
-
-    fn next(&mut self) -> Event {
-        let Some(option) = self.arg(self.optind) else { return Event::End };
-        if option == "--" {
-            self.optind += 1;
-            return Event::End;
-        }
-        let is_short = option.len() > 1 && option.starts_with('-') && !option.starts_with("--");
-        if is_short {
-            return self.next_short(&option);
-        }
-        let is_long = option.len() > 2 && option.starts_with("--");
-        if !is_long {
-            // A non-option: parse what follows, then move it behind.
-            let index = self.optind;
-            self.optind += 1;
-            let event = self.next();
-            self.permute(index);
-            self.optind -= 1;
-            return event;
-        }
-        let body = &option[2..];
-        self.optind += 1;
-        let (name, inline) = match body.split_once('=') {
-            Some((n, v)) => (n, Some(v.to_string())),
-            None => (body, None),
-        };
-        let Some(&(long, short)) = LONG_OPTIONS.iter().find(|(l, _)| *l == name) else {
-            return Event::Error(format!("invalid option -- '{body}'"));
-        };
-        let value = match inline {
-            Some(v) => v,
-            None => {
-                let v = self.arg(self.optind);
-                self.optind += 1;
-                match v {
-                    Some(v) => v,
-                    None => return Event::Error(format!("option requires argument -- '{long}'")),
-                }
-            }
-        };
-        Event::Option(short, value)
-    }
-
-    fn next_short(&mut self, option: &str) -> Event {
-        let rest = &option[1 + self.subopt..];
-        let c = rest.chars().next().unwrap_or('\0');
-        let after = &rest[c.len_utf8()..];
-        if !LONG_OPTIONS.iter().any(|(_, s)| *s == c) {
-            self.optind += 1;
-            return Event::Error(format!("invalid option -- '{c}'"));
-        }
-        self.subopt = 0;
-        self.optind += 1;
-        if !after.is_empty() {
-            return Event::Option(c, after.to_string());
-        }
-        match self.arg(self.optind) {
-            Some(v) => {
-                self.optind += 1;
-                Event::Option(c, v)
-            }
-            None => Event::Error(format!("option requires an argument -- '{c}'")),
-        }
-    }
-}
-
-fn tune_option(c: char, v: String) -> TuneOption {
-    match c {
-        'h' => TuneOption::Heartbeat(v),
-        'i' => TuneOption::Minimum(v),
-        'a' => TuneOption::Maximum(v),
-        'd' => TuneOption::DataSourceType(v),
-        'r' => TuneOption::DataSourceRename(v),
-        'p' => TuneOption::DeltaPos(v),
-        'n' => TuneOption::DeltaNeg(v),
-        'w' => TuneOption::WindowLength(v),
-        'f' => TuneOption::FailureThreshold(v),
-        'x' => TuneOption::Alpha(v),
-        'y' => TuneOption::Beta(v),
-        'z' => TuneOption::Gamma(v),
-        'v' => TuneOption::GammaDeviation(v),
-        's' => TuneOption::SmoothingWindow(v),
-        'S' => TuneOption::SmoothingWindowDeviation(v),
-        'b' => TuneOption::AberrantReset(v),
-        't' => TuneOption::Step(v),
-        _ => TuneOption::Daemon(v),
-    }
-}
+use rrd_client::{Daemon, TuneOutcome};
+use rrd_engine::tune::{CommandLine, Tuner};
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     if args.is_empty() {
         return super::command_help(out, "tune");
     }
-    let mut parser = OptParse::new(args);
+    let mut line = CommandLine::new(args);
     // First pass: the daemon and the file name (errors wait for the second).
-    let mut daemon_option = None;
-    loop {
-        match parser.next() {
-            Event::End => break,
-            Event::Option('D', v) => daemon_option = Some(v),
-            _ => {}
-        }
-    }
-    let session = match rrd_client::daemon(daemon_option.as_deref()) {
+    let scan = line.scan();
+    let session = match rrd_client::daemon(scan.daemon.as_deref()) {
         Daemon::Connected(s) => Some(s),
         Daemon::Unreachable(_) => return Err(anyhow!("Cannot connect to daemon")),
         Daemon::Absent => rrd_client::any_connected(),
     };
-    if parser.optind == 0 || parser.optind >= parser.argc {
-        return Err(anyhow!("missing file name"));
-    }
-    let file_index = parser.optind;
-    let file = parser.argv[file_index].clone().unwrap_or_default();
-    let Some(mut session) = session else { return tune_file(&mut parser, &file) };
+    let Some(file) = scan.file else { return Err(anyhow!("missing file name")) };
+    let Some(mut session) = session else { return tune_file(&mut line, &file) };
     // rrdtool ignores both failures (its comments wonder whether it should).
     let _ = session.flush(&file);
-    let result = tune_file(&mut parser, &file);
+    match session.tune(&file, &line.argv()) {
+        Ok(TuneOutcome::Tuned) => return Ok(()),
+        Ok(TuneOutcome::Unknown) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let result = tune_file(&mut line, &file);
     let _ = session.forget(&file);
     result
 }
 
 /// The second pass and the structural changes, on the file named `file`.
-fn tune_file(parser: &mut OptParse, file: &str) -> Result<()> {
+fn tune_file(line: &mut CommandLine, file: &str) -> Result<()> {
     let path = Path::new(file);
     let mut tuner = Tuner::open(path)?;
-
-    // Second pass: apply the options in order. What was applied before a
-    // failure stays applied, as it does in rrdtool's memory-mapped file.
-    parser.restart();
-    loop {
-        let failure = match parser.next() {
-            Event::End => break,
-            Event::Option(c, v) => tuner.apply(&tune_option(c, v)).err().map(anyhow::Error::from),
-            Event::Error(msg) => Some(anyhow!(msg)),
-        };
-        if let Some(e) = failure {
-            tuner.write_header()?;
-            return Err(e);
-        }
-    }
-    tuner.write_header()?;
-    let structural: Vec<String> =
-        (parser.optind + 1..parser.argc).map_while(|i| parser.argv[i].clone()).collect();
-    tune::finish_modify(&tuner, path, &structural)?;
+    line.apply(&mut tuner, path)?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn events(args: &[&str]) -> (Vec<Event>, Vec<Option<String>>, usize) {
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        let mut p = OptParse::new(&args);
-        let mut out = Vec::new();
-        loop {
-            match p.next() {
-                Event::End => break,
-                e => out.push(e),
-            }
-        }
-        let argc = p.argc;
-        (out, p.argv[..argc].to_vec(), p.optind)
-    }
-
-    fn some(v: &[&str]) -> Vec<Option<String>> {
-        v.iter().map(|s| Some(s.to_string())).collect()
-    }
-
-    #[test]
-    fn operands_move_behind_the_options() {
-        let (ev, argv, optind) = events(&["f.rrd", "DS:x:GAUGE:1:U:U", "-h", "a:5", "--step=100"]);
-        assert_eq!(ev, [Event::Option('h', "a:5".into()), Event::Option('t', "100".into())]);
-        assert_eq!(argv, some(&["tune", "-h", "a:5", "--step=100", "f.rrd", "DS:x:GAUGE:1:U:U"]));
-        assert_eq!(optind, 4);
-    }
-
-    #[test]
-    fn long_options_need_their_full_name() {
-        let (ev, _, _) = events(&["f", "--heart", "a:1", "-q", "-ha:2"]);
-        assert_eq!(
-            ev,
-            [
-                Event::Error("invalid option -- 'heart'".into()),
-                Event::Error("invalid option -- 'q'".into()),
-                Event::Option('h', "a:2".into())
-            ]
-        );
-        let (ev, _, _) = events(&["f", "-h"]);
-        assert_eq!(ev, [Event::Error("option requires an argument -- 'h'".into())]);
-    }
-
-    #[test]
-    fn a_trailing_long_option_without_value_loses_the_file_name() {
-        // rrdtool then reports "missing file name".
-        let args: Vec<String> = ["f.rrd", "--heartbeat"].iter().map(|s| s.to_string()).collect();
-        let mut p = OptParse::new(&args);
-        while p.next() != Event::End {}
-        assert!(p.optind >= p.argc);
-    }
 }

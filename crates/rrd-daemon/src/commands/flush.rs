@@ -66,7 +66,7 @@ pub async fn flush_key(daemon: &Daemon, key: &str) -> bool {
 }
 
 /// Why the last flush of `key` left values unwritten or dropped them.
-fn flush_failure(daemon: &Daemon, key: &str) -> Option<String> {
+pub(crate) fn flush_failure(daemon: &Daemon, key: &str) -> Option<String> {
     daemon.cache.shard(key).get(key).and_then(|e| e.flush_failure.clone())
 }
 

@@ -13,6 +13,7 @@ use crate::journaler::Ticket;
 use crate::state::Daemon;
 
 mod create;
+pub mod dump;
 pub mod fetch;
 pub mod flush;
 mod forget;
@@ -23,6 +24,7 @@ mod pending;
 mod queue;
 mod stats;
 mod suspend;
+mod tune;
 mod update;
 
 pub use update::value_time as update_value_time;
@@ -151,7 +153,10 @@ pub async fn execute_for(
         Command::Resume => suspend::resume(daemon, args),
         Command::SuspendAll => suspend::suspend_all(daemon).into(),
         Command::ResumeAll => suspend::resume_all(daemon).into(),
+        Command::Tune => tune::run(daemon, args).await,
         Command::Quit => Outcome::Close,
+        // DUMP's reply is a stream the connection writes (dump::prepare).
+        Command::Dump => Reply::error("Can't use 'DUMP' here.").into(),
         // BATCH and `.` are the connection's business; WROTE exists only in
         // rrdcached's journal and never reaches here (its context is Journal).
         Command::Batch | Command::BatchEnd | Command::Wrote => {

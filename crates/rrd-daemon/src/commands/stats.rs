@@ -46,6 +46,7 @@ pub fn run(daemon: &Daemon) -> Reply {
         ("HeadersReadAhead", Stats::get(&s.headers_read_ahead)),
         ("FlushDrops", Stats::get(&s.flush_drops)),
         ("ConnectionsHttpClosed", Stats::get(&s.connections_http_closed)),
+        ("UpdatesSkipped", Stats::get(&s.updates_skipped)),
     ];
     let mut body = Vec::new();
     for (name, value) in fields {

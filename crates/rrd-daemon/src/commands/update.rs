@@ -11,7 +11,13 @@
 //! updated.".
 //!
 //! Ours: a refusal when `--max-pending` values or `--max-pending-bytes` of
-//! them are already held, and when the journal has failed.
+//! them are already held, and when the journal has failed. Under
+//! `--skip-past-updates`, a value not later than the file's newest time is
+//! dropped and counted (STATS `UpdatesSkipped`) instead of being the error,
+//! the values after it are still taken, and only the values taken are
+//! journaled; an UPDATE whose values were all dropped succeeds with `0
+//! errors, enqueued 0 value(s).` (a client such as collectd takes any error
+//! reply as a failure of the connection).
 
 use std::fs::File;
 use std::path::Path;
@@ -195,6 +201,8 @@ pub fn admit(daemon: &Daemon) -> Result<(), Reply> {
 /// What taking one UPDATE's values did.
 pub struct Accepted {
     pub count: usize,
+    /// Values dropped by `--skip-past-updates`.
+    pub skipped: usize,
     /// Why the value after the accepted ones was refused.
     pub error: Option<String>,
     /// The journal record of the accepted values (none when `count == 0`).
@@ -208,7 +216,7 @@ impl Accepted {
     pub fn reply(&self) -> Reply {
         match &self.error {
             Some(e) => Reply::error(e.clone()),
-            None if self.count == 0 => Reply::error("No values updated."),
+            None if self.count == 0 && self.skipped == 0 => Reply::error("No values updated."),
             None => Reply::ok_line(format!("errors, enqueued {} value(s).", self.count)),
         }
     }
@@ -234,30 +242,59 @@ where
 {
     let mark = entry.mark();
     let mut error = None;
+    // `--skip-past-updates`: the values taken, once one was dropped (the
+    // journal gets exactly those); `skipped` counts the dropped.
+    let skip_past = daemon.config.skip_past_updates;
+    let mut skipped = 0;
+    let mut taken: Vec<&'a str> = Vec::new();
     for value in values.clone() {
         match check_value(value, entry.last_stamp, now) {
-            Ok(stamp) => entry.take_value(stamp, value),
+            Ok(stamp) => {
+                entry.take_value(stamp, value);
+                if skipped > 0 {
+                    taken.push(value);
+                }
+            }
+            Err(ValueRefusal::NotLater { .. }) if skip_past => {
+                if skipped == 0 {
+                    taken.extend(values.clone().take(entry.pending.len() - mark.len()));
+                }
+                skipped += 1;
+            }
             Err(refusal) => {
                 error = Some(refusal.to_string());
                 break;
             }
         }
     }
+    if skipped > 0 {
+        Stats::add(&daemon.stats.updates_skipped, skipped as u64);
+    }
     let count = entry.pending.len() - mark.len();
     if count == 0 {
-        return Accepted { count, error, ticket: None, timer_due: None };
+        return Accepted { count, skipped, error, ticket: None, timer_due: None };
     }
     // Read before staging: the record lands in this segment or a later one.
     let seq = daemon.journal.current_seq();
-    let ticket = daemon.journal.submit_update(shard_number, key, values.take(count));
+    let ticket = if skipped > 0 {
+        daemon.journal.submit_update(shard_number, key, taken)
+    } else {
+        daemon.journal.submit_update(shard_number, key, values.take(count))
+    };
     if let Ticket::Failed(why) = &ticket {
         // Refused before it reached the journal (a record too large for a
         // frame, or a stopped journal): not acknowledged, so not kept.
         entry.roll_back(mark);
-        return Accepted { count: 0, error: Some(super::journal_error(why)), ticket: None, timer_due: None };
+        return Accepted {
+            count: 0,
+            skipped,
+            error: Some(super::journal_error(why)),
+            ticket: None,
+            timer_due: None,
+        };
     }
     let timer_due = entry.settle_pending(&daemon.cache, mark, now, seq);
-    Accepted { count, error, ticket: Some(ticket), timer_due }
+    Accepted { count, skipped, error, ticket: Some(ticket), timer_due }
 }
 
 pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {

@@ -42,11 +42,13 @@
 //! definition (parameter slots 3 to 9) are written as zeros. The caching
 //! daemon (`--daemon`) is not supported: the option is accepted and ignored.
 //!
-//! The parts: `tuner` ([`Tuner`]: the options, in place), `restructure`
+//! The parts: `args` ([`CommandLine`]: rrdtool's command line, read by
+//! its `optparse`), `tuner` ([`Tuner`]: the options, in place), `restructure`
 //! ([`Image`], [`modify`]: the structural rebuild); the `RRA:` definitions
 //! they share with `create` are `commands/rra_def.rs`, and the C
 //! conversions rrdtool reads its arguments with are [`rrd_lang::cscan`].
 
+mod args;
 mod restructure;
 mod tuner;
 
@@ -56,6 +58,7 @@ use crate::error::{Error, Result};
 use crate::hw::fnv_hash;
 use crate::store::Store;
 
+pub use args::{CommandLine, Scan};
 pub use restructure::{modify, parse_modify_args, Image, ModifyPlan, RraModOp};
 pub use tuner::Tuner;
 

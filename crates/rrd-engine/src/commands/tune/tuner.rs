@@ -34,6 +34,11 @@ impl Tuner<std::fs::File> {
     pub fn open(path: &Path) -> Result<Tuner<std::fs::File>> {
         Ok(Tuner::new(Rrd::open(path, true)?))
     }
+
+    /// [`Tuner::open`] through `root` (beneath a confined caller's directory).
+    pub fn open_in(root: &crate::root::Root, path: &Path) -> Result<Tuner<std::fs::File>> {
+        Ok(Tuner::new(Rrd::open_in(root, path, true)?))
+    }
 }
 
 impl<S: Store> Tuner<S> {
