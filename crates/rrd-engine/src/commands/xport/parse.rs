@@ -208,102 +208,20 @@ pub(super) fn parse_elements(range: &XportRange, elements: &[String]) -> Result<
                 } else if kind == "VDEF" {
                     parse_vdef(vname, body, &names, &parsed)?
                 } else {
-                    let fields = split_fields(body);
-                    let [file, ds_name, cf, options @ ..] = fields.as_slice() else {
-                        return Err(Error::invalid(format!("Invalid DEF '{text}'")));
-                    };
-                    let (mut step, mut reduce_cf, mut start, mut end) = (global_step, None, None, None);
-                    let mut daemon = None;
-                    for opt in options {
-                        match opt.split_once('=') {
-                            Some(("step", v)) => {
-                                step =
-                                    v.parse().map_err(|_| Error::invalid(format!("bad step in '{text}'")))?
-                            }
-                            Some(("reduce", v)) => reduce_cf = Some(parse_cf(v)?),
-                            Some(("start", v)) => start = Some(v.to_string()),
-                            Some(("end", v)) => end = Some(v.to_string()),
-                            Some(("daemon", v)) => daemon = Some(v.to_string()),
-                            _ => {
-                                return Err(Error::invalid(format!(
-                                    "Unused Arguments \"{opt}\" in command : {text}"
-                                )))
-                            }
-                        }
-                    }
-                    let (start, end) = def_times(start.as_deref(), end.as_deref(), range)?;
-                    Element::Def(Def {
-                        file: file.clone(),
-                        ds_name: ds_name.clone(),
-                        cf: parse_cf(cf)?,
-                        reduce: reduce_cf,
-                        start,
-                        end,
-                        step,
-                        daemon,
-                    })
+                    parse_def(text, body, global_step, range)?
                 };
                 names.push(vname);
                 parsed.push(element);
             }
             "XPORT" => {
-                let fields = split_fields(rest);
-                if fields.len() > 2 {
-                    return Err(Error::invalid(format!(
-                        "Unused Arguments \"{}\" in command : {text}",
-                        fields[2..].join(":")
-                    )));
-                }
-                let vname = fields[0].as_str();
-                if vname.is_empty() {
-                    return Err(Error::invalid("No positional VNAME"));
-                }
-                let var = names
-                    .position(vname)
-                    .ok_or_else(|| Error::invalid(format!("{vname} is not a vname nor a number")))?;
-                if matches!(parsed[var], Element::Vdef { .. }) {
-                    return Err(Error::invalid(format!("Cannot shift a VDEF: '{vname}' in line '{text}'\n")));
-                }
-                let mut legend = fields.get(1).cloned().unwrap_or_default();
-                if legend.len() > LEGEND_MAX {
-                    let mut cut = LEGEND_MAX;
-                    while !legend.is_char_boundary(cut) {
-                        cut -= 1;
-                    }
-                    legend.truncate(cut);
-                }
+                let element = parse_xport(text, rest, &names, &parsed)?;
                 names.push("");
-                parsed.push(Element::Xport { var, legend });
+                parsed.push(element);
             }
             "SHIFT" => {
-                let fields = split_fields(rest);
-                let vname = fields[0].as_str();
-                let var = names
-                    .position(vname)
-                    .ok_or_else(|| Error::invalid(format!("{vname} is not a vname nor a number")))?;
-                if matches!(parsed[var], Element::Vdef { .. }) {
-                    return Err(Error::invalid(format!("Cannot shift a VDEF: '{vname}' in line '{text}'\n")));
-                }
-                let Some(offset) = fields.get(1) else {
-                    return Err(Error::invalid("No shift given"));
-                };
-                if let Some(extra) = fields.get(2) {
-                    return Err(Error::invalid(format!("Unused Arguments \"{extra}\" in command : {text}")));
-                }
-                let by = match names.position(offset) {
-                    Some(v) if matches!(parsed[v], Element::Vdef { .. }) => ShiftBy::Vdef(v),
-                    Some(_) => {
-                        return Err(Error::invalid(format!(
-                            "Offset cannot be a (C)DEF: '{offset}' in line '{text}'\n"
-                        )))
-                    }
-                    None => ShiftBy::Secs(
-                        parse_long(offset)
-                            .ok_or_else(|| Error::invalid(format!("error parsing number {offset}")))?,
-                    ),
-                };
+                let element = parse_shift(text, rest, &names, &parsed)?;
                 names.push("");
-                parsed.push(Element::Shift { var, by });
+                parsed.push(element);
             }
             other => {
                 return Err(Error::invalid(format!(
@@ -313,6 +231,97 @@ pub(super) fn parse_elements(range: &XportRange, elements: &[String]) -> Result<
         }
     }
     Ok(Parsed { global_step, elements: parsed, names: names.list })
+}
+
+/// Parses a DEF's `file:ds:CF[:step=...][:reduce=...][:start=...][:end=...][:daemon=...]`.
+fn parse_def(text: &str, body: &str, global_step: i64, range: &XportRange) -> Result<Element> {
+    let fields = split_fields(body);
+    let [file, ds_name, cf, options @ ..] = fields.as_slice() else {
+        return Err(Error::invalid(format!("Invalid DEF '{text}'")));
+    };
+    let (mut step, mut reduce_cf, mut start, mut end) = (global_step, None, None, None);
+    let mut daemon = None;
+    for opt in options {
+        match opt.split_once('=') {
+            Some(("step", v)) => {
+                step = v.parse().map_err(|_| Error::invalid(format!("bad step in '{text}'")))?
+            }
+            Some(("reduce", v)) => reduce_cf = Some(parse_cf(v)?),
+            Some(("start", v)) => start = Some(v.to_string()),
+            Some(("end", v)) => end = Some(v.to_string()),
+            Some(("daemon", v)) => daemon = Some(v.to_string()),
+            _ => return Err(Error::invalid(format!("Unused Arguments \"{opt}\" in command : {text}"))),
+        }
+    }
+    let (start, end) = def_times(start.as_deref(), end.as_deref(), range)?;
+    Ok(Element::Def(Def {
+        file: file.clone(),
+        ds_name: ds_name.clone(),
+        cf: parse_cf(cf)?,
+        reduce: reduce_cf,
+        start,
+        end,
+        step,
+        daemon,
+    }))
+}
+
+/// Parses an XPORT's `vname[:legend]`.
+fn parse_xport(text: &str, rest: &str, names: &Names, parsed: &[Element]) -> Result<Element> {
+    let fields = split_fields(rest);
+    if fields.len() > 2 {
+        return Err(Error::invalid(format!(
+            "Unused Arguments \"{}\" in command : {text}",
+            fields[2..].join(":")
+        )));
+    }
+    let vname = fields[0].as_str();
+    if vname.is_empty() {
+        return Err(Error::invalid("No positional VNAME"));
+    }
+    let var = names
+        .position(vname)
+        .ok_or_else(|| Error::invalid(format!("{vname} is not a vname nor a number")))?;
+    if matches!(parsed[var], Element::Vdef { .. }) {
+        return Err(Error::invalid(format!("Cannot shift a VDEF: '{vname}' in line '{text}'\n")));
+    }
+    let mut legend = fields.get(1).cloned().unwrap_or_default();
+    if legend.len() > LEGEND_MAX {
+        let mut cut = LEGEND_MAX;
+        while !legend.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        legend.truncate(cut);
+    }
+    Ok(Element::Xport { var, legend })
+}
+
+/// Parses a SHIFT's `vname:offset` (seconds, or a VDEF).
+fn parse_shift(text: &str, rest: &str, names: &Names, parsed: &[Element]) -> Result<Element> {
+    let fields = split_fields(rest);
+    let vname = fields[0].as_str();
+    let var = names
+        .position(vname)
+        .ok_or_else(|| Error::invalid(format!("{vname} is not a vname nor a number")))?;
+    if matches!(parsed[var], Element::Vdef { .. }) {
+        return Err(Error::invalid(format!("Cannot shift a VDEF: '{vname}' in line '{text}'\n")));
+    }
+    let Some(offset) = fields.get(1) else {
+        return Err(Error::invalid("No shift given"));
+    };
+    if let Some(extra) = fields.get(2) {
+        return Err(Error::invalid(format!("Unused Arguments \"{extra}\" in command : {text}")));
+    }
+    let by = match names.position(offset) {
+        Some(v) if matches!(parsed[v], Element::Vdef { .. }) => ShiftBy::Vdef(v),
+        Some(_) => {
+            return Err(Error::invalid(format!("Offset cannot be a (C)DEF: '{offset}' in line '{text}'\n")))
+        }
+        None => ShiftBy::Secs(
+            parse_long(offset).ok_or_else(|| Error::invalid(format!("error parsing number {offset}")))?,
+        ),
+    };
+    Ok(Element::Shift { var, by })
 }
 
 /// RRDtool's `getLong` (base 10): `strtol` that must read the whole text.
