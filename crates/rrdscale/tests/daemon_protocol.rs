@@ -45,6 +45,8 @@ enum Cmp {
     ErrorOnly,
 }
 
+// A table of protocol lines.
+#[allow(clippy::too_many_lines)]
 fn stream() -> Vec<(String, Cmp)> {
     use Cmp::*;
     let mut s: Vec<(String, Cmp)> = Vec::new();

@@ -4,6 +4,8 @@
 use super::*;
 
 impl Image<'_> {
+    // Follows RRDtool's grid_paint, drawing in its order.
+    #[allow(clippy::too_many_lines)]
     pub(super) fn grid_paint(
         &mut self,
         c: &mut dyn Canvas,
@@ -279,6 +281,8 @@ impl Image<'_> {
     }
 
     /// RRDtool's `horizontal_log_grid`: decades, with minor lines between.
+    // Follows RRDtool's horizontal_log_grid; its closures share the grid's state.
+    #[allow(clippy::too_many_lines)]
     pub(super) fn log_grid(&self, c: &mut dyn Canvas) {
         const YLOGLAB: [[f64; 10]; 5] = [
             [1.0, 10.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],

@@ -299,6 +299,8 @@ pub fn render(options: &Options, elements: &[String], now: i64) -> Result<GraphO
 }
 
 /// [`render`], with the DEFs' rows from `source` (a daemon, for `--daemon`).
+// The graph pipeline in RRDtool's order (evaluate, scale, lay out, draw).
+#[allow(clippy::too_many_lines)]
 pub fn render_with(
     options: &Options,
     elements: &[String],

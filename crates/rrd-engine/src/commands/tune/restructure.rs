@@ -424,6 +424,8 @@ fn consolidate(cdp: f64, v: f64, cf: Cf) -> f64 {
 }
 
 /// `rrd_modify_structure`: one pass of DS and archive changes.
+// Follows RRDtool's rrd_modify_structure step by step.
+#[allow(clippy::too_many_lines)]
 fn modify_structure(
     inp: &Image,
     delete_ds: &[String],
