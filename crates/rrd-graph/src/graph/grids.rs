@@ -4,8 +4,8 @@
 use super::*;
 
 impl Image<'_> {
-    // Follows RRDtool's grid_paint, drawing in its order.
-    #[allow(clippy::too_many_lines)]
+    /// RRDtool's `grid_paint`, drawing in its order: the border, the grids,
+    /// the titles and labels, then the legends.
     pub(super) fn grid_paint(
         &mut self,
         c: &mut dyn Canvas,
@@ -51,6 +51,18 @@ impl Image<'_> {
                 );
             }
         }
+        self.titles_paint(c);
+        if o.no_legend || o.only_graph {
+            return;
+        }
+        self.legends_paint(c, info);
+    }
+
+    /// The vertical and the right axis' labels, the title, rrdscale's tag
+    /// and the watermark.
+    fn titles_paint(&self, c: &mut dyn Canvas) {
+        let o = self.o;
+        let (ximg, yimg) = (self.ximg as f64, self.yimg as f64);
         let font_color = self.color(ColorTag::Font);
         if !o.vertical_label.is_empty() {
             self.text(
@@ -116,9 +128,14 @@ impl Image<'_> {
                 &o.watermark,
             );
         }
-        if o.no_legend || o.only_graph {
-            return;
-        }
+    }
+
+    /// The legends, in --legend-direction's order: each item's text, its
+    /// box (or, with --dynamic-labels, its line), and graphv's `legend[i]`
+    /// and `coords[i]`.
+    fn legends_paint(&self, c: &mut dyn Canvas, info: &mut Vec<(String, InfoValue)>) {
+        let o = self.o;
+        let font_color = self.color(ColorTag::Font);
         // --legend-direction: the first and last legend lines (of
         // graph elements only, for bottomup2).
         let shown = || self.items.iter().enumerate().filter(|(_, it)| !it.legend.is_empty());
