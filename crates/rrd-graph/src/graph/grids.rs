@@ -264,23 +264,25 @@ impl Image<'_> {
         true
     }
 
-    /// A major horizontal grid line at `y0`, with its ticks outside the
-    /// plot on both sides (the linear and the log grid draw the same).
+    /// A major horizontal grid line at `y0` (the linear and the log grid
+    /// draw the same).
     fn major_grid_line(&self, c: &mut dyn Canvas, y0: f64) {
-        let (x0, x1) = (self.xorigin as f64, (self.xorigin + self.xsize) as f64);
-        let mg = self.color(ColorTag::MGrid);
-        self.line(c, (x0 - 2.0, y0), (x0, y0), MGRID_WIDTH, mg, None);
-        self.line(c, (x1, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, None);
-        self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(Dash::Grid));
+        self.grid_line(c, y0, ColorTag::MGrid, MGRID_WIDTH, 2.0);
     }
 
-    /// A minor horizontal grid line at `y0`, with its ticks.
+    /// A minor horizontal grid line at `y0`.
     fn minor_grid_line(&self, c: &mut dyn Canvas, y0: f64) {
+        self.grid_line(c, y0, ColorTag::Grid, GRID_WIDTH, 1.0);
+    }
+
+    /// A horizontal grid line at `y0`: a 2-pixel tick outside the plot on
+    /// each side, and the dashed line across, `reach` pixels past the plot.
+    fn grid_line(&self, c: &mut dyn Canvas, y0: f64, tag: ColorTag, width: f64, reach: f64) {
         let (x0, x1) = (self.xorigin as f64, (self.xorigin + self.xsize) as f64);
-        let g = self.color(ColorTag::Grid);
-        self.line(c, (x0 - 2.0, y0), (x0, y0), GRID_WIDTH, g, None);
-        self.line(c, (x1, y0), (x1 + 2.0, y0), GRID_WIDTH, g, None);
-        self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(Dash::Grid));
+        let color = self.color(tag);
+        self.line(c, (x0 - 2.0, y0), (x0, y0), width, color, None);
+        self.line(c, (x1, y0), (x1 + 2.0, y0), width, color, None);
+        self.line(c, (x0 - reach, y0), (x1 + reach, y0), width, color, Some(Dash::Grid));
     }
 
     /// A y-axis label at `y0`, right-aligned left of the plot.
