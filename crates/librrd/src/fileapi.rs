@@ -233,6 +233,112 @@ fn take(at: &mut usize, count: Option<usize>, file_len: usize, what: &str) -> Re
     Ok(start)
 }
 
+/// The open(2) flags for `rdwr`, with the mapping's protection and flags
+/// set in `p` to match.
+fn open_flags(rdwr: c_uint, p: &mut RrdSimpleFileT) -> c_int {
+    let mut flags = 0;
+    if rdwr & RRD_READONLY != 0 {
+        flags |= libc::O_RDONLY;
+        p.mm_flags = libc::MAP_PRIVATE | libc::MAP_NORESERVE;
+    } else {
+        if rdwr & RRD_READWRITE != 0 {
+            flags |= libc::O_RDWR;
+            p.mm_flags = libc::MAP_SHARED;
+            p.mm_prot |= libc::PROT_WRITE;
+        }
+        if rdwr & RRD_CREAT != 0 {
+            flags |= libc::O_CREAT | libc::O_TRUNC;
+        }
+        if rdwr & RRD_EXCL != 0 {
+            flags |= libc::O_EXCL;
+        }
+    }
+    if rdwr & RRD_READAHEAD != 0 {
+        p.mm_flags |= libc::MAP_POPULATE | libc::MAP_NONBLOCK;
+    }
+    flags
+}
+
+/// Points `rrd`'s header sections into the mapping at `base` (`len`
+/// bytes): each must fit, the magic, float cookie and version must be
+/// ours, and the rows must fit after the header; with `RRD_READVALUES`
+/// the values too. Sets `file`'s header length and position.
+///
+/// # Safety
+/// `base` starts a mapping of `len` readable bytes, and `file` is the
+/// `rrd_file_t` being opened.
+unsafe fn map_sections(
+    rrd: &mut RrdT,
+    file: *mut RrdFileT,
+    base: *mut u8,
+    len: usize,
+    rdwr: c_uint,
+    shown: &str,
+) -> Result<(), String> {
+    // SAFETY: the header sections are read only within the mapping's
+    // length (`take` checks each); `file` is valid, per the contract.
+    unsafe {
+        let mut at = 0usize;
+        let stat = take(&mut at, Some(STAT_HEAD), len, "stat_head")?;
+        rrd.stat_head = base.add(stat);
+        if std::slice::from_raw_parts(rrd.stat_head, 4) != b"RRD\0" {
+            return Err(format!("'{shown}' is not an RRD file"));
+        }
+        let cookie = ptr::read_unaligned(rrd.stat_head.add(FLOAT_COOKIE_AT) as *const f64);
+        if cookie != FLOAT_COOKIE {
+            return Err("This RRD was created on another architecture".into());
+        }
+        let (v, text) = version(rrd.stat_head);
+        if v > 5 {
+            return Err(format!("can't handle RRD file version {text}"));
+        }
+        let ds = ulong_at(rrd.stat_head, DS_CNT_AT) as usize;
+        let rra = ulong_at(rrd.stat_head, RRA_CNT_AT) as usize;
+        rrd.ds_def = base.add(take(&mut at, DS_DEF.checked_mul(ds), len, "ds_def")?);
+        rrd.rra_def = base.add(take(&mut at, RRA_DEF.checked_mul(rra), len, "rra_def")?);
+        if v < 3 {
+            // Version 1 and 2 files keep only the seconds: the caller
+            // gets a live_head_t of its own (freed by rrd_free).
+            let live = ffi::alloc(LIVE_HEAD) as *mut u8;
+            if live.is_null() {
+                return Err("live_head_t malloc".into());
+            }
+            rrd.live_head = live;
+            rrd.legacy_last_up = base.add(take(&mut at, Some(LEGACY_LAST_UP), len, "legacy_last_up")?);
+            ptr::copy_nonoverlapping(rrd.legacy_last_up, live, 8);
+            ptr::write_bytes(live.add(8), 0, 8);
+        } else {
+            rrd.live_head = base.add(take(&mut at, Some(LIVE_HEAD), len, "live_head")?);
+        }
+        rrd.pdp_prep = base.add(take(&mut at, PDP_PREP.checked_mul(ds), len, "pdp_prep")?);
+        let cdp = CDP_PREP.checked_mul(ds).and_then(|n| n.checked_mul(rra));
+        rrd.cdp_prep = base.add(take(&mut at, cdp, len, "cdp_prep")?);
+        rrd.rra_ptr = base.add(take(&mut at, RRA_PTR.checked_mul(rra), len, "rra_ptr")?);
+        (*file).header_len = at;
+        (*file).pos = at;
+        let mut rows = Some(0usize);
+        for i in 0..rra {
+            let n = ulong_at(rrd.rra_def, i * RRA_DEF + ROW_CNT_AT) as usize;
+            rows = rows.and_then(|r| r.checked_add(n));
+        }
+        let values = rows.and_then(|r| r.checked_mul(ds));
+        let correct = values.and_then(|n| n.checked_mul(VALUE)).and_then(|n| n.checked_add(at));
+        match correct {
+            Some(c) if c <= len => {}
+            _ => {
+                let shown_len = correct.map_or(i64::MAX, |c| c as i64);
+                return Err(format!("'{shown}' is too small (should be {shown_len} bytes)"));
+            }
+        }
+        if rdwr & RRD_READVALUES != 0 {
+            let n = values.and_then(|n| n.checked_mul(VALUE));
+            rrd.rrd_value = base.add(take(&mut at, n, len, "rrd_value")?);
+            (*file).pos = (*file).header_len;
+        }
+        Ok(())
+    }
+}
+
 /// `rrd_open(file_name, rrd, rdwr)`.
 #[no_mangle]
 pub unsafe extern "C" fn rrd_open(file_name: *const c_char, rrd: *mut RrdT, rdwr: c_uint) -> *mut RrdFileT {
@@ -281,26 +387,7 @@ pub unsafe extern "C" fn rrd_open(file_name: *const c_char, rrd: *mut RrdT, rdwr
         let mut o = Opening { file, private, map: ptr::null_mut(), len: 0 };
         let p = &mut (*private).public;
 
-        let mut flags = 0;
-        if rdwr & RRD_READONLY != 0 {
-            flags |= libc::O_RDONLY;
-            p.mm_flags = libc::MAP_PRIVATE | libc::MAP_NORESERVE;
-        } else {
-            if rdwr & RRD_READWRITE != 0 {
-                flags |= libc::O_RDWR;
-                p.mm_flags = libc::MAP_SHARED;
-                p.mm_prot |= libc::PROT_WRITE;
-            }
-            if rdwr & RRD_CREAT != 0 {
-                flags |= libc::O_CREAT | libc::O_TRUNC;
-            }
-            if rdwr & RRD_EXCL != 0 {
-                flags |= libc::O_EXCL;
-            }
-        }
-        if rdwr & RRD_READAHEAD != 0 {
-            p.mm_flags |= libc::MAP_POPULATE | libc::MAP_NONBLOCK;
-        }
+        let flags = open_flags(rdwr, p);
         p.fd = libc::open(file_name, flags, 0o666 as c_uint);
         if p.fd < 0 {
             return o.fail(&format!("opening '{shown}': {}", os_error()));
@@ -342,67 +429,7 @@ pub unsafe extern "C" fn rrd_open(file_name: *const c_char, rrd: *mut RrdT, rdwr
             if rdwr & (RRD_COPY | RRD_READAHEAD) != 0 { libc::MADV_SEQUENTIAL } else { libc::MADV_RANDOM };
         libc::madvise(map, len, advice);
 
-        let base = map as *mut u8;
-        let mut at = 0usize;
-        let sections = (|| -> Result<(), String> {
-            let stat = take(&mut at, Some(STAT_HEAD), len, "stat_head")?;
-            rrd.stat_head = base.add(stat);
-            if std::slice::from_raw_parts(rrd.stat_head, 4) != b"RRD\0" {
-                return Err(format!("'{shown}' is not an RRD file"));
-            }
-            let cookie = ptr::read_unaligned(rrd.stat_head.add(FLOAT_COOKIE_AT) as *const f64);
-            if cookie != FLOAT_COOKIE {
-                return Err("This RRD was created on another architecture".into());
-            }
-            let (v, text) = version(rrd.stat_head);
-            if v > 5 {
-                return Err(format!("can't handle RRD file version {text}"));
-            }
-            let ds = ulong_at(rrd.stat_head, DS_CNT_AT) as usize;
-            let rra = ulong_at(rrd.stat_head, RRA_CNT_AT) as usize;
-            rrd.ds_def = base.add(take(&mut at, DS_DEF.checked_mul(ds), len, "ds_def")?);
-            rrd.rra_def = base.add(take(&mut at, RRA_DEF.checked_mul(rra), len, "rra_def")?);
-            if v < 3 {
-                // Version 1 and 2 files keep only the seconds: the caller
-                // gets a live_head_t of its own (freed by rrd_free).
-                let live = ffi::alloc(LIVE_HEAD) as *mut u8;
-                if live.is_null() {
-                    return Err("live_head_t malloc".into());
-                }
-                rrd.live_head = live;
-                rrd.legacy_last_up = base.add(take(&mut at, Some(LEGACY_LAST_UP), len, "legacy_last_up")?);
-                ptr::copy_nonoverlapping(rrd.legacy_last_up, live, 8);
-                ptr::write_bytes(live.add(8), 0, 8);
-            } else {
-                rrd.live_head = base.add(take(&mut at, Some(LIVE_HEAD), len, "live_head")?);
-            }
-            rrd.pdp_prep = base.add(take(&mut at, PDP_PREP.checked_mul(ds), len, "pdp_prep")?);
-            let cdp = CDP_PREP.checked_mul(ds).and_then(|n| n.checked_mul(rra));
-            rrd.cdp_prep = base.add(take(&mut at, cdp, len, "cdp_prep")?);
-            rrd.rra_ptr = base.add(take(&mut at, RRA_PTR.checked_mul(rra), len, "rra_ptr")?);
-            (*file).header_len = at;
-            (*file).pos = at;
-            let mut rows = Some(0usize);
-            for i in 0..rra {
-                let n = ulong_at(rrd.rra_def, i * RRA_DEF + ROW_CNT_AT) as usize;
-                rows = rows.and_then(|r| r.checked_add(n));
-            }
-            let values = rows.and_then(|r| r.checked_mul(ds));
-            let correct = values.and_then(|n| n.checked_mul(VALUE)).and_then(|n| n.checked_add(at));
-            match correct {
-                Some(c) if c <= len => {}
-                _ => {
-                    let shown_len = correct.map_or(i64::MAX, |c| c as i64);
-                    return Err(format!("'{shown}' is too small (should be {shown_len} bytes)"));
-                }
-            }
-            if rdwr & RRD_READVALUES != 0 {
-                let n = values.and_then(|n| n.checked_mul(VALUE));
-                rrd.rrd_value = base.add(take(&mut at, n, len, "rrd_value")?);
-                (*file).pos = (*file).header_len;
-            }
-            Ok(())
-        })();
+        let sections = map_sections(rrd, file, map as *mut u8, len, rdwr, &shown);
         match sections {
             Ok(()) => o.done(),
             Err(text) => o.fail(&text),

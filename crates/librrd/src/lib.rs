@@ -99,17 +99,30 @@ fn bare_call_error(command: &str) -> &'static str {
     }
 }
 
-/// An argv-style status command: with no arguments, librrd's error.
-fn argv_status(
-    name: &str,
-    args: &[String],
-    run: impl FnOnce(&[String], &mut dyn Write) -> anyhow::Result<()>,
-) -> c_int {
-    if args.is_empty() {
-        ffi::set_error(bare_call_error(name));
-        return -1;
-    }
-    status(args, run)
+/// The prologue every argv-style entry point shares: `argv[1..]` read as
+/// Rust strings; a call without arguments answered, for a `command` that
+/// has librrd's check, with that command's error text and `fallback`; and
+/// `run` kept from unwinding into C ([`guard`]).
+///
+/// # Safety
+/// librrd's contract for argv: `argv` is NULL or points to `argc`
+/// pointers, each NULL or a NUL-terminated string.
+unsafe fn argv_entry<T: Copy>(
+    argc: c_int,
+    argv: *const *const c_char,
+    command: Option<&str>,
+    fallback: T,
+    run: impl FnOnce(&[String]) -> T,
+) -> T {
+    // SAFETY: the caller's contract, passed on.
+    let args = unsafe { ffi::command_args(argc, argv) };
+    guard(fallback, || {
+        if let (Some(name), true) = (command, args.is_empty()) {
+            ffi::set_error(bare_call_error(name));
+            return fallback;
+        }
+        run(&args)
+    })
 }
 
 // ------------------------------------------------------------ error context
@@ -264,8 +277,7 @@ pub extern "C" fn rrd_strversion() -> *const c_char {
 #[no_mangle]
 pub unsafe extern "C" fn rrd_create(argc: c_int, argv: *const *const c_char) -> c_int {
     // SAFETY: librrd's contract for argv.
-    let args = unsafe { ffi::command_args(argc, argv) };
-    argv_status("create", &args, cmd::create::run)
+    unsafe { argv_entry(argc, argv, Some("create"), -1, |args| status(args, cmd::create::run)) }
 }
 
 #[no_mangle]
@@ -321,20 +333,21 @@ pub unsafe extern "C" fn rrd_create_r2(
 #[no_mangle]
 pub unsafe extern "C" fn rrd_update(argc: c_int, argv: *const *const c_char) -> c_int {
     // SAFETY: librrd's contract for argv.
-    let args = unsafe { ffi::command_args(argc, argv) };
-    argv_status("update", &args, |a, o| {
-        // Without a daemon, through the kept headers (`writer`); with one,
-        // as the command line sends it.
-        match cmd::update::parse(a, false)? {
-            Some((req, daemon)) if rrd_client::chosen(daemon.as_deref()).is_none() => {
-                match writer::update(&req.path, req.args, &req.opts)?.error {
-                    Some(e) => Err(e.into()),
-                    None => Ok(()),
-                }
+    unsafe { argv_entry(argc, argv, Some("update"), -1, |args| status(args, update_run)) }
+}
+
+/// `rrd_update`'s command: without a daemon, through the kept headers
+/// (`writer`); with one, as the command line sends it.
+fn update_run(a: &[String], o: &mut dyn Write) -> anyhow::Result<()> {
+    match cmd::update::parse(a, false)? {
+        Some((req, daemon)) if rrd_client::chosen(daemon.as_deref()).is_none() => {
+            match writer::update(&req.path, req.args, &req.opts)?.error {
+                Some(e) => Err(e.into()),
+                None => Ok(()),
             }
-            _ => cmd::update::run(a, o, false),
         }
-    })
+        _ => cmd::update::run(a, o, false),
+    }
 }
 
 /// `rrd_update_v`: NULL when the arguments are wrong; otherwise a list
@@ -342,14 +355,8 @@ pub unsafe extern "C" fn rrd_update(argc: c_int, argv: *const *const c_char) -> 
 /// rows written.
 #[no_mangle]
 pub unsafe extern "C" fn rrd_update_v(argc: c_int, argv: *const *const c_char) -> *mut RrdInfo {
-    // SAFETY: librrd's contract for argv.
-    let args = unsafe { ffi::command_args(argc, argv) };
-    guard(ptr::null_mut(), || {
-        if args.is_empty() {
-            ffi::set_error(bare_call_error("updatev"));
-            return ptr::null_mut();
-        }
-        let req = match cmd::update::parse(&args, true) {
+    let run = |args: &[String]| {
+        let req = match cmd::update::parse(args, true) {
             Ok(Some((req, _))) => req,
             Ok(None) => {
                 ffi::set_error(bare_call_error("updatev"));
@@ -379,7 +386,9 @@ pub unsafe extern "C" fn rrd_update_v(argc: c_int, argv: *const *const c_char) -
         // SAFETY: head_ptr is a fresh one-node list; link the rest after it.
         unsafe { (*head_ptr).next = list.into_raw() };
         head_ptr
-    })
+    };
+    // SAFETY: librrd's contract for argv.
+    unsafe { argv_entry(argc, argv, Some("updatev"), ptr::null_mut(), run) }
 }
 
 /// Runs a verbose update, passing each row written to `push` as librrd's
@@ -559,14 +568,13 @@ pub unsafe extern "C" fn rrd_fetch(
     ds_namv: *mut *mut *mut c_char,
     data: *mut *mut f64,
 ) -> c_int {
-    // SAFETY: librrd's contract for argv; the arrays read as NULL after a
-    // failure, as librrd leaves them (callers free them either way).
-    let args = unsafe {
+    // SAFETY: out-parameters per the contract; the arrays read as NULL
+    // after a failure, as librrd leaves them (callers free them either way).
+    unsafe {
         put(ds_namv, ptr::null_mut());
         put(data, ptr::null_mut());
-        ffi::command_args(argc, argv)
-    };
-    guard(-1, || match cmd::fetch::rows_and_error(&args) {
+    }
+    let run = |args: &[String]| match cmd::fetch::rows_and_error(args) {
         // An unreachable daemon: the file's rows, and the error text set,
         // as librrd returns them.
         Ok((Some(r), error)) => {
@@ -582,7 +590,9 @@ pub unsafe extern "C" fn rrd_fetch(
             report(&e);
             -1
         }
-    })
+    };
+    // SAFETY: librrd's contract for argv.
+    unsafe { argv_entry(argc, argv, None, -1, run) }
 }
 
 /// `rrd_fetch_r`: `start`, `end` and `step` are in and out, as in librrd.
@@ -643,15 +653,13 @@ pub extern "C" fn rrd_fetch_cb_register(_cb: *const c_void) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn rrd_first(argc: c_int, argv: *const *const c_char) -> TimeT {
     // SAFETY: librrd's contract for argv.
-    let args = unsafe { ffi::command_args(argc, argv) };
-    guard(-1, || value_or_error(cmd::first::first(&args)))
+    unsafe { argv_entry(argc, argv, None, -1, |args| value_or_error(cmd::first::first(args))) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn rrd_last(argc: c_int, argv: *const *const c_char) -> TimeT {
     // SAFETY: librrd's contract for argv.
-    let args = unsafe { ffi::command_args(argc, argv) };
-    guard(-1, || value_or_error(cmd::last::last(&args)))
+    unsafe { argv_entry(argc, argv, None, -1, |args| value_or_error(cmd::last::last(args))) }
 }
 
 fn value_or_error((value, error): (i64, Option<anyhow::Error>)) -> TimeT {
@@ -685,8 +693,7 @@ pub unsafe extern "C" fn rrd_last_r(filename: *const c_char) -> TimeT {
 #[no_mangle]
 pub unsafe extern "C" fn rrd_lastupdate(argc: c_int, argv: *const *const c_char) -> c_int {
     // SAFETY: librrd's contract for argv.
-    let args = unsafe { ffi::command_args(argc, argv) };
-    status(&args, cmd::lastupdate::run)
+    unsafe { argv_entry(argc, argv, None, -1, |args| status(args, cmd::lastupdate::run)) }
 }
 
 #[no_mangle]
@@ -751,9 +758,7 @@ fn info_list(entries: &[rrd_engine::info::InfoEntry]) -> *mut RrdInfo {
 
 #[no_mangle]
 pub unsafe extern "C" fn rrd_info(argc: c_int, argv: *const *const c_char) -> *mut RrdInfo {
-    // SAFETY: librrd's contract for argv.
-    let args = unsafe { ffi::command_args(argc, argv) };
-    guard(ptr::null_mut(), || match cmd::info::entries_and_error(&args) {
+    let run = |args: &[String]| match cmd::info::entries_and_error(args) {
         // An unreachable daemon: the file's entries, and the error text
         // set, as librrd returns them.
         Ok((entries, error)) => {
@@ -766,7 +771,9 @@ pub unsafe extern "C" fn rrd_info(argc: c_int, argv: *const *const c_char) -> *m
             report(&e);
             ptr::null_mut()
         }
-    })
+    };
+    // SAFETY: librrd's contract for argv.
+    unsafe { argv_entry(argc, argv, None, ptr::null_mut(), run) }
 }
 
 #[no_mangle]
@@ -800,16 +807,10 @@ pub unsafe extern "C" fn rrd_graph(
     ymin: *mut f64,
     ymax: *mut f64,
 ) -> c_int {
-    // SAFETY: librrd's contract for argv.
-    let args = unsafe { ffi::command_args(argc, argv) };
     // SAFETY: out-parameters per the contract.
     unsafe { put(prdata, ptr::null_mut()) };
-    guard(-1, || {
-        if args.is_empty() {
-            ffi::set_error(bare_call_error("graph"));
-            return -1;
-        }
-        let drawn = cmd::graph::draw_and_save(&args);
+    let run = |args: &[String]| {
+        let drawn = cmd::graph::draw_and_save(args);
         let (graph, file) = match drawn {
             Ok(d) => d,
             Err(e) => {
@@ -852,19 +853,15 @@ pub unsafe extern "C" fn rrd_graph(
             }
         }
         0
-    })
+    };
+    // SAFETY: librrd's contract for argv.
+    unsafe { argv_entry(argc, argv, Some("graph"), -1, run) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn rrd_graph_v(argc: c_int, argv: *const *const c_char) -> *mut RrdInfo {
-    // SAFETY: librrd's contract for argv.
-    let args = unsafe { ffi::command_args(argc, argv) };
-    guard(ptr::null_mut(), || {
-        if args.is_empty() {
-            ffi::set_error(bare_call_error("graphv"));
-            return ptr::null_mut();
-        }
-        let drawn = cmd::graph::draw_and_save(&args);
+    let run = |args: &[String]| {
+        let drawn = cmd::graph::draw_and_save(args);
         let (graph, file) = match drawn {
             Ok(d) => d,
             Err(e) => {
@@ -884,7 +881,9 @@ pub unsafe extern "C" fn rrd_graph_v(argc: c_int, argv: *const *const c_char) ->
             list.push("image", Value::Blob(image));
         }
         list.into_raw()
-    })
+    };
+    // SAFETY: librrd's contract for argv.
+    unsafe { argv_entry(argc, argv, Some("graphv"), ptr::null_mut(), run) }
 }
 
 // ------------------------------------------------------------------- xport
@@ -902,14 +901,13 @@ pub unsafe extern "C" fn rrd_xport(
     legend_v: *mut *mut *mut c_char,
     data: *mut *mut f64,
 ) -> c_int {
-    // SAFETY: librrd's contract for argv; the arrays read as NULL after a
-    // failure.
-    let args = unsafe {
+    // SAFETY: out-parameters per the contract; the arrays read as NULL
+    // after a failure, as librrd leaves them (callers free them either way).
+    unsafe {
         put(legend_v, ptr::null_mut());
         put(data, ptr::null_mut());
-        ffi::command_args(argc, argv)
-    };
-    guard(-1, || match cmd::xport::compute(&args) {
+    }
+    let run = |args: &[String]| match cmd::xport::compute(args) {
         Ok((r, format, json)) => {
             if xsize.is_null() {
                 // librrd prints the export itself when `xsize` is NULL
@@ -944,7 +942,9 @@ pub unsafe extern "C" fn rrd_xport(
             report(&e);
             -1
         }
-    })
+    };
+    // SAFETY: librrd's contract for argv.
+    unsafe { argv_entry(argc, argv, None, -1, run) }
 }
 
 // ------------------------------------------- dump, restore, tune, resize ...
@@ -952,8 +952,7 @@ pub unsafe extern "C" fn rrd_xport(
 #[no_mangle]
 pub unsafe extern "C" fn rrd_dump(argc: c_int, argv: *const *const c_char) -> c_int {
     // SAFETY: librrd's contract for argv.
-    let args = unsafe { ffi::command_args(argc, argv) };
-    argv_status("dump", &args, cmd::dump::run)
+    unsafe { argv_entry(argc, argv, Some("dump"), -1, |args| status(args, cmd::dump::run)) }
 }
 
 #[no_mangle]
@@ -986,37 +985,32 @@ pub unsafe extern "C" fn rrd_dump_r(filename: *const c_char, outname: *mut c_cha
 #[no_mangle]
 pub unsafe extern "C" fn rrd_restore(argc: c_int, argv: *const *const c_char) -> c_int {
     // SAFETY: librrd's contract for argv.
-    let args = unsafe { ffi::command_args(argc, argv) };
-    argv_status("restore", &args, cmd::restore::run)
+    unsafe { argv_entry(argc, argv, Some("restore"), -1, |args| status(args, cmd::restore::run)) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn rrd_tune(argc: c_int, argv: *const *const c_char) -> c_int {
     // SAFETY: librrd's contract for argv.
-    let args = unsafe { ffi::command_args(argc, argv) };
-    argv_status("tune", &args, cmd::tune::run)
+    unsafe { argv_entry(argc, argv, Some("tune"), -1, |args| status(args, cmd::tune::run)) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn rrd_resize(argc: c_int, argv: *const *const c_char) -> c_int {
     // SAFETY: librrd's contract for argv.
-    let args = unsafe { ffi::command_args(argc, argv) };
-    argv_status("resize", &args, cmd::resize::run)
+    unsafe { argv_entry(argc, argv, Some("resize"), -1, |args| status(args, cmd::resize::run)) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn rrd_flushcached(argc: c_int, argv: *const *const c_char) -> c_int {
     // SAFETY: librrd's contract for argv.
-    let args = unsafe { ffi::command_args(argc, argv) };
-    status(&args, cmd::flushcached::run)
+    unsafe { argv_entry(argc, argv, None, -1, |args| status(args, cmd::flushcached::run)) }
 }
 
 /// `rrd_list`: the names, one per line, in a `malloc`ed string.
 #[no_mangle]
 pub unsafe extern "C" fn rrd_list(argc: c_int, argv: *const *const c_char) -> *mut c_char {
     // SAFETY: librrd's contract for argv.
-    let args = unsafe { ffi::command_args(argc, argv) };
-    list(&args)
+    unsafe { argv_entry(argc, argv, None, ptr::null_mut(), list) }
 }
 
 #[no_mangle]

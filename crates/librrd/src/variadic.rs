@@ -162,21 +162,23 @@ fn c_format(spec: &[u8], value: Arg) -> Vec<u8> {
     }
 }
 
-/// librrd's `rrd_vsnprintf` over `fmt`: the text (whole, however long) and
-/// whether a double's integer part overflowed (the text then stops there).
-///
-/// # Safety
-/// `args` holds the arguments `fmt` describes, of the types it says.
-unsafe fn format(fmt: &[u8], args: &mut VaArgs) -> (Vec<u8>, bool) {
-    let mut out = Vec::with_capacity(fmt.len() + 32);
-    let mut i = 0;
-    while i < fmt.len() {
-        if fmt[i] != b'%' {
-            out.push(fmt[i]);
-            i += 1;
-            continue;
-        }
-        i += 1;
+/// One conversion's flags, field width, precision and length modifier,
+/// as written (a `*` width or precision already read from the arguments).
+struct ConvSpec {
+    flags: Vec<u8>,
+    width: Option<i64>,
+    precision: Option<i64>,
+    length: Vec<u8>,
+}
+
+impl ConvSpec {
+    /// Reads the spec that starts at `fmt[*pos]` (just after a `%`),
+    /// leaving `*pos` on the conversion character.
+    ///
+    /// # Safety
+    /// As for [`format`]: a `*` reads an int argument from `args`.
+    unsafe fn parse(fmt: &[u8], pos: &mut usize, args: &mut VaArgs) -> ConvSpec {
+        let mut i = *pos;
         let mut flags = Vec::new();
         while let Some(&c @ (b'-' | b'+' | b' ' | b'#' | b'0' | b'\'')) = fmt.get(i) {
             flags.push(c);
@@ -219,21 +221,100 @@ unsafe fn format(fmt: &[u8], args: &mut VaArgs) -> (Vec<u8>, bool) {
             length.push(c);
             i += 1;
         }
+        *pos = i;
+        ConvSpec { flags, width, precision, length }
+    }
+
+    /// The spec as a C format with conversion `conv`, for [`c_format`].
+    fn c_spec(&self, conv: &[u8]) -> Vec<u8> {
+        let mut s = vec![b'%'];
+        s.extend_from_slice(&self.flags);
+        if let Some(w) = self.width {
+            s.extend_from_slice(w.to_string().as_bytes());
+        }
+        if let Some(p) = self.precision {
+            s.push(b'.');
+            s.extend_from_slice(p.to_string().as_bytes());
+        }
+        s.extend_from_slice(conv);
+        s
+    }
+}
+
+/// A floating-point conversion of `v`, as librrd's `rrd_vsnprintf` prints
+/// it, appended to `out`; false when the integer part overflowed (the text
+/// then stops there).
+fn format_double(out: &mut Vec<u8>, spec: &ConvSpec, conv: u8, v: f64) -> bool {
+    // librrd prints %a as %f.
+    let conv = match conv {
+        b'a' => 'f',
+        b'A' => 'F',
+        c => c as char,
+    };
+    // The `'` flag groups nothing in the C locale; several flags
+    // are one flag for the digits (`#`, else the sign's) and
+    // padding done here.
+    let has = |f: u8| spec.flags.contains(&f);
+    let sign = if has(b'+') {
+        Some('+')
+    } else if has(b' ') {
+        Some(' ')
+    } else {
+        None
+    };
+    let digits_flag = match (has(b'#'), sign) {
+        (true, None) => Some('#'),
+        (false, s) => s,
+        (true, Some(_)) => None,
+    };
+    if has(b'#') && sign.is_some() {
+        // No flag of cformat::rrd_snprintf's says both.
+        out.extend(c_format(&spec.c_spec(&[conv as u8]), Arg::Double(v)));
+        return true;
+    }
+    let c = rrd_lang::cformat::Conversion {
+        flag: digits_flag,
+        width: 0,
+        precision: spec.precision.map(|p| p as usize),
+        conv,
+    };
+    let Some(body) = rrd_lang::cformat::rrd_snprintf(v, c) else { return false };
+    let pad = (spec.width.unwrap_or(0) as usize).saturating_sub(body.len());
+    if has(b'-') {
+        out.extend_from_slice(body.as_bytes());
+        out.resize(out.len() + pad, b' ');
+    } else if has(b'0') && v.is_finite() {
+        let signed = body.starts_with(['+', '-', ' ']);
+        let (head, rest) = body.split_at(usize::from(signed));
+        out.extend_from_slice(head.as_bytes());
+        out.resize(out.len() + pad, b'0');
+        out.extend_from_slice(rest.as_bytes());
+    } else {
+        out.resize(out.len() + pad, b' ');
+        out.extend_from_slice(body.as_bytes());
+    }
+    true
+}
+
+/// librrd's `rrd_vsnprintf` over `fmt`: the text (whole, however long) and
+/// whether a double's integer part overflowed (the text then stops there).
+///
+/// # Safety
+/// `args` holds the arguments `fmt` describes, of the types it says.
+unsafe fn format(fmt: &[u8], args: &mut VaArgs) -> (Vec<u8>, bool) {
+    let mut out = Vec::with_capacity(fmt.len() + 32);
+    let mut i = 0;
+    while i < fmt.len() {
+        if fmt[i] != b'%' {
+            out.push(fmt[i]);
+            i += 1;
+            continue;
+        }
+        i += 1;
+        // SAFETY: passed on: `args` holds what `fmt` describes.
+        let spec = unsafe { ConvSpec::parse(fmt, &mut i, args) };
         let Some(&conv) = fmt.get(i) else { break };
         i += 1;
-        let spec = |conv: &[u8]| -> Vec<u8> {
-            let mut s = vec![b'%'];
-            s.extend_from_slice(&flags);
-            if let Some(w) = width {
-                s.extend_from_slice(w.to_string().as_bytes());
-            }
-            if let Some(p) = precision {
-                s.push(b'.');
-                s.extend_from_slice(p.to_string().as_bytes());
-            }
-            s.extend_from_slice(conv);
-            s
-        };
         match conv {
             b'%' => out.push(b'%'),
             b'd' | b'i' | b'o' | b'u' | b'x' | b'X' => {
@@ -241,7 +322,7 @@ unsafe fn format(fmt: &[u8], args: &mut VaArgs) -> (Vec<u8>, bool) {
                 let raw = unsafe { args.int() };
                 let signed = matches!(conv, b'd' | b'i');
                 // C's promotions and the length modifier decide the width.
-                let value: i64 = match (length.as_slice(), signed) {
+                let value: i64 = match (spec.length.as_slice(), signed) {
                     (b"hh", true) => i64::from(raw as i8),
                     (b"hh", false) => i64::from(raw as u8),
                     (b"h", true) => i64::from(raw as i16),
@@ -250,7 +331,7 @@ unsafe fn format(fmt: &[u8], args: &mut VaArgs) -> (Vec<u8>, bool) {
                     ([], false) => i64::from(raw as u32),
                     _ => raw as i64,
                 };
-                out.extend(c_format(&spec(&[b'l', conv]), Arg::Long(value as std::ffi::c_long)));
+                out.extend(c_format(&spec.c_spec(&[b'l', conv]), Arg::Long(value as std::ffi::c_long)));
             }
             b'c' => {
                 // SAFETY: an int argument, per the format; librrd writes
@@ -261,19 +342,19 @@ unsafe fn format(fmt: &[u8], args: &mut VaArgs) -> (Vec<u8>, bool) {
                 // SAFETY: a string pointer (or NULL), per the format.
                 let p = unsafe { args.int() } as usize as *const c_char;
                 let p = if p.is_null() { c"(null)".as_ptr() } else { p };
-                out.extend(c_format(&spec(b"s"), Arg::Str(p)));
+                out.extend(c_format(&spec.c_spec(b"s"), Arg::Str(p)));
             }
             b'p' => {
                 // SAFETY: a pointer argument, per the format.
                 let p = unsafe { args.int() } as usize as *const c_void;
-                out.extend(c_format(&spec(b"p"), Arg::Ptr(p)));
+                out.extend(c_format(&spec.c_spec(b"p"), Arg::Ptr(p)));
             }
             b'n' => {
                 // SAFETY: a pointer to an integer of the modifier's size.
                 unsafe {
                     let p = args.int() as usize;
                     let n = out.len();
-                    match length.as_slice() {
+                    match spec.length.as_slice() {
                         b"hh" => *(p as *mut i8) = n as i8,
                         b"h" => *(p as *mut i16) = n as i16,
                         [] => *(p as *mut i32) = n as i32,
@@ -282,60 +363,15 @@ unsafe fn format(fmt: &[u8], args: &mut VaArgs) -> (Vec<u8>, bool) {
                 }
             }
             b'e' | b'E' | b'f' | b'F' | b'g' | b'G' | b'a' | b'A' => {
-                if length.as_slice() == b"L" {
+                if spec.length.as_slice() == b"L" {
                     // A long double is passed in memory, not read here: not
                     // supported (-1, as for an overflow).
                     return (out, true);
                 }
                 // SAFETY: a double argument, per the format.
                 let v = unsafe { args.double() };
-                // librrd prints %a as %f.
-                let conv = match conv {
-                    b'a' => 'f',
-                    b'A' => 'F',
-                    c => c as char,
-                };
-                // The `'` flag groups nothing in the C locale; several flags
-                // are one flag for the digits (`#`, else the sign's) and
-                // padding done here.
-                let has = |f: u8| flags.contains(&f);
-                let sign = if has(b'+') {
-                    Some('+')
-                } else if has(b' ') {
-                    Some(' ')
-                } else {
-                    None
-                };
-                let digits_flag = match (has(b'#'), sign) {
-                    (true, None) => Some('#'),
-                    (false, s) => s,
-                    (true, Some(_)) => None,
-                };
-                if has(b'#') && sign.is_some() {
-                    // No flag of cformat::rrd_snprintf's says both.
-                    out.extend(c_format(&spec(&[conv as u8]), Arg::Double(v)));
-                    continue;
-                }
-                let c = rrd_lang::cformat::Conversion {
-                    flag: digits_flag,
-                    width: 0,
-                    precision: precision.map(|p| p as usize),
-                    conv,
-                };
-                let Some(body) = rrd_lang::cformat::rrd_snprintf(v, c) else { return (out, true) };
-                let pad = (width.unwrap_or(0) as usize).saturating_sub(body.len());
-                if has(b'-') {
-                    out.extend_from_slice(body.as_bytes());
-                    out.resize(out.len() + pad, b' ');
-                } else if has(b'0') && v.is_finite() {
-                    let signed = body.starts_with(['+', '-', ' ']);
-                    let (head, rest) = body.split_at(usize::from(signed));
-                    out.extend_from_slice(head.as_bytes());
-                    out.resize(out.len() + pad, b'0');
-                    out.extend_from_slice(rest.as_bytes());
-                } else {
-                    out.resize(out.len() + pad, b' ');
-                    out.extend_from_slice(body.as_bytes());
+                if !format_double(&mut out, &spec, conv, v) {
+                    return (out, true);
                 }
             }
             // librrd skips a conversion it does not know.

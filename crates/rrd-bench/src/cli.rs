@@ -140,15 +140,24 @@ pub struct Common {
     /// Default 2023-11-15 10:00 UTC, so a perftest run crosses 12:00.
     #[arg(long, default_value_t = 1_700_042_400)]
     pub start_time: i64,
+    #[command(flatten)]
+    pub record: RunRecord,
+    /// Also write SVG plots into this directory.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+}
+
+/// What a run keeps to be checked by, in both the file workloads
+/// ([`Common`]) and the daemon ones
+/// ([`crate::daemon::common::DaemonCommon`]).
+#[derive(Debug, Args, Clone)]
+pub struct RunRecord {
     /// Files compared byte for byte across sides after the run (0 = none).
     #[arg(long, default_value_t = 100)]
     pub verify: u64,
     /// Also write the results as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Also write SVG plots into this directory.
-    #[arg(long)]
-    pub svg: Option<PathBuf>,
 }
 
 pub use crate::workload::Evict;

@@ -482,7 +482,7 @@ pub fn run(cli: &Cli, args: &[String], exe: &Path, out: &mut dyn Write) -> Resul
     }
     out.write_all(report::markdown(&results).as_bytes())
         .map_err(|e| BenchError::io("writing the report", e))?;
-    if let Some(path) = &common.json {
+    if let Some(path) = &common.record.json {
         let text = serde_json::to_string_pretty(&results)
             .map_err(|e| BenchError::Worker(format!("encoding the results: {e}")))?;
         fs::write(path, text).map_err(|e| BenchError::io(format!("writing {}", path.display()), e))?;
@@ -568,8 +568,8 @@ fn run_sides(
     for worker in workers {
         results.push(worker.finish()?);
     }
-    let verify = if sides.len() > 1 && common.verify > 0 {
-        Some(verify(&results, w.total_files(), common.verify)?)
+    let verify = if sides.len() > 1 && common.record.verify > 0 {
+        Some(verify(&results, w.total_files(), common.record.verify)?)
     } else {
         None
     };

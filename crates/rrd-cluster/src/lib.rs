@@ -166,6 +166,8 @@ pub fn split_args(args: &[String]) -> Result<(ClusterOptions, Vec<String>), Clus
 }
 
 /// `rrdscale daemon --cluster ...`: runs a node until SIGTERM/SIGINT.
+// A node's life in order (start, serve, stop); the steps share the node's handles.
+#[allow(clippy::too_many_lines)]
 pub fn run(args: &[String]) -> Result<(), ClusterError> {
     let (opts, rest) = split_args(args)?;
     let mut config = match config::parse_args(&rest).map_err(|e| ClusterError::Usage(e.message))? {

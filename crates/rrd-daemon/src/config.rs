@@ -440,6 +440,8 @@ fn parse_bytes(v: &str) -> Option<u64> {
 
 /// Reads the daemon's arguments (without the program and subcommand names).
 /// Returns the configuration and the warnings rrdcached would print.
+// A flat match over rrdcached's options.
+#[allow(clippy::too_many_lines)]
 pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
     let mut c = Config::default();
     let mut warnings = Vec::new();

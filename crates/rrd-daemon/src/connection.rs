@@ -410,6 +410,8 @@ where
 }
 
 /// [`serve`] for a socket whose client's leaving ends long commands.
+// One read loop; every branch shares its timeout and pipelining state.
+#[allow(clippy::too_many_lines)]
 pub async fn serve_peer<S>(
     daemon: Arc<Daemon>,
     stream: S,

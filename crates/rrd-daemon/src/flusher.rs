@@ -180,6 +180,8 @@ fn add_counters(stats: &Stats, before: BatchCounters, after: BatchCounters) {
 }
 
 /// Writes the pending values of `keys` (see the module doc).
+// One batch's write, sync and bookkeeping, in order, over the batch's state.
+#[allow(clippy::too_many_lines)]
 pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
     let counters_before = updater.counters;
     let mut taken: Vec<Taken> = Vec::with_capacity(keys.len());

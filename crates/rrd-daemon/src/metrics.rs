@@ -209,6 +209,8 @@ pub fn parse_meminfo(text: &str) -> (Option<u64>, Option<u64>) {
 }
 
 /// The whole exposition text.
+// A flat list of the exposition's metrics, in their order.
+#[allow(clippy::too_many_lines)]
 pub fn render(daemon: &Daemon) -> String {
     let s = &daemon.stats;
     let c = |a: &std::sync::atomic::AtomicU64| Stats::get(a);

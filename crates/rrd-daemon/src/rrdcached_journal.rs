@@ -371,6 +371,8 @@ fn rrdcached_key(paths: &Paths, name: &str) -> String {
 /// are still pending, after `ours` (our own journal's records, which replay
 /// applies first). No side effect but logging. `Err` when a journal that
 /// passed the trust checks cannot be read: its values would be lost.
+// One pass over the journals; its checks share the per-file state.
+#[allow(clippy::too_many_lines)]
 pub fn read(dir: &Path, paths: &Paths, ours: &[Record]) -> Result<Migration, String> {
     let found = find(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
     let mut m = Migration::default();

@@ -172,6 +172,8 @@ fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
+// A simulation loop: one model step per branch.
+#[allow(clippy::too_many_lines)]
 fn run(shape: Shape, undo: bool, rng: &mut Rng) -> Run {
     let tmp = tempdir();
     let base = std::fs::canonicalize(tmp.path()).unwrap();

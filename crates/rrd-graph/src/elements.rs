@@ -236,6 +236,8 @@ fn box_legend(s: Option<&String>) -> String {
 }
 
 /// Parses every element in order.
+// A flat match over the graph elements.
+#[allow(clippy::too_many_lines)]
 pub(crate) fn parse(elements: &[String]) -> Result<Vec<Element>> {
     let mut names = Names::default();
     let mut out: Vec<Element> = Vec::with_capacity(elements.len());

@@ -625,6 +625,8 @@ fn parse_color_option(value: &str) -> Result<(ColorTag, Rgba)> {
 
 impl Options {
     /// Applies one option by its long name, as `rrdtool graph` would.
+    // A flat match over graph's options.
+    #[allow(clippy::too_many_lines)]
     pub fn apply(&mut self, long: &str, value: Option<&str>) -> Result<()> {
         let v = value.unwrap_or("");
         match long {

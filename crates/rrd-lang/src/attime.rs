@@ -1240,6 +1240,8 @@ mod tests {
 
     /// Starts tried against a fixed end, ends against a fixed start, and
     /// pairs that refer to each other.
+    // A table of test cases.
+    #[allow(clippy::too_many_lines)]
     fn utc_pairs() -> Vec<(&'static str, &'static str)> {
         const END: &str = "3000000000";
         const START: &str = "400000000";

@@ -127,6 +127,8 @@ pub fn valid_y_grid(v: &str) -> bool {
 const MAX_PIXELS: i64 = 4000;
 
 /// Parses the shared parameters; `Err` holds the `messages` object.
+// A flat walk over the request's parameters, one check each.
+#[allow(clippy::too_many_lines)]
 pub fn parse(p: &HashMap<String, String>, now: i64) -> Result<DrawRequest, Value> {
     let mut bad = serde_json::Map::new();
     let mut refuse = |key: &str, msg: &str| {

@@ -18,6 +18,8 @@ fn rrd_num(dir: &Path, id: i64, at: i64) -> f64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// One scenario: each step builds on the one before.
+#[allow(clippy::too_many_lines)]
 async fn every_mode_posts_and_reads_back() {
     let dir = tempfile::tempdir().unwrap();
     let addr = start(dir.path()).await;

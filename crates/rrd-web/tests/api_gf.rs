@@ -124,6 +124,8 @@ async fn xport_equals_the_engine_and_rrdtool() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// One scenario: each step builds on the one before.
+#[allow(clippy::too_many_lines)]
 async fn complex_create_read_draw_export() {
     let dir = tempfile::tempdir().unwrap();
     let addr = start(dir.path()).await;

@@ -102,6 +102,8 @@ fn seed(addr: SocketAddr) -> Vec<(&'static str, &'static str, &'static str)> {
 }
 
 #[test]
+// One browser session: each step builds on the one before.
+#[allow(clippy::too_many_lines)]
 fn the_ui_lists_shows_and_switches_graphs_in_chromium() {
     let exe = chromium_path();
     let data = tempfile::tempdir().unwrap();

@@ -61,6 +61,8 @@ fn v(k: i64, a: impl std::fmt::Display, b: impl std::fmt::Display) -> String {
 const DEFS: &[&str] =
     &["DS:x:GAUGE:600:U:U", "DS:y:COUNTER:600:U:U", "RRA:AVERAGE:0.5:1:20", "RRA:MAX:0.5:3:20"];
 
+// A table of protocol steps.
+#[allow(clippy::too_many_lines)]
 fn session() -> Vec<Step> {
     let t0 = T0.to_string();
     let t_end = (T0 + 7200).to_string();

@@ -48,6 +48,8 @@ enum Cmp {
     Overview19,
 }
 
+// A table of protocol lines.
+#[allow(clippy::too_many_lines)]
 fn stream() -> Vec<(String, Cmp)> {
     use Cmp::*;
     let mut s: Vec<(String, Cmp)> = Vec::new();

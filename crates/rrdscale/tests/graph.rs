@@ -126,6 +126,8 @@ struct Def {
 const S: &str = "1700100000";
 const E: &str = "1700400000";
 
+// A table of definitions.
+#[allow(clippy::too_many_lines)]
 fn definitions() -> Vec<Def> {
     vec![
         Def {
@@ -362,6 +364,8 @@ fn plotted_series_equal_rrdtool_xport() {
 }
 
 /// Graph definitions for the CLI comparisons: options and elements.
+// A table of command lines.
+#[allow(clippy::too_many_lines)]
 fn cli_cases() -> Vec<Vec<String>> {
     let mut cases: Vec<Vec<String>> = definitions()
         .iter()
@@ -839,6 +843,8 @@ fn graphv_and_graph_print_what_rrdtool_prints() {
 }
 
 #[test]
+// A table of failing command lines and the loop over it.
+#[allow(clippy::too_many_lines)]
 fn errors_match_rrdtool() {
     // The DEF most cases draw from.
     const DA: &str = "DEF:a=t.rrd:a:AVERAGE";
@@ -947,6 +953,8 @@ fn errors_match_rrdtool() {
 }
 
 /// Command lines as Cacti, LibreNMS, Smokeping and Munin write them.
+// A table of command lines.
+#[allow(clippy::too_many_lines)]
 fn template_cases() -> Vec<Vec<String>> {
     let cases: &[&[&str]] = &[
         &[
@@ -1292,6 +1300,8 @@ fn decode_png(bytes: &[u8]) -> (u32, u32, Vec<u8>, png::ColorType) {
 }
 
 #[test]
+// One loop over many graph definitions, checked alike.
+#[allow(clippy::too_many_lines)]
 fn images_decode_to_their_reported_size_and_are_not_blank() {
     let dir = scene();
     let out = output_dir();
@@ -1523,6 +1533,8 @@ fn svg_parses_and_has_the_reported_size() {
 /// (standard output of `graph`/`graphv` with `-` and with a file, and the
 /// file written), errors included.
 #[test]
+// One loop over the data formats and the ways to ask for them.
+#[allow(clippy::too_many_lines)]
 fn data_formats_equal_rrdtool_byte_for_byte() {
     let dir = scene();
     // Legends and formats keep 200 bytes; JSON-escaped texts can exceed

@@ -433,6 +433,8 @@ fn seed() -> u64 {
 }
 
 #[test]
+// One loop over the generated graphs, each compared alike.
+#[allow(clippy::too_many_lines)]
 fn generated_graphs_equal_rrdtool_in_graphv_and_pixels() {
     let seed = seed();
     let cases: u64 = std::env::var("RRDSCALE_GRAPH_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(60);

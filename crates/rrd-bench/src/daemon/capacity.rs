@@ -123,6 +123,8 @@ struct SideState {
     trial: u64,
 }
 
+// One trial from the files' copy to its verdict; the steps share the side's state.
+#[allow(clippy::too_many_lines)]
 fn trial(
     a: &CapacityArgs,
     run: &Run,

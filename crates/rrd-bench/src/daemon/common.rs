@@ -74,12 +74,8 @@ pub struct DaemonCommon {
     /// one step later. Default 2023-11-15 10:00 UTC.
     #[arg(long, default_value_t = 1_700_042_400)]
     pub start_time: i64,
-    /// Files compared byte for byte across sides after the run (0 = none).
-    #[arg(long, default_value_t = 100)]
-    pub verify: u64,
-    /// Also write the results as JSON to this file.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub record: crate::cli::RunRecord,
     /// An extra argument for our daemon (repeatable), e.g.
     /// `--daemon-arg=--max-kept-bytes=0`.
     #[arg(long = "daemon-arg", allow_hyphen_values = true)]

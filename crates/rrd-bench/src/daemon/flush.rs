@@ -231,8 +231,8 @@ impl DaemonWorkload for Flush<'_> {
             col("pct_of_bound", "% of bound", 0),
         ];
         let mut r = Report::new(run, columns, params);
-        if run.dirs.len() > 1 && c.verify > 0 {
-            r.checks.push(common::verify_sides(&run.files_dirs(), a.files, c.verify));
+        if run.dirs.len() > 1 && c.record.verify > 0 {
+            r.checks.push(common::verify_sides(&run.files_dirs(), a.files, c.record.verify));
         }
         r.ratios = workload::ratios(
             sides,

@@ -209,7 +209,7 @@ impl DaemonWorkload for Ingest<'_> {
         }
         r.params.push(("write threads (-t)", c.threads.to_string()));
         r.params.push(("-w", WRITE_INTERVAL.to_string()));
-        if run.dirs.len() > 1 && c.verify > 0 {
+        if run.dirs.len() > 1 && c.record.verify > 0 {
             let scratch = run.ws.base.join("reference");
             let sent = common::SentCounts {
                 counts: counts.iter().map(|f| f.as_ref()).collect(),
@@ -218,7 +218,12 @@ impl DaemonWorkload for Ingest<'_> {
                 schema: &run.schema,
                 start: c.start_time,
             };
-            r.checks.push(common::verify_sides_against(&run.files_dirs(), Some(&sent), run.files, c.verify));
+            r.checks.push(common::verify_sides_against(
+                &run.files_dirs(),
+                Some(&sent),
+                run.files,
+                c.record.verify,
+            ));
         }
         r
     }

@@ -254,7 +254,7 @@ pub fn run<W: DaemonWorkload>(
             &rep.params,
         )
     };
-    common::finish(results, &run.ws, run.common.json.as_deref(), out)
+    common::finish(results, &run.ws, run.common.record.json.as_deref(), out)
 }
 
 /// `ours_label / rrdcached` of each `(key, name, higher_is_better)` that

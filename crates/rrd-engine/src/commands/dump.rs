@@ -17,12 +17,12 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use rrd_format::{
-    Cf, Dst, CDP_HW_INTERCEPT, CDP_HW_LAST_INTERCEPT, CDP_HW_LAST_SEASONAL, CDP_HW_LAST_SLOPE,
-    CDP_HW_SEASONAL, CDP_HW_SLOPE, CDP_INIT_SEASONAL, CDP_LAST_NULL_COUNT, CDP_NULL_COUNT, CDP_PRIMARY_VAL,
-    CDP_SECONDARY_VAL, CDP_UNKN_PDP_CNT, CDP_VAL, DS_MAX_VAL, DS_MIN_VAL, DS_MRHB_CNT, PDP_UNKN_SEC_CNT,
-    PDP_VAL, RRA_CDP_XFF_VAL, RRA_DELTA_NEG, RRA_DELTA_POS, RRA_DEPENDENT_RRA_IDX, RRA_FAILURE_THRESHOLD,
-    RRA_HW_ALPHA, RRA_HW_BETA, RRA_SEASONAL_GAMMA, RRA_SEASONAL_SMOOTHING_WINDOW, RRA_SEASONAL_SMOOTH_IDX,
-    RRA_WINDOW_LEN,
+    Cf, Dst, Header, RraDef, CDP_HW_INTERCEPT, CDP_HW_LAST_INTERCEPT, CDP_HW_LAST_SEASONAL,
+    CDP_HW_LAST_SLOPE, CDP_HW_SEASONAL, CDP_HW_SLOPE, CDP_INIT_SEASONAL, CDP_LAST_NULL_COUNT, CDP_NULL_COUNT,
+    CDP_PRIMARY_VAL, CDP_SECONDARY_VAL, CDP_UNKN_PDP_CNT, CDP_VAL, DS_MAX_VAL, DS_MIN_VAL, DS_MRHB_CNT,
+    PDP_UNKN_SEC_CNT, PDP_VAL, RRA_CDP_XFF_VAL, RRA_DELTA_NEG, RRA_DELTA_POS, RRA_DEPENDENT_RRA_IDX,
+    RRA_FAILURE_THRESHOLD, RRA_HW_ALPHA, RRA_HW_BETA, RRA_SEASONAL_GAMMA, RRA_SEASONAL_SMOOTHING_WINDOW,
+    RRA_SEASONAL_SMOOTH_IDX, RRA_WINDOW_LEN,
 };
 
 use crate::error::{Error, Result};
@@ -103,6 +103,32 @@ pub fn dump<S: Store>(rrd: &Rrd<S>, out: &mut dyn Write, opts: &DumpOptions) -> 
     w.put_local_time(h.live().last_up);
     w.put(" -->\n\n");
 
+    dump_sources(rrd, &mut w)?;
+
+    w.put("\t<!-- Round Robin Archives -->\n");
+    for (r, rra) in h.rra().iter().enumerate() {
+        w.put("\t<rra>\n\t\t<cf>");
+        w.put_bytes(c_str(&rra.cf_name.0));
+        w.put("</cf>\n\t\t<pdp_per_row>");
+        w.put_u64(rra.pdp_count);
+        w.put("</pdp_per_row> <!-- ");
+        w.put_u64(rra.pdp_count.wrapping_mul(h.pdp_step()));
+        w.put(" seconds -->\n\n\t\t<params>\n");
+        dump_params(h, rra, &mut w);
+        w.put("\t\t</params>\n\t\t<cdp_prep>\n");
+        dump_cdp_prep(h, r, &mut w);
+        w.put("\t\t</cdp_prep>\n\t\t<database>\n");
+        w.maybe_flush()?;
+        dump_rows(rrd, r, &mut w)?;
+        w.put("\t\t</database>\n\t</rra>\n");
+    }
+    w.put("</rrd>\n");
+    w.flush()
+}
+
+/// The `<ds>` elements: each data source's definition and PDP status.
+fn dump_sources<S: Store>(rrd: &Rrd<S>, w: &mut XmlOut<'_>) -> Result<()> {
+    let h = &rrd.header;
     let ds_names: Vec<&str> = h.ds().iter().map(|d| d.name.as_str()).collect();
     for (i, ds) in h.ds().iter().enumerate() {
         w.put("\t<ds>\n\t\t<name> ");
@@ -142,91 +168,82 @@ pub fn dump<S: Store>(rrd: &Rrd<S>, out: &mut dyn Write, opts: &DumpOptions) -> 
         w.put(" </unknown_sec>\n\t</ds>\n\n");
         w.maybe_flush()?;
     }
+    Ok(())
+}
 
-    w.put("\t<!-- Round Robin Archives -->\n");
-    for (r, rra) in h.rra().iter().enumerate() {
-        w.put("\t<rra>\n\t\t<cf>");
-        w.put_bytes(c_str(&rra.cf_name.0));
-        w.put("</cf>\n\t\t<pdp_per_row>");
-        w.put_u64(rra.pdp_count);
-        w.put("</pdp_per_row> <!-- ");
-        w.put_u64(rra.pdp_count.wrapping_mul(h.pdp_step()));
-        w.put(" seconds -->\n\n\t\t<params>\n");
-        let p = &rra.par;
+/// An archive's `<params>`: those of its consolidation function.
+fn dump_params(h: &Header, rra: &RraDef, w: &mut XmlOut<'_>) {
+    let p = &rra.par;
+    match rra.cf {
+        Cf::HwPredict | Cf::MhwPredict => {
+            w.element("\t\t", "hw_alpha", p[RRA_HW_ALPHA]);
+            w.element("\t\t", "hw_beta", p[RRA_HW_BETA]);
+            w.count("\t\t", "dependent_rra_idx", p[RRA_DEPENDENT_RRA_IDX]);
+        }
+        Cf::Seasonal | Cf::DevSeasonal => {
+            w.element("\t\t", "seasonal_gamma", p[RRA_SEASONAL_GAMMA]);
+            w.count("\t\t", "seasonal_smooth_idx", p[RRA_SEASONAL_SMOOTH_IDX]);
+            if h.version().0 >= 4 {
+                w.element("\t\t", "smoothing_window", p[RRA_SEASONAL_SMOOTHING_WINDOW]);
+            }
+            w.count("\t\t", "dependent_rra_idx", p[RRA_DEPENDENT_RRA_IDX]);
+        }
+        Cf::Failures => {
+            w.element("\t\t", "delta_pos", p[RRA_DELTA_POS]);
+            w.element("\t\t", "delta_neg", p[RRA_DELTA_NEG]);
+            w.count("\t\t", "window_len", p[RRA_WINDOW_LEN]);
+            w.count("\t\t", "failure_threshold", p[RRA_FAILURE_THRESHOLD]);
+            w.count("\t\t", "dependent_rra_idx", p[RRA_DEPENDENT_RRA_IDX]);
+        }
+        Cf::DevPredict => w.count("\t\t", "dependent_rra_idx", p[RRA_DEPENDENT_RRA_IDX]),
+        Cf::Average | Cf::Minimum | Cf::Maximum | Cf::Last => w.element("\t\t", "xff", p[RRA_CDP_XFF_VAL]),
+    }
+}
+
+/// Archive `r`'s `<cdp_prep>`: each data source's consolidation scratch.
+fn dump_cdp_prep(h: &Header, r: usize, w: &mut XmlOut<'_>) {
+    let rra = &h.rra()[r];
+    let p = &rra.par;
+    for d in 0..h.ds().len() {
+        let s = &h.cdp()[h.cdp_index(r, d)].scratch;
+        w.put("\t\t\t<ds>\n");
+        w.element("\t\t\t", "primary_value", s[CDP_PRIMARY_VAL]);
+        w.element("\t\t\t", "secondary_value", s[CDP_SECONDARY_VAL]);
         match rra.cf {
             Cf::HwPredict | Cf::MhwPredict => {
-                w.element("\t\t", "hw_alpha", p[RRA_HW_ALPHA]);
-                w.element("\t\t", "hw_beta", p[RRA_HW_BETA]);
-                w.count("\t\t", "dependent_rra_idx", p[RRA_DEPENDENT_RRA_IDX]);
+                w.element("\t\t\t", "intercept", s[CDP_HW_INTERCEPT]);
+                w.element("\t\t\t", "last_intercept", s[CDP_HW_LAST_INTERCEPT]);
+                w.element("\t\t\t", "slope", s[CDP_HW_SLOPE]);
+                w.element("\t\t\t", "last_slope", s[CDP_HW_LAST_SLOPE]);
+                w.count("\t\t\t", "nan_count", s[CDP_NULL_COUNT]);
+                w.count("\t\t\t", "last_nan_count", s[CDP_LAST_NULL_COUNT]);
             }
             Cf::Seasonal | Cf::DevSeasonal => {
-                w.element("\t\t", "seasonal_gamma", p[RRA_SEASONAL_GAMMA]);
-                w.count("\t\t", "seasonal_smooth_idx", p[RRA_SEASONAL_SMOOTH_IDX]);
-                if h.version().0 >= 4 {
-                    w.element("\t\t", "smoothing_window", p[RRA_SEASONAL_SMOOTHING_WINDOW]);
-                }
-                w.count("\t\t", "dependent_rra_idx", p[RRA_DEPENDENT_RRA_IDX]);
+                w.element("\t\t\t", "seasonal", s[CDP_HW_SEASONAL]);
+                w.element("\t\t\t", "last_seasonal", s[CDP_HW_LAST_SEASONAL]);
+                w.count("\t\t\t", "init_flag", s[CDP_INIT_SEASONAL]);
             }
+            Cf::DevPredict => {}
             Cf::Failures => {
-                w.element("\t\t", "delta_pos", p[RRA_DELTA_POS]);
-                w.element("\t\t", "delta_neg", p[RRA_DELTA_NEG]);
-                w.count("\t\t", "window_len", p[RRA_WINDOW_LEN]);
-                w.count("\t\t", "failure_threshold", p[RRA_FAILURE_THRESHOLD]);
-                w.count("\t\t", "dependent_rra_idx", p[RRA_DEPENDENT_RRA_IDX]);
+                // The violation history is one byte per window slot,
+                // overlaid on the scratch area and printed with %d of
+                // a (signed) char. A window longer than the scratch
+                // area only exists in corrupt files: stop at its end.
+                let bytes: Vec<u8> = s.iter().flat_map(|v| v.to_le_bytes()).collect();
+                let len = p[RRA_WINDOW_LEN].min(bytes.len() as u64) as usize;
+                w.put("\t\t\t<history>");
+                for &b in &bytes[..len] {
+                    w.put_i64(i64::from(b as i8));
+                }
+                w.put("</history>\n");
             }
-            Cf::DevPredict => w.count("\t\t", "dependent_rra_idx", p[RRA_DEPENDENT_RRA_IDX]),
             Cf::Average | Cf::Minimum | Cf::Maximum | Cf::Last => {
-                w.element("\t\t", "xff", p[RRA_CDP_XFF_VAL])
+                w.element("\t\t\t", "value", s[CDP_VAL]);
+                w.count("\t\t\t", "unknown_datapoints", s[CDP_UNKN_PDP_CNT]);
             }
         }
-        w.put("\t\t</params>\n\t\t<cdp_prep>\n");
-        for d in 0..h.ds().len() {
-            let s = &h.cdp()[h.cdp_index(r, d)].scratch;
-            w.put("\t\t\t<ds>\n");
-            w.element("\t\t\t", "primary_value", s[CDP_PRIMARY_VAL]);
-            w.element("\t\t\t", "secondary_value", s[CDP_SECONDARY_VAL]);
-            match rra.cf {
-                Cf::HwPredict | Cf::MhwPredict => {
-                    w.element("\t\t\t", "intercept", s[CDP_HW_INTERCEPT]);
-                    w.element("\t\t\t", "last_intercept", s[CDP_HW_LAST_INTERCEPT]);
-                    w.element("\t\t\t", "slope", s[CDP_HW_SLOPE]);
-                    w.element("\t\t\t", "last_slope", s[CDP_HW_LAST_SLOPE]);
-                    w.count("\t\t\t", "nan_count", s[CDP_NULL_COUNT]);
-                    w.count("\t\t\t", "last_nan_count", s[CDP_LAST_NULL_COUNT]);
-                }
-                Cf::Seasonal | Cf::DevSeasonal => {
-                    w.element("\t\t\t", "seasonal", s[CDP_HW_SEASONAL]);
-                    w.element("\t\t\t", "last_seasonal", s[CDP_HW_LAST_SEASONAL]);
-                    w.count("\t\t\t", "init_flag", s[CDP_INIT_SEASONAL]);
-                }
-                Cf::DevPredict => {}
-                Cf::Failures => {
-                    // The violation history is one byte per window slot,
-                    // overlaid on the scratch area and printed with %d of
-                    // a (signed) char. A window longer than the scratch
-                    // area only exists in corrupt files: stop at its end.
-                    let bytes: Vec<u8> = s.iter().flat_map(|v| v.to_le_bytes()).collect();
-                    let len = p[RRA_WINDOW_LEN].min(bytes.len() as u64) as usize;
-                    w.put("\t\t\t<history>");
-                    for &b in &bytes[..len] {
-                        w.put_i64(i64::from(b as i8));
-                    }
-                    w.put("</history>\n");
-                }
-                Cf::Average | Cf::Minimum | Cf::Maximum | Cf::Last => {
-                    w.element("\t\t\t", "value", s[CDP_VAL]);
-                    w.count("\t\t\t", "unknown_datapoints", s[CDP_UNKN_PDP_CNT]);
-                }
-            }
-            w.put("\t\t\t</ds>\n");
-        }
-        w.put("\t\t</cdp_prep>\n\t\t<database>\n");
-        w.maybe_flush()?;
-        dump_rows(rrd, r, &mut w)?;
-        w.put("\t\t</database>\n\t</rra>\n");
+        w.put("\t\t\t</ds>\n");
     }
-    w.put("</rrd>\n");
-    w.flush()
 }
 
 /// The rows of archive `r`, oldest first: the row after `cur_row` is the

@@ -51,6 +51,8 @@ pub(crate) fn parse_rra_def(
 }
 
 /// The Holt-Winters part of `parseRRA`.
+// A flat parse of the Holt-Winters fields, in RRDtool's order and wording.
+#[allow(clippy::too_many_lines)]
 fn parse_hw_rra(
     cf: Cf,
     tokens: &[&str],

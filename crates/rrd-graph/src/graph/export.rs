@@ -15,6 +15,8 @@ pub(super) fn data_format(f: ImageFormat) -> Option<DataFormat> {
 /// exported at the greatest common divisor of their steps over the graph's
 /// range (aligned to it), with graphv's `graph_start`, `graph_end`,
 /// `graph_step` and `print[i]`.
+// Follows RRDtool's rrd_graph_xport step by step.
+#[allow(clippy::too_many_lines)]
 pub(super) fn render_data(
     mut im: Image<'_>,
     data: Evaluation,

@@ -4,6 +4,8 @@
 use super::*;
 
 impl Image<'_> {
+    /// RRDtool's `grid_paint`, drawing in its order: the border, the grids,
+    /// the titles and labels, then the legends.
     pub(super) fn grid_paint(
         &mut self,
         c: &mut dyn Canvas,
@@ -49,6 +51,18 @@ impl Image<'_> {
                 );
             }
         }
+        self.titles_paint(c);
+        if o.no_legend || o.only_graph {
+            return;
+        }
+        self.legends_paint(c, info);
+    }
+
+    /// The vertical and the right axis' labels, the title, rrdscale's tag
+    /// and the watermark.
+    fn titles_paint(&self, c: &mut dyn Canvas) {
+        let o = self.o;
+        let (ximg, yimg) = (self.ximg as f64, self.yimg as f64);
         let font_color = self.color(ColorTag::Font);
         if !o.vertical_label.is_empty() {
             self.text(
@@ -114,9 +128,14 @@ impl Image<'_> {
                 &o.watermark,
             );
         }
-        if o.no_legend || o.only_graph {
-            return;
-        }
+    }
+
+    /// The legends, in --legend-direction's order: each item's text, its
+    /// box (or, with --dynamic-labels, its line), and graphv's `legend[i]`
+    /// and `coords[i]`.
+    fn legends_paint(&self, c: &mut dyn Canvas, info: &mut Vec<(String, InfoValue)>) {
+        let o = self.o;
+        let font_color = self.color(ColorTag::Font);
         // --legend-direction: the first and last legend lines (of
         // graph elements only, for bottomup2).
         let shown = || self.items.iter().enumerate().filter(|(_, it)| !it.legend.is_empty());
@@ -211,7 +230,6 @@ impl Image<'_> {
 
     /// Horizontal grid lines and their labels (RRDtool's classic grid).
     pub(super) fn horizontal_grid(&self, c: &mut dyn Canvas) -> bool {
-        let (x0, x1) = (self.xorigin as f64, (self.xorigin + self.xsize) as f64);
         let sgrid = c_int(self.minval / self.gridstep - 1.0) as i64;
         let egrid = c_int(self.maxval / self.gridstep + 1.0) as i64;
         // A degenerate range (infinite limits) must not become a long loop.
@@ -233,47 +251,57 @@ impl Image<'_> {
             if i % self.labfact == 0 || (nlabels == 1 && (yn < top || yn > bottom)) {
                 let label = self.y_label(i, scaledstep * i as f64, max_y);
                 nlabels += 1;
-                let axis_pt = self.pt(TextProp::Axis);
                 if self.o.right_axis.is_some() {
                     let right = self.y_label_right(i, sgrid, egrid, max_y, &mut right_mag);
-                    self.text(
-                        c,
-                        x1 + 7.0,
-                        y0,
-                        self.color(ColorTag::Font),
-                        TextProp::Axis,
-                        0.0,
-                        HAlign::Left,
-                        VAlign::Center,
-                        &right,
-                    );
+                    self.right_axis_label(c, y0, &right);
                 }
-                self.text(
-                    c,
-                    x0 - axis_pt,
-                    y0,
-                    self.color(ColorTag::Font),
-                    TextProp::Axis,
-                    0.0,
-                    HAlign::Right,
-                    VAlign::Center,
-                    &label,
-                );
-                let mg = self.color(ColorTag::MGrid);
-                self.line(c, (x0 - 2.0, y0), (x0, y0), MGRID_WIDTH, mg, None);
-                self.line(c, (x1, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, None);
-                self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(Dash::Grid));
+                self.left_axis_label(c, y0, &label);
+                self.major_grid_line(c, y0);
             } else if !self.o.no_minor {
-                let g = self.color(ColorTag::Grid);
-                self.line(c, (x0 - 2.0, y0), (x0, y0), GRID_WIDTH, g, None);
-                self.line(c, (x1, y0), (x1 + 2.0, y0), GRID_WIDTH, g, None);
-                self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(Dash::Grid));
+                self.minor_grid_line(c, y0);
             }
         }
         true
     }
 
+    /// A major horizontal grid line at `y0` (the linear and the log grid
+    /// draw the same).
+    fn major_grid_line(&self, c: &mut dyn Canvas, y0: f64) {
+        self.grid_line(c, y0, ColorTag::MGrid, MGRID_WIDTH, 2.0);
+    }
+
+    /// A minor horizontal grid line at `y0`.
+    fn minor_grid_line(&self, c: &mut dyn Canvas, y0: f64) {
+        self.grid_line(c, y0, ColorTag::Grid, GRID_WIDTH, 1.0);
+    }
+
+    /// A horizontal grid line at `y0`: a 2-pixel tick outside the plot on
+    /// each side, and the dashed line across, `reach` pixels past the plot.
+    fn grid_line(&self, c: &mut dyn Canvas, y0: f64, tag: ColorTag, width: f64, reach: f64) {
+        let (x0, x1) = (self.xorigin as f64, (self.xorigin + self.xsize) as f64);
+        let color = self.color(tag);
+        self.line(c, (x0 - 2.0, y0), (x0, y0), width, color, None);
+        self.line(c, (x1, y0), (x1 + 2.0, y0), width, color, None);
+        self.line(c, (x0 - reach, y0), (x1 + reach, y0), width, color, Some(Dash::Grid));
+    }
+
+    /// A y-axis label at `y0`, right-aligned left of the plot.
+    fn left_axis_label(&self, c: &mut dyn Canvas, y0: f64, label: &str) {
+        let x = self.xorigin as f64 - self.pt(TextProp::Axis);
+        let font = self.color(ColorTag::Font);
+        self.text(c, x, y0, font, TextProp::Axis, 0.0, HAlign::Right, VAlign::Center, label);
+    }
+
+    /// A right-axis label at `y0`, left-aligned right of the plot.
+    fn right_axis_label(&self, c: &mut dyn Canvas, y0: f64, label: &str) {
+        let x = (self.xorigin + self.xsize) as f64 + 7.0;
+        let font = self.color(ColorTag::Font);
+        self.text(c, x, y0, font, TextProp::Axis, 0.0, HAlign::Left, VAlign::Center, label);
+    }
+
     /// RRDtool's `horizontal_log_grid`: decades, with minor lines between.
+    // Follows RRDtool's horizontal_log_grid; its closures share the grid's state.
+    #[allow(clippy::too_many_lines)]
     pub(super) fn log_grid(&self, c: &mut dyn Canvas) {
         const YLOGLAB: [[f64; 10]; 5] = [
             [1.0, 10.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
@@ -289,7 +317,6 @@ impl Image<'_> {
         let logscale = self.ysize as f64 / nex;
         let mut exfrac = 1_i64;
         let legend_pt = self.pt(TextProp::Legend);
-        let axis_pt = self.pt(TextProp::Axis);
         while logscale * (exfrac as f64) < 3.0 * legend_pt && exfrac < 1000 {
             exfrac = if exfrac == 1 { 3 } else { exfrac + 3 };
         }
@@ -316,7 +343,6 @@ impl Image<'_> {
         if val_exp % exfrac != 0 {
             val_exp += (-val_exp % exfrac).abs();
         }
-        let (x0, x1) = (self.xorigin as f64, (self.xorigin + self.xsize) as f64);
         let top = (self.yorigin - self.ysize) as f64;
         let minor = |c: &mut dyn Canvas, value: f64| -> bool {
             if value < self.minval {
@@ -326,10 +352,7 @@ impl Image<'_> {
             if (y0 + 0.5).floor() <= top {
                 return false;
             }
-            let g = self.color(ColorTag::Grid);
-            self.line(c, (x0 - 2.0, y0), (x0, y0), GRID_WIDTH, g, None);
-            self.line(c, (x1, y0), (x1 + 2.0, y0), GRID_WIDTH, g, None);
-            self.line(c, (x0 - 1.0, y0), (x1 + 1.0, y0), GRID_WIDTH, g, Some(Dash::Grid));
+            self.minor_grid_line(c, y0);
             true
         };
         let minors_below = |c: &mut dyn Canvas, flab: usize, val_exp: i64| {
@@ -366,10 +389,7 @@ impl Image<'_> {
             if (y0 + 0.5).floor() <= top {
                 break;
             }
-            let mg = self.color(ColorTag::MGrid);
-            self.line(c, (x0 - 2.0, y0), (x0, y0), MGRID_WIDTH, mg, None);
-            self.line(c, (x1, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, None);
-            self.line(c, (x0 - 2.0, y0), (x1 + 2.0, y0), MGRID_WIDTH, mg, Some(Dash::Grid));
+            self.major_grid_line(c, y0);
             let label = if self.o.units_si {
                 const SI: [char; 17] =
                     ['y', 'z', 'a', 'f', 'p', 'n', 'u', 'm', ' ', 'k', 'M', 'G', 'T', 'P', 'E', 'Z', 'Y'];
@@ -402,20 +422,9 @@ impl Image<'_> {
                         rrd_lang::cformat::Conversion { flag: None, width: 3, precision: Some(0), conv: 'e' },
                     )
                 };
-                let font = self.color(ColorTag::Font);
-                self.text(c, x1 + 7.0, y0, font, TextProp::Axis, 0.0, HAlign::Left, VAlign::Center, &right);
+                self.right_axis_label(c, y0, &right);
             }
-            self.text(
-                c,
-                x0 - axis_pt,
-                y0,
-                self.color(ColorTag::Font),
-                TextProp::Axis,
-                0.0,
-                HAlign::Right,
-                VAlign::Center,
-                &label,
-            );
+            self.left_axis_label(c, y0, &label);
             minors_below(c, flab, val_exp);
             flab += 1;
             if YLOGLAB[mid][flab] == 10.0 {

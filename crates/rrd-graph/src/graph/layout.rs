@@ -28,6 +28,8 @@ impl Image<'_> {
 
     /// RRDtool's `graph_size_location`: image size, graph origin and the
     /// origins of title, legend and axis labels for every legend position.
+    // Follows RRDtool's graph_size_location: one branch per legend position.
+    #[allow(clippy::too_many_lines)]
     pub(super) fn size_location(&mut self) -> Result<()> {
         let o = self.o;
         if o.only_graph {
@@ -187,6 +189,8 @@ impl Image<'_> {
     /// RRDtool's `leg_place` (south legend): splits legends into lines,
     /// honours `\l \r \c \j \s \g \u \n \.` and TEXTALIGN, and sets each
     /// legend's position and the legend height.
+    // Follows RRDtool's leg_place.
+    #[allow(clippy::too_many_lines)]
     pub(super) fn leg_place(&mut self, calc_width: bool) -> Result<()> {
         let o = self.o;
         if o.no_legend || o.only_graph {

@@ -306,76 +306,8 @@ pub fn render_with(
     source: &mut dyn FetchSource,
 ) -> Result<GraphOutput> {
     options.validate()?;
-    let (start, end) = attime::parse_start_end(&options.start, &options.end, now)
-        .map_err(|e| GraphError::invalid(e.to_string()))?;
-    if start < 3600 * 24 * 365 * 10 {
-        return Err(GraphError::invalid(format!("the first entry to fetch should be after 1980 ({start})")));
-    }
-    if end < start {
-        return Err(GraphError::invalid(format!("start ({start}) should be less than end ({end})")));
-    }
-    let parsed = elements::parse(elements)?;
-    let data_texts: Vec<String> = parsed
-        .iter()
-        .filter(|e| matches!(e.kind, Kind::Data { .. } | Kind::Shift))
-        .map(|e| e.text.clone())
-        .collect();
-    let range = XportRange { start, end, step_secs: options.step_secs, max_rows: options.width, now };
-    let data = if options.missing_data_as_nan {
-        let mut empty = EmptyOnFailure { inner: source, ds_names: def_ds_names(&data_texts) };
-        evaluate_with(&range, &data_texts, &mut empty)?
-    } else {
-        evaluate_with(&range, &data_texts, source)?
-    };
-
-    let font_smoothing = match (options.font_light, options.font_mono) {
-        (true, _) => Smoothing::Light,
-        (_, true) => Smoothing::Mono,
-        _ => Smoothing::Normal,
-    };
-    let mut im = Image {
-        text: Rc::new(RefCell::new(TextLayout::new(font_smoothing)?)),
-        o: options,
-        start,
-        end,
-        xsize: options.width,
-        ysize: options.height,
-        ximg: 0,
-        yimg: 0,
-        xorigin: 0,
-        yorigin: 0,
-        minval: options.lower_limit,
-        maxval: options.upper_limit,
-        magfact: 1.0,
-        viewfactor: 1.0,
-        symbol: ' ',
-        gridstep: f64::NAN,
-        labfact: 2,
-        alt_label: None,
-        legendwidth: 0.0,
-        legendheight: 0,
-        x_origin_legend: 0,
-        y_origin_legend: 0,
-        x_origin_legend_y: 0,
-        y_origin_legend_y: 0,
-        x_origin_legend_y2: 0,
-        y_origin_legend_y2: 0,
-        gridfit: options.image_format == ImageFormat::Png && options.gridfit,
-        grid_dash: [options.grid_dash.0, options.grid_dash.1],
-        default_font: std::env::var("RRD_DEFAULT_FONT").unwrap_or_else(|_| DEFAULT_FONT.to_string()),
-        items: parsed
-            .into_iter()
-            .map(|el| Item {
-                legend: el.legend.clone(),
-                el,
-                leg_x: 0.0,
-                leg_y: 0.0,
-                yrule: f64::NAN,
-                xrule: 0,
-                p_data: Vec::new(),
-            })
-            .collect(),
-    };
+    let (start, end, parsed, data) = parse_and_evaluate(options, elements, now, source)?;
+    let mut im = new_image(options, start, end, parsed)?;
     if let Some(format) = data_format(options.image_format) {
         return render_data(im, data, format, now);
     }
@@ -462,6 +394,91 @@ pub fn render_with(
         image_width: im.ximg,
         image_height: im.yimg,
         data,
+    })
+}
+
+/// The graph's time range (checked as RRDtool checks it), its elements,
+/// and what their DEFs, CDEFs and VDEFs evaluate to.
+fn parse_and_evaluate(
+    options: &Options,
+    elements: &[String],
+    now: i64,
+    source: &mut dyn FetchSource,
+) -> Result<(i64, i64, Vec<Element>, Evaluation)> {
+    let (start, end) = attime::parse_start_end(&options.start, &options.end, now)
+        .map_err(|e| GraphError::invalid(e.to_string()))?;
+    if start < 3600 * 24 * 365 * 10 {
+        return Err(GraphError::invalid(format!("the first entry to fetch should be after 1980 ({start})")));
+    }
+    if end < start {
+        return Err(GraphError::invalid(format!("start ({start}) should be less than end ({end})")));
+    }
+    let parsed = elements::parse(elements)?;
+    let data_texts: Vec<String> = parsed
+        .iter()
+        .filter(|e| matches!(e.kind, Kind::Data { .. } | Kind::Shift))
+        .map(|e| e.text.clone())
+        .collect();
+    let range = XportRange { start, end, step_secs: options.step_secs, max_rows: options.width, now };
+    let data = if options.missing_data_as_nan {
+        let mut empty = EmptyOnFailure { inner: source, ds_names: def_ds_names(&data_texts) };
+        evaluate_with(&range, &data_texts, &mut empty)?
+    } else {
+        evaluate_with(&range, &data_texts, source)?
+    };
+    Ok((start, end, parsed, data))
+}
+
+/// The image's state before layout: the options' sizes and limits, the
+/// text layout with its font smoothing, and one item per element.
+fn new_image(options: &Options, start: i64, end: i64, parsed: Vec<Element>) -> Result<Image<'_>> {
+    let font_smoothing = match (options.font_light, options.font_mono) {
+        (true, _) => Smoothing::Light,
+        (_, true) => Smoothing::Mono,
+        _ => Smoothing::Normal,
+    };
+    Ok(Image {
+        text: Rc::new(RefCell::new(TextLayout::new(font_smoothing)?)),
+        o: options,
+        start,
+        end,
+        xsize: options.width,
+        ysize: options.height,
+        ximg: 0,
+        yimg: 0,
+        xorigin: 0,
+        yorigin: 0,
+        minval: options.lower_limit,
+        maxval: options.upper_limit,
+        magfact: 1.0,
+        viewfactor: 1.0,
+        symbol: ' ',
+        gridstep: f64::NAN,
+        labfact: 2,
+        alt_label: None,
+        legendwidth: 0.0,
+        legendheight: 0,
+        x_origin_legend: 0,
+        y_origin_legend: 0,
+        x_origin_legend_y: 0,
+        y_origin_legend_y: 0,
+        x_origin_legend_y2: 0,
+        y_origin_legend_y2: 0,
+        gridfit: options.image_format == ImageFormat::Png && options.gridfit,
+        grid_dash: [options.grid_dash.0, options.grid_dash.1],
+        default_font: std::env::var("RRD_DEFAULT_FONT").unwrap_or_else(|_| DEFAULT_FONT.to_string()),
+        items: parsed
+            .into_iter()
+            .map(|el| Item {
+                legend: el.legend.clone(),
+                el,
+                leg_x: 0.0,
+                leg_y: 0.0,
+                yrule: f64::NAN,
+                xrule: 0,
+                p_data: Vec::new(),
+            })
+            .collect(),
     })
 }
 

@@ -17,6 +17,8 @@ pub(super) enum PrintPass {
 impl Image<'_> {
     /// PRINT/GPRINT values and texts, rule positions. Returns whether
     /// anything is drawn.
+    // Follows RRDtool's print_calc.
+    #[allow(clippy::too_many_lines)]
     pub(super) fn print_calc(
         &mut self,
         data: &Evaluation,

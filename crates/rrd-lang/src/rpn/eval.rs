@@ -282,6 +282,8 @@ pub fn run(nodes: &[Node], ctx: &mut dyn Context) -> Result<f64, RpnError> {
 }
 
 /// Applies one operator that needs nothing but the stack (and the clock).
+// A flat match over the RPN operators.
+#[allow(clippy::too_many_lines)]
 fn apply(op: Op, s: &mut Stack, ctx: &mut dyn Context) -> Result<(), RpnError> {
     match op {
         Op::Inf => s.push(f64::INFINITY),

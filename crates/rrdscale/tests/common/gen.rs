@@ -598,6 +598,8 @@ enum Invalid {
     NonNumeric,
 }
 
+// A generator whose kinds of call are one flat match.
+#[allow(clippy::too_many_lines)]
 fn gen_calls(rng: &mut Rng, schema: &Schema) -> Vec<UpdateCall> {
     let inputs = schema.input_ds();
     let mut states: Vec<DsState> =

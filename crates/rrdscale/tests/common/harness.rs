@@ -555,6 +555,8 @@ pub fn read_commands(case: &Case, last: i64) -> Vec<Vec<String>> {
 }
 
 impl Harness {
+    // One case's steps in order, comparing both tools after each.
+    #[allow(clippy::too_many_lines)]
     pub fn run_case(&self, index: u64, case: &Case) -> CaseReport {
         let dirs = Dirs::new();
         let (on, cn) = (self.oracle.name.as_str(), self.candidate.name.as_str());

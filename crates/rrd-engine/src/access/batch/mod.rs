@@ -395,6 +395,8 @@ impl BatchUpdater {
     /// before the update (the file may hold part of the update, torn; a
     /// retry must start from the state before it, not from what a read of
     /// the torn header would give).
+    // One locked update: read, write and recovery share the header state.
+    #[allow(clippy::too_many_lines)]
     fn apply_locked(
         &mut self,
         req: &UpdateRequest,

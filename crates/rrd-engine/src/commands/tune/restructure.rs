@@ -423,6 +423,134 @@ fn consolidate(cdp: f64, v: f64, cf: Cf) -> f64 {
     }
 }
 
+/// `handle_rra_defs`: the kept archives' definitions, with their new row
+/// counts (recorded in `ops`), and their scratch areas, an added DS's
+/// initialised.
+fn handle_rra_defs(ih: &Header, ops: &mut [RraModOp], ds_ops: &[DsOp], out: &mut HeaderParts) {
+    let in_ds = ih.ds().len();
+    for (j, in_rra) in ih.rra().iter().enumerate() {
+        let mut final_rows = in_rra.row_count as i32;
+        if let Some(op) = ops.iter_mut().find(|o| o.index == j as i32) {
+            match op.op {
+                b'=' => final_rows = op.row_count as i32,
+                b'-' => final_rows = final_rows.wrapping_sub(op.row_count as i32),
+                b'+' => final_rows = final_rows.wrapping_add(op.row_count as i32),
+                _ => {}
+            }
+            final_rows = final_rows.max(0);
+            op.final_row_count = final_rows as u32;
+        }
+        if final_rows == 0 {
+            continue;
+        }
+        let mut def = in_rra.clone();
+        def.row_count = final_rows as u64;
+        let out_index = out.rra.len();
+        out.rra.push(def);
+        out.rra_ptr.push(final_rows as u64 - 1);
+        let mut out_k = 0;
+        for (i, op) in ds_ops.iter().enumerate() {
+            match op {
+                DsOp::Copy => out.cdp.push(ih.cdp()[j * in_ds + i].clone()),
+                DsOp::Add => {
+                    let mut s = [0; 10];
+                    init_cdp(out.live.last_up, out.pdp_step, &out.rra[out_index], &out.pdp[out_k], &mut s);
+                    out.cdp.push(CdpPrep { scratch: s });
+                }
+                DsOp::Delete => continue,
+            }
+            out_k += 1;
+        }
+    }
+}
+
+/// `mod_rras`: the data of the kept archives, oldest row first, cut or
+/// grown as `ops` say (grown rows filled from the other archives).
+fn mod_rras(
+    inp: &Image,
+    ops: &[RraModOp],
+    ds_ops: &[DsOp],
+    ds_map: &[i32],
+    out: &HeaderParts,
+    total_rows: u64,
+) -> Vec<f64> {
+    let ih = &inp.header;
+    let (in_ds, out_ds) = (ih.ds().len(), out.ds.len());
+    let mut values = vec![DNAN; total_rows as usize * out_ds];
+    let (mut in_base, mut out_base, mut out_rra) = (0usize, 0usize, 0usize);
+    for (rra_index, in_rra) in ih.rra().iter().enumerate() {
+        let in_values = in_rra.row_count as usize * in_ds;
+        let op = ops.iter().find(|o| o.index == rra_index as i32);
+        if op.is_some_and(|o| o.final_row_count == 0) {
+            // Skip the deleted archive's data too, so that the archives
+            // after it read their own (rrdtool 1.7.2 does not: see the
+            // module docs).
+            in_base += in_values;
+            continue;
+        }
+        let in_rows = in_rra.row_count;
+        let out_rows = out.rra[out_rra].row_count;
+        let out_values = out_rows as usize * out_ds;
+        let (mut ii, mut oi) = (0u64, 0u64);
+        if let Some(op) = op {
+            let (mut kind, mut count) = (op.op, op.row_count);
+            if kind == b'=' {
+                if u64::from(count) < in_rows {
+                    count = (in_rows - u64::from(count)) as u32;
+                    kind = b'-';
+                } else if u64::from(count) > in_rows {
+                    count = (u64::from(count) - in_rows) as u32;
+                    kind = b'+';
+                }
+            }
+            match kind {
+                b'-' => ii = u64::from(count),
+                b'+' => {
+                    // New rows go in front (they are the oldest) and are
+                    // filled from the other archives where possible.
+                    oi = u64::from(count).min(out_rows);
+                    // The archive's own cur_row (its last row). rrdtool
+                    // looks it up by the old index in the new list, which
+                    // names another archive once an earlier one is deleted.
+                    let cur_row = out.rra_ptr[out_rra] as i32;
+                    let rra_def = out.rra[out_rra].clone();
+                    populate_rows(
+                        inp,
+                        out,
+                        ds_map,
+                        &rra_def,
+                        cur_row,
+                        &mut values[out_base..out_base + out_values],
+                        0,
+                        oi as i32,
+                    );
+                }
+                _ => {}
+            }
+        }
+        let in_cur = ih.rra_ptr()[rra_index];
+        while ii < in_rows && oi < out_rows {
+            let real_ii = ((ii + in_cur + 1) % in_rows) as usize;
+            let mut jj = 0;
+            for (j, op) in ds_ops.iter().enumerate() {
+                let dst = out_base + oi as usize * out_ds + jj;
+                match op {
+                    DsOp::Copy => values[dst] = inp.values[in_base + real_ii * in_ds + j],
+                    DsOp::Add => values[dst] = DNAN,
+                    DsOp::Delete => continue,
+                }
+                jj += 1;
+            }
+            ii += 1;
+            oi += 1;
+        }
+        in_base += in_values;
+        out_base += out_values;
+        out_rra += 1;
+    }
+    values
+}
+
 /// `rrd_modify_structure`: one pass of DS and archive changes.
 fn modify_structure(
     inp: &Image,
@@ -436,7 +564,6 @@ fn modify_structure(
         return Err(err("direct modification is only supported for version 3, 4 or 5 of RRD files. \
              Consider to dump/restore before retrying a modification"));
     }
-    let in_ds = ih.ds().len();
     let mut out = HeaderParts {
         version: ih.version(),
         stat_pad: [0; 7],
@@ -485,115 +612,9 @@ fn modify_structure(
         }
     }
 
-    // Archive definitions and scratch areas (`handle_rra_defs`).
-    for (j, in_rra) in ih.rra().iter().enumerate() {
-        let mut final_rows = in_rra.row_count as i32;
-        if let Some(op) = ops.iter_mut().find(|o| o.index == j as i32) {
-            match op.op {
-                b'=' => final_rows = op.row_count as i32,
-                b'-' => final_rows = final_rows.wrapping_sub(op.row_count as i32),
-                b'+' => final_rows = final_rows.wrapping_add(op.row_count as i32),
-                _ => {}
-            }
-            final_rows = final_rows.max(0);
-            op.final_row_count = final_rows as u32;
-        }
-        if final_rows == 0 {
-            continue;
-        }
-        let mut def = in_rra.clone();
-        def.row_count = final_rows as u64;
-        let out_index = out.rra.len();
-        out.rra.push(def);
-        out.rra_ptr.push(final_rows as u64 - 1);
-        let mut out_k = 0;
-        for (i, op) in ds_ops.iter().enumerate() {
-            match op {
-                DsOp::Copy => out.cdp.push(ih.cdp()[j * in_ds + i].clone()),
-                DsOp::Add => {
-                    let mut s = [0; 10];
-                    init_cdp(out.live.last_up, out.pdp_step, &out.rra[out_index], &out.pdp[out_k], &mut s);
-                    out.cdp.push(CdpPrep { scratch: s });
-                }
-                DsOp::Delete => continue,
-            }
-            out_k += 1;
-        }
-    }
-    // Data of the kept archives, oldest row first (`mod_rras`).
+    handle_rra_defs(ih, ops, &ds_ops, &mut out);
     let total_rows: u64 = out.rra.iter().map(|r| r.row_count).sum();
-    let mut values = vec![DNAN; total_rows as usize * out_ds];
-    let (mut in_base, mut out_base, mut out_rra) = (0usize, 0usize, 0usize);
-    for (rra_index, in_rra) in ih.rra().iter().enumerate() {
-        let in_values = in_rra.row_count as usize * in_ds;
-        let op = ops.iter().find(|o| o.index == rra_index as i32);
-        if op.is_some_and(|o| o.final_row_count == 0) {
-            // Skip the deleted archive's data too, so that the archives
-            // after it read their own (rrdtool 1.7.2 does not: see the
-            // module docs).
-            in_base += in_values;
-            continue;
-        }
-        let in_rows = in_rra.row_count;
-        let out_rows = out.rra[out_rra].row_count;
-        let out_values = out_rows as usize * out_ds;
-        let (mut ii, mut oi) = (0u64, 0u64);
-        if let Some(op) = op {
-            let (mut kind, mut count) = (op.op, op.row_count);
-            if kind == b'=' {
-                if u64::from(count) < in_rows {
-                    count = (in_rows - u64::from(count)) as u32;
-                    kind = b'-';
-                } else if u64::from(count) > in_rows {
-                    count = (u64::from(count) - in_rows) as u32;
-                    kind = b'+';
-                }
-            }
-            match kind {
-                b'-' => ii = u64::from(count),
-                b'+' => {
-                    // New rows go in front (they are the oldest) and are
-                    // filled from the other archives where possible.
-                    oi = u64::from(count).min(out_rows);
-                    // The archive's own cur_row (its last row). rrdtool
-                    // looks it up by the old index in the new list, which
-                    // names another archive once an earlier one is deleted.
-                    let cur_row = out.rra_ptr[out_rra] as i32;
-                    let rra_def = out.rra[out_rra].clone();
-                    populate_rows(
-                        inp,
-                        &out,
-                        &ds_map,
-                        &rra_def,
-                        cur_row,
-                        &mut values[out_base..out_base + out_values],
-                        0,
-                        oi as i32,
-                    );
-                }
-                _ => {}
-            }
-        }
-        let in_cur = ih.rra_ptr()[rra_index];
-        while ii < in_rows && oi < out_rows {
-            let real_ii = ((ii + in_cur + 1) % in_rows) as usize;
-            let mut jj = 0;
-            for (j, op) in ds_ops.iter().enumerate() {
-                let dst = out_base + oi as usize * out_ds + jj;
-                match op {
-                    DsOp::Copy => values[dst] = inp.values[in_base + real_ii * in_ds + j],
-                    DsOp::Add => values[dst] = DNAN,
-                    DsOp::Delete => continue,
-                }
-                jj += 1;
-            }
-            ii += 1;
-            oi += 1;
-        }
-        in_base += in_values;
-        out_base += out_values;
-        out_rra += 1;
-    }
+    let mut values = mod_rras(inp, ops, &ds_ops, &ds_map, &out, total_rows);
 
     // New archives (`add_rras`).
     let last_rra_count = out.rra.len();
