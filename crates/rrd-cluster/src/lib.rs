@@ -333,6 +333,13 @@ fn tracing_init(config: &config::Config) -> Result<(), ()> {
 /// Accepts on every listener until SIGTERM or SIGINT.
 async fn serve(front: Arc<front::Front>, listeners: Vec<rrd_daemon::server::Bound>) {
     use tokio::signal::unix::{signal, SignalKind};
+    // Caught before the first connection is accepted (a client answered
+    // once may stop the node at once; that must be a clean stop).
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+    else {
+        tracing::error!("cannot install signal handlers");
+        return;
+    };
     let mut tasks = Vec::new();
     for b in listeners {
         let (f, perms) = (front.clone(), b.permissions);
@@ -357,11 +364,6 @@ async fn serve(front: Arc<front::Front>, listeners: Vec<rrd_daemon::server::Boun
         }
     }
     tracing::info!("listening for connections");
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
-    else {
-        tracing::error!("cannot install signal handlers");
-        return;
-    };
     tokio::select! {
         _ = term.recv() => tracing::info!("caught SIGTERM"),
         _ = int.recv() => tracing::info!("caught SIGINT"),

@@ -669,6 +669,18 @@ async fn serve(
         .cache
         .prefetch_budget
         .store(spare.clamp(crate::prefetch::WINDOW as u64, 1 << 20) as i64, Ordering::SeqCst);
+    // The stopping signals are caught before the first connection is
+    // accepted: a client answered once may send SIGTERM at once (a
+    // restart), and that must stop the daemon cleanly, not kill it.
+    let (Ok(mut term), Ok(mut int), Ok(mut usr1), Ok(mut usr2)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::user_defined1()),
+        signal(SignalKind::user_defined2()),
+    ) else {
+        log!(Err, "cannot install signal handlers");
+        return;
+    };
     let limit = Arc::new(tokio::sync::Semaphore::new(connections_max));
     let mut accept_tasks = Vec::new();
     for b in listeners {
@@ -682,15 +694,6 @@ async fn serve(
         };
         accept_tasks.push(tokio::spawn(accept_loop(daemon.clone(), listener, b.permissions, limit.clone())));
     }
-    let (Ok(mut term), Ok(mut int), Ok(mut usr1), Ok(mut usr2)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::user_defined1()),
-        signal(SignalKind::user_defined2()),
-    ) else {
-        log!(Err, "cannot install signal handlers");
-        return;
-    };
     log!(Info, "listening for connections");
     if systemd::notifying() {
         let mainpid = if notify.forked { format!("MAINPID={}\n", std::process::id()) } else { String::new() };
