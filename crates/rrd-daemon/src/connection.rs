@@ -228,9 +228,7 @@ impl Session {
             }
         }
         let context = if self.batch.is_some() { Context::Batch } else { Context::Client };
-        let gated = gate::command(&name, self.permissions, context)
-            .and_then(|command| Ok((command, gate::arguments(command, fields)?)));
-        let (command, args) = match gated {
+        let (command, args) = match gate::line(&name, fields, self.permissions, context) {
             Ok(gated) => gated,
             Err(refusal) => {
                 self.reply(refusal);

@@ -25,6 +25,18 @@ pub fn command(name: &[u8], permissions: Permissions, context: Context) -> Resul
     Ok(command)
 }
 
+/// Both checks for a line whose first field was `name` and whose other
+/// fields are `fields`: the command and its arguments, or the refusal.
+pub fn line(
+    name: &[u8],
+    fields: Fields<'_>,
+    permissions: Permissions,
+    context: Context,
+) -> Result<(Command, Vec<String>), Reply> {
+    let command = command(name, permissions, context)?;
+    Ok((command, arguments(command, fields)?))
+}
+
 /// Whether `command` passes [`command`]'s checks on this socket here.
 pub fn admits(command: Command, permissions: Permissions, context: Context) -> bool {
     permissions.allows(command) && command.allowed_in(context)
@@ -64,6 +76,18 @@ mod tests {
         assert!(admits(Command::Update, Permissions::all(), Context::Batch));
         assert!(!admits(Command::Update, only_stats, Context::Client));
         assert!(!admits(Command::Ping, Permissions::all(), Context::Batch));
+    }
+
+    #[test]
+    fn a_line_is_refused_for_its_name_before_its_arguments() {
+        let line =
+            |name: &[u8], rest: &[u8]| line(name, Fields::new(rest), Permissions::all(), Context::Client);
+        assert_eq!(
+            line(b"update", b"f.rrd 1:2").unwrap(),
+            (Command::Update, vec!["f.rrd".into(), "1:2".into()])
+        );
+        assert_eq!(line(b"nope", b"\xff").unwrap_err().message, "Unknown command: nope");
+        assert!(line(b"update", b"\xff").unwrap_err().message.starts_with("Usage: UPDATE"));
     }
 
     #[test]
