@@ -91,8 +91,12 @@ impl Values {
     }
 
     /// Each value's time with its text, oldest first.
-    pub fn iter_timed(&self) -> impl Iterator<Item = (f64, &str)> + '_ {
-        let mut at = 0;
+    pub fn iter_timed(&self) -> impl Iterator<Item = (f64, &str)> + Clone + '_ {
+        self.iter_timed_from(0)
+    }
+
+    /// [`Values::iter_timed`] from byte `at` of the buffer (a value's start).
+    fn iter_timed_from(&self, mut at: usize) -> impl Iterator<Item = (f64, &str)> + Clone + '_ {
         std::iter::from_fn(move || {
             let head = self.buf.get(at..at + HEAD_LEN)?;
             let time = f64::from_le_bytes(head[..TIME_LEN].try_into().expect("8 bytes"));
@@ -226,6 +230,12 @@ impl Entry {
         debug_assert!(time > self.last_stamp, "values are taken in time order");
         self.last_stamp = time;
         self.pending.push(time, value);
+    }
+
+    /// The texts of the values taken since `mark`, in order (what their
+    /// journal record holds).
+    pub fn taken_since(&self, mark: PendingMark) -> impl Iterator<Item = &str> + Clone + '_ {
+        self.pending.iter_timed_from(mark.bytes as usize).map(|(_, text)| text)
     }
 
     /// Forgets the values taken since `mark` (their journal record failed:

@@ -598,12 +598,19 @@ impl Writer {
             std::mem::swap(&mut *staged, &mut self.taken[i]);
         }
         let first = sh.written.load(Ordering::SeqCst) + 1;
-        let parts: Vec<&[u8]> = self.taken.iter().filter(|t| !t.is_empty()).map(Vec::as_slice).collect();
+        // No allocation per commit: at most one part per staging buffer.
+        let mut parts: [&[u8]; STAGES] = [&[]; STAGES];
+        let mut count = 0;
+        for t in self.taken.iter().filter(|t| !t.is_empty()) {
+            parts[count] = t;
+            count += 1;
+        }
+        let parts = &parts[..count];
         let result = if parts.is_empty() {
             Ok(())
         } else {
             let before = self.journal.len_bytes();
-            let result = self.journal.write_encoded_parts(&parts).map_err(|e| e.to_string());
+            let result = self.journal.write_encoded_parts(parts).map_err(|e| e.to_string());
             Stats::add(&sh.stats.journal_commits, 1);
             if result.is_ok() {
                 Stats::add(&sh.stats.journal_bytes, self.journal.len_bytes() - before);

@@ -487,9 +487,23 @@ impl Journal {
             return Err(JournalError::Poisoned(why.clone()));
         }
         let total: usize = parts.iter().map(|p| p.len()).sum();
-        let mut slices: Vec<std::io::IoSlice<'_>> =
-            parts.iter().filter(|p| !p.is_empty()).map(|p| std::io::IoSlice::new(p)).collect();
-        let mut remaining = &mut slices[..];
+        // On the stack for the usual few parts (no allocation per append).
+        const ON_STACK: usize = 64;
+        let mut stack = [std::io::IoSlice::new(&[]); ON_STACK];
+        let mut heap = Vec::new();
+        let non_empty = parts.iter().filter(|p| !p.is_empty());
+        let slices: &mut [std::io::IoSlice<'_>] = if parts.len() <= ON_STACK {
+            let mut n = 0;
+            for p in non_empty {
+                stack[n] = std::io::IoSlice::new(p);
+                n += 1;
+            }
+            &mut stack[..n]
+        } else {
+            heap.extend(non_empty.map(|p| std::io::IoSlice::new(p)));
+            &mut heap
+        };
+        let mut remaining = slices;
         let mut written = 0;
         while written < total {
             let failure = match self.file.write_vectored(remaining) {

@@ -242,25 +242,14 @@ where
 {
     let mark = entry.mark();
     let mut error = None;
-    // `--skip-past-updates`: the values taken, once one was dropped (the
-    // journal gets exactly those); `skipped` counts the dropped.
+    // `--skip-past-updates` drops (and counts) a value not later than the
+    // newest; the journal gets the values taken, read back from the entry.
     let skip_past = daemon.config.skip_past_updates;
     let mut skipped = 0;
-    let mut taken: Vec<&'a str> = Vec::new();
-    for value in values.clone() {
+    for value in values {
         match check_value(value, entry.last_stamp, now) {
-            Ok(stamp) => {
-                entry.take_value(stamp, value);
-                if skipped > 0 {
-                    taken.push(value);
-                }
-            }
-            Err(ValueRefusal::NotLater { .. }) if skip_past => {
-                if skipped == 0 {
-                    taken.extend(values.clone().take(entry.pending.len() - mark.len()));
-                }
-                skipped += 1;
-            }
+            Ok(stamp) => entry.take_value(stamp, value),
+            Err(ValueRefusal::NotLater { .. }) if skip_past => skipped += 1,
             Err(refusal) => {
                 error = Some(refusal.to_string());
                 break;
@@ -276,11 +265,7 @@ where
     }
     // Read before staging: the record lands in this segment or a later one.
     let seq = daemon.journal.current_seq();
-    let ticket = if skipped > 0 {
-        daemon.journal.submit_update(shard_number, key, taken)
-    } else {
-        daemon.journal.submit_update(shard_number, key, values.take(count))
-    };
+    let ticket = daemon.journal.submit_update(shard_number, key, entry.taken_since(mark));
     if let Ticket::Failed(why) = &ticket {
         // Refused before it reached the journal (a record too large for a
         // frame, or a stopped journal): not acknowledged, so not kept.
