@@ -58,7 +58,7 @@ use rrd_engine::batch::{BatchCounters, BatchUpdater, KeptHeader, UpdateRequest};
 use rrd_engine::update::UpdateOptions;
 use rrd_engine::Error;
 
-use crate::cache::{unix_now, Cache, Key, Side};
+use crate::cache::{unix_now, Cache, FlushEnd, Key, Side};
 use crate::journaler::Journaler;
 use crate::stats::Stats;
 
@@ -188,31 +188,16 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
     for key in keys {
         let mut shard = cache.shard(&key);
         let Some(e) = shard.get_mut(&key) else { continue };
-        e.in_queue = false;
-        if e.suspended || e.pending.is_empty() {
-            continue;
-        }
-        if e.flushing {
-            e.requeue = true;
-            continue;
-        }
-        let values = std::mem::take(&mut e.pending);
-        cache.count_pending(&values, false);
-        let args = values.to_strings();
-        e.inflight = values;
-        e.inflight_seq = Some(e.oldest_seq);
-        e.flushing = true;
-        e.retry_at = None;
-        // After a failure, part of these values may already be in the file.
-        let opts = UpdateOptions { template: None, skip_past_updates: e.retries > 0 };
-        let kept = e.kept.take().map(crate::cache::Kept::into_inner);
+        let Some(start) = e.begin_flush(cache) else { continue };
         drop(shard);
-        let req = UpdateRequest { path: key.to_string().into(), args, opts };
+        // After a failure, part of these values may already be in the file.
+        let opts = UpdateOptions { template: None, skip_past_updates: start.after_failure };
+        let req = UpdateRequest { path: key.to_string().into(), args: start.args, opts };
         taken.push(Taken {
             key,
             values: req.args.len(),
             req,
-            kept,
+            kept: start.kept,
             outcome: Outcome::Written,
             refused: None,
         });
@@ -323,62 +308,21 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
     for t in taken {
         let mut shard = cache.shard(&t.key);
         let Some(e) = shard.get_mut(&t.key) else { continue };
-        e.flushing = false;
-        let inflight = std::mem::take(&mut e.inflight);
-        if let Some(k) = &t.kept {
-            e.inode = k.stamp.ino;
+        let (end, failed) = match &t.outcome {
+            Outcome::Retry(why) => (FlushEnd::Failed { why }, Some(why)),
+            Outcome::Dropped(why) => (FlushEnd::Dropped { why, values: t.values }, None),
+            Outcome::Written => (FlushEnd::Written { refused: t.refused.as_deref() }, None),
+        };
+        let retry = e.finish_flush(cache, &t.key, end, t.kept, now);
+        if let (Some(retry), Some(why)) = (retry, failed) {
+            crate::log!(
+                Err,
+                "writing {} failed ({why}); its {} value(s) are kept and retried in {} s",
+                t.key,
+                retry.values,
+                retry.wait_secs
+            );
         }
-        e.kept = t.kept.and_then(|k| cache.keep(k));
-        match t.outcome {
-            Outcome::Retry(why) => {
-                // Back in front of what arrived meanwhile; the journal
-                // segments stay (oldest_seq covers the in-flight ones).
-                cache.count_pending(&inflight, true);
-                let was_empty = e.pending.is_empty();
-                e.pending.prepend(inflight);
-                if let Some(seq) = e.inflight_seq.take() {
-                    e.oldest_seq = if was_empty { seq } else { e.oldest_seq.min(seq) };
-                }
-                e.retries = e.retries.saturating_add(1);
-                let wait = backoff_secs(e.retries);
-                crate::log!(
-                    Err,
-                    "writing {} failed ({why}); its {} value(s) are kept and retried in {wait} s",
-                    t.key,
-                    e.pending.len()
-                );
-                if was_empty {
-                    e.first_pending_at = now;
-                }
-                e.retry_at = Some(now + wait);
-                cache.add_timer(now + wait, t.key.clone());
-                e.requeue = false;
-                e.flush_failure = Some(format!(
-                    "writing failed ({why}); {} value(s) kept pending, retried in {wait} s",
-                    e.pending.len()
-                ));
-            }
-            Outcome::Dropped(why) => {
-                e.flush_failure = Some(format!("{} value(s) dropped: {why}", t.values));
-                e.inflight_seq = None;
-                e.retries = 0;
-                if std::mem::take(&mut e.requeue) && !e.pending.is_empty() {
-                    cache.enqueue_locked(&t.key, e, Side::Head);
-                }
-            }
-            Outcome::Written => {
-                e.flush_failure = t.refused.map(|why| {
-                    format!("a value was refused; it and the values after it were dropped: {why}")
-                });
-                e.inflight_seq = None;
-                e.retries = 0;
-                if std::mem::take(&mut e.requeue) && !e.pending.is_empty() {
-                    cache.enqueue_locked(&t.key, e, Side::Head);
-                }
-            }
-        }
-        e.flushed_gen += 1;
-        e.last_activity = now;
     }
     cache.notify_flushed();
 }
@@ -432,9 +376,7 @@ impl Scheduler {
             for key in backlog.drain(..release) {
                 let mut shard = self.cache.shard(&key);
                 if let Some(e) = shard.get_mut(&key) {
-                    if !e.pending.is_empty() {
-                        self.cache.enqueue_locked(&key, e, Side::Tail);
-                    }
+                    self.cache.queue_flush(&key, e, Side::Tail);
                 }
             }
             // Read the journal's segment before looking at the cache: a value
@@ -447,15 +389,7 @@ impl Scheduler {
             if last_evict.elapsed() >= self.flush_interval {
                 last_evict = Instant::now();
                 let idle_before = now - self.flush_interval.as_secs() as i64;
-                self.cache.retain(|_, e| {
-                    let idle = e.pending.is_empty()
-                        && !e.flushing
-                        && !e.in_queue
-                        && !e.suspended
-                        && e.inflight_seq.is_none()
-                        && e.last_activity <= idle_before;
-                    !idle
-                });
+                self.cache.retain(|_, e| !e.is_idle_since(idle_before));
             }
             self.cache.scheduler_rounds.fetch_add(1, Ordering::Relaxed);
         }
@@ -469,10 +403,8 @@ pub fn take_due(cache: &Cache, now: i64) -> Vec<Key> {
     let mut due_now = Vec::new();
     for (due, key) in cache.take_due_timers(now) {
         let shard = cache.shard(&key);
-        let live = shard
-            .get(&key)
-            .filter(|e| !e.pending.is_empty() && e.due_at(cache.write_interval_secs) == due && !e.in_queue)
-            .map(|e| e.inode);
+        let live =
+            shard.get(&key).filter(|e| e.timer_is_live(due, cache.write_interval_secs)).map(|e| e.inode());
         drop(shard);
         if let Some(inode) = live {
             due_now.push((inode, key));
@@ -487,17 +419,15 @@ pub fn take_due(cache: &Cache, now: i64) -> Vec<Key> {
 pub fn enqueue_all(cache: &Cache) {
     let mut files = Vec::new();
     cache.for_each(|k, e| {
-        if !e.pending.is_empty() && !e.suspended {
-            files.push((e.inode, k.clone()));
+        if e.is_flushable() {
+            files.push((e.inode(), k.clone()));
         }
     });
     disk_order(&mut files);
     for (_, key) in files {
         let mut shard = cache.shard(&key);
         if let Some(e) = shard.get_mut(&key) {
-            if !e.pending.is_empty() {
-                cache.enqueue_locked(&key, e, Side::Tail);
-            }
+            cache.queue_flush(&key, e, Side::Tail);
         }
     }
 }
@@ -532,10 +462,11 @@ mod tests {
     /// An entry for `key` with one pending value, due at `due`, whose file
     /// has inode `inode` (0: not known).
     fn add(cache: &Cache, key: &str, inode: u64, due: i64) {
-        let mut e = crate::cache::Entry::new(0.0, 0, 0);
-        e.pending.push(1.0, "1:1");
-        e.first_pending_at = due - cache.write_interval_secs as i64;
-        e.inode = inode;
+        let mut e = crate::cache::Entry::new(0.0, 0, 0).with_inode(inode);
+        let mark = e.mark();
+        e.take_value(1.0, "1:1");
+        let timer = e.settle_pending(cache, mark, due - cache.write_interval_secs as i64, 0);
+        assert_eq!(timer, Some(due));
         cache.shard(key).insert(key.into(), e);
         cache.add_timer(due, key.into());
     }
