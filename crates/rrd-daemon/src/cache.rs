@@ -1294,13 +1294,13 @@ mod tests {
         let key: Key = "/a".into();
         accept(&c, &key, &[200.0], 1, 1_000);
         assert_eq!(on(&c, &key, |e| c.request_flush(&key, e)), Some(1));
-        assert_eq!(c.take_batch(8), [key.clone()]);
+        assert_eq!(c.take_batch(8), std::slice::from_ref(&key));
         let start = on(&c, &key, |e| e.begin_flush(&c)).expect("values to flush");
         assert_eq!(start.args, ["200:1"]);
         // A FLUSH while it runs: after it and one more flush, a new value is written.
         accept(&c, &key, &[300.0], 2, 1_010);
         assert_eq!(on(&c, &key, |e| c.request_flush(&key, e)), Some(2));
-        assert_eq!(c.take_batch(8), [key.clone()]);
+        assert_eq!(c.take_batch(8), std::slice::from_ref(&key));
         // A second worker gets nothing: the first owns the file.
         assert!(on(&c, &key, |e| e.begin_flush(&c)).is_none());
         on(&c, &key, |e| assert!(e.is_flushing() && e.requeue && !e.in_queue));
@@ -1311,9 +1311,9 @@ mod tests {
             assert!(e.flush_done(1) && !e.flush_done(2));
             assert!(e.flush_failure().is_some_and(|f| f.ends_with("dropped: bad value")));
         });
-        assert_eq!(c.queued(), [key.clone()], "the requested flush is queued");
+        assert_eq!(c.queued(), std::slice::from_ref(&key), "the requested flush is queued");
         check_invariants(&c);
-        assert_eq!(c.take_batch(8), [key.clone()]);
+        assert_eq!(c.take_batch(8), std::slice::from_ref(&key));
         let start = on(&c, &key, |e| e.begin_flush(&c)).expect("the newer value");
         assert_eq!(start.args, ["300:1"]);
         on(&c, &key, |e| e.finish_flush(&c, &key, FlushEnd::Written { refused: None }, None, 1_030));
@@ -1335,7 +1335,7 @@ mod tests {
         // Its timer fires and a worker skips it.
         assert_eq!(c.take_due_timers(5_000).len(), 1);
         assert!(on(&c, &key, |e| c.queue_flush(&key, e, Side::Tail)));
-        assert_eq!(c.take_batch(8), [key.clone()]);
+        assert_eq!(c.take_batch(8), std::slice::from_ref(&key));
         assert!(on(&c, &key, |e| e.begin_flush(&c)).is_none());
         on(&c, &key, |e| assert!(!e.in_queue && e.has_pending()));
         assert!(c.is_drained(), "a suspended file does not hold up a shutdown");

@@ -48,7 +48,8 @@
 //! dirtied up to 16 times, once per file whose inode it holds; ext4 without
 //! a journal). In inode order: 0.07 (docs/BENCHMARKS.md).
 //!
-//! Invariant: at most one worker writes a given file at a time (`flushing`).
+//! Invariant: at most one worker writes a given file at a time (the cache
+//! entry's `flushing`; see [`crate::cache`] for the entry's transitions).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -180,28 +181,9 @@ fn add_counters(stats: &Stats, before: BatchCounters, after: BatchCounters) {
 }
 
 /// Writes the pending values of `keys` (see the module doc).
-// One batch's write, sync and bookkeeping, in order, over the batch's state.
-#[allow(clippy::too_many_lines)]
 pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
     let counters_before = updater.counters;
-    let mut taken: Vec<Taken> = Vec::with_capacity(keys.len());
-    for key in keys {
-        let mut shard = cache.shard(&key);
-        let Some(e) = shard.get_mut(&key) else { continue };
-        let Some(start) = e.begin_flush(cache) else { continue };
-        drop(shard);
-        // After a failure, part of these values may already be in the file.
-        let opts = UpdateOptions { template: None, skip_past_updates: start.after_failure };
-        let req = UpdateRequest { path: key.to_string().into(), args: start.args, opts };
-        taken.push(Taken {
-            key,
-            values: req.args.len(),
-            req,
-            kept: start.kept,
-            outcome: Outcome::Written,
-            refused: None,
-        });
-    }
+    let mut taken = begin_batch(cache, keys);
     if taken.is_empty() {
         return;
     }
@@ -213,43 +195,7 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
     let pairs: Vec<(&UpdateRequest, Option<&KeptHeader>)> =
         taken.iter().map(|t| (&t.req, t.kept.as_ref())).collect();
     updater.prefetch_kept(&pairs);
-    for t in taken.iter_mut() {
-        if !matches!(t.outcome, Outcome::Written) {
-            // Not journaled: not written.
-            continue;
-        }
-        t.outcome = match updater.update_kept(&t.req, false, &mut t.kept) {
-            Ok(report) => {
-                match report.error {
-                    None => {
-                        Stats::add(&cache.stats.updates_written, 1);
-                        Stats::add(&cache.stats.data_sets_written, t.values as u64);
-                    }
-                    Some(e) => {
-                        Stats::add(&cache.stats.flush_errors, 1);
-                        Stats::add(&cache.stats.flush_drops, 1);
-                        crate::log!(
-                            Err,
-                            "update of {} failed: {e}; its values from there on are dropped",
-                            t.key
-                        );
-                        t.refused = Some(e.to_string());
-                    }
-                }
-                Outcome::Written
-            }
-            Err(e) if is_transient(&e) => {
-                Stats::add(&cache.stats.flush_errors, 1);
-                Outcome::Retry(e.to_string())
-            }
-            Err(e) => {
-                Stats::add(&cache.stats.flush_errors, 1);
-                Stats::add(&cache.stats.flush_drops, 1);
-                crate::log!(Err, "update of {} failed: {e}; its {} value(s) are dropped", t.key, t.values);
-                Outcome::Dropped(e.to_string())
-            }
-        };
-    }
+    apply_updates(cache, updater, &mut taken);
     let release = cache.release_pages.load(Ordering::Relaxed);
     // One syncfs for the batch when it wrote several files (one device
     // flush, writes at queue depth), shared with the other workers that
@@ -304,6 +250,82 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
         }
     }
     add_counters(&cache.stats, counters_before, updater.counters);
+    finish_batch(cache, taken);
+}
+
+/// Takes each file's pending values and kept header ([`Entry::begin_flush`]):
+/// the files this worker writes.
+///
+/// [`Entry::begin_flush`]: crate::cache::Entry::begin_flush
+fn begin_batch(cache: &Cache, keys: Vec<Key>) -> Vec<Taken> {
+    let mut taken: Vec<Taken> = Vec::with_capacity(keys.len());
+    for key in keys {
+        let mut shard = cache.shard(&key);
+        let Some(e) = shard.get_mut(&key) else { continue };
+        let Some(start) = e.begin_flush(cache) else { continue };
+        drop(shard);
+        // After a failure, part of these values may already be in the file.
+        let opts = UpdateOptions { template: None, skip_past_updates: start.after_failure };
+        let req = UpdateRequest { path: key.to_string().into(), args: start.args, opts };
+        taken.push(Taken {
+            key,
+            values: req.args.len(),
+            req,
+            kept: start.kept,
+            outcome: Outcome::Written,
+            refused: None,
+        });
+    }
+    taken
+}
+
+/// Applies each journaled file's values (the pages were prefetched), and
+/// notes what happened to it.
+fn apply_updates(cache: &Cache, updater: &mut BatchUpdater, taken: &mut [Taken]) {
+    for t in taken {
+        if !matches!(t.outcome, Outcome::Written) {
+            // Not journaled: not written.
+            continue;
+        }
+        t.outcome = match updater.update_kept(&t.req, false, &mut t.kept) {
+            Ok(report) => {
+                match report.error {
+                    None => {
+                        Stats::add(&cache.stats.updates_written, 1);
+                        Stats::add(&cache.stats.data_sets_written, t.values as u64);
+                    }
+                    Some(e) => {
+                        Stats::add(&cache.stats.flush_errors, 1);
+                        Stats::add(&cache.stats.flush_drops, 1);
+                        crate::log!(
+                            Err,
+                            "update of {} failed: {e}; its values from there on are dropped",
+                            t.key
+                        );
+                        t.refused = Some(e.to_string());
+                    }
+                }
+                Outcome::Written
+            }
+            Err(e) if is_transient(&e) => {
+                Stats::add(&cache.stats.flush_errors, 1);
+                Outcome::Retry(e.to_string())
+            }
+            Err(e) => {
+                Stats::add(&cache.stats.flush_errors, 1);
+                Stats::add(&cache.stats.flush_drops, 1);
+                crate::log!(Err, "update of {} failed: {e}; its {} value(s) are dropped", t.key, t.values);
+                Outcome::Dropped(e.to_string())
+            }
+        };
+    }
+}
+
+/// Ends each file's flush ([`Entry::finish_flush`]) and wakes FLUSH's
+/// waiters.
+///
+/// [`Entry::finish_flush`]: crate::cache::Entry::finish_flush
+fn finish_batch(cache: &Cache, taken: Vec<Taken>) {
     let now = unix_now();
     for t in taken {
         let mut shard = cache.shard(&t.key);
