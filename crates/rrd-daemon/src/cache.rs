@@ -265,6 +265,9 @@ pub struct Retry {
 
 /// Construction.
 impl Entry {
+    /// An entry with no values, for a file last updated at `last_stamp`,
+    /// whose share of `-z` is `jitter_secs`, and no kept header (see
+    /// [`Cache::new_entry`]).
     pub fn new(last_stamp: f64, jitter_secs: u64, now: i64) -> Entry {
         Entry {
             pending: Values::default(),
@@ -445,7 +448,8 @@ impl Entry {
         }
         self.retry_at = Some(now + wait_secs);
         cache.add_timer(now + wait_secs, key.clone());
-        // The retry's timer queues the file; a FLUSH meanwhile waits for it.
+        // A flush asked for meanwhile gets this one's failure; the retry's
+        // timer queues the file again.
         self.requeue = false;
         let values = self.pending.len();
         self.flush_failure =
