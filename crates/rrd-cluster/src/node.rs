@@ -334,16 +334,14 @@ impl Ctx {
         let moving = |key: &str| !stays(shared.relative_of(key), shared.partitions, &gone);
         let mut files = Vec::new();
         cache.for_each(|k, e| {
-            if !e.pending.is_empty() && !e.suspended && moving(k) {
+            if e.is_flushable() && moving(k) {
                 files.push(k.clone());
             }
         });
         for key in files {
             let mut shard = cache.shard(&key);
             if let Some(e) = shard.get_mut(&key) {
-                if !e.pending.is_empty() {
-                    cache.enqueue_locked(&key, e, rrd_daemon::cache::Side::Tail);
-                }
+                cache.queue_flush(&key, e, rrd_daemon::cache::Side::Tail);
             }
         }
         // No value is applied meanwhile (this is the applier's thread), so
@@ -353,7 +351,7 @@ impl Ctx {
         let all_synced = loop {
             let mut busy = false;
             cache.for_each(|k, e| {
-                if !busy && (!e.pending.is_empty() || e.inflight_seq.is_some()) && moving(k) {
+                if !busy && e.has_unsynced() && moving(k) {
                     busy = true;
                 }
             });
@@ -396,13 +394,8 @@ impl Ctx {
                 book.synced.remove(p);
             }
         }
-        cache.retain(|key, e| {
-            let keep = stays(shared.relative_of(key), shared.partitions, &gone);
-            if !keep {
-                cache.count_pending(&e.pending, false);
-            }
-            keep
-        });
+        // Their pending values leave the cache's sums with them.
+        cache.retain(|key, _| stays(shared.relative_of(key), shared.partitions, &gone));
         let mut owned = shared.owned.write().expect("owned lock");
         for p in revoked {
             owned.remove(p);
@@ -580,7 +573,7 @@ fn apply(shared: &Shared, record: &Record, epoch: u64) -> bool {
             let mark = entry.mark();
             for value in &record.args {
                 match commands::update_value_time(value) {
-                    Some(t) if t > entry.last_stamp => entry.take_value(t, value),
+                    Some(t) if t > entry.last_stamp() => entry.take_value(t, value),
                     _ => {
                         shared.values_skipped.fetch_add(1, Ordering::Relaxed);
                     }

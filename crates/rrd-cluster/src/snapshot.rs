@@ -132,10 +132,7 @@ pub fn publish_ready(shared: &Side<'_>, producer: &FutureProducer, dirty: &mut D
         dirty.files.iter().map(|(k, v)| (k.clone(), *v)).collect();
     for (rel, (p, _, last)) in candidates {
         let key = shared.key_of(&rel);
-        let busy = cache
-            .shard(&key)
-            .get(key.as_str())
-            .is_some_and(|e| !e.pending.is_empty() || e.inflight_seq.is_some() || e.flushing);
+        let busy = cache.shard(&key).get(key.as_str()).is_some_and(|e| e.has_unsynced() || e.is_flushing());
         if busy {
             continue;
         }

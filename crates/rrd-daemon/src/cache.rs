@@ -15,23 +15,51 @@
 //!   a new value must be later (rrdcached's "minimum one second step").
 //! - `pending` non-empty ⇒ `oldest_seq` is ≤ the journal segment of its
 //!   oldest value, and a timer `(due_at, key)` exists.
-//! - `flushing` ⇔ a worker owns `inflight` (at most one worker per file).
+//! - `flushing` ⇔ a worker owns `inflight` (at most one worker per file);
+//!   `inflight` is empty and `inflight_seq` is `None` otherwise.
 //! - `flushed_gen` counts completed flushes; FLUSH waits on it.
 //! - `retry_at` is set only while `pending` holds values a failed flush put
 //!   back; the file's timer is then due at `retry_at`.
 //! - `Cache::pending_values` / `pending_bytes` are the sums of
 //!   `pending.len()` / `pending.bytes()` over all entries.
+//! - A kept header holds its share of `Cache::kept_bytes`, within
+//!   `Cache::kept_budget` ([`Kept`]): it is given back when the header is
+//!   taken or dropped.
 //!
-//! New values enter an entry one way, whoever brings them (an UPDATE, the
-//! journal's replay, the cluster's applier): [`Entry::mark`], then
-//! [`Entry::take_value`] per value, then [`Entry::settle_pending`] (sums,
-//! first-value time and segment, timer) or [`Entry::roll_back`].
+//! The fields of [`Entry`] are private; these transitions are the only
+//! ways it changes, each keeping the invariants (the caller holds the
+//! entry's shard):
+//! - made: [`Cache::new_entry`] (with the file's header) or [`Entry::new`];
+//! - values accepted, whoever brings them (an UPDATE, the journal's replay,
+//!   the cluster's applier): [`Entry::mark`], then [`Entry::take_value`]
+//!   per value, then [`Entry::settle_pending`] (sums, first-value time and
+//!   segment, timer) or [`Entry::roll_back`];
+//! - flush requested: [`Cache::queue_flush`] (due files, FLUSHALL, a flush
+//!   asked for while one ran), [`Cache::request_flush`] (FLUSH, which then
+//!   waits for [`Entry::flush_done`]);
+//! - flush begun by a worker: [`Entry::begin_flush`] (pending → in flight,
+//!   out of the sums, kept header taken; or, when another worker is
+//!   writing the file, a flush requested after it);
+//! - flush finished: [`Entry::finish_flush`]: written or dropped (in-flight
+//!   values gone, backoff reset, a requested flush queued) or failed
+//!   (values back in front of the pending ones and in the sums, retried
+//!   after a backoff); the kept header put back, `flushed_gen` moved on;
+//! - header forgotten (TUNE): [`Entry::forget_header`];
+//! - [`Entry::suspend`], [`Entry::resume`] (the timer set again);
+//! - dropped: [`Cache::forget_entry`] (FORGET), [`Cache::retain`] (idle
+//!   entries, a cluster node's revoked files): pending values leave the
+//!   sums.
+//!
+//! Everything else reads an entry through its accessors
+//! ([`Entry::unwritten`], [`Entry::pending_len`], [`Entry::is_flushing`],
+//! [`Entry::flushed_gen`], ...).
 //!
 //! Values are stored as [`Values`]: each value's time, parsed once when the
 //! UPDATE arrived, and its text, back to back in one buffer per file (no
-//! allocation per value, one heap buffer touched per value). The text is kept, not only numbers: rrdtool copies each value's
-//! text into the file's `last_ds` field and COUNTER/DERIVE subtract digit
-//! strings, so the flush must see the bytes the client sent.
+//! allocation per value, one heap buffer touched per value). The text is
+//! kept, not only numbers: rrdtool copies each value's text into the file's
+//! `last_ds` field and COUNTER/DERIVE subtract digit strings, so the flush
+//! must see the bytes the client sent.
 //!
 //! The flush queue (files waiting for a worker) and the timers (when files
 //! become due) are separate small mutexes; they hold keys only.
@@ -154,44 +182,92 @@ impl Values {
 
 const SHARD_COUNT: usize = 64;
 
+/// One file's values and flush state. Its fields are private: every change
+/// goes through a transition below, which keeps the invariants of the
+/// module doc, and everyone else reads it through the accessors at the end.
 #[derive(Debug)]
 pub struct Entry {
-    pub pending: Values,
-    pub inflight: Values,
+    /// Accepted values not yet taken by a flush.
+    pending: Values,
+    /// Values a flush worker took and is writing (empty unless `flushing`).
+    inflight: Values,
     /// The file's header as our last read or write left it (checked against
     /// the file's stamp before use; see `rrd_engine::batch`).
-    pub kept: Option<Kept>,
+    kept: Option<Kept>,
     /// Failed flushes in a row (I/O errors); sets the retry backoff.
-    pub retries: u32,
+    retries: u32,
     /// When the values a failed flush put back are tried again.
-    pub retry_at: Option<i64>,
+    retry_at: Option<i64>,
     /// Time of the newest accepted value (or the file's last update).
-    pub last_stamp: f64,
+    last_stamp: f64,
     /// Unix seconds when `pending` last became non-empty.
-    pub first_pending_at: i64,
+    first_pending_at: i64,
     /// This file's share of `-z`, fixed when the entry is made.
-    pub jitter_secs: u64,
+    jitter_secs: u64,
     /// Journal segment holding (at or after) the oldest pending value.
-    pub oldest_seq: u64,
-    /// Journal segment of the oldest in-flight value.
-    pub inflight_seq: Option<u64>,
-    pub flushing: bool,
-    pub in_queue: bool,
+    oldest_seq: u64,
+    /// Journal segment of the oldest in-flight value (`Some` while flushing).
+    inflight_seq: Option<u64>,
+    /// A worker owns `inflight` (at most one per file).
+    flushing: bool,
+    /// The file's key is in the flush queue.
+    in_queue: bool,
     /// A flush was asked for while one was running.
-    pub requeue: bool,
-    pub flushed_gen: u64,
-    pub suspended: bool,
+    requeue: bool,
+    /// Completed flushes (FLUSH waits on it).
+    flushed_gen: u64,
+    /// SUSPEND: the file is not written until RESUME.
+    suspended: bool,
     /// Unix seconds of the last update or flush (idle entries are dropped).
-    pub last_activity: i64,
+    last_activity: i64,
     /// The file's inode number as last seen (0: not known). Flushes are
     /// queued in inode order (see `flusher::disk_order`).
-    pub inode: u64,
+    inode: u64,
     /// Why the last flush did not write and sync every value it took
     /// (`None`: it did); what a FLUSH waiting for it answers.
-    pub flush_failure: Option<String>,
+    flush_failure: Option<String>,
 }
 
+/// What a flush worker takes from an entry ([`Entry::begin_flush`]).
+#[derive(Debug)]
+pub struct FlushStart {
+    /// The values to write, oldest first (now in flight).
+    pub args: Vec<String>,
+    /// The file's last flush failed: part of these values may already be
+    /// in the file (the update skips values the file holds).
+    pub after_failure: bool,
+    /// The file's kept header, its share of the header budget given back.
+    pub kept: Option<KeptHeader>,
+}
+
+/// How a flush ended ([`Entry::finish_flush`]).
+#[derive(Clone, Copy, Debug)]
+pub enum FlushEnd<'a> {
+    /// Written and synced; `refused`: why the file refused a value (it and
+    /// the values after it were dropped).
+    Written { refused: Option<&'a str> },
+    /// Not written and never will be (file gone, not an RRD): the flush's
+    /// `values` are dropped.
+    Dropped { why: &'a str, values: usize },
+    /// Not written for a reason that may pass: the values go back to
+    /// pending and are retried after a backoff.
+    Failed { why: &'a str },
+}
+
+/// A failed flush's values, kept pending for a retry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retry {
+    /// Seconds until the retry.
+    pub wait_secs: i64,
+    /// Values now pending (those put back and those that arrived meanwhile).
+    pub values: usize,
+}
+
+/// Construction.
 impl Entry {
+    /// An entry with no values, for a file last updated at `last_stamp`,
+    /// whose share of `-z` is `jitter_secs`, and no kept header (see
+    /// [`Cache::new_entry`]).
     pub fn new(last_stamp: f64, jitter_secs: u64, now: i64) -> Entry {
         Entry {
             pending: Values::default(),
@@ -215,6 +291,16 @@ impl Entry {
         }
     }
 
+    /// The entry, its file's inode number set (tests of the queue order).
+    #[cfg(test)]
+    pub(crate) fn with_inode(mut self, inode: u64) -> Entry {
+        self.inode = inode;
+        self
+    }
+}
+
+/// Accepting values: pending grows.
+impl Entry {
     /// Where `pending` and `last_stamp` stand now, for
     /// [`Entry::settle_pending`] or [`Entry::roll_back`] after values are
     /// taken with [`Entry::take_value`].
@@ -230,6 +316,12 @@ impl Entry {
         debug_assert!(time > self.last_stamp, "values are taken in time order");
         self.last_stamp = time;
         self.pending.push(time, value);
+    }
+
+    /// How many values were taken since `mark`.
+    #[inline]
+    pub fn taken_count(&self, mark: PendingMark) -> usize {
+        self.pending.len() - mark.len
     }
 
     /// The texts of the values taken since `mark`, in order (what their
@@ -268,11 +360,253 @@ impl Entry {
     }
 
     /// When the pending values are due to be written.
-    pub fn due_at(&self, write_interval_secs: u64) -> i64 {
+    fn due_at(&self, write_interval_secs: u64) -> i64 {
         if let Some(t) = self.retry_at {
             return t;
         }
         self.first_pending_at + (write_interval_secs + self.jitter_secs) as i64
+    }
+}
+
+/// Flushing: pending → in flight → written (or dropped), or back to pending.
+impl Entry {
+    /// A worker took this file from the queue: unless it is suspended or
+    /// has nothing pending, its pending values become in flight (they
+    /// leave the cache's sums; their journal segment is kept in
+    /// `inflight_seq`), the worker owns them (`flushing`) and takes the
+    /// kept header. When another worker is writing the file, nothing is
+    /// taken and a flush is requested after that one.
+    pub fn begin_flush(&mut self, cache: &Cache) -> Option<FlushStart> {
+        self.in_queue = false;
+        if self.suspended || self.pending.is_empty() {
+            return None;
+        }
+        if self.flushing {
+            self.requeue = true;
+            return None;
+        }
+        let values = std::mem::take(&mut self.pending);
+        cache.count_pending(&values, false);
+        let args = values.to_strings();
+        self.inflight = values;
+        self.inflight_seq = Some(self.oldest_seq);
+        self.flushing = true;
+        self.retry_at = None;
+        Some(FlushStart { args, after_failure: self.retries > 0, kept: self.take_kept() })
+    }
+
+    /// The worker that began a flush ended it (`end`), leaving the file's
+    /// header `kept` (`None`: its state is unknown). The in-flight values
+    /// are gone (written or dropped), or, when the flush failed, back in
+    /// front of the values that arrived meanwhile, with the retry's timer
+    /// (returned). Either way the flush generation moves on.
+    pub fn finish_flush(
+        &mut self,
+        cache: &Cache,
+        key: &Key,
+        end: FlushEnd<'_>,
+        kept: Option<KeptHeader>,
+        now: i64,
+    ) -> Option<Retry> {
+        debug_assert!(self.flushing, "only the worker that began a flush ends it");
+        self.flushing = false;
+        let inflight = std::mem::take(&mut self.inflight);
+        self.put_kept(cache, kept);
+        let retry = match end {
+            FlushEnd::Failed { why } => Some(self.put_back(cache, key, inflight, why, now)),
+            FlushEnd::Dropped { why, values } => {
+                self.flush_failure = Some(format!("{values} value(s) dropped: {why}"));
+                self.end_in_flight(cache, key);
+                None
+            }
+            FlushEnd::Written { refused } => {
+                self.flush_failure = refused.map(|why| {
+                    format!("a value was refused; it and the values after it were dropped: {why}")
+                });
+                self.end_in_flight(cache, key);
+                None
+            }
+        };
+        self.flushed_gen += 1;
+        self.last_activity = now;
+        retry
+    }
+
+    /// A failed flush: its values back in front of pending (and in the
+    /// sums), their journal segment kept, the retry's time and timer set.
+    fn put_back(&mut self, cache: &Cache, key: &Key, inflight: Values, why: &str, now: i64) -> Retry {
+        cache.count_pending(&inflight, true);
+        let was_empty = self.pending.is_empty();
+        self.pending.prepend(inflight);
+        if let Some(seq) = self.inflight_seq.take() {
+            self.oldest_seq = if was_empty { seq } else { self.oldest_seq.min(seq) };
+        }
+        self.retries = self.retries.saturating_add(1);
+        let wait_secs = crate::flusher::backoff_secs(self.retries);
+        if was_empty {
+            self.first_pending_at = now;
+        }
+        self.retry_at = Some(now + wait_secs);
+        cache.add_timer(now + wait_secs, key.clone());
+        // A flush asked for meanwhile gets this one's failure; the retry's
+        // timer queues the file again.
+        self.requeue = false;
+        let values = self.pending.len();
+        self.flush_failure =
+            Some(format!("writing failed ({why}); {values} value(s) kept pending, retried in {wait_secs} s"));
+        Retry { wait_secs, values }
+    }
+
+    /// A flush that left no value in flight (written, or dropped): the
+    /// journal no longer needs its segment, the backoff starts over, and a
+    /// flush requested meanwhile is queued.
+    fn end_in_flight(&mut self, cache: &Cache, key: &Key) {
+        self.inflight_seq = None;
+        self.retries = 0;
+        if std::mem::take(&mut self.requeue) {
+            cache.queue_flush(key, self, Side::Head);
+        }
+    }
+}
+
+/// The kept header: taken by a flush, put back after it, forgotten by TUNE.
+/// Its share of the cache's header budget goes with it ([`Kept`]).
+impl Entry {
+    fn take_kept(&mut self) -> Option<KeptHeader> {
+        self.kept.take().map(Kept::into_inner)
+    }
+
+    /// Keeps `header` (the file's as a flush left it) when the budget has
+    /// room, and notes the file's inode.
+    fn put_kept(&mut self, cache: &Cache, header: Option<KeptHeader>) {
+        if let Some(k) = &header {
+            self.inode = k.stamp.ino;
+        }
+        self.kept = header.and_then(|k| cache.keep(k));
+    }
+
+    /// Drops the kept header (the file changed under it: TUNE) and the
+    /// inode number. Returns, when a flush is in flight (it took the header
+    /// before and will put it back), the flush generation that ends it.
+    pub fn forget_header(&mut self) -> Option<u64> {
+        self.kept = None;
+        self.inode = 0;
+        self.flushing.then_some(self.flushed_gen + 1)
+    }
+}
+
+/// SUSPEND and RESUME: a suspended file keeps taking values but is not
+/// written.
+impl Entry {
+    /// Stops writing the file; whether it was suspended already.
+    pub fn suspend(&mut self) -> bool {
+        std::mem::replace(&mut self.suspended, true)
+    }
+
+    /// Writes the file again; whether it was suspended. Its timer is set
+    /// again when values wait (it may have fired meanwhile, and a worker
+    /// skipped the file).
+    pub fn resume(&mut self, cache: &Cache, key: &str) -> bool {
+        let was = std::mem::replace(&mut self.suspended, false);
+        if was && !self.pending.is_empty() {
+            cache.add_timer(self.due_at(cache.write_interval_secs), key.into());
+        }
+        was
+    }
+}
+
+/// Reading an entry (PENDING, QUEUE, FLUSH, merged reads, the scheduler).
+impl Entry {
+    /// Time of the newest accepted value (or the file's last update): a new
+    /// value must be later.
+    #[inline]
+    pub fn last_stamp(&self) -> f64 {
+        self.last_stamp
+    }
+
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Values not yet written: the in-flight ones, then the pending ones,
+    /// oldest first.
+    pub fn unwritten(&self) -> impl Iterator<Item = &str> + '_ {
+        self.inflight.iter().chain(self.pending.iter())
+    }
+
+    /// Whether some value is not yet synced into the file (pending, or in
+    /// flight): its journal segment is still needed.
+    pub fn has_unsynced(&self) -> bool {
+        !self.pending.is_empty() || self.inflight_seq.is_some()
+    }
+
+    /// Whether a flush worker would write something now: values pending and
+    /// the file not suspended.
+    pub fn is_flushable(&self) -> bool {
+        !self.pending.is_empty() && !self.suspended
+    }
+
+    /// Whether a worker is writing the file.
+    pub fn is_flushing(&self) -> bool {
+        self.flushing
+    }
+
+    pub fn is_suspended(&self) -> bool {
+        self.suspended
+    }
+
+    /// Completed flushes of the file.
+    pub fn flushed_gen(&self) -> u64 {
+        self.flushed_gen
+    }
+
+    /// Whether a FLUSH waiting for generation `target` ([`Cache::request_flush`])
+    /// is done: reached, or the file suspended meanwhile.
+    pub fn flush_done(&self, target: u64) -> bool {
+        self.flushed_gen >= target || self.suspended
+    }
+
+    /// When the values a failed flush put back are tried again (`None`:
+    /// no retry is waiting).
+    pub fn retry_at(&self) -> Option<i64> {
+        self.retry_at
+    }
+
+    /// Why the last flush did not write and sync every value it took.
+    pub fn flush_failure(&self) -> Option<&str> {
+        self.flush_failure.as_deref()
+    }
+
+    /// The file's inode number as last seen (0: not known).
+    pub fn inode(&self) -> u64 {
+        self.inode
+    }
+
+    /// The file's header as the last read or write left it.
+    pub fn kept_header(&self) -> Option<&KeptHeader> {
+        self.kept.as_ref().map(Kept::get)
+    }
+
+    /// Whether a timer due at `due` is this file's live timer: values
+    /// pending, due then, and the file not queued already (else the timer
+    /// is stale).
+    pub fn timer_is_live(&self, due: i64, write_interval_secs: u64) -> bool {
+        !self.pending.is_empty() && self.due_at(write_interval_secs) == due && !self.in_queue
+    }
+
+    /// Whether the entry holds nothing and nothing happened to it since
+    /// `before` (Unix seconds): it may be dropped.
+    pub fn is_idle_since(&self, before: i64) -> bool {
+        self.pending.is_empty()
+            && !self.flushing
+            && !self.in_queue
+            && !self.suspended
+            && self.inflight_seq.is_none()
+            && self.last_activity <= before
     }
 }
 
@@ -487,13 +821,6 @@ impl Cache {
         Some(Kept { header: Some(Box::new(header)), bytes, meter: self.kept_bytes.clone() })
     }
 
-    /// Drops entries `keep` refuses (one shard at a time).
-    pub fn retain(&self, mut keep: impl FnMut(&Key, &mut Entry) -> bool) {
-        for shard in self.shards.iter() {
-            shard.lock().expect("cache shard lock").retain(|k, e| keep(k, e));
-        }
-    }
-
     pub fn len(&self) -> u64 {
         self.shards.iter().map(|s| s.lock().expect("cache shard lock").len() as u64).sum()
     }
@@ -520,29 +847,6 @@ impl Cache {
         due
     }
 
-    /// Queues a file for a worker; the caller holds its shard and has set
-    /// nothing yet. Does nothing when it is already queued (FLUSH moves a
-    /// queued file to the head).
-    pub fn enqueue_locked(&self, key: &Key, entry: &mut Entry, side: Side) {
-        let mut q = self.queue.lock().expect("queue lock");
-        if entry.in_queue {
-            if side == Side::Head {
-                if let Some(pos) = q.iter().position(|k| k == key) {
-                    q.remove(pos);
-                }
-                q.push_front(key.clone());
-            }
-            return;
-        }
-        entry.in_queue = true;
-        match side {
-            Side::Head => q.push_front(key.clone()),
-            Side::Tail => q.push_back(key.clone()),
-        }
-        drop(q);
-        self.queue_cv.notify_one();
-    }
-
     /// Keys waiting for a worker, head first.
     pub fn queued(&self) -> Vec<Key> {
         self.queue.lock().expect("queue lock").iter().cloned().collect()
@@ -565,28 +869,6 @@ impl Cache {
                 return Vec::new();
             }
             q = self.queue_cv.wait_timeout(q, std::time::Duration::from_millis(200)).expect("queue lock").0;
-        }
-    }
-
-    /// A new entry for a file whose checks ([`crate::commands::open_entry`])
-    /// found its last update `last_up` and its header `kept`.
-    pub fn new_entry(&self, last_up: f64, kept: KeptHeader, now: i64) -> Entry {
-        let mut e = Entry::new(last_up, self.jitter(), now);
-        e.inode = kept.stamp.ino;
-        e.kept = self.keep(kept);
-        e
-    }
-
-    /// Accounts for values added to (`added == true`) or removed from some
-    /// entry's `pending`.
-    pub fn count_pending(&self, values: &Values, added: bool) {
-        let (n, b) = (values.len() as u64, values.bytes());
-        if added {
-            self.pending_values.fetch_add(n, Ordering::SeqCst);
-            self.pending_bytes.fetch_add(b, Ordering::SeqCst);
-        } else {
-            self.pending_values.fetch_sub(n, Ordering::SeqCst);
-            self.pending_bytes.fetch_sub(b, Ordering::SeqCst);
         }
     }
 
@@ -632,6 +914,103 @@ impl Cache {
     }
 }
 
+/// The entry transitions that reach the cache's shared parts: making an
+/// entry, queueing its file, dropping it. The caller holds the entry's
+/// shard.
+impl Cache {
+    /// A new entry for a file whose checks ([`crate::commands::open_entry`])
+    /// found its last update `last_up` and its header `kept`.
+    pub fn new_entry(&self, last_up: f64, kept: KeptHeader, now: i64) -> Entry {
+        let mut e = Entry::new(last_up, self.jitter(), now);
+        e.put_kept(self, Some(kept));
+        e
+    }
+
+    /// Queues `key`'s file for a worker when it has values pending (a file
+    /// already queued stays queued once; at the [`Side::Head`] it moves to
+    /// the head). Whether it has values pending (and is queued).
+    pub fn queue_flush(&self, key: &Key, entry: &mut Entry, side: Side) -> bool {
+        if entry.pending.is_empty() {
+            return false;
+        }
+        let mut q = self.queue.lock().expect("queue lock");
+        if entry.in_queue {
+            if side == Side::Head {
+                if let Some(pos) = q.iter().position(|k| k == key) {
+                    q.remove(pos);
+                }
+                q.push_front(key.clone());
+            }
+            return true;
+        }
+        entry.in_queue = true;
+        match side {
+            Side::Head => q.push_front(key.clone()),
+            Side::Tail => q.push_back(key.clone()),
+        }
+        drop(q);
+        self.queue_cv.notify_one();
+        true
+    }
+
+    /// FLUSH: queues the file at the head when values are pending, and
+    /// returns the flush generation that means "every value held now is
+    /// written" ([`Entry::flush_done`]); `None` when there is nothing to
+    /// wait for (no values, or the file suspended).
+    pub fn request_flush(&self, key: &Key, entry: &mut Entry) -> Option<u64> {
+        if entry.suspended {
+            return None;
+        }
+        let mut target = entry.flushed_gen;
+        if entry.flushing {
+            target += 1;
+        }
+        if self.queue_flush(key, entry, Side::Head) {
+            target += 1;
+        }
+        (target > entry.flushed_gen).then_some(target)
+    }
+
+    /// Drops `key`'s entry from `shard` (its shard, locked): its pending
+    /// values leave the sums. Whether there was one.
+    pub fn forget_entry(&self, shard: &mut ShardMap, key: &str) -> bool {
+        match shard.remove(key) {
+            Some(e) => {
+                self.count_pending(&e.pending, false);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Drops the entries `keep` refuses (one shard at a time); their
+    /// pending values leave the sums.
+    pub fn retain(&self, mut keep: impl FnMut(&Key, &Entry) -> bool) {
+        for shard in self.shards.iter() {
+            shard.lock().expect("cache shard lock").retain(|k, e| {
+                let kept = keep(k, e);
+                if !kept {
+                    self.count_pending(&e.pending, false);
+                }
+                kept
+            });
+        }
+    }
+
+    /// Accounts for values added to (`added == true`) or removed from some
+    /// entry's `pending`.
+    fn count_pending(&self, values: &Values, added: bool) {
+        let (n, b) = (values.len() as u64, values.bytes());
+        if added {
+            self.pending_values.fetch_add(n, Ordering::SeqCst);
+            self.pending_bytes.fetch_add(b, Ordering::SeqCst);
+        } else {
+            self.pending_values.fetch_sub(n, Ordering::SeqCst);
+            self.pending_bytes.fetch_sub(b, Ordering::SeqCst);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -672,12 +1051,14 @@ mod tests {
     fn head_requests_jump_the_queue_once() {
         let c = cache();
         let (a, b): (Key, Key) = ("/a".into(), "/b".into());
-        let mut ea = Entry::new(0.0, 0, 0);
-        let mut eb = Entry::new(0.0, 0, 0);
-        c.enqueue_locked(&a, &mut ea, Side::Tail);
-        c.enqueue_locked(&b, &mut eb, Side::Tail);
-        c.enqueue_locked(&b, &mut eb, Side::Head);
-        c.enqueue_locked(&a, &mut ea, Side::Tail);
+        let mut ea = with_values(&c, Entry::new(0.0, 0, 0), &[1.0], 0, 1);
+        let mut eb = with_values(&c, Entry::new(0.0, 0, 0), &[1.0], 0, 1);
+        assert!(c.queue_flush(&a, &mut ea, Side::Tail));
+        assert!(c.queue_flush(&b, &mut eb, Side::Tail));
+        assert!(c.queue_flush(&b, &mut eb, Side::Head));
+        assert!(c.queue_flush(&a, &mut ea, Side::Tail));
+        // Nothing pending: nothing queued.
+        assert!(!c.queue_flush(&"/c".into(), &mut Entry::new(0.0, 0, 0), Side::Head));
         assert_eq!(c.queued(), vec![b.clone(), a.clone()]);
         assert_eq!(c.take_batch(10), vec![b, a]);
     }
@@ -697,12 +1078,10 @@ mod tests {
     fn oldest_needed_seq_counts_pending_and_inflight() {
         let c = cache();
         assert_eq!(c.oldest_needed_seq(9), 9);
-        let mut e = Entry::new(0.0, 0, 0);
-        e.pending.push(1.0, "1:1");
-        e.oldest_seq = 5;
+        let e = with_values(&c, Entry::new(0.0, 0, 0), &[1.0], 5, 1);
         c.shard("/a").insert("/a".into(), e);
-        let mut f = Entry::new(0.0, 0, 0);
-        f.inflight_seq = Some(3);
+        let mut f = with_values(&c, Entry::new(0.0, 0, 0), &[1.0], 3, 1);
+        f.begin_flush(&c).expect("values to flush");
         c.shard("/b").insert("/b".into(), f);
         assert_eq!(c.oldest_needed_seq(9), 3);
         assert!(c.jitter() < 10);
@@ -763,5 +1142,260 @@ mod tests {
         a.clear();
         assert!(a.is_empty());
         assert_eq!(a.iter().count(), 0);
+    }
+
+    /// `e` with values at `times` taken as an UPDATE takes them (journaled
+    /// in segment `seq`, at `now`); the timer, when due, is the caller's.
+    fn with_values(c: &Cache, mut e: Entry, times: &[f64], seq: u64, now: i64) -> Entry {
+        let mark = e.mark();
+        for &t in times {
+            e.take_value(t, &format!("{t}:1"));
+        }
+        let _ = e.settle_pending(c, mark, now, seq);
+        e
+    }
+
+    /// Values at `times` into `key`'s entry (made if new), and its timer.
+    fn accept(c: &Cache, key: &str, times: &[f64], seq: u64, now: i64) {
+        let mut shard = c.shard(key);
+        let e = shard.entry(key.into()).or_insert_with(|| Entry::new(0.0, 0, now));
+        let mark = e.mark();
+        for &t in times {
+            e.take_value(t, &format!("{t}:1"));
+        }
+        if let Some(due) = e.settle_pending(c, mark, now, seq) {
+            c.add_timer(due, key.into());
+        }
+    }
+
+    /// Runs `f` on `key`'s entry, its shard locked.
+    fn on<R>(c: &Cache, key: &str, f: impl FnOnce(&mut Entry) -> R) -> R {
+        f(c.shard(key).get_mut(key).expect("an entry"))
+    }
+
+    fn texts(e: &Entry) -> Vec<&str> {
+        e.unwritten().collect()
+    }
+
+    /// Checks the module doc's invariants over every entry of `c`.
+    fn check_invariants(c: &Cache) {
+        let timers: BTreeSet<(i64, Key)> = c.timers.lock().unwrap().clone();
+        let (mut values, mut bytes) = (0, 0);
+        c.for_each(|k, e| {
+            values += e.pending.len() as u64;
+            bytes += e.pending.bytes();
+            assert_eq!(e.flushing, e.inflight_seq.is_some(), "{k}: flushing ⇔ an in-flight segment");
+            assert!(e.flushing || e.inflight.is_empty(), "{k}: values in flight without a worker");
+            assert!(e.retry_at.is_none() || !e.pending.is_empty(), "{k}: a retry without values");
+            let times: Vec<f64> =
+                e.inflight.iter_timed().chain(e.pending.iter_timed()).map(|v| v.0).collect();
+            assert!(times.windows(2).all(|w| w[0] < w[1]), "{k}: values out of order: {times:?}");
+            assert!(times.iter().all(|&t| t <= e.last_stamp), "{k}: a value after last_stamp");
+            if !e.pending.is_empty() && !e.in_queue && !e.suspended {
+                let due = e.due_at(c.write_interval_secs);
+                assert!(timers.contains(&(due, k.clone())), "{k}: pending values without a timer at {due}");
+            }
+        });
+        assert_eq!(c.pending_values.load(Ordering::SeqCst), values, "the pending-values sum");
+        assert_eq!(c.pending_bytes.load(Ordering::SeqCst), bytes, "the pending-bytes sum");
+    }
+
+    #[test]
+    fn a_failed_flush_puts_its_values_back_before_newer_ones_and_keeps_the_sums() {
+        let c = cache();
+        let key: Key = "/a".into();
+        accept(&c, &key, &[200.0, 300.0], 5, 1_000);
+        check_invariants(&c);
+        let start = on(&c, &key, |e| e.begin_flush(&c)).expect("values to flush");
+        assert_eq!(start.args, ["200:1", "300:1"]);
+        assert!(!start.after_failure && start.kept.is_none());
+        on(&c, &key, |e| {
+            assert!(e.is_flushing() && e.has_unsynced() && !e.has_pending());
+            assert_eq!(texts(e), ["200:1", "300:1"]);
+        });
+        assert_eq!(c.pending_values.load(Ordering::SeqCst), 0, "in flight: out of the sums");
+        assert_eq!(c.oldest_needed_seq(99), 5, "in flight: the segment is still needed");
+        check_invariants(&c);
+        // Newer values arrive while the flush runs.
+        accept(&c, &key, &[400.0], 7, 1_010);
+        check_invariants(&c);
+        let end = FlushEnd::Failed { why: "EIO" };
+        let retry = on(&c, &key, |e| e.finish_flush(&c, &key, end, None, 1_020));
+        assert_eq!(retry, Some(Retry { wait_secs: 1, values: 3 }));
+        on(&c, &key, |e| {
+            assert_eq!(texts(e), ["200:1", "300:1", "400:1"], "put back in front of the newer value");
+            assert!(!e.is_flushing() && e.has_unsynced());
+            assert_eq!((e.oldest_seq, e.retry_at(), e.flushed_gen()), (5, Some(1_021), 1));
+            assert_eq!(
+                e.flush_failure(),
+                Some("writing failed (EIO); 3 value(s) kept pending, retried in 1 s")
+            );
+        });
+        assert_eq!(c.pending_values.load(Ordering::SeqCst), 3);
+        assert_eq!(c.oldest_needed_seq(99), 5);
+        check_invariants(&c);
+        // The retry takes every value, in order, knowing some may be written.
+        let start = on(&c, &key, |e| e.begin_flush(&c)).expect("values to retry");
+        assert_eq!(start.args, ["200:1", "300:1", "400:1"]);
+        assert!(start.after_failure);
+        assert_eq!(on(&c, &key, |e| e.retry_at()), None);
+        check_invariants(&c);
+        let end = FlushEnd::Written { refused: None };
+        assert_eq!(on(&c, &key, |e| e.finish_flush(&c, &key, end, None, 1_030)), None);
+        on(&c, &key, |e| {
+            assert!(!e.is_flushing() && !e.has_unsynced() && texts(e).is_empty());
+            assert_eq!((e.retries, e.flushed_gen(), e.flush_failure()), (0, 2, None));
+            assert!(e.is_idle_since(1_030) && !e.is_idle_since(1_029));
+        });
+        assert_eq!((c.pending_values.load(Ordering::SeqCst), c.pending_bytes.load(Ordering::SeqCst)), (0, 0));
+        assert_eq!(c.oldest_needed_seq(99), 99);
+        check_invariants(&c);
+    }
+
+    #[test]
+    fn a_failed_flush_alone_restarts_the_file_and_backs_off() {
+        let c = cache();
+        let key: Key = "/a".into();
+        accept(&c, &key, &[200.0], 4, 1_000);
+        let fail = |now: i64| {
+            on(&c, &key, |e| {
+                e.begin_flush(&c).expect("values to flush");
+                e.finish_flush(&c, &key, FlushEnd::Failed { why: "ENOSPC" }, None, now)
+            })
+        };
+        for (now, wait) in [(2_000, 1), (2_010, 2), (2_020, 4)] {
+            assert_eq!(fail(now), Some(Retry { wait_secs: wait, values: 1 }));
+            on(&c, &key, |e| {
+                // Nothing pending before: the values' segment and time are the put-back ones.
+                assert_eq!((e.oldest_seq, e.first_pending_at, e.retry_at()), (4, now, Some(now + wait)));
+            });
+            assert!(c.take_due_timers(now + wait).contains(&(now + wait, key.clone())));
+            c.add_timer(now + wait, key.clone());
+            check_invariants(&c);
+        }
+        // Dropped values leave nothing in flight and start the backoff over.
+        let dropped = on(&c, &key, |e| {
+            e.begin_flush(&c).expect("values to flush");
+            e.finish_flush(&c, &key, FlushEnd::Dropped { why: "gone", values: 1 }, None, 2_030)
+        });
+        assert_eq!(dropped, None);
+        on(&c, &key, |e| {
+            assert!(!e.has_unsynced() && texts(e).is_empty());
+            assert_eq!(
+                (e.retries, e.retry_at(), e.flush_failure()),
+                (0, None, Some("1 value(s) dropped: gone"))
+            );
+        });
+        check_invariants(&c);
+        accept(&c, &key, &[300.0], 6, 2_040);
+        assert_eq!(fail(2_050), Some(Retry { wait_secs: 1, values: 1 }));
+        check_invariants(&c);
+    }
+
+    #[test]
+    fn one_worker_per_file_and_a_flush_asked_for_meanwhile_follows() {
+        let c = cache();
+        let key: Key = "/a".into();
+        accept(&c, &key, &[200.0], 1, 1_000);
+        assert_eq!(on(&c, &key, |e| c.request_flush(&key, e)), Some(1));
+        assert_eq!(c.take_batch(8), std::slice::from_ref(&key));
+        let start = on(&c, &key, |e| e.begin_flush(&c)).expect("values to flush");
+        assert_eq!(start.args, ["200:1"]);
+        // A FLUSH while it runs: after it and one more flush, a new value is written.
+        accept(&c, &key, &[300.0], 2, 1_010);
+        assert_eq!(on(&c, &key, |e| c.request_flush(&key, e)), Some(2));
+        assert_eq!(c.take_batch(8), std::slice::from_ref(&key));
+        // A second worker gets nothing: the first owns the file.
+        assert!(on(&c, &key, |e| e.begin_flush(&c)).is_none());
+        on(&c, &key, |e| assert!(e.is_flushing() && e.requeue && !e.in_queue));
+        check_invariants(&c);
+        let end = FlushEnd::Written { refused: Some("bad value") };
+        on(&c, &key, |e| e.finish_flush(&c, &key, end, None, 1_020));
+        on(&c, &key, |e| {
+            assert!(e.flush_done(1) && !e.flush_done(2));
+            assert!(e.flush_failure().is_some_and(|f| f.ends_with("dropped: bad value")));
+        });
+        assert_eq!(c.queued(), std::slice::from_ref(&key), "the requested flush is queued");
+        check_invariants(&c);
+        assert_eq!(c.take_batch(8), std::slice::from_ref(&key));
+        let start = on(&c, &key, |e| e.begin_flush(&c)).expect("the newer value");
+        assert_eq!(start.args, ["300:1"]);
+        on(&c, &key, |e| e.finish_flush(&c, &key, FlushEnd::Written { refused: None }, None, 1_030));
+        on(&c, &key, |e| assert!(e.flush_done(2) && e.flush_failure().is_none()));
+        // Nothing pending, nothing running: nothing to wait for.
+        assert_eq!(on(&c, &key, |e| c.request_flush(&key, e)), None);
+        check_invariants(&c);
+    }
+
+    #[test]
+    fn a_suspended_file_keeps_its_values_and_gets_its_timer_back() {
+        let c = cache();
+        let key: Key = "/a".into();
+        accept(&c, &key, &[200.0], 1, 1_000);
+        assert!(!on(&c, &key, Entry::suspend));
+        assert!(on(&c, &key, Entry::suspend), "already suspended");
+        on(&c, &key, |e| assert!(e.is_suspended() && !e.is_flushable() && e.flush_done(99)));
+        assert_eq!(on(&c, &key, |e| c.request_flush(&key, e)), None);
+        // Its timer fires and a worker skips it.
+        assert_eq!(c.take_due_timers(5_000).len(), 1);
+        assert!(on(&c, &key, |e| c.queue_flush(&key, e, Side::Tail)));
+        assert_eq!(c.take_batch(8), std::slice::from_ref(&key));
+        assert!(on(&c, &key, |e| e.begin_flush(&c)).is_none());
+        on(&c, &key, |e| assert!(!e.in_queue && e.has_pending()));
+        assert!(c.is_drained(), "a suspended file does not hold up a shutdown");
+        assert!(on(&c, &key, |e| e.resume(&c, &key)));
+        assert!(!on(&c, &key, |e| e.resume(&c, &key)), "not suspended");
+        assert_eq!(c.take_due_timers(5_000), [(1_300, key.clone())], "one timer, set again");
+        c.add_timer(1_300, key.clone());
+        check_invariants(&c);
+    }
+
+    #[test]
+    fn forgotten_and_dropped_entries_leave_the_sums() {
+        let c = cache();
+        accept(&c, "/a", &[200.0, 300.0], 1, 1_000);
+        accept(&c, "/b", &[200.0], 1, 1_000);
+        accept(&c, "/c", &[200.0], 1, 1_000);
+        assert_eq!(c.pending_values.load(Ordering::SeqCst), 4);
+        assert!(c.forget_entry(&mut c.shard("/a"), "/a"));
+        assert!(!c.forget_entry(&mut c.shard("/a"), "/a"));
+        assert_eq!(c.pending_values.load(Ordering::SeqCst), 2);
+        check_invariants(&c);
+        c.retain(|k, _| k.as_str() != "/b");
+        assert_eq!((c.len(), c.pending_values.load(Ordering::SeqCst)), (1, 1));
+        check_invariants(&c);
+        c.retain(|_, e| !e.is_idle_since(i64::MAX));
+        assert_eq!(c.len(), 1, "an entry with values is not idle");
+        check_invariants(&c);
+    }
+
+    #[test]
+    fn a_flush_takes_the_kept_header_and_puts_it_back_within_the_budget() {
+        let c = cache();
+        let key: Key = "/k".into();
+        let header = kept_header();
+        let (one, ino) = (kept_header_bytes(&header), header.stamp.ino);
+        let e = c.new_entry(1_000_000_000.0, header, 0);
+        assert_eq!((e.inode(), c.kept_bytes.load(Ordering::SeqCst)), (ino, one));
+        c.shard(&key).insert(key.clone(), e);
+        accept(&c, &key, &[1_000_000_300.0], 1, 1_000);
+        let start = on(&c, &key, |e| e.begin_flush(&c)).expect("values to flush");
+        assert!(start.kept.is_some() && on(&c, &key, |e| e.kept_header().is_none()));
+        assert_eq!(c.kept_bytes.load(Ordering::SeqCst), 0, "taken: its share given back");
+        on(&c, &key, |e| e.finish_flush(&c, &key, FlushEnd::Written { refused: None }, start.kept, 1_010));
+        assert!(on(&c, &key, |e| e.kept_header().is_some()));
+        assert_eq!(c.kept_bytes.load(Ordering::SeqCst), one, "put back: its share taken again");
+        // TUNE while a flush runs: the header is dropped, and the flush's
+        // end is waited for; what it leaves is kept only within the budget.
+        accept(&c, &key, &[1_000_000_600.0], 2, 1_020);
+        let start = on(&c, &key, |e| e.begin_flush(&c)).expect("values to flush");
+        assert_eq!(on(&c, &key, Entry::forget_header), Some(2));
+        assert_eq!(on(&c, &key, |e| e.inode()), 0);
+        c.kept_budget.store(one - 1, Ordering::SeqCst);
+        on(&c, &key, |e| e.finish_flush(&c, &key, FlushEnd::Written { refused: None }, start.kept, 1_030));
+        on(&c, &key, |e| assert!(e.kept_header().is_none() && e.inode() == ino && e.flush_done(2)));
+        assert_eq!(c.kept_bytes.load(Ordering::SeqCst), 0);
+        assert_eq!(on(&c, &key, Entry::forget_header), None, "no flush running");
+        check_invariants(&c);
     }
 }

@@ -48,7 +48,8 @@
 //! dirtied up to 16 times, once per file whose inode it holds; ext4 without
 //! a journal). In inode order: 0.07 (docs/BENCHMARKS.md).
 //!
-//! Invariant: at most one worker writes a given file at a time (`flushing`).
+//! Invariant: at most one worker writes a given file at a time (the cache
+//! entry's `flushing`; see [`crate::cache`] for the entry's transitions).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -58,7 +59,7 @@ use rrd_engine::batch::{BatchCounters, BatchUpdater, KeptHeader, UpdateRequest};
 use rrd_engine::update::UpdateOptions;
 use rrd_engine::Error;
 
-use crate::cache::{unix_now, Cache, Key, Side};
+use crate::cache::{unix_now, Cache, FlushEnd, Key, Side};
 use crate::journaler::Journaler;
 use crate::stats::Stats;
 
@@ -180,43 +181,9 @@ fn add_counters(stats: &Stats, before: BatchCounters, after: BatchCounters) {
 }
 
 /// Writes the pending values of `keys` (see the module doc).
-// One batch's write, sync and bookkeeping, in order, over the batch's state.
-#[allow(clippy::too_many_lines)]
 pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
     let counters_before = updater.counters;
-    let mut taken: Vec<Taken> = Vec::with_capacity(keys.len());
-    for key in keys {
-        let mut shard = cache.shard(&key);
-        let Some(e) = shard.get_mut(&key) else { continue };
-        e.in_queue = false;
-        if e.suspended || e.pending.is_empty() {
-            continue;
-        }
-        if e.flushing {
-            e.requeue = true;
-            continue;
-        }
-        let values = std::mem::take(&mut e.pending);
-        cache.count_pending(&values, false);
-        let args = values.to_strings();
-        e.inflight = values;
-        e.inflight_seq = Some(e.oldest_seq);
-        e.flushing = true;
-        e.retry_at = None;
-        // After a failure, part of these values may already be in the file.
-        let opts = UpdateOptions { template: None, skip_past_updates: e.retries > 0 };
-        let kept = e.kept.take().map(crate::cache::Kept::into_inner);
-        drop(shard);
-        let req = UpdateRequest { path: key.to_string().into(), args, opts };
-        taken.push(Taken {
-            key,
-            values: req.args.len(),
-            req,
-            kept,
-            outcome: Outcome::Written,
-            refused: None,
-        });
-    }
+    let mut taken = begin_batch(cache, keys);
     if taken.is_empty() {
         return;
     }
@@ -228,43 +195,7 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
     let pairs: Vec<(&UpdateRequest, Option<&KeptHeader>)> =
         taken.iter().map(|t| (&t.req, t.kept.as_ref())).collect();
     updater.prefetch_kept(&pairs);
-    for t in taken.iter_mut() {
-        if !matches!(t.outcome, Outcome::Written) {
-            // Not journaled: not written.
-            continue;
-        }
-        t.outcome = match updater.update_kept(&t.req, false, &mut t.kept) {
-            Ok(report) => {
-                match report.error {
-                    None => {
-                        Stats::add(&cache.stats.updates_written, 1);
-                        Stats::add(&cache.stats.data_sets_written, t.values as u64);
-                    }
-                    Some(e) => {
-                        Stats::add(&cache.stats.flush_errors, 1);
-                        Stats::add(&cache.stats.flush_drops, 1);
-                        crate::log!(
-                            Err,
-                            "update of {} failed: {e}; its values from there on are dropped",
-                            t.key
-                        );
-                        t.refused = Some(e.to_string());
-                    }
-                }
-                Outcome::Written
-            }
-            Err(e) if is_transient(&e) => {
-                Stats::add(&cache.stats.flush_errors, 1);
-                Outcome::Retry(e.to_string())
-            }
-            Err(e) => {
-                Stats::add(&cache.stats.flush_errors, 1);
-                Stats::add(&cache.stats.flush_drops, 1);
-                crate::log!(Err, "update of {} failed: {e}; its {} value(s) are dropped", t.key, t.values);
-                Outcome::Dropped(e.to_string())
-            }
-        };
-    }
+    apply_updates(cache, updater, &mut taken);
     let release = cache.release_pages.load(Ordering::Relaxed);
     // One syncfs for the batch when it wrote several files (one device
     // flush, writes at queue depth), shared with the other workers that
@@ -319,66 +250,101 @@ pub fn flush_batch(cache: &Cache, updater: &mut BatchUpdater, keys: Vec<Key>) {
         }
     }
     add_counters(&cache.stats, counters_before, updater.counters);
+    finish_batch(cache, taken);
+}
+
+/// Takes each file's pending values and kept header ([`Entry::begin_flush`]):
+/// the files this worker writes.
+///
+/// [`Entry::begin_flush`]: crate::cache::Entry::begin_flush
+fn begin_batch(cache: &Cache, keys: Vec<Key>) -> Vec<Taken> {
+    let mut taken: Vec<Taken> = Vec::with_capacity(keys.len());
+    for key in keys {
+        let mut shard = cache.shard(&key);
+        let Some(e) = shard.get_mut(&key) else { continue };
+        let Some(start) = e.begin_flush(cache) else { continue };
+        drop(shard);
+        // After a failure, part of these values may already be in the file.
+        let opts = UpdateOptions { template: None, skip_past_updates: start.after_failure };
+        let req = UpdateRequest { path: key.to_string().into(), args: start.args, opts };
+        taken.push(Taken {
+            key,
+            values: req.args.len(),
+            req,
+            kept: start.kept,
+            outcome: Outcome::Written,
+            refused: None,
+        });
+    }
+    taken
+}
+
+/// Applies each journaled file's values (the pages were prefetched), and
+/// notes what happened to it.
+fn apply_updates(cache: &Cache, updater: &mut BatchUpdater, taken: &mut [Taken]) {
+    for t in taken {
+        if !matches!(t.outcome, Outcome::Written) {
+            // Not journaled: not written.
+            continue;
+        }
+        t.outcome = match updater.update_kept(&t.req, false, &mut t.kept) {
+            Ok(report) => {
+                match report.error {
+                    None => {
+                        Stats::add(&cache.stats.updates_written, 1);
+                        Stats::add(&cache.stats.data_sets_written, t.values as u64);
+                    }
+                    Some(e) => {
+                        Stats::add(&cache.stats.flush_errors, 1);
+                        Stats::add(&cache.stats.flush_drops, 1);
+                        crate::log!(
+                            Err,
+                            "update of {} failed: {e}; its values from there on are dropped",
+                            t.key
+                        );
+                        t.refused = Some(e.to_string());
+                    }
+                }
+                Outcome::Written
+            }
+            Err(e) if is_transient(&e) => {
+                Stats::add(&cache.stats.flush_errors, 1);
+                Outcome::Retry(e.to_string())
+            }
+            Err(e) => {
+                Stats::add(&cache.stats.flush_errors, 1);
+                Stats::add(&cache.stats.flush_drops, 1);
+                crate::log!(Err, "update of {} failed: {e}; its {} value(s) are dropped", t.key, t.values);
+                Outcome::Dropped(e.to_string())
+            }
+        };
+    }
+}
+
+/// Ends each file's flush ([`Entry::finish_flush`]) and wakes FLUSH's
+/// waiters.
+///
+/// [`Entry::finish_flush`]: crate::cache::Entry::finish_flush
+fn finish_batch(cache: &Cache, taken: Vec<Taken>) {
     let now = unix_now();
     for t in taken {
         let mut shard = cache.shard(&t.key);
         let Some(e) = shard.get_mut(&t.key) else { continue };
-        e.flushing = false;
-        let inflight = std::mem::take(&mut e.inflight);
-        if let Some(k) = &t.kept {
-            e.inode = k.stamp.ino;
+        let (end, failed) = match &t.outcome {
+            Outcome::Retry(why) => (FlushEnd::Failed { why }, Some(why)),
+            Outcome::Dropped(why) => (FlushEnd::Dropped { why, values: t.values }, None),
+            Outcome::Written => (FlushEnd::Written { refused: t.refused.as_deref() }, None),
+        };
+        let retry = e.finish_flush(cache, &t.key, end, t.kept, now);
+        if let (Some(retry), Some(why)) = (retry, failed) {
+            crate::log!(
+                Err,
+                "writing {} failed ({why}); its {} value(s) are kept and retried in {} s",
+                t.key,
+                retry.values,
+                retry.wait_secs
+            );
         }
-        e.kept = t.kept.and_then(|k| cache.keep(k));
-        match t.outcome {
-            Outcome::Retry(why) => {
-                // Back in front of what arrived meanwhile; the journal
-                // segments stay (oldest_seq covers the in-flight ones).
-                cache.count_pending(&inflight, true);
-                let was_empty = e.pending.is_empty();
-                e.pending.prepend(inflight);
-                if let Some(seq) = e.inflight_seq.take() {
-                    e.oldest_seq = if was_empty { seq } else { e.oldest_seq.min(seq) };
-                }
-                e.retries = e.retries.saturating_add(1);
-                let wait = backoff_secs(e.retries);
-                crate::log!(
-                    Err,
-                    "writing {} failed ({why}); its {} value(s) are kept and retried in {wait} s",
-                    t.key,
-                    e.pending.len()
-                );
-                if was_empty {
-                    e.first_pending_at = now;
-                }
-                e.retry_at = Some(now + wait);
-                cache.add_timer(now + wait, t.key.clone());
-                e.requeue = false;
-                e.flush_failure = Some(format!(
-                    "writing failed ({why}); {} value(s) kept pending, retried in {wait} s",
-                    e.pending.len()
-                ));
-            }
-            Outcome::Dropped(why) => {
-                e.flush_failure = Some(format!("{} value(s) dropped: {why}", t.values));
-                e.inflight_seq = None;
-                e.retries = 0;
-                if std::mem::take(&mut e.requeue) && !e.pending.is_empty() {
-                    cache.enqueue_locked(&t.key, e, Side::Head);
-                }
-            }
-            Outcome::Written => {
-                e.flush_failure = t.refused.map(|why| {
-                    format!("a value was refused; it and the values after it were dropped: {why}")
-                });
-                e.inflight_seq = None;
-                e.retries = 0;
-                if std::mem::take(&mut e.requeue) && !e.pending.is_empty() {
-                    cache.enqueue_locked(&t.key, e, Side::Head);
-                }
-            }
-        }
-        e.flushed_gen += 1;
-        e.last_activity = now;
     }
     cache.notify_flushed();
 }
@@ -432,9 +398,7 @@ impl Scheduler {
             for key in backlog.drain(..release) {
                 let mut shard = self.cache.shard(&key);
                 if let Some(e) = shard.get_mut(&key) {
-                    if !e.pending.is_empty() {
-                        self.cache.enqueue_locked(&key, e, Side::Tail);
-                    }
+                    self.cache.queue_flush(&key, e, Side::Tail);
                 }
             }
             // Read the journal's segment before looking at the cache: a value
@@ -447,15 +411,7 @@ impl Scheduler {
             if last_evict.elapsed() >= self.flush_interval {
                 last_evict = Instant::now();
                 let idle_before = now - self.flush_interval.as_secs() as i64;
-                self.cache.retain(|_, e| {
-                    let idle = e.pending.is_empty()
-                        && !e.flushing
-                        && !e.in_queue
-                        && !e.suspended
-                        && e.inflight_seq.is_none()
-                        && e.last_activity <= idle_before;
-                    !idle
-                });
+                self.cache.retain(|_, e| !e.is_idle_since(idle_before));
             }
             self.cache.scheduler_rounds.fetch_add(1, Ordering::Relaxed);
         }
@@ -469,10 +425,8 @@ pub fn take_due(cache: &Cache, now: i64) -> Vec<Key> {
     let mut due_now = Vec::new();
     for (due, key) in cache.take_due_timers(now) {
         let shard = cache.shard(&key);
-        let live = shard
-            .get(&key)
-            .filter(|e| !e.pending.is_empty() && e.due_at(cache.write_interval_secs) == due && !e.in_queue)
-            .map(|e| e.inode);
+        let live =
+            shard.get(&key).filter(|e| e.timer_is_live(due, cache.write_interval_secs)).map(|e| e.inode());
         drop(shard);
         if let Some(inode) = live {
             due_now.push((inode, key));
@@ -487,17 +441,15 @@ pub fn take_due(cache: &Cache, now: i64) -> Vec<Key> {
 pub fn enqueue_all(cache: &Cache) {
     let mut files = Vec::new();
     cache.for_each(|k, e| {
-        if !e.pending.is_empty() && !e.suspended {
-            files.push((e.inode, k.clone()));
+        if e.is_flushable() {
+            files.push((e.inode(), k.clone()));
         }
     });
     disk_order(&mut files);
     for (_, key) in files {
         let mut shard = cache.shard(&key);
         if let Some(e) = shard.get_mut(&key) {
-            if !e.pending.is_empty() {
-                cache.enqueue_locked(&key, e, Side::Tail);
-            }
+            cache.queue_flush(&key, e, Side::Tail);
         }
     }
 }
@@ -532,10 +484,11 @@ mod tests {
     /// An entry for `key` with one pending value, due at `due`, whose file
     /// has inode `inode` (0: not known).
     fn add(cache: &Cache, key: &str, inode: u64, due: i64) {
-        let mut e = crate::cache::Entry::new(0.0, 0, 0);
-        e.pending.push(1.0, "1:1");
-        e.first_pending_at = due - cache.write_interval_secs as i64;
-        e.inode = inode;
+        let mut e = crate::cache::Entry::new(0.0, 0, 0).with_inode(inode);
+        let mark = e.mark();
+        e.take_value(1.0, "1:1");
+        let timer = e.settle_pending(cache, mark, due - cache.write_interval_secs as i64, 0);
+        assert_eq!(timer, Some(due));
         cache.shard(key).insert(key.into(), e);
         cache.add_timer(due, key.into());
     }

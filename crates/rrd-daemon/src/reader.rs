@@ -52,16 +52,12 @@ fn values_snapshot(cache: &Cache, key: &str) -> Option<Snapshot> {
     let shard = cache.shard(key);
     match shard.get(key) {
         None => Some(Snapshot { gen: None, values: Vec::new(), kept: None }),
-        Some(e) if e.flushing => None,
-        Some(e) => {
-            let mut v = e.inflight.to_strings();
-            v.extend(e.pending.iter().map(str::to_string));
-            Some(Snapshot {
-                gen: Some(e.flushed_gen),
-                values: v,
-                kept: e.kept.as_ref().map(|k| Box::new(k.get().clone())),
-            })
-        }
+        Some(e) if e.is_flushing() => None,
+        Some(e) => Some(Snapshot {
+            gen: Some(e.flushed_gen()),
+            values: e.unwritten().map(str::to_string).collect(),
+            kept: e.kept_header().map(|k| Box::new(k.clone())),
+        }),
     }
 }
 
@@ -69,9 +65,9 @@ fn unchanged(cache: &Cache, key: &str, gen: Option<u64>) -> bool {
     let shard = cache.shard(key);
     match (shard.get(key), gen) {
         (None, None) => true,
-        (Some(e), Some(g)) => !e.flushing && e.flushed_gen == g,
+        (Some(e), Some(g)) => !e.is_flushing() && e.flushed_gen() == g,
         // The entry appeared or went: its values may have moved.
-        (Some(e), None) => e.pending.is_empty() && !e.flushing,
+        (Some(e), None) => !e.has_pending() && !e.is_flushing(),
         (None, Some(_)) => false,
     }
 }

@@ -133,9 +133,7 @@ pub fn apply_with_hook(
         let key: Key = record.path.as_str().into();
         let mut shard = cache.shard(&key);
         if record.args.is_empty() {
-            if let Some(e) = shard.remove(&key) {
-                cache.count_pending(&e.pending, false);
-            }
+            cache.forget_entry(&mut shard, &key);
             continue;
         }
         let Some(Some((last_up, kept))) = last.get_mut(&record.path) else {
@@ -152,7 +150,7 @@ pub fn apply_with_hook(
         let mark = entry.mark();
         for value in &record.args {
             match update_value_time(value) {
-                Some(t) if t > entry.last_stamp => {
+                Some(t) if t > entry.last_stamp() => {
                     entry.take_value(t, value);
                     summary.values_applied += 1;
                 }

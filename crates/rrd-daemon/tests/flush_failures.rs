@@ -48,11 +48,7 @@ fn value(k: i64) -> String {
 /// What UPDATE does to the cache, the values journaled at [`SEQ`].
 fn add(daemon: &Daemon, key: &str, values: &[String]) {
     assert!(!values.is_empty());
-    common::add_pending(daemon, key, values, |e, _| {
-        if e.pending.is_empty() {
-            e.oldest_seq = SEQ;
-        }
-    });
+    common::add_pending(daemon, key, values, SEQ);
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -102,17 +98,19 @@ fn flush_once(daemon: &Daemon, updater: &mut BatchUpdater, key: &str) {
     {
         let mut shard = daemon.cache.shard(&key);
         let e = shard.get_mut(&key).unwrap();
-        daemon.cache.enqueue_locked(&key, e, rrd_daemon::cache::Side::Head);
+        assert!(daemon.cache.queue_flush(&key, e, rrd_daemon::cache::Side::Head));
     }
     let batch = daemon.cache.take_batch(8);
     flusher::flush_batch(&daemon.cache, updater, batch);
 }
 
-fn pending_of(daemon: &Daemon, key: &str) -> (Vec<String>, bool, Option<u64>) {
+/// The file's values (none in flight: no flush is running) and whether
+/// they wait for a retry.
+fn pending_of(daemon: &Daemon, key: &str) -> (Vec<String>, bool) {
     let shard = daemon.cache.shard(key);
     let e = shard.get(key).unwrap();
-    assert!(e.inflight.is_empty());
-    (e.pending.to_strings(), e.retry_at.is_some(), e.inflight_seq)
+    assert!(!e.is_flushing());
+    (e.unwritten().map(str::to_string).collect(), e.retry_at().is_some())
 }
 
 fn run(fault: Fault) {
@@ -130,10 +128,9 @@ fn run(fault: Fault) {
     assert!(plan.hits.load(Ordering::SeqCst) > 0, "{fault:?} never fired");
     // Every value is still there, in order, and will be retried; its
     // journal segment is still needed.
-    let (pending, retrying, inflight_seq) = pending_of(&daemon, &key);
+    let (pending, retrying) = pending_of(&daemon, &key);
     assert_eq!(pending, first, "{fault:?}");
     assert!(retrying, "{fault:?}");
-    assert_eq!(inflight_seq, None);
     assert_eq!(daemon.cache.oldest_needed_seq(99), SEQ, "{fault:?}");
     assert_eq!(daemon.cache.pending_values.load(Ordering::SeqCst), 10);
     assert!(daemon.stats.flush_errors.load(Ordering::Relaxed) >= 1);
@@ -151,7 +148,7 @@ fn run(fault: Fault) {
     *plan.fault.lock().unwrap() = Fault::None;
     std::thread::sleep(std::time::Duration::from_millis(80));
     flush_once(&daemon, &mut updater, &key);
-    let (pending, retrying, _) = pending_of(&daemon, &key);
+    let (pending, retrying) = pending_of(&daemon, &key);
     assert!(pending.is_empty(), "{fault:?}: {pending:?}");
     assert!(!retrying);
     assert_eq!(daemon.cache.oldest_needed_seq(99), 99);
@@ -160,7 +157,7 @@ fn run(fault: Fault) {
     update_file(&reference, &all, &UpdateOptions::default(), false).unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), std::fs::read(&reference).unwrap(), "{fault:?}");
     // The flush noted the file's inode (flushes are queued in inode order).
-    let inode = daemon.cache.shard(&key).get(key.as_str()).unwrap().inode;
+    let inode = daemon.cache.shard(&key).get(key.as_str()).unwrap().inode();
     assert_eq!(inode, std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).unwrap()));
 }
 
@@ -194,7 +191,7 @@ fn invalid_values_are_dropped_as_rrdcached_drops_them() {
     values[3] = format!("{}:abc:5", T0 + 300 * 4);
     add(&daemon, &key, &values);
     flush_once(&daemon, &mut updater, &key);
-    let (pending, retrying, _) = pending_of(&daemon, &key);
+    let (pending, retrying) = pending_of(&daemon, &key);
     assert!(pending.is_empty());
     assert!(!retrying);
     assert_eq!(daemon.cache.oldest_needed_seq(99), 99);

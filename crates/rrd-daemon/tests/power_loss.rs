@@ -226,11 +226,7 @@ fn run(shape: Shape, undo: bool, rng: &mut Rng) -> Run {
             let n = 1 + rng.below(2) as i64;
             let args: Vec<String> = (0..n).map(|i| arg(f, next_k[f] + i)).collect();
             let seq = journal.lock().unwrap().seq();
-            common::add_pending(&daemon, &keys[f], &args, |e, _| {
-                if e.pending.is_empty() {
-                    e.oldest_seq = seq;
-                }
-            });
+            common::add_pending(&daemon, &keys[f], &args, seq);
             for i in 0..n {
                 batch_acks.push((f, next_k[f] + i));
             }
@@ -256,8 +252,7 @@ fn run(shape: Shape, undo: bool, rng: &mut Rng) -> Run {
                 }
                 let mut shard = cache.shard(key);
                 if let Some(e) = shard.get_mut(key.as_str()) {
-                    if !e.pending.is_empty() {
-                        cache.enqueue_locked(&key.as_str().into(), e, Side::Tail);
+                    if cache.queue_flush(&key.as_str().into(), e, Side::Tail) {
                         batch.push(key.as_str().into());
                     }
                 }

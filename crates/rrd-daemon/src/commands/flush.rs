@@ -12,7 +12,6 @@ use std::sync::Arc;
 use rrd_protocol::{Command, Reply};
 
 use super::{access_denied, syntax_error, Args, Outcome};
-use crate::cache::Side;
 use crate::flusher::enqueue_all;
 use crate::state::Daemon;
 use crate::stats::Stats;
@@ -25,18 +24,7 @@ fn request(daemon: &Daemon, key: &str) -> Option<Option<u64>> {
     let mut shard = cache.shard(key);
     let k = shard.get_key_value(key)?.0.clone();
     let e = shard.get_mut(key)?;
-    if e.suspended {
-        return Some(None);
-    }
-    let mut target = e.flushed_gen;
-    if e.flushing {
-        target += 1;
-    }
-    if !e.pending.is_empty() {
-        target += 1;
-        cache.enqueue_locked(&k, e, Side::Head);
-    }
-    Some((target > e.flushed_gen).then_some(target))
+    Some(cache.request_flush(&k, e))
 }
 
 /// Waits until `key`'s flush generation reaches `target` (or it is forgotten).
@@ -45,7 +33,7 @@ pub async fn wait_flushed(daemon: &Daemon, key: &str, target: u64) {
     loop {
         let done = match daemon.cache.shard(key).get(key) {
             None => true,
-            Some(e) => e.flushed_gen >= target || e.suspended,
+            Some(e) => e.flush_done(target),
         };
         if done || rx.changed().await.is_err() {
             return;
@@ -67,7 +55,7 @@ pub async fn flush_key(daemon: &Daemon, key: &str) -> bool {
 
 /// Why the last flush of `key` left values unwritten or dropped them.
 pub(crate) fn flush_failure(daemon: &Daemon, key: &str) -> Option<String> {
-    daemon.cache.shard(key).get(key).and_then(|e| e.flush_failure.clone())
+    daemon.cache.shard(key).get(key).and_then(|e| e.flush_failure().map(str::to_string))
 }
 
 pub async fn flush(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {

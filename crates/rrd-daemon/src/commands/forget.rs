@@ -16,10 +16,9 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     };
     let cache = &daemon.cache;
     let (number, mut shard) = cache.shard_numbered(&key);
-    let Some(entry) = shard.remove(key.as_str()) else {
+    if !cache.forget_entry(&mut shard, &key) {
         return Reply::error("No such file or directory").into();
-    };
-    cache.count_pending(&entry.pending, false);
+    }
     let ticket = daemon.journal.submit_update(number, &key, std::iter::empty());
     drop(shard);
     Outcome::AfterCommit(ticket, Reply::ok_line("Gone!"))

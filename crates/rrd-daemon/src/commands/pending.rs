@@ -14,7 +14,7 @@ pub fn run(daemon: &Daemon, mut args: Args) -> Reply {
     let Ok(key) = daemon.paths.resolve(&file) else { return Reply::ok_line("updates pending") };
     let mut body = Vec::new();
     if let Some(e) = daemon.cache.shard(&key).get(key.as_str()) {
-        for v in e.inflight.iter().chain(e.pending.iter()) {
+        for v in e.unwritten() {
             body.extend_from_slice(v.as_bytes());
             body.push(b'\n');
         }

@@ -20,18 +20,13 @@ fn set(daemon: &Daemon, mut args: Args, command: Command, suspend: bool) -> Outc
     let Some(e) = shard.get_mut(key.as_str()) else {
         return Outcome::ReplyThenClose(Reply::error(format!("{key} - No such file or directory")));
     };
-    let text = match (suspend, e.suspended) {
+    let was = if suspend { e.suspend() } else { e.resume(cache, &key) };
+    let text = match (suspend, was) {
         (true, true) => "already suspended",
         (true, false) => "suspended",
         (false, false) => "not suspended",
         (false, true) => "resumed",
     };
-    let was = e.suspended;
-    e.suspended = suspend;
-    if was && !suspend && !e.pending.is_empty() {
-        // Its timer may have fired while it was suspended.
-        cache.add_timer(e.due_at(cache.write_interval_secs), key.as_str().into());
-    }
     Reply::ok_line(format!("{key} {text}")).into()
 }
 
@@ -46,19 +41,12 @@ pub fn resume(daemon: &Daemon, args: Args) -> Outcome {
 fn set_all(daemon: &Daemon, suspend: bool) -> u64 {
     let cache = &daemon.cache;
     let mut changed = 0;
-    let mut rearm = Vec::new();
     cache.for_each(|k, e| {
-        if e.suspended != suspend {
-            e.suspended = suspend;
+        let was = if suspend { e.suspend() } else { e.resume(cache, k) };
+        if was != suspend {
             changed += 1;
-            if !suspend && !e.pending.is_empty() {
-                rearm.push((e.due_at(cache.write_interval_secs), k.clone()));
-            }
         }
     });
-    for (due, k) in rearm {
-        cache.add_timer(due, k);
-    }
     changed
 }
 

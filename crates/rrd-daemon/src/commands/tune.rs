@@ -99,11 +99,7 @@ async fn forget_header(daemon: &Daemon, key: &str) {
     for _ in 0..2 {
         let in_flight = match daemon.cache.shard(key).get_mut(key) {
             None => return,
-            Some(e) => {
-                e.kept = None;
-                e.inode = 0;
-                e.flushing.then_some(e.flushed_gen + 1)
-            }
+            Some(e) => e.forget_header(),
         };
         match in_flight {
             None => return,

@@ -249,7 +249,7 @@ where
     let mut skipped = 0;
     let line = values.clone();
     for value in values {
-        match check_value(value, entry.last_stamp, now) {
+        match check_value(value, entry.last_stamp(), now) {
             Ok(stamp) => entry.take_value(stamp, value),
             Err(ValueRefusal::NotLater { .. }) if skip_past => skipped += 1,
             Err(refusal) => {
@@ -261,7 +261,7 @@ where
     if skipped > 0 {
         Stats::add(&daemon.stats.updates_skipped, skipped as u64);
     }
-    let count = entry.pending.len() - mark.len();
+    let count = entry.taken_count(mark);
     if count == 0 {
         return Accepted { count, skipped, error, ticket: None, timer_due: None };
     }

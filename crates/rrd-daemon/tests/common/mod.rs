@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rrd_daemon::cache::{unix_now, Cache, Entry, Values};
+use rrd_daemon::cache::{unix_now, Cache};
 use rrd_daemon::commands::update_value_time;
 use rrd_daemon::config::Config;
 use rrd_daemon::flusher;
@@ -21,28 +21,26 @@ pub fn create_rrd(path: &Path, start: i64, defs: &[&str]) {
     create(path, &opts, &defs, start).unwrap();
 }
 
-/// What UPDATE does to the cache (without the journal): `values` go
-/// pending on `key`'s entry, made from the file's header if new. `check`
-/// sees the entry and each value's time before the value is taken (it may
-/// assert, or set what a test needs).
-pub fn add_pending(daemon: &Daemon, key: &str, values: &[String], mut check: impl FnMut(&mut Entry, f64)) {
+/// What UPDATE does to the cache (without the journal): `values`, each
+/// later than the one before, go pending on `key`'s entry (made from the
+/// file's header if new), as if journaled in segment `seq`.
+pub fn add_pending(daemon: &Daemon, key: &str, values: &[String], seq: u64) {
     let cache = &daemon.cache;
+    let now = unix_now();
     let mut shard = cache.shard(key);
     let e = shard.entry(key.into()).or_insert_with(|| {
         let kept = KeptHeader::read(Path::new(key)).unwrap();
-        let mut e = Entry::new(kept.header.live().last_up as f64, 0, unix_now());
-        e.kept = cache.keep(kept);
-        e
+        cache.new_entry(kept.header.live().last_up as f64, kept, now)
     });
-    let mut v = Values::default();
+    let mark = e.mark();
     for s in values {
         let t = update_value_time(s).expect("a value with a time");
-        check(e, t);
-        e.last_stamp = t;
-        v.push(t, s);
+        assert!(t > e.last_stamp(), "{s} is not later than {}", e.last_stamp());
+        e.take_value(t, s);
     }
-    cache.count_pending(&v, true);
-    e.pending.extend_from(&v);
+    if let Some(due) = e.settle_pending(cache, mark, now, seq) {
+        cache.add_timer(due, key.into());
+    }
 }
 
 /// The last update of the journal tests' files (`fault`, `replay`).
