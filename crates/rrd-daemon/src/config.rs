@@ -16,9 +16,11 @@
 //! applies to the `-l`/`-L` options that follow it. One given after the
 //! last `-l` (or with no `-l`: the default socket) also reaches every
 //! listener that none came before. A listener that no `-b` precedes takes
-//! the last `-b` of the line, the daemon's default base, so one `-b`
-//! anywhere reaches every listener, as in rrdcached. `-B` stays
-//! daemon-wide: it confines each listener's commands to its own base.
+//! the last `-b` of the line, the daemon's default base (which covers the
+//! case above), so one `-b` anywhere reaches every listener, as in
+//! rrdcached; `--skip-past-updates` between two `-l` reaches only the
+//! listeners after it. `-B` stays daemon-wide: it confines each
+//! listener's commands to its own base.
 //!
 //! Deliberately absent: `-a` (rrdcached's allocation chunk) is accepted and
 //! ignored, there being no such knob here.
@@ -260,12 +262,11 @@ Usage: rrdscale daemon [options]
 Valid options are:
   -a <size>     Accepted for compatibility; ignored.
   -B            Restrict file access to paths within -b <dir>
-                (each listener's own)
+                (each socket's own -b)
   -b <dir>      Base directory to change to.
-                Applies to the following -l/-L sockets; one given after the
-                last -l (or without -l) also to those no -b precedes, and a
-                socket no -b precedes takes the last -b, so a single -b
-                anywhere applies to every socket (as rrdcached's).
+                Applies to the following -l/-L sockets; a socket no -b
+                precedes takes the last -b, so a single -b anywhere
+                applies to every socket (as rrdcached's).
   -F            Always flush all updates at shutdown
   -f <seconds>  Interval in which to flush dead data.
   -G <group>    Unprivileged group used when running.
@@ -315,9 +316,8 @@ rrdscale options:
                                 failing the UPDATE; the others are taken, and an
                                 UPDATE whose values were all dropped succeeds with
                                 0 enqueued (default: rrdcached's error).
-                                Like -b, applies to the following -l/-L sockets;
-                                given after the last -l (or without -l), also to
-                                those it does not follow
+                                Applies to the following -l/-L sockets; given
+                                after the last -l (or without -l), to every socket
   --metrics ADDR                Serve Prometheus text at http://ADDR/metrics
                                 (HOST:PORT, [V6]:PORT, or :PORT for all interfaces)
   --tick-ms MS                  Scheduler period (default 1000)

@@ -127,3 +127,52 @@ impl Daemon {
         *self.shutdown.borrow()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{parse_args, Parsed};
+
+    /// One `Paths` per distinct base, the default (last `-b`) first; each
+    /// listener gets its own base's index and skip flag; under `-B` the
+    /// root confines opens to those bases.
+    #[test]
+    fn each_listener_knows_its_base() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        let (a, b) = (real.join("a"), real.join("b"));
+        let words: Vec<String> = [
+            "-B",
+            "-b",
+            a.to_str().unwrap(),
+            "-l",
+            "unix:/s1",
+            "--skip-past-updates",
+            "-b",
+            b.to_str().unwrap(),
+            "-l",
+            "unix:/s2",
+            "-l",
+            "unix:/s3",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let Ok(Parsed::Run(mut config, _)) = parse_args(&words) else { panic!("parsed") };
+        config.prepare().unwrap();
+        let daemon = Daemon::new(*config, Journaler::disabled());
+        let bases: Vec<&std::path::Path> = daemon.bases.iter().map(Paths::base).collect();
+        assert_eq!(bases, [b.as_path(), a.as_path()]);
+        let l: Vec<Listening> = daemon.config.listen.iter().map(|s| daemon.listening(s)).collect();
+        assert_eq!(
+            l.iter().map(|l| (l.base, l.skip_past_updates)).collect::<Vec<_>>(),
+            [(1, false), (0, true), (0, true)]
+        );
+        assert_eq!(daemon.paths_of(&l[0]).resolve("x.rrd").unwrap(), format!("{}/x.rrd", a.display()));
+        assert!(daemon.paths_of(&l[1]).resolve(&format!("{}/x.rrd", a.display())).is_err());
+        std::fs::write(a.join("x.rrd"), b"x").unwrap();
+        std::fs::write(real.join("outside.rrd"), b"x").unwrap();
+        assert!(daemon.root.open(&a.join("x.rrd"), false).is_ok());
+        assert!(Paths::is_escape(&daemon.root.open(&real.join("outside.rrd"), false).unwrap_err()));
+    }
+}
