@@ -317,6 +317,7 @@ pub unsafe extern "C" fn rrd_create_r2(
             template: req.template.map(Into::into),
             sources: req.sources.into_iter().map(Into::into).collect(),
             source_root: Default::default(),
+            target_root: Default::default(),
         };
         match rrd_engine::create::create(Path::new(&req.file), &options, &req.definitions, cmd::now_secs()) {
             Ok(()) => 0,

@@ -125,7 +125,7 @@ impl Front {
         let key = self
             .shared
             .daemon
-            .paths
+            .paths()
             .resolve(file)
             .map_err(|d| Reply::error(format!("{}: Permission denied", d.shown)))?;
         let rel = self.shared.relative_of(&key).map(str::to_string).ok_or_else(|| {

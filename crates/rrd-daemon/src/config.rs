@@ -11,6 +11,17 @@
 //! that FOLLOW them (and to the default socket when there is no `-l`), as in
 //! rrdcached.
 //!
+//! `-b` and `--skip-past-updates` are listener options too (rrdcached's
+//! `-b` is daemon-wide), so that one daemon can serve several trees: each
+//! applies to the `-l`/`-L` options that follow it. One given after the
+//! last `-l` (or with no `-l`: the default socket) also reaches every
+//! listener that none came before. A listener that no `-b` precedes takes
+//! the last `-b` of the line, the daemon's default base (which covers the
+//! case above), so one `-b` anywhere reaches every listener, as in
+//! rrdcached; `--skip-past-updates` between two `-l` reaches only the
+//! listeners after it. `-B` stays daemon-wide: it confines each
+//! listener's commands to its own base.
+//!
 //! Deliberately absent: `-a` (rrdcached's allocation chunk) is accepted and
 //! ignored, there being no such knob here.
 
@@ -34,6 +45,11 @@ pub struct ListenSpec {
     pub socket_group: Option<u32>,
     /// `-m`: the mode of a UNIX socket.
     pub socket_mode: Option<u32>,
+    /// `-b`: this listener's base directory (the last `-b` before it, else
+    /// the last of the line; `None`: no `-b` at all, `/tmp`).
+    pub base_dir: Option<PathBuf>,
+    /// `--skip-past-updates` for this listener's connections.
+    pub skip_past_updates: bool,
 }
 
 /// `-V` coarsened to tracing's levels, for the cluster mode's `tracing`
@@ -72,9 +88,12 @@ pub struct Config {
     pub flush_at_shutdown: bool,
     /// `-g`: do not fork.
     pub foreground: bool,
-    /// `-b`: where relative file names point.
+    /// `-b`: the daemon's default base directory, the last `-b` of the
+    /// line: the default socket's and systemd's sockets' base, and where
+    /// relative names of rrdcached's journal point. Each listener has its
+    /// own ([`ListenSpec::base_dir`]).
     pub base_dir: Option<PathBuf>,
-    /// `-B`: refuse files outside the base directory.
+    /// `-B`: refuse files outside the listener's base directory.
     pub base_only: bool,
     /// `-R`: CREATE may create missing directories.
     pub allow_recursive_mkdir: bool,
@@ -107,7 +126,9 @@ pub struct Config {
     /// `--skip-past-updates`: an UPDATE value whose time is not later than
     /// the file's newest (pending or written) is dropped and counted
     /// instead of ending the UPDATE with rrdtool's "illegal attempt to
-    /// update" error (daemon-wide).
+    /// update" error. Decided per listener ([`ListenSpec::skip_past_updates`]);
+    /// here: whether it was given at all, for the default socket and
+    /// systemd's sockets.
     pub skip_past_updates: bool,
     /// `--keep-pages`: leave the pages a flush wrote in the page cache
     /// (default: fdatasync, then drop them, so flushes do not evict the
@@ -241,7 +262,11 @@ Usage: rrdscale daemon [options]
 Valid options are:
   -a <size>     Accepted for compatibility; ignored.
   -B            Restrict file access to paths within -b <dir>
+                (each socket's own -b)
   -b <dir>      Base directory to change to.
+                Applies to the following -l/-L sockets; a socket no -b
+                precedes takes the last -b, so a single -b anywhere
+                applies to every socket (as rrdcached's).
   -F            Always flush all updates at shutdown
   -f <seconds>  Interval in which to flush dead data.
   -G <group>    Unprivileged group used when running.
@@ -290,7 +315,9 @@ rrdscale options:
                                 not later than the file's newest time instead of
                                 failing the UPDATE; the others are taken, and an
                                 UPDATE whose values were all dropped succeeds with
-                                0 enqueued (default: rrdcached's error)
+                                0 enqueued (default: rrdcached's error).
+                                Applies to the following -l/-L sockets; given
+                                after the last -l (or without -l), to every socket
   --metrics ADDR                Serve Prometheus text at http://ADDR/metrics
                                 (HOST:PORT, [V6]:PORT, or :PORT for all interfaces)
   --tick-ms MS                  Scheduler period (default 1000)
@@ -449,6 +476,11 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
     let mut permissions = Permissions::none();
     let mut socket_group = None;
     let mut socket_mode = None;
+    // The last -b and whether --skip-past-updates came, so far (what the
+    // next -l inherits), and whether one came after the last -l.
+    let mut base_dir: Option<PathBuf> = None;
+    let mut skip_past = false;
+    let mut skip_trailing = false;
     // rrdcached acts on each option as optparse hands it out: the options
     // before a refused word count (their own mistakes come first).
     let (parsed, refused) = match optparse::parse(args, OPTIONS) {
@@ -479,7 +511,11 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
                     .ok_or_else(|| err(2, format!("Invalid --max-kept-bytes {v}: expected a size")))?;
             }
             "keep-pages" => c.keep_pages = true,
-            "skip-past-updates" => c.skip_past_updates = true,
+            "skip-past-updates" => {
+                c.skip_past_updates = true;
+                skip_past = true;
+                skip_trailing = true;
+            }
             "metrics" => c.metrics = Some(value),
             "tick-ms" => {
                 let v = value;
@@ -525,12 +561,17 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
             "B" => c.base_only = true,
             "F" => c.flush_at_shutdown = true,
             "g" => c.foreground = true,
-            "L" => c.listen.push(ListenSpec {
-                address: ListenAddress::Tcp { host: String::new(), port: DEFAULT_PORT },
-                permissions: if permissions.is_empty() { Permissions::all() } else { permissions },
-                socket_group,
-                socket_mode,
-            }),
+            "L" => {
+                c.listen.push(ListenSpec {
+                    address: ListenAddress::Tcp { host: String::new(), port: DEFAULT_PORT },
+                    permissions: if permissions.is_empty() { Permissions::all() } else { permissions },
+                    socket_group,
+                    socket_mode,
+                    base_dir: base_dir.clone(),
+                    skip_past_updates: skip_past,
+                });
+                skip_trailing = false;
+            }
             "O" => c.no_overwrite = true,
             "R" => c.allow_recursive_mkdir = true,
             "a" => {
@@ -538,7 +579,10 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
                     return Err(err(10, format!("Invalid allocation size: {value}")));
                 }
             }
-            "b" => c.base_dir = Some(PathBuf::from(value)),
+            "b" => {
+                base_dir = Some(PathBuf::from(&value));
+                c.base_dir = Some(PathBuf::from(value));
+            }
             "f" => c.flush_interval_secs = duration_secs("flush interval", &value, 3)?,
             "w" => c.write_interval_secs = duration_secs("write interval", &value, 2)?,
             "z" => c.write_jitter_secs = duration_secs("write jitter", &value, 2)?,
@@ -561,7 +605,10 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
                     permissions: if permissions.is_empty() { Permissions::all() } else { permissions },
                     socket_group,
                     socket_mode,
+                    base_dir: base_dir.clone(),
+                    skip_past_updates: skip_past,
                 });
+                skip_trailing = false;
             }
             "m" => {
                 let mode = u32::from_str_radix(&value, 8)
@@ -624,12 +671,22 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
     c.listen_given = !c.listen.is_empty();
     c.passed_permissions = if permissions.is_empty() { Permissions::all() } else { permissions };
     c.socket_file_options = socket_group.is_some() || socket_mode.is_some();
+    // Listeners no -b precedes take the last one (the default base);
+    // a --skip-past-updates after the last -l reaches those none preceded.
+    for l in &mut c.listen {
+        if l.base_dir.is_none() {
+            l.base_dir.clone_from(&c.base_dir);
+        }
+        l.skip_past_updates |= skip_trailing;
+    }
     if c.listen.is_empty() {
         c.listen.push(ListenSpec {
             address: ListenAddress::parse(DEFAULT_ADDRESS).expect("the default address parses"),
             permissions: if permissions.is_empty() { Permissions::all() } else { permissions },
             socket_group,
             socket_mode,
+            base_dir: c.base_dir.clone(),
+            skip_past_updates: skip_past,
         });
     }
     if c.flush_interval_secs < 2 * c.write_interval_secs {
@@ -656,43 +713,27 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
 }
 
 impl Config {
-    /// Creates the base directory and canonicalizes it and the journal
-    /// directory as rrdcached does: a base directory reached through a
+    /// Creates each base directory (every listener's) and canonicalizes
+    /// them and the journal directory as rrdcached does: a base directory reached through a
     /// symbolic link is refused (status 5), because confinement compares
     /// resolved paths; a journal directory that does not exist is refused
     /// (status 6, "Unable to resolve journal path"), not created.
     pub fn prepare(&mut self) -> Result<(), ConfigError> {
-        if let Some(base) = &self.base_dir {
-            std::fs::create_dir_all(base).map_err(|e| {
-                err(3, format!("Failed to create base directory '{}': {}", base.display(), os_text(&e)))
-            })?;
-            let trimmed = trim_trailing_slashes(base);
-            if trimmed.as_os_str().is_empty() {
-                return Err(err(4, format!("Invalid base directory: {}", base.display())));
+        // Each distinct -b once (its messages once), in line order.
+        let mut prepared: Vec<(PathBuf, PathBuf)> = Vec::new();
+        let bases = self.listen.iter().filter_map(|l| l.base_dir.as_ref()).chain(self.base_dir.as_ref());
+        for base in bases {
+            if !prepared.iter().any(|(given, _)| given == base) {
+                prepared.push((base.clone(), prepare_base(base)?));
             }
-            let real = std::fs::canonicalize(&trimmed).map_err(|e| {
-                err(
-                    5,
-                    format!(
-                        "Failed to canonicalize the base directory '{}': {}",
-                        base.display(),
-                        os_text(&e)
-                    ),
-                )
-            })?;
-            if real != trimmed {
-                return Err(err(
-                    5,
-                    format!(
-                        "Base directory (-b) resolved via file system links!\n\
-                         Please consult rrdcached '-b' documentation!\n\
-                         Consider specifying the real directory ({})",
-                        real.display()
-                    ),
-                ));
-            }
-            self.base_dir = Some(real);
         }
+        let real = |given: &Option<PathBuf>| {
+            given.as_ref().map(|g| prepared.iter().find(|(p, _)| p == g).expect("prepared above").1.clone())
+        };
+        for l in &mut self.listen {
+            l.base_dir = real(&l.base_dir);
+        }
+        self.base_dir = real(&self.base_dir);
         if let Some(dir) = &self.journal_dir {
             // Not created, as rrdcached: a mistyped -j must not start a
             // daemon on an empty journal while the real one waits,
@@ -705,6 +746,33 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// Creates a base directory and returns its canonical name, refusing one
+/// reached through a symbolic link (status 5), as rrdcached does.
+fn prepare_base(base: &Path) -> Result<PathBuf, ConfigError> {
+    std::fs::create_dir_all(base).map_err(|e| {
+        err(3, format!("Failed to create base directory '{}': {}", base.display(), os_text(&e)))
+    })?;
+    let trimmed = trim_trailing_slashes(base);
+    if trimmed.as_os_str().is_empty() {
+        return Err(err(4, format!("Invalid base directory: {}", base.display())));
+    }
+    let real = std::fs::canonicalize(&trimmed).map_err(|e| {
+        err(5, format!("Failed to canonicalize the base directory '{}': {}", base.display(), os_text(&e)))
+    })?;
+    if real != trimmed {
+        return Err(err(
+            5,
+            format!(
+                "Base directory (-b) resolved via file system links!\n\
+                 Please consult rrdcached '-b' documentation!\n\
+                 Consider specifying the real directory ({})",
+                real.display()
+            ),
+        ));
+    }
+    Ok(real)
 }
 
 fn trim_trailing_slashes(p: &Path) -> PathBuf {
@@ -779,6 +847,95 @@ mod tests {
         assert!(c.socket_file_options);
         assert_eq!(c.listen[0].socket_mode, Some(0o660));
         assert_eq!(c.listen[0].address, ListenAddress::Tcp { host: String::new(), port: DEFAULT_PORT });
+    }
+
+    /// `-b` applies to the listeners that follow it; listeners no `-b`
+    /// precedes take the last one (so one `-b` anywhere reaches all, as
+    /// rrdcached's daemon-wide `-b`); `Config::base_dir` is the last.
+    #[test]
+    fn base_directories_apply_to_following_listeners() {
+        let bases = |words: &[&str]| {
+            let (c, _) = parse(words);
+            let per: Vec<Option<String>> =
+                c.listen.iter().map(|l| l.base_dir.as_ref().map(|b| b.display().to_string())).collect();
+            (per, c.base_dir.map(|b| b.display().to_string()))
+        };
+        let s = |x: &str| Some(x.to_string());
+        assert_eq!(
+            bases(&["-b", "/a", "-l", "unix:/s1", "-l", "unix:/s2"]),
+            (vec![s("/a"), s("/a")], s("/a"))
+        );
+        assert_eq!(
+            bases(&["-l", "unix:/s1", "-l", "unix:/s2", "-b", "/a"]),
+            (vec![s("/a"), s("/a")], s("/a"))
+        );
+        assert_eq!(
+            bases(&["-l", "unix:/s1", "-b", "/a", "-l", "unix:/s2"]),
+            (vec![s("/a"), s("/a")], s("/a"))
+        );
+        assert_eq!(
+            bases(&["-b", "/a", "-l", "unix:/s1", "-b", "/b", "-l", "unix:/s2"]),
+            (vec![s("/a"), s("/b")], s("/b"))
+        );
+        assert_eq!(
+            bases(&["-l", "unix:/s1", "-b", "/a", "-l", "unix:/s2", "-b", "/b"]),
+            (vec![s("/b"), s("/a")], s("/b")),
+            "a trailing -b reaches the listeners no -b preceded"
+        );
+        assert_eq!(
+            bases(&["-b", "/a", "-b", "/b"]),
+            (vec![s("/b")], s("/b")),
+            "the default socket: the last"
+        );
+        assert_eq!(bases(&["-g"]), (vec![None], None));
+        assert_eq!(bases(&["-l", "unix:/s1", "-L"]), (vec![None, None], None));
+    }
+
+    /// `--skip-past-updates` applies to the listeners that follow it, and,
+    /// given after the last one (or without `-l`), to every listener.
+    #[test]
+    fn skip_past_updates_applies_to_following_listeners() {
+        let skips = |words: &[&str]| {
+            let (c, _) = parse(words);
+            (c.listen.iter().map(|l| l.skip_past_updates).collect::<Vec<_>>(), c.skip_past_updates)
+        };
+        assert_eq!(skips(&["-l", "unix:/s1", "-l", "unix:/s2"]), (vec![false, false], false));
+        assert_eq!(
+            skips(&["--skip-past-updates", "-l", "unix:/s1", "-l", "unix:/s2"]),
+            (vec![true, true], true)
+        );
+        assert_eq!(
+            skips(&["-l", "unix:/s1", "-l", "unix:/s2", "--skip-past-updates"]),
+            (vec![true, true], true)
+        );
+        assert_eq!(
+            skips(&["-l", "unix:/s1", "--skip-past-updates", "-l", "unix:/s2"]),
+            (vec![false, true], true)
+        );
+        assert_eq!(skips(&["-l", "unix:/s1", "--skip-past-updates", "-L"]), (vec![false, true], true));
+        assert_eq!(skips(&["--skip-past-updates"]), (vec![true], true), "the default socket");
+        assert_eq!(skips(&[]), (vec![false], false));
+    }
+
+    /// Each distinct base is made and canonicalized; a base reached
+    /// through a link is refused, whichever listener's it is.
+    #[test]
+    fn every_listener_base_is_prepared() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        let (a, b) = (real.join("a"), real.join("b/"));
+        let words =
+            ["-l", "unix:/s1", "-b", a.to_str().unwrap(), "-l", "unix:/s2", "-b", b.to_str().unwrap()];
+        let (mut c, _) = parse(&words);
+        c.prepare().unwrap();
+        assert_eq!(c.listen[0].base_dir.as_deref(), Some(real.join("b").as_path()));
+        assert_eq!(c.listen[1].base_dir.as_deref(), Some(a.as_path()));
+        assert_eq!(c.base_dir.as_deref(), Some(real.join("b").as_path()));
+        assert!(a.is_dir() && real.join("b").is_dir());
+        std::os::unix::fs::symlink(&a, real.join("link")).unwrap();
+        let link = real.join("link");
+        let (mut c, _) = parse(&["-b", link.to_str().unwrap(), "-l", "unix:/s1", "-b", a.to_str().unwrap()]);
+        assert_eq!(c.prepare().unwrap_err().status, 5);
     }
 
     /// `--help` names every option the parser takes (rrdcached's letters

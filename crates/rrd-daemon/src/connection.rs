@@ -63,7 +63,7 @@ use crate::cache::unix_now;
 use crate::commands::{self, journal_error, Accepted, Args, Outcome, Peer};
 use crate::journaler::Ticket;
 use crate::prefetch::HeaderPrefetch;
-use crate::state::Daemon;
+use crate::state::{Daemon, Listening};
 use crate::stats::Stats;
 
 /// A reply waiting to be written.
@@ -122,7 +122,8 @@ enum Next {
 
 struct Session {
     daemon: Arc<Daemon>,
-    permissions: Permissions,
+    /// The listener's settings: base directory, permissions, skip flag.
+    listening: Listening,
     batch: Option<Batch>,
     queue: Vec<Queued>,
     /// The cache key of the line being handled (reused, not reallocated).
@@ -149,12 +150,14 @@ impl Session {
     fn fast_update(&mut self, line: &[u8], now: i64, chunk: &[u8], next: usize) -> bool {
         let Some((name, values)) = fields::plain_update(line) else { return false };
         let context = if self.batch.is_some() { Context::Batch } else { Context::Client };
-        if !gate::admits(Command::Update, self.permissions, context) {
+        if !gate::admits(Command::Update, self.listening.permissions, context) {
             return false;
         }
         let Ok(name) = std::str::from_utf8(name) else { return false };
         let daemon = &self.daemon;
-        if daemon.paths.resolve_into(name, &mut self.key).is_err() {
+        let paths = daemon.paths_of(&self.listening);
+        let skip_past = self.listening.skip_past_updates;
+        if paths.resolve_into(name, &mut self.key).is_err() {
             return false;
         }
         Stats::add(&daemon.stats.updates_received, 1);
@@ -168,17 +171,17 @@ impl Session {
         let key = self.key.as_str();
         let values = values.into_iter().flat_map(|v| v.split(' '));
         let mut fresh = None;
-        let outcome = match commands::update_values(daemon, key, &mut fresh, values.clone(), now) {
+        let outcome = match commands::update_values(daemon, skip_past, key, &mut fresh, values.clone(), now) {
             Some(outcome) => outcome,
             // A file's first UPDATE: its checks are one open and one fstat,
             // done here (as rrdcached does in its connection thread).
             None => {
-                self.prefetch.ahead(&daemon.cache, &daemon.paths, chunk, next);
+                self.prefetch.ahead(&daemon.cache, paths, chunk, next);
                 match commands::open_entry(daemon, key, self.prefetch.take(&daemon.cache, key)) {
                     Err(reply) => Err(reply),
                     Ok(found) => {
                         fresh = Some(found);
-                        commands::update_values(daemon, key, &mut fresh, values, now)
+                        commands::update_values(daemon, skip_past, key, &mut fresh, values, now)
                             .expect("made from the fresh header")
                     }
                 }
@@ -228,7 +231,7 @@ impl Session {
             }
         }
         let context = if self.batch.is_some() { Context::Batch } else { Context::Client };
-        let (command, args) = match gate::line(&name, fields, self.permissions, context) {
+        let (command, args) = match gate::line(&name, fields, self.listening.permissions, context) {
             Ok(gated) => gated,
             Err(refusal) => {
                 self.reply(refusal);
@@ -267,7 +270,7 @@ impl Session {
         let in_batch = self.batch.is_some();
         if matches!(command, Command::Fetch | Command::FetchBin) && !in_batch {
             let binary = command == Command::FetchBin;
-            match commands::fetch::prepare(&self.daemon, Args::new(args), binary).await {
+            match commands::fetch::prepare(&self.daemon, self.listening, Args::new(args), binary).await {
                 Ok(reply) => self.queue.push(Queued::Stream(Box::new(reply))),
                 Err(reply) => self.reply(reply),
             }
@@ -276,7 +279,7 @@ impl Session {
         if command == Command::Dump {
             // DUMP is a client command (never in a BATCH); its end is the
             // connection's.
-            return match commands::dump::prepare(&self.daemon, Args::new(args)).await {
+            return match commands::dump::prepare(&self.daemon, self.listening, Args::new(args)).await {
                 Ok(stream) => {
                     self.queue.push(Queued::Dump(stream));
                     Next::Close
@@ -287,7 +290,16 @@ impl Session {
                 }
             };
         }
-        match commands::execute_for(&self.daemon, command, Args::new(args), in_batch, self.peer).await {
+        match commands::execute_for(
+            &self.daemon,
+            self.listening,
+            command,
+            Args::new(args),
+            in_batch,
+            self.peer,
+        )
+        .await
+        {
             Outcome::Reply(r) => self.reply(r),
             Outcome::AfterCommit(ticket, r) => self.after_commit(ticket, r),
             Outcome::ReplyThenClose(r) => {
@@ -396,7 +408,9 @@ pub fn looks_like_http(line: &[u8]) -> bool {
         && (version.starts_with(b"HTTP/1.") || version == b"HTTP/2.0")
 }
 
-/// Serves one connection until the client leaves, QUIT, or shutdown.
+/// Serves one connection until the client leaves, QUIT, or shutdown, as
+/// a connection of the default socket with `permissions`
+/// ([`Daemon::default_listening`]).
 ///
 /// `idle`: close the connection when the client sends nothing for this
 /// long (a client in the middle of a line counts as idle too).
@@ -404,16 +418,18 @@ pub async fn serve<S>(daemon: Arc<Daemon>, stream: S, permissions: Permissions, 
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    serve_peer(daemon, stream, permissions, idle, Peer::default()).await
+    let listening = daemon.default_listening(permissions);
+    serve_peer(daemon, stream, listening, idle, Peer::default()).await
 }
 
-/// [`serve`] for a socket whose client's leaving ends long commands.
+/// [`serve`] for a connection of the listener `listening`, on a socket
+/// whose client's leaving ends long commands.
 // One read loop; every branch shares its timeout and pipelining state.
 #[allow(clippy::too_many_lines)]
 pub async fn serve_peer<S>(
     daemon: Arc<Daemon>,
     stream: S,
-    permissions: Permissions,
+    listening: Listening,
     idle: Option<Duration>,
     peer: Peer,
 ) where
@@ -424,7 +440,7 @@ pub async fn serve_peer<S>(
     let (mut rd, mut wr) = tokio::io::split(stream);
     let mut session = Session {
         daemon: daemon.clone(),
-        permissions,
+        listening,
         batch: None,
         queue: Vec::new(),
         key: String::new(),

@@ -1,7 +1,10 @@
 //! File names from clients become cache keys here.
 //!
-//! A relative name is taken relative to the base directory (`-b`; `/tmp`
-//! without one, rrdcached's working directory), then the path is normalized
+//! Each listener has its base directory (`-b`, a listener option like
+//! `-P`: config.rs), so each distinct base has its [`Paths`]; a
+//! connection resolves names with its listener's. A relative name is
+//! taken relative to that base directory (`/tmp` without one, rrdcached's
+//! working directory), then the path is normalized
 //! lexically: empty and `.` components dropped, so `./x.rrd`, `x.rrd` and
 //! `/base//x.rrd` are one file, one cache entry. `..` is resolved lexically
 //! too, except under `-B`, where any `..` is refused as rrdcached refuses
@@ -9,14 +12,17 @@
 //!
 //! Under `-B` a file must also *resolve* beneath the base directory, and
 //! that is enforced where files are opened, not here: every open of an RRD
-//! (first UPDATE, each flush, reads, replay) goes through [`Paths::root`],
-//! an `openat2(RESOLVE_BENEATH)` on the base directory's descriptor
-//! (`rrd_engine::root`), so a symbolic link swapped in at any moment is
-//! refused at the next open. rrdcached does not check links at all. Only
-//! CREATE, which makes a file that does not exist yet, checks its
-//! directory by name ([`Paths::check_resolved`]).
+//! (first UPDATE, each flush, reads, replay) goes through the daemon's one
+//! [`Root`] ([`open_root`]), an `openat2(RESOLVE_BENEATH)` on the
+//! descriptor of the base directory that contains the key (the longest of
+//! all listeners' bases that is a prefix of it: `rrd_engine::root`), so a
+//! symbolic link swapped in at any moment is refused at the next open.
+//! rrdcached does not check links at all. Only CREATE, which makes a file
+//! that does not exist yet, checks its directory by name
+//! ([`Paths::check_resolved`]).
 //!
-//! Invariant: every key is an absolute, normalized path.
+//! Invariant: every key is an absolute, normalized path; one cache holds
+//! the keys of every listener.
 
 use std::path::{Path, PathBuf};
 
@@ -36,28 +42,27 @@ pub struct Paths {
     /// `base` as text, as names are joined to it.
     base_text: String,
     base_only: bool,
-    /// How RRD files are opened: beneath the base under `-B`.
-    pub root: Root,
+}
+
+/// How RRD files are opened: anywhere, or under `-B` beneath the base
+/// directory (of those of `bases`) that contains them.
+pub fn open_root(bases: &[Paths], base_only: bool) -> Root {
+    if !base_only {
+        return Root::Anywhere;
+    }
+    let dirs: Vec<&Path> = bases.iter().map(Paths::base).collect();
+    Root::beneath_any(&dirs).unwrap_or_else(|e| {
+        // Config::prepare made and checked the directories; if one is
+        // gone now, open nothing rather than anything.
+        crate::log!(Err, "cannot open a base directory: {e}; no file can be opened");
+        Root::Nowhere
+    })
 }
 
 impl Paths {
     pub fn new(base_dir: Option<&Path>, base_only: bool) -> Paths {
         let base = base_dir.map_or_else(|| PathBuf::from("/tmp"), Path::to_path_buf);
-        let root = if base_only {
-            Root::beneath(&base).unwrap_or_else(|e| {
-                // Config::prepare made and checked the directory; if it is
-                // gone now, open nothing rather than anything.
-                crate::log!(
-                    Err,
-                    "cannot open the base directory {}: {e}; no file can be opened",
-                    base.display()
-                );
-                Root::Nowhere
-            })
-        } else {
-            Root::Anywhere
-        };
-        Paths { base_text: base.display().to_string(), base, base_only, root }
+        Paths { base_text: base.display().to_string(), base, base_only }
     }
 
     /// Whether an RRD open failed because the file is not beneath the
@@ -78,6 +83,11 @@ impl Paths {
 
     pub fn base(&self) -> &Path {
         &self.base
+    }
+
+    /// Whether `-B` confines names to the base.
+    pub fn base_only(&self) -> bool {
+        self.base_only
     }
 
     /// The cache key for a client's file name.

@@ -94,7 +94,7 @@ impl HeaderPrefetch {
                 self.cursor = line_start;
                 return;
             }
-            match paths.root.open(Path::new(&self.key), true) {
+            match cache.root.open(Path::new(&self.key), true) {
                 Ok(file) => {
                     // Exactly the header page; RANDOM (no readahead) is set
                     // by the header read itself (KeptHeader::read_open).

@@ -121,7 +121,7 @@ pub fn apply_with_hook(
         .collect();
     distinct.sort_unstable();
     distinct.dedup();
-    let mut last = last_updates(&daemon.paths.root, distinct);
+    let mut last = last_updates(&daemon.root, distinct);
     let cache = &daemon.cache;
     let now = unix_now();
     for record in &report.records {

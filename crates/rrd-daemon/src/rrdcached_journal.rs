@@ -48,7 +48,8 @@
 //!   timestamp or is not later than the file's newest (its last update,
 //!   our journal's values, the lines before): rrdcached's acceptance, so a
 //!   value the client was refused stays refused.
-//! - Names become our cache keys through [`Paths`], `-B` included.
+//! - Names become our cache keys through [`Paths`] of the daemon's default
+//!   base (the last `-b`: rrdcached had one), `-B` included.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
@@ -484,8 +485,9 @@ pub fn read(dir: &Path, paths: &Paths, ours: &[Record]) -> Result<Migration, Str
     let mut distinct: Vec<String> = keys.values().flatten().cloned().collect();
     distinct.sort_unstable();
     distinct.dedup();
-    let last_ups =
-        replay::read_parallel(distinct, |p| replay::read_last_update(&paths.root, p).map(|(t, _)| t));
+    // Opened beneath that base under -B, as replay opens them.
+    let root = crate::paths::open_root(std::slice::from_ref(paths), paths.base_only());
+    let last_ups = replay::read_parallel(distinct, |p| replay::read_last_update(&root, p).map(|(t, _)| t));
     // Each file's newest value once our own journal is replayed: replay
     // applies a value later than the newest and makes it the newest; a
     // FORGET starts again from the file's last update.

@@ -31,7 +31,7 @@ use crate::flusher::{self, Scheduler};
 use crate::journaler::Journaler;
 use crate::log;
 use crate::replay;
-use crate::state::Daemon;
+use crate::state::{Daemon, Listening};
 use crate::stats::Stats;
 use crate::systemd;
 
@@ -57,6 +57,9 @@ pub enum BoundKind {
 pub struct Bound {
     pub kind: BoundKind,
     pub permissions: Permissions,
+    /// The `-l` it was bound for (`None`: a socket systemd passed, which
+    /// has the default socket's settings).
+    pub spec: Option<ListenSpec>,
 }
 
 fn bind_unix(path: &str, spec: &ListenSpec) -> Result<Bound, RunError> {
@@ -85,7 +88,11 @@ fn bind_unix(path: &str, spec: &ListenSpec) -> Result<Bound, RunError> {
         }
     }
     listener.set_nonblocking(true).map_err(|e| fail(1, e.to_string()))?;
-    Ok(Bound { kind: BoundKind::Unix(listener, Some(path)), permissions: spec.permissions })
+    Ok(Bound {
+        kind: BoundKind::Unix(listener, Some(path)),
+        permissions: spec.permissions,
+        spec: Some(spec.clone()),
+    })
 }
 
 fn bind_tcp(host: &str, port: u16, spec: &ListenSpec) -> Result<Vec<Bound>, RunError> {
@@ -108,7 +115,11 @@ fn bind_tcp(host: &str, port: u16, spec: &ListenSpec) -> Result<Vec<Bound>, RunE
         match std::net::TcpListener::bind(addr) {
             Ok(l) => {
                 l.set_nonblocking(true).map_err(|e| fail(1, e.to_string()))?;
-                bound.push(Bound { kind: BoundKind::Tcp(l), permissions: spec.permissions });
+                bound.push(Bound {
+                    kind: BoundKind::Tcp(l),
+                    permissions: spec.permissions,
+                    spec: Some(spec.clone()),
+                });
             }
             // A dual-stack [::] already covers IPv4.
             Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && !bound.is_empty() => {}
@@ -167,7 +178,7 @@ fn adopt_passed(passed: &systemd::ListenFds, config: &Config) -> Result<(Vec<Bou
             }
         };
         shown.push(format!("fd {} ({name}): {address}", a.fd));
-        bound.push(Bound { kind, permissions: config.passed_permissions });
+        bound.push(Bound { kind, permissions: config.passed_permissions, spec: None });
     }
     Ok((bound, shown))
 }
@@ -408,6 +419,7 @@ fn open_journal(
     }
     .map_err(|e| fail(6, format!("cannot open journal: {e}")))?;
     // Switching from rrdcached: its journals' pending values into ours (synced), after ours.
+    // Relative names there point to the default base (the last -b).
     let paths = crate::paths::Paths::new(config.base_dir.as_deref(), config.base_only);
     crate::rrdcached_journal::migrate(dir, &paths, &mut journal, &mut report).map_err(|e| fail(6, e))?;
     let first = report.segments.first().copied().unwrap_or(journal.seq());
@@ -590,7 +602,7 @@ enum Listener {
 async fn accept_loop(
     daemon: Arc<Daemon>,
     listener: Listener,
-    permissions: Permissions,
+    listening: Listening,
     limit: Arc<tokio::sync::Semaphore>,
 ) {
     let mut exhausted = false;
@@ -632,12 +644,12 @@ async fn accept_loop(
             match stream {
                 Ok(unix) => {
                     let peer = crate::commands::Peer::of(&unix);
-                    connection::serve_peer(d, unix, permissions, idle, peer).await
+                    connection::serve_peer(d, unix, listening, idle, peer).await
                 }
                 Err(tcp) => {
                     let _ = tcp.set_nodelay(true);
                     let peer = crate::commands::Peer::of(&tcp).at(tcp.peer_addr().ok());
-                    connection::serve_peer(d, tcp, permissions, idle, peer).await
+                    connection::serve_peer(d, tcp, listening, idle, peer).await
                 }
             }
             drop(permit);
@@ -684,6 +696,10 @@ async fn serve(
     let limit = Arc::new(tokio::sync::Semaphore::new(connections_max));
     let mut accept_tasks = Vec::new();
     for b in listeners {
+        let listening = match &b.spec {
+            Some(spec) => daemon.listening(spec),
+            None => daemon.default_listening(b.permissions),
+        };
         let listener = match b.kind {
             BoundKind::Unix(l, _) => {
                 Listener::Unix(tokio::net::UnixListener::from_std(l).expect("a non-blocking UNIX listener"))
@@ -692,7 +708,7 @@ async fn serve(
                 Listener::Tcp(tokio::net::TcpListener::from_std(l).expect("a non-blocking TCP listener"))
             }
         };
-        accept_tasks.push(tokio::spawn(accept_loop(daemon.clone(), listener, b.permissions, limit.clone())));
+        accept_tasks.push(tokio::spawn(accept_loop(daemon.clone(), listener, listening, limit.clone())));
     }
     log!(Info, "listening for connections");
     if systemd::notifying() {

@@ -57,6 +57,7 @@ pub fn ensure(path: &Path, r: Resolution, derive: bool, start: i64) -> Result<()
         template: None,
         sources: Vec::new(),
         source_root: Default::default(),
+        target_root: Default::default(),
     };
     match rrd_engine::create::create(path, &opts, &defs, start) {
         Ok(_) => Ok(()),

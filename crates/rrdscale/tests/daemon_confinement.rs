@@ -2,7 +2,9 @@
 //! reads (daemon_request_path.rs): CREATE's `-r` sources and `-t`
 //! template reached through a symbolic link out of the base directory (a
 //! linked directory or a linked file) are refused, and nothing of the
-//! outside file reaches a new file.
+//! outside file reaches a new file. A directory of the base swapped for a
+//! link out of it: TUNE's rewrite, CREATE (and `-R`'s directories) are
+//! refused and nothing outside changes.
 
 mod daemon_common;
 
@@ -61,6 +63,59 @@ fn create_sources_and_templates_through_links_out_of_the_base_are_refused() {
     // UPDATE and INFO refuse the same names (as before).
     let info = c.call("INFO s.rrd");
     assert!(info.starts_with("-1 ") && info.contains("Permission denied"), "{info:?}");
+    d.stop();
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn tune_and_create_through_a_directory_swapped_for_a_link_are_refused() {
+    require_tools();
+    let (_t, base) = temp_dir();
+    let (_o, outside) = temp_dir();
+    std::fs::create_dir(base.join("sub")).unwrap();
+    create_rrd(&base.join("sub/f.rrd"), T0);
+    let decoy = outside.join("f.rrd");
+    create_rrd(&decoy, T0);
+    let before = std::fs::read(&decoy).unwrap();
+    let d = Daemon::start(Kind::Ours, &base, &["-B", "-R"]);
+    let mut c = d.client();
+    let tune = "TUNE sub/f.rrd 3 tune sub/f.rrd RRA#0:+5";
+    let create =
+        |name: &str| format!("CREATE {name} -b {} -s 300 DS:x:GAUGE:600:U:U RRA:AVERAGE:0.5:1:20", T0);
+    // Before the swap all three work beneath the base.
+    assert_eq!(
+        c.call(tune),
+        "0 Success
+"
+    );
+    assert_eq!(
+        c.call(&create("sub/new.rrd")),
+        "0 RRD created OK
+"
+    );
+    assert_eq!(
+        c.call(&create("sub/deeper/new.rrd")),
+        "0 RRD created OK
+"
+    );
+    std::fs::rename(base.join("sub"), base.join("old-sub")).unwrap();
+    std::os::unix::fs::symlink(&outside, base.join("sub")).unwrap();
+    let r = c.call(tune);
+    assert!(r.starts_with("-1 ") && r.contains("Permission denied"), "{r:?}");
+    for name in ["sub/new2.rrd", "sub/deeper2/new.rrd"] {
+        let r = c.call(&create(name));
+        assert!(r.starts_with("-1 ") && r.contains("Permission denied"), "CREATE {name}: {r:?}");
+    }
+    assert_eq!(listing(&outside), ["f.rrd"], "something was made outside the base");
+    assert!(std::fs::read(&decoy).unwrap() == before, "the outside file changed");
     d.stop();
 }
 

@@ -7,6 +7,11 @@
 //! directory is created only with `-R`; `-O` on the daemon forbids
 //! overwriting whatever the client says. CREATEs run one at a time.
 //!
+//! Under `-B`, the new file (and with `-R` its missing directories) is
+//! made relative to its directory opened beneath the listener's base
+//! (`rrd_engine::root`): a directory swapped for a link out of the base
+//! after the check by name is refused, nothing is made outside.
+//!
 //! Under `-B`, the `-r` sources and the `-t` template are confined as
 //! UPDATE and INFO confine their file: one reached through a symbolic link
 //! that leaves the base directory is refused (`f: Permission denied`);
@@ -20,15 +25,16 @@ use rrd_protocol::{Command, Reply};
 
 use super::{access_denied, blocking, syntax_error, Args, Outcome};
 use crate::cache::unix_now;
-use crate::state::Daemon;
+use crate::state::{Daemon, Listening};
 
-pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
+pub async fn run(daemon: &Arc<Daemon>, l: Listening, mut args: Args) -> Outcome {
     let Some(file) = args.next() else { return syntax_error(Command::Create).into() };
-    let key = match daemon.paths.resolve(&file) {
+    let paths = daemon.paths_of(&l);
+    let key = match paths.resolve(&file) {
         Ok(k) => k,
         Err(d) => return access_denied(&d.shown).into(),
     };
-    if let Err(d) = daemon.paths.check_resolved(&key) {
+    if let Err(d) = paths.check_resolved(&key) {
         return access_denied(&d.shown).into();
     }
     let _serial = daemon.create_lock.lock().await;
@@ -41,9 +47,19 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
             ))
             .into();
         }
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            return Reply::error(format!("Cannot create {}: {}", dir.display(), crate::config::os_text(&e)))
-                .into();
+        // Beneath the base under -B: a directory on the way swapped for a
+        // link out of it is refused before anything is made through it.
+        match daemon.root.create_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if crate::paths::Paths::is_escape(&e) => return access_denied(&key).into(),
+            Err(e) => {
+                return Reply::error(format!(
+                    "Cannot create {}: {}",
+                    dir.display(),
+                    crate::config::os_text(&e)
+                ))
+                .into()
+            }
         }
     }
     // The engine opens the sources and the template through the root too,
@@ -55,7 +71,11 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     }
     let mut opts = CreateOptions {
         no_overwrite: daemon.config.no_overwrite,
-        source_root: daemon.paths.root.clone(),
+        source_root: daemon.root.clone(),
+        // The file is made relative to its directory opened beneath the
+        // base (-B): a directory swapped for a link out of it after the
+        // check above is refused.
+        target_root: daemon.root.clone(),
         ..Default::default()
     };
     let mut last_up: i64 = -1;
@@ -70,7 +90,7 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
                 // Sources and templates are read from disk: write their
                 // pending values first (as rrdcached flushes them).
                 "-r" | "-t" => {
-                    let k = match confined_source(daemon, &value) {
+                    let k = match confined_source(daemon, paths, &value) {
                         Ok(k) => k,
                         Err(refused) => return refused.into(),
                     };
@@ -104,6 +124,9 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     let result = blocking(move || create(&path, &opts, &defs, unix_now())).await;
     match result {
         Ok(()) => Reply::ok_line("RRD created OK").into(),
+        Err(rrd_engine::Error::Io { source, .. }) if crate::paths::Paths::is_escape(&source) => {
+            access_denied(&key).into()
+        }
         Err(e) => Reply::error(format!("RRD Error: {e}")).into(),
     }
 }
@@ -113,12 +136,12 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
 /// absolute paths elsewhere) or through a symbolic link, of the file or of
 /// a directory on its way. Whether it exists and is an RRD is the
 /// engine's to say.
-fn confined_source(daemon: &Daemon, name: &str) -> Result<String, Reply> {
-    let key = daemon.paths.resolve(name).map_err(|_| access_denied(name))?;
-    if !daemon.paths.root.is_confined() {
+fn confined_source(daemon: &Daemon, paths: &crate::paths::Paths, name: &str) -> Result<String, Reply> {
+    let key = paths.resolve(name).map_err(|_| access_denied(name))?;
+    if !daemon.root.is_confined() {
         return Ok(key);
     }
-    match daemon.paths.root.open(Path::new(&key), false) {
+    match daemon.root.open(Path::new(&key), false) {
         Err(e) if crate::paths::Paths::is_escape(&e) => Err(access_denied(&key)),
         _ => Ok(key),
     }

@@ -30,7 +30,7 @@ use tokio::sync::mpsc;
 use super::flush::{flush_failure, flush_key};
 use super::{access_denied, blocking, syntax_error, Args};
 use crate::paths::Paths;
-use crate::state::Daemon;
+use crate::state::{Daemon, Listening};
 
 /// The size of one piece of XML handed to the connection.
 pub const PIECE_BYTES: usize = 256 * 1024;
@@ -90,10 +90,10 @@ fn header(rest: &[String]) -> Option<DumpHeader> {
 
 /// Checks the request, writes the file's pending values, opens it and
 /// starts rendering; the error reply otherwise.
-pub async fn prepare(daemon: &Arc<Daemon>, mut args: Args) -> Result<DumpStream, Reply> {
+pub async fn prepare(daemon: &Arc<Daemon>, l: Listening, mut args: Args) -> Result<DumpStream, Reply> {
     let Some(file) = args.next() else { return Err(syntax_error(Command::Dump)) };
     let header = header(&args.rest()).ok_or_else(|| syntax_error(Command::Dump))?;
-    let key = daemon.paths.resolve(&file).map_err(|d| access_denied(&d.shown))?;
+    let key = daemon.paths_of(&l).resolve(&file).map_err(|d| access_denied(&d.shown))?;
     let (d, k) = (daemon.clone(), key.clone());
     let shown = file.clone();
     blocking(move || check(&d, &k, &shown)).await?;
@@ -101,7 +101,7 @@ pub async fn prepare(daemon: &Arc<Daemon>, mut args: Args) -> Result<DumpStream,
         return Err(Reply::error(format!("{file}: failed to flush")));
     }
     let (d, k) = (daemon.clone(), key.clone());
-    let rrd = blocking(move || Rrd::open_in(&d.paths.root, Path::new(&k), false))
+    let rrd = blocking(move || Rrd::open_in(&d.root, Path::new(&k), false))
         .await
         .map_err(|e| Reply::error(format!("{file}: failed to relay dump: {e}")))?;
     crate::log!(Info, "rrddump request for {key}");
@@ -122,7 +122,7 @@ pub async fn prepare(daemon: &Arc<Daemon>, mut args: Args) -> Result<DumpStream,
 /// rrdcached's `stat` of the file: it must exist and be a regular file.
 fn check(daemon: &Daemon, key: &str, shown: &str) -> Result<(), Reply> {
     let failed = |why: String| Reply::error(format!("{shown}: failed to stat: {why}"));
-    let file = daemon.paths.root.open(Path::new(key), false).map_err(|e| {
+    let file = daemon.root.open(Path::new(key), false).map_err(|e| {
         if Paths::is_escape(&e) {
             access_denied(shown)
         } else {

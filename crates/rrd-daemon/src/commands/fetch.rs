@@ -21,7 +21,7 @@ use rrd_protocol::{Command, Reply};
 use super::{access_denied, blocking, syntax_error, Args, Outcome};
 use crate::cache::unix_now;
 use crate::reader;
-use crate::state::Daemon;
+use crate::state::{Daemon, Listening};
 
 /// A FETCH time as rrdcached reads it: C's `strtol(text, &end, 0)`, refused
 /// when nothing was converted or `errno` was set (overflow); trailing text is
@@ -186,14 +186,19 @@ impl FetchReply {
     }
 }
 
-fn fetch_columns(daemon: &Arc<Daemon>, mut args: Args, command: Command) -> Result<FetchReply, Reply> {
+fn fetch_columns(
+    daemon: &Arc<Daemon>,
+    l: Listening,
+    mut args: Args,
+    command: Command,
+) -> Result<FetchReply, Reply> {
     let (Some(file), Some(cf_name)) = (args.next(), args.next()) else {
         return Err(syntax_error(command));
     };
     let start_text = args.next();
     let end_text = args.next();
     let column_names = args.rest();
-    let key = daemon.paths.resolve(&file).map_err(|d| access_denied(&d.shown))?;
+    let key = daemon.paths_of(&l).resolve(&file).map_err(|d| access_denied(&d.shown))?;
     // Confinement to the base directory (-B) is checked by the open.
     let now = unix_now();
     let start = parse_time(start_text.as_ref(), now - 86_400, now, "start")?;
@@ -236,16 +241,21 @@ fn fetch_columns(daemon: &Arc<Daemon>, mut args: Args, command: Command) -> Resu
 
 /// Reads what a FETCH (`binary`: FETCHBIN) asks for, for the caller to
 /// render, in pieces ([`FetchReply::render`]) or whole.
-pub async fn prepare(daemon: &Arc<Daemon>, args: Args, binary: bool) -> Result<FetchReply, Reply> {
+pub async fn prepare(
+    daemon: &Arc<Daemon>,
+    l: Listening,
+    args: Args,
+    binary: bool,
+) -> Result<FetchReply, Reply> {
     let d = daemon.clone();
     let command = if binary { Command::FetchBin } else { Command::Fetch };
-    blocking(move || fetch_columns(&d, args, command)).await
+    blocking(move || fetch_columns(&d, l, args, command)).await
 }
 
 /// FETCH or FETCHBIN answered whole (the connection streams it instead:
 /// [`prepare`]).
-pub async fn run(daemon: &Arc<Daemon>, args: Args, binary: bool) -> Outcome {
-    match prepare(daemon, args, binary).await {
+pub async fn run(daemon: &Arc<Daemon>, l: Listening, args: Args, binary: bool) -> Outcome {
+    match prepare(daemon, l, args, binary).await {
         Ok(f) => f.into_reply().into(),
         Err(reply) => reply.into(),
     }

@@ -13,7 +13,7 @@ use rrd_protocol::{Command, Reply};
 
 use super::{access_denied, syntax_error, Args, Outcome};
 use crate::flusher::enqueue_all;
-use crate::state::Daemon;
+use crate::state::{Daemon, Listening};
 use crate::stats::Stats;
 
 /// Queues `key` at the head and returns the flush generation that means
@@ -58,10 +58,10 @@ pub(crate) fn flush_failure(daemon: &Daemon, key: &str) -> Option<String> {
     daemon.cache.shard(key).get(key).and_then(|e| e.flush_failure().map(str::to_string))
 }
 
-pub async fn flush(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
+pub async fn flush(daemon: &Arc<Daemon>, l: Listening, mut args: Args) -> Outcome {
     let Some(file) = args.next() else { return syntax_error(Command::Flush).into() };
     Stats::add(&daemon.stats.flushes_received, 1);
-    let key = match daemon.paths.resolve(&file) {
+    let key = match daemon.paths_of(&l).resolve(&file) {
         Ok(k) => k,
         Err(d) => return access_denied(&d.shown).into(),
     };

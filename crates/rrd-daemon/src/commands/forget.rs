@@ -6,11 +6,11 @@ use std::sync::Arc;
 use rrd_protocol::{Command, Reply};
 
 use super::{access_denied, syntax_error, Args, Outcome};
-use crate::state::Daemon;
+use crate::state::{Daemon, Listening};
 
-pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
+pub async fn run(daemon: &Arc<Daemon>, l: Listening, mut args: Args) -> Outcome {
     let Some(file) = args.next() else { return syntax_error(Command::Forget).into() };
-    let key = match daemon.paths.resolve(&file) {
+    let key = match daemon.paths_of(&l).resolve(&file) {
         Ok(k) => k,
         Err(d) => return access_denied(&d.shown).into(),
     };

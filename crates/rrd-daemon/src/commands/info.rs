@@ -15,11 +15,11 @@ use rrd_protocol::{Command, Reply};
 
 use super::{access_denied, blocking, syntax_error, Args, Outcome};
 use crate::reader;
-use crate::state::Daemon;
+use crate::state::{Daemon, Listening};
 
-fn key_of(daemon: &Daemon, file: &str) -> Result<String, Reply> {
+fn key_of(daemon: &Daemon, l: Listening, file: &str) -> Result<String, Reply> {
     // Confinement to the base directory (-B) is checked by the open.
-    daemon.paths.resolve(file).map_err(|d| access_denied(&d.shown))
+    daemon.paths_of(&l).resolve(file).map_err(|d| access_denied(&d.shown))
 }
 
 fn info_line(key: &str, value: &InfoValue) -> String {
@@ -33,9 +33,9 @@ fn info_line(key: &str, value: &InfoValue) -> String {
     }
 }
 
-pub async fn info(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
+pub async fn info(daemon: &Arc<Daemon>, l: Listening, mut args: Args) -> Outcome {
     let Some(file) = args.next() else { return syntax_error(Command::Info).into() };
-    let key = match key_of(daemon, &file) {
+    let key = match key_of(daemon, l, &file) {
         Ok(k) => k,
         Err(r) => return r.into(),
     };
@@ -53,9 +53,9 @@ pub async fn info(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     .into()
 }
 
-pub async fn first(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
+pub async fn first(daemon: &Arc<Daemon>, l: Listening, mut args: Args) -> Outcome {
     let Some(file) = args.next() else { return syntax_error(Command::First).into() };
-    let key = match key_of(daemon, &file) {
+    let key = match key_of(daemon, l, &file) {
         Ok(k) => k,
         Err(r) => return r.into(),
     };
@@ -86,9 +86,9 @@ pub async fn first(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     .into()
 }
 
-pub async fn last(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
+pub async fn last(daemon: &Arc<Daemon>, l: Listening, mut args: Args) -> Outcome {
     let Some(file) = args.next() else { return syntax_error(Command::Last).into() };
-    let key = match key_of(daemon, &file) {
+    let key = match key_of(daemon, l, &file) {
         Ok(k) => k,
         Err(r) => return r.into(),
     };

@@ -21,7 +21,7 @@ use rrd_engine::list::{rrd_list_bounded, ListError, WalkError, WalkRules, WalkSt
 use rrd_protocol::{Command, Reply};
 
 use super::{blocking, syntax_error, Args, Outcome, Peer};
-use crate::state::Daemon;
+use crate::state::{Daemon, Listening};
 
 /// Directory entries one LIST may look at, per name it may answer.
 const VISITS_PER_NAME: u64 = 4;
@@ -59,11 +59,13 @@ fn leaves_base(full: &str, real_base: &Path) -> bool {
     std::fs::canonicalize(dir).is_ok_and(|real| !real.starts_with(real_base))
 }
 
-fn run_blocking(daemon: &Daemon, mut args: Args, peer: Peer) -> Reply {
-    let Some(base) = daemon.config.base_dir.as_ref() else {
+fn run_blocking(daemon: &Daemon, l: Listening, mut args: Args, peer: Peer) -> Reply {
+    // One -b anywhere gives every listener a base directory.
+    if daemon.config.base_dir.is_none() {
         return Reply::error("No base directory defined");
-    };
-    let base = base.to_string_lossy().into_owned();
+    }
+    let paths = daemon.paths_of(&l);
+    let base = paths.base().to_string_lossy().into_owned();
     let Some(first) = args.next() else { return syntax_error(Command::List) };
     let (recursive, name) = if first.starts_with('/') {
         (false, first)
@@ -76,10 +78,10 @@ fn run_blocking(daemon: &Daemon, mut args: Args, peer: Peer) -> Reply {
         return syntax_error(Command::List);
     };
     let full = format!("{base}{}{name}", if name.starts_with('/') { "" } else { "/" });
-    if daemon.config.base_only && daemon.paths.resolve_dir(&full).is_err() {
+    if daemon.config.base_only && paths.resolve_dir(&full).is_err() {
         return Reply::error(format!("Cannot read: {full}"));
     }
-    let real_base = daemon.paths.base();
+    let real_base = paths.base();
     if leaves_base(&full, real_base) {
         return Reply::error(format!("Cannot read: {full}"));
     }
@@ -104,7 +106,7 @@ fn run_blocking(daemon: &Daemon, mut args: Args, peer: Peer) -> Reply {
     for current in names {
         let current_s = String::from_utf8_lossy(&current).into_owned();
         let absolute = if single { full.clone() } else { format!("{full}/{current_s}") };
-        if daemon.config.base_only && daemon.paths.resolve(&absolute).is_err() {
+        if daemon.config.base_only && paths.resolve(&absolute).is_err() {
             continue;
         }
         let meta = match std::fs::symlink_metadata(&absolute) {
@@ -131,7 +133,7 @@ fn run_blocking(daemon: &Daemon, mut args: Args, peer: Peer) -> Reply {
     Reply::ok("RRDs", body)
 }
 
-pub async fn run(daemon: &Arc<Daemon>, args: Args, peer: Peer) -> Outcome {
+pub async fn run(daemon: &Arc<Daemon>, l: Listening, args: Args, peer: Peer) -> Outcome {
     let d = daemon.clone();
-    blocking(move || run_blocking(&d, args, peer)).await.into()
+    blocking(move || run_blocking(&d, l, args, peer)).await.into()
 }

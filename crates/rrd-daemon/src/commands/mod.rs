@@ -10,7 +10,7 @@ use std::sync::Arc;
 use rrd_protocol::{Command, Reply};
 
 use crate::journaler::Ticket;
-use crate::state::Daemon;
+use crate::state::{Daemon, Listening};
 
 mod create;
 pub mod dump;
@@ -119,41 +119,45 @@ impl Peer {
     }
 }
 
-/// Runs one command.
+/// Runs one command, as for a client of the default socket
+/// ([`Daemon::default_listening`], every command allowed).
 pub async fn execute(daemon: &Arc<Daemon>, command: Command, args: Args, in_batch: bool) -> Outcome {
-    execute_for(daemon, command, args, in_batch, Peer::default()).await
+    let l = daemon.default_listening(rrd_protocol::Permissions::all());
+    execute_for(daemon, l, command, args, in_batch, Peer::default()).await
 }
 
-/// [`execute`] for a client whose leaving ends long commands (LIST).
+/// [`execute`] for a client of the listener `l` (its base directory and
+/// `--skip-past-updates`) whose leaving ends long commands (LIST).
 pub async fn execute_for(
     daemon: &Arc<Daemon>,
+    l: Listening,
     command: Command,
     args: Args,
     in_batch: bool,
     peer: Peer,
 ) -> Outcome {
     match command {
-        Command::Update => update::run(daemon, args).await,
-        Command::Flush => flush::flush(daemon, args).await,
+        Command::Update => update::run(daemon, l, args).await,
+        Command::Flush => flush::flush(daemon, l, args).await,
         Command::FlushAll => flush::flush_all(daemon).await,
-        Command::Pending => pending::run(daemon, args).into(),
-        Command::Forget => forget::run(daemon, args).await,
+        Command::Pending => pending::run(daemon, l, args).into(),
+        Command::Forget => forget::run(daemon, l, args).await,
         Command::Queue => queue::run(daemon).into(),
         Command::Stats => stats::run(daemon).into(),
         Command::Help => help::run(args).into(),
         Command::Ping => Reply::ok_line("PONG").into(),
-        Command::Fetch => fetch::run(daemon, args, false).await,
-        Command::FetchBin => fetch::run(daemon, args, true).await,
-        Command::Info => info::info(daemon, args).await,
-        Command::First => info::first(daemon, args).await,
-        Command::Last => info::last(daemon, args).await,
-        Command::List => list::run(daemon, args, peer).await,
-        Command::Create => create::run(daemon, args).await,
-        Command::Suspend => suspend::suspend(daemon, args),
-        Command::Resume => suspend::resume(daemon, args),
+        Command::Fetch => fetch::run(daemon, l, args, false).await,
+        Command::FetchBin => fetch::run(daemon, l, args, true).await,
+        Command::Info => info::info(daemon, l, args).await,
+        Command::First => info::first(daemon, l, args).await,
+        Command::Last => info::last(daemon, l, args).await,
+        Command::List => list::run(daemon, l, args, peer).await,
+        Command::Create => create::run(daemon, l, args).await,
+        Command::Suspend => suspend::suspend(daemon, l, args),
+        Command::Resume => suspend::resume(daemon, l, args),
         Command::SuspendAll => suspend::suspend_all(daemon).into(),
         Command::ResumeAll => suspend::resume_all(daemon).into(),
-        Command::Tune => tune::run(daemon, args).await,
+        Command::Tune => tune::run(daemon, l, args).await,
         Command::Quit => Outcome::Close,
         // DUMP's reply is a stream the connection writes (dump::prepare).
         Command::Dump => Reply::error("Can't use 'DUMP' here.").into(),

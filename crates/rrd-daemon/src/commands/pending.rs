@@ -5,13 +5,13 @@
 use rrd_protocol::{Command, Reply};
 
 use super::{syntax_error, Args};
-use crate::state::Daemon;
+use crate::state::{Daemon, Listening};
 
-pub fn run(daemon: &Daemon, mut args: Args) -> Reply {
+pub fn run(daemon: &Daemon, l: Listening, mut args: Args) -> Reply {
     let Some(file) = args.next() else { return syntax_error(Command::Pending) };
     // rrdcached does not apply -B to PENDING; a refused name cannot have an
     // entry anyway.
-    let Ok(key) = daemon.paths.resolve(&file) else { return Reply::ok_line("updates pending") };
+    let Ok(key) = daemon.paths_of(&l).resolve(&file) else { return Reply::ok_line("updates pending") };
     let mut body = Vec::new();
     if let Some(e) = daemon.cache.shard(&key).get(key.as_str()) {
         for v in e.unwritten() {

@@ -7,11 +7,11 @@
 use rrd_protocol::{Command, Reply};
 
 use super::{access_denied, syntax_error, Args, Outcome};
-use crate::state::Daemon;
+use crate::state::{Daemon, Listening};
 
-fn set(daemon: &Daemon, mut args: Args, command: Command, suspend: bool) -> Outcome {
+fn set(daemon: &Daemon, l: Listening, mut args: Args, command: Command, suspend: bool) -> Outcome {
     let Some(file) = args.next() else { return Outcome::ReplyThenClose(syntax_error(command)) };
-    let key = match daemon.paths.resolve(&file) {
+    let key = match daemon.paths_of(&l).resolve(&file) {
         Ok(k) => k,
         Err(d) => return access_denied(&d.shown).into(),
     };
@@ -30,12 +30,12 @@ fn set(daemon: &Daemon, mut args: Args, command: Command, suspend: bool) -> Outc
     Reply::ok_line(format!("{key} {text}")).into()
 }
 
-pub fn suspend(daemon: &Daemon, args: Args) -> Outcome {
-    set(daemon, args, Command::Suspend, true)
+pub fn suspend(daemon: &Daemon, l: Listening, args: Args) -> Outcome {
+    set(daemon, l, args, Command::Suspend, true)
 }
 
-pub fn resume(daemon: &Daemon, args: Args) -> Outcome {
-    set(daemon, args, Command::Resume, false)
+pub fn resume(daemon: &Daemon, l: Listening, args: Args) -> Outcome {
+    set(daemon, l, args, Command::Resume, false)
 }
 
 fn set_all(daemon: &Daemon, suspend: bool) -> u64 {

@@ -30,7 +30,7 @@ use rrd_protocol::{Command, Reply};
 use super::flush::{flush_failure, flush_key, wait_flushed};
 use super::{access_denied, blocking, syntax_error, Args, Outcome};
 use crate::paths::Paths;
-use crate::state::Daemon;
+use crate::state::{Daemon, Listening};
 
 /// C's `atoi` on the argument count (what rrdcached reads it with):
 /// leading blanks, a sign, digits; anything else ends the number, and no
@@ -54,9 +54,9 @@ fn atoi(text: &str) -> Option<i64> {
     i32::try_from(n).ok().map(i64::from)
 }
 
-pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
+pub async fn run(daemon: &Arc<Daemon>, l: Listening, mut args: Args) -> Outcome {
     let Some(file) = args.next() else { return syntax_error(Command::Tune).into() };
-    let key = match daemon.paths.resolve(&file) {
+    let key = match daemon.paths_of(&l).resolve(&file) {
         Ok(k) => k,
         Err(d) => return access_denied(&d.shown).into(),
     };
@@ -112,14 +112,22 @@ async fn forget_header(daemon: &Daemon, key: &str) {
 /// command's name).
 fn tune_file(daemon: &Daemon, key: &str, argv: &[String]) -> Result<(), String> {
     let path = Path::new(key);
-    let mut tuner = Tuner::open_in(&daemon.paths.root, path).map_err(|e| match e {
+    let mut tuner = Tuner::open_in(&daemon.root, path).map_err(|e| match e {
         rrd_engine::Error::Open { source, .. } if Paths::is_escape(&source) => {
             format!("{key}: Permission denied (outside the base directory)")
         }
         e => e.to_string(),
     })?;
     let mut line = CommandLine::new(argv.get(1..).unwrap_or_default());
-    line.apply(&mut tuner, path).map_err(|e| e.to_string())
+    // A structural change rewrites the file: its temporary file is made
+    // and renamed relative to its directory opened beneath the base (-B),
+    // so a directory swapped for a link out of it is refused.
+    line.apply_in(&mut tuner, &daemon.root, path).map_err(|e| match e {
+        rrd_engine::Error::Io { source, .. } if Paths::is_escape(&source) => {
+            format!("{key}: Permission denied (outside the base directory)")
+        }
+        e => e.to_string(),
+    })
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ use crate::config::os_text;
 use crate::journaler::Ticket;
 use crate::key::Lookup;
 use crate::paths::Paths;
-use crate::state::Daemon;
+use crate::state::{Daemon, Listening};
 use crate::stats::Stats;
 
 /// Checks a file rrdcached's way before its first value is cached, and
@@ -46,11 +46,11 @@ use crate::stats::Stats;
 ///
 /// One open and one `fstat`: the open for reading and writing is the
 /// access check (rrdcached's `access(R_OK|W_OK)`), goes through the `-B`
-/// confinement ([`crate::paths::Paths::root`]), and the `fstat` answers
+/// confinement ([`crate::state::Daemon::root`]), and the `fstat` answers
 /// "regular file?", the length and the header's stamp at once.
 pub fn open_entry(daemon: &Daemon, key: &str, opened: Option<File>) -> Result<(f64, KeptHeader), Reply> {
     let path = Path::new(key);
-    let file = match opened.map_or_else(|| daemon.paths.root.open(path, true), Ok) {
+    let file = match opened.map_or_else(|| daemon.root.open(path, true), Ok) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(Reply::error(format!("No such file: {key}")));
@@ -85,6 +85,7 @@ pub fn open_entry(daemon: &Daemon, key: &str, opened: Option<File>) -> Result<(f
 /// calls again.
 pub fn update_values<'a, I>(
     daemon: &Daemon,
+    skip_past: bool,
     key: &str,
     fresh: &mut Option<(f64, KeptHeader)>,
     values: I,
@@ -109,7 +110,7 @@ where
     if let Err(refusal) = admit(daemon) {
         return Some(Err(refusal));
     }
-    let accepted = accept(daemon, number, key, entry, values, now);
+    let accepted = accept(daemon, skip_past, number, key, entry, values, now);
     if let Some(due) = accepted.timer_due {
         let (k, _) = shard.get_key_value(key).expect("the entry was just updated");
         cache.add_timer(due, k.clone());
@@ -232,6 +233,7 @@ impl Accepted {
 /// timer ([`Accepted::timer_due`]) before releasing the shard lock.
 pub fn accept<'a, I>(
     daemon: &Daemon,
+    skip_past: bool,
     shard_number: usize,
     key: &str,
     entry: &mut Entry,
@@ -244,8 +246,8 @@ where
     let mark = entry.mark();
     let mut error = None;
     // `--skip-past-updates` drops (and counts) a value not later than the
-    // newest; the journal gets the values taken, read back from the entry.
-    let skip_past = daemon.config.skip_past_updates;
+    // newest (when the client's listener has it); the journal gets the
+    // values taken, read back from the entry.
     let mut skipped = 0;
     let line = values.clone();
     for value in values {
@@ -292,10 +294,10 @@ where
     Accepted { count, skipped, error, ticket: Some(ticket), timer_due }
 }
 
-pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
+pub async fn run(daemon: &Arc<Daemon>, l: Listening, mut args: Args) -> Outcome {
     let Some(file) = args.next() else { return syntax_error(Command::Update).into() };
     Stats::add(&daemon.stats.updates_received, 1);
-    let key = match daemon.paths.resolve(&file) {
+    let key = match daemon.paths_of(&l).resolve(&file) {
         Ok(k) => k,
         Err(d) => return access_denied(&d.shown).into(),
     };
@@ -303,7 +305,7 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
     let values = || values.iter().map(String::as_str);
     let now = unix_now();
     let mut fresh = None;
-    let outcome = match update_values(daemon, &key, &mut fresh, values(), now) {
+    let outcome = match update_values(daemon, l.skip_past_updates, &key, &mut fresh, values(), now) {
         Some(outcome) => outcome,
         None => {
             let (d, k) = (daemon.clone(), key.clone());
@@ -311,7 +313,8 @@ pub async fn run(daemon: &Arc<Daemon>, mut args: Args) -> Outcome {
                 Ok(found) => Some(found),
                 Err(reply) => return reply.into(),
             };
-            update_values(daemon, &key, &mut fresh, values(), now).expect("made from the fresh header")
+            update_values(daemon, l.skip_past_updates, &key, &mut fresh, values(), now)
+                .expect("made from the fresh header")
         }
     };
     match outcome {

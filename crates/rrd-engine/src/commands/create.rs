@@ -51,6 +51,10 @@ pub struct CreateOptions {
     /// rrdtool, beneath its base directory for the daemon under `-B`, so a
     /// source reached through a symbolic link cannot leave it.
     pub source_root: crate::root::Root,
+    /// Where the new file is made by [`create`]: its directory opened
+    /// beneath this root, the file made and renamed relative to it
+    /// ([`crate::newfile::NewFiles::in_root`]); anywhere for rrdtool.
+    pub target_root: crate::root::Root,
 }
 
 fn err(msg: impl Into<String>) -> Error {
@@ -317,10 +321,21 @@ pub fn write_file_with(
     crate::newfile::write_one(path, header, no_overwrite, data)
 }
 
+/// [`write_file_with`] beneath `root` ([`crate::newfile::write_one_in`]).
+pub fn write_file_in(
+    root: &crate::root::Root,
+    path: &Path,
+    header: &Header,
+    no_overwrite: bool,
+    data: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    crate::newfile::write_one_in(root, path, header, no_overwrite, data)
+}
+
 /// `rrdtool create`: the file is durable under its name when this returns
 /// `Ok` (one sync of its own; see [`create_in`] to share syncs).
 pub fn create(path: &Path, opts: &CreateOptions, defs: &[String], now_secs: i64) -> Result<()> {
-    let mut group = NewFiles::new();
+    let mut group = NewFiles::in_root(opts.target_root.clone());
     create_in(&mut group, path, opts, defs, now_secs)?;
     group.commit().pop().expect("one staged file, one result")
 }

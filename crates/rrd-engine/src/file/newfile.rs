@@ -33,21 +33,34 @@
 //! are removed when SIGINT, SIGTERM or SIGHUP ends the process (see
 //! `tempclean`).
 //!
+//! A group made with [`NewFiles::in_root`] confined beneath a directory
+//! (`root::Root::Beneath`) opens each target's directory beneath it
+//! ([`Root::open_dir`]) and does everything in it relative to that
+//! descriptor (`openat` of the temporary file, `renameat`, `unlinkat`,
+//! `fsync`): a directory swapped for a link out of the root is refused,
+//! and nothing is written, renamed or removed outside it.
+//!
 //! The cost of `syncfs`: it also writes back whatever else is dirty on the
 //! filesystem (other processes' writes); small groups, such as one
 //! interactive create, use per-file syncs and touch nothing else.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
 use std::fs::{self, File};
 use std::io::{self, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{AtFlags, Mode, OFlags};
 
 use rrd_format::Header;
 use rrd_sys::writeback::{sync_range, WriteBack};
 
 use crate::error::{Error, Result, SizeLimit};
 use crate::pagecache::{self, Advice};
+use crate::root::Root;
 use crate::tempclean::TempRegistration;
 
 /// Files a group holds before the caller should commit it (each keeps a
@@ -70,8 +83,45 @@ struct Staged {
     path: PathBuf,
     tmp: PathBuf,
     dir: PathBuf,
+    /// The directory's descriptor, when the group is confined: the names
+    /// below are then relative to it.
+    at: Option<Arc<OwnedFd>>,
+    name: OsString,
+    tmp_name: OsString,
     file: File,
     _registration: Option<TempRegistration>,
+}
+
+impl Staged {
+    fn rename(&self) -> io::Result<()> {
+        match &self.at {
+            Some(at) => Ok(rustix::fs::renameat(&**at, &self.tmp_name, &**at, &self.name)?),
+            None => fs::rename(&self.tmp, &self.path),
+        }
+    }
+
+    fn remove_tmp(&self) {
+        remove_tmp(self.at.as_deref(), &self.tmp, &self.tmp_name);
+    }
+}
+
+fn remove_tmp(at: Option<&OwnedFd>, tmp: &Path, tmp_name: &OsString) {
+    match at {
+        Some(at) => {
+            let _ = rustix::fs::unlinkat(at, tmp_name, AtFlags::empty());
+        }
+        None => {
+            let _ = fs::remove_file(tmp);
+        }
+    }
+}
+
+/// Whether `name` exists in `at` (a link counts, not followed).
+fn exists_at(at: Option<&OwnedFd>, path: &Path, name: &OsString) -> bool {
+    match at {
+        Some(at) => rustix::fs::statat(at, name, AtFlags::SYMLINK_NOFOLLOW).is_ok(),
+        None => fs::symlink_metadata(path).is_ok(),
+    }
 }
 
 /// A group of new files written to temporary names, made durable and
@@ -79,6 +129,8 @@ struct Staged {
 /// files removes their temporary files (they were never reported).
 pub struct NewFiles {
     staged: Vec<Staged>,
+    /// Where targets may be made ([`NewFiles::in_root`]).
+    root: Root,
     staged_bytes: u64,
     signal_cleanup: bool,
     /// Tests: the `fdatasync` of the file with this index in the next
@@ -94,7 +146,14 @@ impl Default for NewFiles {
 
 impl NewFiles {
     pub fn new() -> NewFiles {
-        NewFiles { staged: Vec::new(), staged_bytes: 0, signal_cleanup: false, sync_fault: None }
+        NewFiles::in_root(Root::Anywhere)
+    }
+
+    /// A group whose files are made only beneath `root` (anywhere, by
+    /// name, for [`Root::Anywhere`]): each target's directory is opened
+    /// beneath it and the files are made relative to its descriptor.
+    pub fn in_root(root: Root) -> NewFiles {
+        NewFiles { staged: Vec::new(), root, staged_bytes: 0, signal_cleanup: false, sync_fault: None }
     }
 
     /// Removes this group's temporary files when SIGINT, SIGTERM or SIGHUP
@@ -142,10 +201,10 @@ impl NewFiles {
         no_overwrite: bool,
         data: impl FnOnce(&mut dyn Write) -> io::Result<()>,
     ) -> Result<usize> {
-        if no_overwrite && (fs::symlink_metadata(path).is_ok() || self.is_staged(path)) {
-            return Err(Error::Exists { path: path.to_path_buf() });
-        }
         if self.is_staged(path) {
+            if no_overwrite {
+                return Err(Error::Exists { path: path.to_path_buf() });
+            }
             return Err(Error::invalid(format!(
                 "creating '{}': the file is being created already (commit first)",
                 path.display()
@@ -158,13 +217,28 @@ impl NewFiles {
         let file_name = path
             .file_name()
             .ok_or_else(|| Error::invalid(format!("'{}' is not a file name", path.display())))?;
+        let io_err = |source| Error::Io { path: path.to_path_buf(), source };
+        let at = self.root.open_dir(&dir).map_err(io_err)?.map(Arc::new);
+        let name = file_name.to_os_string();
+        if no_overwrite && exists_at(at.as_deref(), path, &name) {
+            return Err(Error::Exists { path: path.to_path_buf() });
+        }
         let len = header.layout().file_len;
-        check_free_space(path, &dir, len)?;
+        check_free_space(path, &dir, at.as_deref(), len)?;
         let mut tmp_name = file_name.to_os_string();
         tmp_name.push(format!(".tmp{}", std::process::id()));
-        let tmp = dir.join(tmp_name);
-        let io_err = |source| Error::Io { path: path.to_path_buf(), source };
-        let file = fs::OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(io_err)?;
+        let tmp = dir.join(&tmp_name);
+        let file = match &at {
+            Some(at) => {
+                let flags =
+                    OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                rustix::fs::openat(&**at, &tmp_name, flags, Mode::from_raw_mode(0o666))
+                    .map(File::from)
+                    .map_err(io::Error::from)
+            }
+            None => fs::OpenOptions::new().write(true).create_new(true).open(&tmp),
+        }
+        .map_err(io_err)?;
         let registration = if self.signal_cleanup { crate::tempclean::register(&tmp) } else { None };
         let written = (|| -> io::Result<File> {
             let mut out = io::BufWriter::with_capacity(1 << 16, Streaming::new(file, len));
@@ -172,9 +246,17 @@ impl NewFiles {
             data(&mut out)?;
             let file = out.into_inner().map_err(|e| e.into_error())?.file;
             // Keep the mode of a file we replace; otherwise 0666 minus umask.
-            let mode = match fs::metadata(path) {
-                Ok(m) => m.permissions().mode() & 0o7777,
-                Err(_) => {
+            let replaced = match &at {
+                // Not through a link: only a regular file of the directory.
+                Some(at) => rustix::fs::statat(&**at, &name, AtFlags::SYMLINK_NOFOLLOW)
+                    .ok()
+                    .filter(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG)
+                    .map(|st| st.st_mode & 0o7777),
+                None => fs::metadata(path).ok().map(|m| m.permissions().mode() & 0o7777),
+            };
+            let mode = match replaced {
+                Some(mode) => mode,
+                None => {
                     // umask is process-wide and always succeeds; it is read and restored.
                     let mask = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o022));
                     rustix::process::umask(mask);
@@ -196,6 +278,9 @@ impl NewFiles {
                     path: path.to_path_buf(),
                     tmp,
                     dir,
+                    at,
+                    name,
+                    tmp_name,
                     file,
                     _registration: registration,
                 });
@@ -203,7 +288,7 @@ impl NewFiles {
                 Ok(self.staged.len() - 1)
             }
             Err(e) => {
-                let _ = fs::remove_file(&tmp);
+                remove_tmp(at.as_deref(), &tmp, &tmp_name);
                 Err(io_err(e))
             }
         }
@@ -249,26 +334,30 @@ impl NewFiles {
                     .map_err(|e| Error::Io { path: s.path.clone(), source: e }),
             );
         }
-        let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
+        let mut dirs: BTreeMap<PathBuf, Option<Arc<OwnedFd>>> = BTreeMap::new();
         for (s, r) in staged.iter().zip(results.iter_mut()) {
             if r.is_ok() {
-                match fs::rename(&s.tmp, &s.path) {
+                match s.rename() {
                     Ok(()) => {
-                        dirs.insert(s.dir.clone());
+                        dirs.entry(s.dir.clone()).or_insert_with(|| s.at.clone());
                     }
                     Err(e) => *r = Err(Error::Io { path: s.path.clone(), source: e }),
                 }
             }
             if r.is_err() {
-                let _ = fs::remove_file(&s.tmp);
+                s.remove_tmp();
             }
         }
         // The renames (and, for a large group, the files' metadata and the
         // disk's write cache): one fsync per directory, or one syncfs per
         // filesystem.
         let mut synced_devices = BTreeSet::new();
-        for dir in dirs {
-            let done = File::open(&dir).and_then(|d| {
+        for (dir, at) in dirs {
+            let opened = match at {
+                Some(at) => at.try_clone().map(File::from),
+                None => File::open(&dir),
+            };
+            let done = opened.and_then(|d| {
                 if per_file {
                     return d.sync_all();
                 }
@@ -299,7 +388,7 @@ impl NewFiles {
 impl Drop for NewFiles {
     fn drop(&mut self) {
         for s in self.staged.drain(..) {
-            let _ = fs::remove_file(&s.tmp);
+            s.remove_tmp();
         }
     }
 }
@@ -311,15 +400,30 @@ pub fn write_one(
     no_overwrite: bool,
     data: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<()> {
-    let mut group = NewFiles::new();
+    write_one_in(&Root::Anywhere, path, header, no_overwrite, data)
+}
+
+/// [`write_one`] beneath `root` ([`NewFiles::in_root`]).
+pub fn write_one_in(
+    root: &Root,
+    path: &Path,
+    header: &Header,
+    no_overwrite: bool,
+    data: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<()> {
+    let mut group = NewFiles::in_root(root.clone());
     group.stage(path, header, no_overwrite, data)?;
     group.commit().pop().expect("one staged file, one result")
 }
 
 /// Refuses a file of `len` bytes that the filesystem of `dir` has no room
 /// for (the space available to this user, as `df` shows it).
-fn check_free_space(path: &Path, dir: &Path, len: u64) -> Result<()> {
-    let Ok(st) = rustix::fs::statvfs(dir) else {
+fn check_free_space(path: &Path, dir: &Path, at: Option<&OwnedFd>, len: u64) -> Result<()> {
+    let st = match at {
+        Some(at) => rustix::fs::fstatvfs(at),
+        None => rustix::fs::statvfs(dir),
+    };
+    let Ok(st) = st else {
         // Nothing to check against (the open will report a bad directory).
         return Ok(());
     };
@@ -529,7 +633,7 @@ mod tests {
     #[test]
     fn no_room_is_refused_before_writing() {
         let dir = disk_dir();
-        let e = check_free_space(Path::new("big.rrd"), dir.path(), u64::MAX / 2).unwrap_err();
+        let e = check_free_space(Path::new("big.rrd"), dir.path(), None, u64::MAX / 2).unwrap_err();
         assert!(
             matches!(&e, Error::TooLarge { limit: SizeLimit::FreeSpace { dir: d, .. }, .. } if d == dir.path()),
             "{e:?}"
@@ -542,5 +646,35 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("are free on the filesystem of"), "{e}");
+    }
+
+    /// Confined: files are made beneath the root, also in the root
+    /// directory itself; a directory that became a link out of the root
+    /// (swapped after any check by name) is refused, and nothing is
+    /// written there: no temporary file, no target.
+    #[test]
+    fn a_confined_group_makes_nothing_through_a_swapped_directory() {
+        let base = disk_dir();
+        let outside = disk_dir();
+        let b = base.path();
+        std::fs::create_dir(b.join("sub")).unwrap();
+        let root = Root::beneath(b).unwrap();
+        let mut group = NewFiles::in_root(root.clone());
+        group.stage(&b.join("top.rrd"), &header(), false, nan_rows).unwrap();
+        group.stage(&b.join("sub/in.rrd"), &header(), false, nan_rows).unwrap();
+        assert!(group.commit().iter().all(Result::is_ok));
+        assert_eq!(names(b), ["sub", "top.rrd"]);
+        assert_eq!(names(&b.join("sub")), ["in.rrd"]);
+        // The directory checked by name, then swapped for a link out.
+        std::fs::rename(b.join("sub"), b.join("old-sub")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), b.join("sub")).unwrap();
+        let e = group.stage(&b.join("sub/in.rrd"), &header(), false, nan_rows).unwrap_err();
+        assert!(matches!(&e, Error::Io { source, .. } if Root::is_escape(source)), "{e:?}");
+        let e = write_one_in(&root, &b.join("sub/new.rrd"), &header(), false, nan_rows).unwrap_err();
+        assert!(matches!(&e, Error::Io { source, .. } if Root::is_escape(source)), "{e:?}");
+        assert!(names(outside.path()).is_empty(), "{:?}", names(outside.path()));
+        // Not confined, the same name goes through the link.
+        write_one(&b.join("sub/new.rrd"), &header(), false, nan_rows).unwrap();
+        assert_eq!(names(outside.path()), ["new.rrd"]);
     }
 }

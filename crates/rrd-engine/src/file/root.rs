@@ -17,14 +17,21 @@
 //! opened (`/proc/self/fd/N`) is checked against the base. That cannot be
 //! raced either: it names the open file, not the path.
 //!
+//! A root may hold several directories ([`Root::beneath_any`]): a path is
+//! then opened beneath the longest of them it starts with (component-wise),
+//! and refused when none contains it.
+//!
 //! Every open adds `O_NONBLOCK | O_NOCTTY` (confined or not), so a name
 //! that turns out to be a FIFO or a terminal cannot make the opener hang
 //! (a daemon thread per client, until none is left) or take a controlling
 //! terminal; callers refuse non-regular files after their `fstat`. On a
 //! regular file `O_NONBLOCK` changes nothing.
 //!
-//! Deliberately absent: creating files (CREATE writes a temporary file and
-//! renames it, and checks its directory on its own).
+//! New files (CREATE, TUNE's rewrite) are written to a temporary file and
+//! renamed over their target by `newfile`, relative to the descriptor of
+//! their directory, which [`Root::open_dir`] opens the same way: a
+//! directory swapped for a link out of the root after any check is
+//! refused, and nothing is created or renamed outside.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -41,8 +48,8 @@ pub enum Root {
     /// Any path, as given (what rrdtool does).
     #[default]
     Anywhere,
-    /// Only files that resolve beneath one directory.
-    Beneath(Arc<Beneath>),
+    /// Only files that resolve beneath one of some directories.
+    Beneath(Arc<[Beneath]>),
     /// Nothing (a confined caller whose directory could not be opened).
     Nowhere,
 }
@@ -69,9 +76,41 @@ impl Root {
     /// Confines opens beneath `dir`, which paths given to [`Root::open`]
     /// start with (spelled as here).
     pub fn beneath(dir: &Path) -> io::Result<Root> {
-        let fd = rustix::fs::open(dir, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
-        let real = std::fs::canonicalize(dir)?;
-        Ok(Root::Beneath(Arc::new(Beneath { prefix: dir.to_path_buf(), dir: fd, real })))
+        Root::beneath_any(&[dir])
+    }
+
+    /// Confines opens beneath the directories `dirs` (spelled as paths
+    /// given to [`Root::open`] start with): each path beneath the longest
+    /// of them that is a prefix of it, component-wise.
+    pub fn beneath_any<P: AsRef<Path>>(dirs: &[P]) -> io::Result<Root> {
+        let mut all = Vec::with_capacity(dirs.len());
+        for dir in dirs {
+            let dir = dir.as_ref();
+            let fd =
+                rustix::fs::open(dir, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+            let real = std::fs::canonicalize(dir)?;
+            all.push(Beneath { prefix: dir.to_path_buf(), dir: fd, real });
+        }
+        // Longest first: the first that contains a path is the one.
+        all.sort_by_key(|b| std::cmp::Reverse(b.prefix.components().count()));
+        Ok(Root::Beneath(all.into()))
+    }
+
+    /// The directory `path` is opened beneath and its name relative to it
+    /// (`Ok(None)`: anywhere, `path` as given); an escape when no
+    /// directory of the root contains it.
+    pub fn locate<'a>(&'a self, path: &'a Path) -> io::Result<Option<(&'a Beneath, &'a Path)>> {
+        match self {
+            Root::Anywhere => Ok(None),
+            Root::Nowhere => Err(escape()),
+            Root::Beneath(all) => all
+                .iter()
+                .find_map(|b| {
+                    path.strip_prefix(&b.prefix).ok().filter(|r| !r.as_os_str().is_empty()).map(|r| (b, r))
+                })
+                .map(Some)
+                .ok_or_else(escape),
+        }
     }
 
     pub fn is_confined(&self) -> bool {
@@ -83,24 +122,73 @@ impl Root {
         e.raw_os_error() == Some(libc::EXDEV)
     }
 
-    /// Opens `path` for reading, or reading and writing.
-    pub fn open(&self, path: &Path, write: bool) -> io::Result<File> {
-        let b = match self {
-            Root::Anywhere => {
-                use std::os::unix::fs::OpenOptionsExt;
-                return OpenOptions::new()
-                    .read(true)
-                    .write(write)
-                    .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-                    .open(path);
-            }
+    /// Opens the directory `dir` (for `*at` calls: creating, renaming and
+    /// syncing the files in it) beneath the root's directory that contains
+    /// it, which may be that directory itself; `Ok(None)` for
+    /// [`Root::Anywhere`], whose callers use names.
+    pub fn open_dir(&self, dir: &Path) -> io::Result<Option<OwnedFd>> {
+        let all = match self {
+            Root::Anywhere => return Ok(None),
             Root::Nowhere => return Err(escape()),
-            Root::Beneath(b) => b,
+            Root::Beneath(all) => all,
         };
-        let relative = path.strip_prefix(&b.prefix).map_err(|_| escape())?;
-        if relative.as_os_str().is_empty() {
+        let (b, relative) =
+            all.iter().find_map(|b| dir.strip_prefix(&b.prefix).ok().map(|r| (b, r))).ok_or_else(escape)?;
+        let relative = if relative.as_os_str().is_empty() { Path::new(".") } else { relative };
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        if !NO_OPENAT2.load(Ordering::Relaxed) {
+            let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+            match rustix::fs::openat2(&b.dir, relative, flags, Mode::empty(), resolve) {
+                Ok(fd) => return Ok(Some(fd)),
+                Err(rustix::io::Errno::NOSYS) => NO_OPENAT2.store(true, Ordering::Relaxed),
+                Err(rustix::io::Errno::XDEV) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let fd = rustix::fs::openat(&b.dir, relative, flags, Mode::empty())?;
+        let opened = std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd)))?;
+        if !opened.starts_with(&b.real) {
             return Err(escape());
         }
+        Ok(Some(fd))
+    }
+
+    /// `mkdir -p dir`, beneath the root: each missing directory is made
+    /// with `mkdirat` in its parent opened beneath the root
+    /// ([`Root::open_dir`]), so a directory on the way that is a link out
+    /// of the root is refused before anything is made through it.
+    /// [`Root::Anywhere`]: `std::fs::create_dir_all`.
+    pub fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        let all = match self {
+            Root::Anywhere => return std::fs::create_dir_all(dir),
+            Root::Nowhere => return Err(escape()),
+            Root::Beneath(all) => all,
+        };
+        let (b, relative) =
+            all.iter().find_map(|b| dir.strip_prefix(&b.prefix).ok().map(|r| (b, r))).ok_or_else(escape)?;
+        let mut parent = b.prefix.clone();
+        for part in relative.components() {
+            let std::path::Component::Normal(name) = part else { return Err(escape()) };
+            let fd = self.open_dir(&parent)?.ok_or_else(escape)?;
+            match rustix::fs::mkdirat(&fd, name, Mode::from_raw_mode(0o777)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(e.into()),
+            }
+            parent.push(name);
+        }
+        self.open_dir(dir).map(drop)
+    }
+
+    /// Opens `path` for reading, or reading and writing.
+    pub fn open(&self, path: &Path, write: bool) -> io::Result<File> {
+        let Some((b, relative)) = self.locate(path)? else {
+            use std::os::unix::fs::OpenOptionsExt;
+            return OpenOptions::new()
+                .read(true)
+                .write(write)
+                .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+                .open(path);
+        };
         let access = if write { OFlags::RDWR } else { OFlags::RDONLY };
         let flags = access | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
         if !NO_OPENAT2.load(Ordering::Relaxed) {
@@ -178,6 +266,62 @@ mod tests {
         std::fs::remove_file(&f).unwrap();
         symlink(outside.path().join("t.rrd"), &f).unwrap();
         assert!(Root::is_escape(&root.open(&f, true).unwrap_err()));
+    }
+
+    /// Several directories: a path opens beneath the longest that contains
+    /// it, so a link in the inner one that leads into the outer one is
+    /// refused; a path in none of them is refused.
+    #[test]
+    fn the_longest_containing_directory_is_the_root() {
+        let outer = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let o = outer.path();
+        let inner = o.join("inner");
+        std::fs::create_dir(&inner).unwrap();
+        std::fs::write(o.join("a.rrd"), b"a").unwrap();
+        std::fs::write(inner.join("b.rrd"), b"b").unwrap();
+        std::fs::write(other.path().join("c.rrd"), b"c").unwrap();
+        symlink(o.join("a.rrd"), inner.join("up.rrd")).unwrap();
+        symlink(inner.join("b.rrd"), o.join("down.rrd")).unwrap();
+        let root = Root::beneath_any(&[o, inner.as_path(), other.path()]).unwrap();
+        assert!(root.open(&o.join("a.rrd"), false).is_ok());
+        assert!(root.open(&inner.join("b.rrd"), false).is_ok());
+        assert!(root.open(&other.path().join("c.rrd"), false).is_ok());
+        assert!(root.open(&o.join("down.rrd"), false).is_ok(), "inner is beneath outer");
+        let e = root.open(&inner.join("up.rrd"), false).unwrap_err();
+        assert!(Root::is_escape(&e), "opened beneath inner, the longest: {e}");
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join("d.rrd"), b"d").unwrap();
+        assert!(Root::is_escape(&root.open(&elsewhere.path().join("d.rrd"), false).unwrap_err()));
+        let b_rrd = inner.join("b.rrd");
+        let (b, rel) = root.locate(&b_rrd).unwrap().unwrap();
+        assert_eq!((b.prefix.as_path(), rel), (inner.as_path(), Path::new("b.rrd")));
+    }
+
+    /// Directories open beneath the root (the root itself included); one
+    /// reached through a link out of it, or outside it, is refused.
+    #[test]
+    fn directories_open_beneath_the_root() {
+        let base = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let b = base.path();
+        std::fs::create_dir(b.join("sub")).unwrap();
+        symlink(outside.path(), b.join("evildir")).unwrap();
+        symlink("sub", b.join("rel-sub")).unwrap();
+        let root = Root::beneath(b).unwrap();
+        assert!(root.open_dir(b).unwrap().is_some());
+        assert!(root.open_dir(&b.join("sub")).unwrap().is_some());
+        assert!(root.open_dir(&b.join("rel-sub")).unwrap().is_some());
+        assert!(Root::is_escape(&root.open_dir(&b.join("evildir")).unwrap_err()));
+        assert!(Root::is_escape(&root.open_dir(outside.path()).unwrap_err()));
+        assert!(Root::Anywhere.open_dir(outside.path()).unwrap().is_none());
+        root.create_dir_all(&b.join("sub/x/y")).unwrap();
+        assert!(b.join("sub/x/y").is_dir());
+        root.create_dir_all(&b.join("rel-sub/z")).unwrap();
+        assert!(b.join("sub/z").is_dir());
+        assert!(Root::is_escape(&root.create_dir_all(&b.join("evildir/x/y")).unwrap_err()));
+        assert!(Root::is_escape(&root.create_dir_all(&outside.path().join("x")).unwrap_err()));
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "nothing made outside");
     }
 
     /// Anywhere opens what it is given, links to anywhere included.

@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use super::{finish_modify, TuneOption, Tuner};
+use super::{finish_modify_in, TuneOption, Tuner};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -231,6 +231,17 @@ impl CommandLine {
     /// arguments (the operands after the first) applied to the file at
     /// `path`.
     pub fn apply<S: Store>(&mut self, tuner: &mut Tuner<S>, path: &Path) -> Result<()> {
+        self.apply_in(tuner, &crate::root::Root::Anywhere, path)
+    }
+
+    /// [`CommandLine::apply`] whose structural rewrite is made beneath
+    /// `root` (`finish_modify_in`).
+    pub fn apply_in<S: Store>(
+        &mut self,
+        tuner: &mut Tuner<S>,
+        root: &crate::root::Root,
+        path: &Path,
+    ) -> Result<()> {
         self.parser.restart();
         loop {
             let failure = match self.parser.next() {
@@ -246,7 +257,7 @@ impl CommandLine {
         tuner.write_header()?;
         let p = &self.parser;
         let structural: Vec<String> = (p.optind + 1..p.argc).map_while(|i| p.argv[i].clone()).collect();
-        finish_modify(tuner, path, &structural)
+        finish_modify_in(tuner, root, path, &structural)
     }
 }
 

@@ -125,6 +125,17 @@ pub fn tune(path: &Path, options: &[TuneOption], structural: &[String]) -> Resul
 
 /// The structural part of [`tune`], on a tuner whose options are applied.
 pub fn finish_modify<S: Store>(tuner: &Tuner<S>, path: &Path, structural: &[String]) -> Result<()> {
+    finish_modify_in(tuner, &crate::root::Root::Anywhere, path, structural)
+}
+
+/// [`finish_modify`] whose rewritten file is made beneath `root`
+/// ([`Image::write_in`]).
+pub fn finish_modify_in<S: Store>(
+    tuner: &Tuner<S>,
+    root: &crate::root::Root,
+    path: &Path,
+    structural: &[String],
+) -> Result<()> {
     let plan = parse_modify_args(structural)?;
     if plan.is_empty() {
         return Ok(());
@@ -132,5 +143,50 @@ pub fn finish_modify<S: Store>(tuner: &Tuner<S>, path: &Path, structural: &[Stri
     let image = Image::read(&tuner.rrd)?;
     let hash = fnv_hash(path.as_os_str().as_encoded_bytes());
     let out = modify(&image, &plan, tuner.new_step, hash)?;
-    out.write(path)
+    out.write_in(root, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::root::Root;
+    use crate::testfile::{create_file, PERFTEST_LIKE};
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// A confined tune opened its file beneath the root, then the file's
+    /// directory became a link out of the root: the rewrite (temporary
+    /// file and rename, relative to the directory opened beneath the root)
+    /// is refused, and the outside directory is left as it was.
+    #[test]
+    fn a_confined_rewrite_refuses_a_directory_swapped_after_the_open() {
+        let base = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let b = base.path();
+        std::fs::create_dir(b.join("sub")).unwrap();
+        let path = create_file(&b.join("sub"), "f.rrd", &PERFTEST_LIKE);
+        let decoy = create_file(outside.path(), "f.rrd", &PERFTEST_LIKE);
+        let before = std::fs::read(&decoy).unwrap();
+        let root = Root::beneath(b).unwrap();
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // Unswapped, the rewrite happens beneath the root.
+        let mut tuner = Tuner::open_in(&root, &path).unwrap();
+        CommandLine::new(&argv(&["f.rrd", "RRA#0:+5"])).apply_in(&mut tuner, &root, &path).unwrap();
+        assert_eq!(Tuner::open(&path).unwrap().rrd.header.rra()[0].row_count, 15);
+        let mut tuner = Tuner::open_in(&root, &path).unwrap();
+        std::fs::rename(b.join("sub"), b.join("old-sub")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), b.join("sub")).unwrap();
+        let e =
+            CommandLine::new(&argv(&["f.rrd", "RRA#0:+5"])).apply_in(&mut tuner, &root, &path).unwrap_err();
+        assert!(matches!(&e, Error::Io { source, .. } if Root::is_escape(source)), "{e:?}");
+        assert_eq!(names(outside.path()), ["f.rrd"]);
+        assert!(std::fs::read(&decoy).unwrap() == before, "the outside file changed");
+    }
 }

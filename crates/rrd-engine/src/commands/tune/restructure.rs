@@ -39,7 +39,14 @@ impl Image {
 
     /// Writes the image to `path` atomically (temporary file + rename).
     pub fn write(&self, path: &Path) -> Result<()> {
-        create::write_file_with(path, &self.header, false, |out| {
+        self.write_in(&crate::root::Root::Anywhere, path)
+    }
+
+    /// [`Image::write`] beneath `root`: the temporary file is made and
+    /// renamed relative to the descriptor of `path`'s directory, opened
+    /// beneath the root ([`crate::newfile::NewFiles::in_root`]).
+    pub fn write_in(&self, root: &crate::root::Root, path: &Path) -> Result<()> {
+        create::write_file_in(root, path, &self.header, false, |out| {
             let mut buf = Vec::with_capacity(1 << 16);
             for chunk in self.values.chunks(8192) {
                 buf.clear();
