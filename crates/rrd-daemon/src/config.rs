@@ -465,6 +465,51 @@ fn parse_bytes(v: &str) -> Option<u64> {
     digits.parse::<u64>().ok()?.checked_mul(1 << shift)
 }
 
+/// The listener options given so far: what the next `-l`/`-L` inherits
+/// (rrdcached's `default_socket`, with our `-b` and `--skip-past-updates`).
+struct Inherited {
+    permissions: Permissions,
+    socket_group: Option<u32>,
+    socket_mode: Option<u32>,
+    base_dir: Option<PathBuf>,
+    skip_past: bool,
+}
+
+impl Default for Inherited {
+    fn default() -> Inherited {
+        Inherited {
+            permissions: Permissions::none(),
+            socket_group: None,
+            socket_mode: None,
+            base_dir: None,
+            skip_past: false,
+        }
+    }
+}
+
+impl Inherited {
+    /// `-P`'s commands; every command when no `-P` was given.
+    fn permissions(&self) -> Permissions {
+        if self.permissions.is_empty() {
+            Permissions::all()
+        } else {
+            self.permissions
+        }
+    }
+
+    /// A listener at `address` with these options.
+    fn spec(&self, address: ListenAddress) -> ListenSpec {
+        ListenSpec {
+            address,
+            permissions: self.permissions(),
+            socket_group: self.socket_group,
+            socket_mode: self.socket_mode,
+            base_dir: self.base_dir.clone(),
+            skip_past_updates: self.skip_past,
+        }
+    }
+}
+
 /// Reads the daemon's arguments (without the program and subcommand names).
 /// Returns the configuration and the warnings rrdcached would print.
 // A flat match over rrdcached's options.
@@ -472,14 +517,9 @@ fn parse_bytes(v: &str) -> Option<u64> {
 pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
     let mut c = Config::default();
     let mut warnings = Vec::new();
-    // What the next -l inherits (rrdcached's `default_socket`).
-    let mut permissions = Permissions::none();
-    let mut socket_group = None;
-    let mut socket_mode = None;
-    // The last -b and whether --skip-past-updates came, so far (what the
-    // next -l inherits), and whether one came after the last -l.
-    let mut base_dir: Option<PathBuf> = None;
-    let mut skip_past = false;
+    // What the next -l inherits, and whether a --skip-past-updates came
+    // after the last -l.
+    let mut next = Inherited::default();
     let mut skip_trailing = false;
     // rrdcached acts on each option as optparse hands it out: the options
     // before a refused word count (their own mistakes come first).
@@ -513,7 +553,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
             "keep-pages" => c.keep_pages = true,
             "skip-past-updates" => {
                 c.skip_past_updates = true;
-                skip_past = true;
+                next.skip_past = true;
                 skip_trailing = true;
             }
             "metrics" => c.metrics = Some(value),
@@ -562,14 +602,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
             "F" => c.flush_at_shutdown = true,
             "g" => c.foreground = true,
             "L" => {
-                c.listen.push(ListenSpec {
-                    address: ListenAddress::Tcp { host: String::new(), port: DEFAULT_PORT },
-                    permissions: if permissions.is_empty() { Permissions::all() } else { permissions },
-                    socket_group,
-                    socket_mode,
-                    base_dir: base_dir.clone(),
-                    skip_past_updates: skip_past,
-                });
+                c.listen.push(next.spec(ListenAddress::Tcp { host: String::new(), port: DEFAULT_PORT }));
                 skip_trailing = false;
             }
             "O" => c.no_overwrite = true,
@@ -580,7 +613,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
                 }
             }
             "b" => {
-                base_dir = Some(PathBuf::from(&value));
+                next.base_dir = Some(PathBuf::from(&value));
                 c.base_dir = Some(PathBuf::from(value));
             }
             "f" => c.flush_interval_secs = duration_secs("flush interval", &value, 3)?,
@@ -600,14 +633,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
             "l" => {
                 let address = ListenAddress::parse(&value)
                     .map_err(|e: AddressError| err(2, format!("rrdcached: {e}")))?;
-                c.listen.push(ListenSpec {
-                    address,
-                    permissions: if permissions.is_empty() { Permissions::all() } else { permissions },
-                    socket_group,
-                    socket_mode,
-                    base_dir: base_dir.clone(),
-                    skip_past_updates: skip_past,
-                });
+                c.listen.push(next.spec(address));
                 skip_trailing = false;
             }
             "m" => {
@@ -615,11 +641,11 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
                     .ok()
                     .filter(|&m| m <= 0o7777)
                     .ok_or_else(|| err(5, format!("read_options: Invalid file mode \"{value}\".")))?;
-                socket_mode = Some(mode);
+                next.socket_mode = Some(mode);
             }
             "o" => c.log_file = Some(PathBuf::from(value)),
             "P" => {
-                permissions = Permissions::parse(&value).map_err(|name| {
+                next.permissions = Permissions::parse(&value).map_err(|name| {
                     err(
                         4,
                         format!(
@@ -631,7 +657,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
             }
             "p" => c.pid_file = PathBuf::from(value),
             "s" => {
-                socket_group = Some(lookup_group(&value).ok_or_else(|| {
+                next.socket_group = Some(lookup_group(&value).ok_or_else(|| {
                     err(5, format!("read_options: couldn't map \"{value}\" to a group, Sorry"))
                 })?)
             }
@@ -669,8 +695,8 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
         return Err(err(1, format!("unexpected argument '{word}'")));
     }
     c.listen_given = !c.listen.is_empty();
-    c.passed_permissions = if permissions.is_empty() { Permissions::all() } else { permissions };
-    c.socket_file_options = socket_group.is_some() || socket_mode.is_some();
+    c.passed_permissions = next.permissions();
+    c.socket_file_options = next.socket_group.is_some() || next.socket_mode.is_some();
     // Listeners no -b precedes take the last one (the default base);
     // a --skip-past-updates after the last -l reaches those none preceded.
     for l in &mut c.listen {
@@ -680,14 +706,9 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
         l.skip_past_updates |= skip_trailing;
     }
     if c.listen.is_empty() {
-        c.listen.push(ListenSpec {
-            address: ListenAddress::parse(DEFAULT_ADDRESS).expect("the default address parses"),
-            permissions: if permissions.is_empty() { Permissions::all() } else { permissions },
-            socket_group,
-            socket_mode,
-            base_dir: c.base_dir.clone(),
-            skip_past_updates: skip_past,
-        });
+        // The default socket: the options given anywhere (its base is the
+        // last -b, as `next`'s is now).
+        c.listen.push(next.spec(ListenAddress::parse(DEFAULT_ADDRESS).expect("the default address parses")));
     }
     if c.flush_interval_secs < 2 * c.write_interval_secs {
         warnings.push("WARNING: flush interval (-f) should be at least 2x write interval (-w) !".into());

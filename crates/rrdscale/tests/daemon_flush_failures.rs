@@ -10,18 +10,9 @@ mod daemon_common;
 
 use std::os::unix::fs::symlink;
 
-use daemon_common::{create_rrd, require_tools, temp_dir, Daemon, Kind};
+use daemon_common::{create_rrd, require_tools, stat_field, temp_dir, Daemon, Kind};
 
 const T0: i64 = 1_000_000_000;
-
-fn stat_field(reply: &str, name: &str) -> u64 {
-    reply
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-        .unwrap_or_else(|| panic!("{name} not in STATS: {reply}"))
-        .parse()
-        .unwrap()
-}
 
 #[test]
 fn flush_answers_an_error_when_the_values_were_not_written() {

@@ -10,21 +10,12 @@ mod daemon_common;
 
 use std::path::Path;
 
-use daemon_common::{create_rrd, require_tools, rrdtool, temp_dir, Client, Daemon, Kind};
+use daemon_common::{create_rrd, require_tools, rrdtool, stat_field, temp_dir, Client, Daemon, Kind};
 
 const T0: i64 = 1_000_000_000;
 
 fn v(i: i64, x: i64) -> String {
     format!("{}:{x}:{}", T0 + 300 * i, 100 * x)
-}
-
-fn stat_field(reply: &str, name: &str) -> u64 {
-    reply
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-        .unwrap_or_else(|| panic!("{name} missing from STATS:\n{reply}"))
-        .parse()
-        .unwrap()
 }
 
 /// The last update of `file` as rrdtool reads it: its time and values.

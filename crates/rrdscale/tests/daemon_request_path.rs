@@ -11,7 +11,7 @@ use std::os::unix::net::UnixStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use daemon_common::{create_rrd, require_tools, rrdtool, temp_dir, Daemon, Kind};
+use daemon_common::{create_rrd, require_tools, rrdtool, stat_field, temp_dir, Daemon, Kind};
 
 const T0: i64 = 1_000_000_000;
 
@@ -23,15 +23,6 @@ fn cpu_secs(pid: u32) -> f64 {
     // utime and stime are fields 14 and 15 of the whole line (11, 12 here).
     let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
     ticks / 100.0
-}
-
-fn stat_field(reply: &str, name: &str) -> u64 {
-    reply
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-        .unwrap_or_else(|| panic!("{name} missing from STATS:\n{reply}"))
-        .parse()
-        .unwrap()
 }
 
 /// Under -B, a file replaced by a symbolic link to a file outside the base

@@ -9,18 +9,9 @@ mod daemon_common;
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use daemon_common::{create_rrd, require_tools, rrdtool, temp_dir, Daemon, Kind};
+use daemon_common::{create_rrd, require_tools, rrdtool, stat_field, temp_dir, Daemon, Kind};
 
 const T0: i64 = 1_000_000_000;
-
-fn stat_field(reply: &str, name: &str) -> u64 {
-    reply
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-        .unwrap_or_else(|| panic!("{name} missing from STATS:\n{reply}"))
-        .parse()
-        .unwrap()
-}
 
 fn metrics(port: u16) -> String {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();

@@ -14,6 +14,16 @@ use std::time::{Duration, Instant};
 pub const RRDTOOL: &str = "/usr/bin/rrdtool";
 pub const RRDCACHED: &str = "/usr/bin/rrdcached";
 
+/// The value of `name` in a STATS reply.
+pub fn stat_field(reply: &str, name: &str) -> u64 {
+    reply
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+        .unwrap_or_else(|| panic!("{name} missing from STATS:\n{reply}"))
+        .parse()
+        .unwrap()
+}
+
 pub fn require_tools() {
     assert!(
         Path::new(RRDTOOL).exists(),
