@@ -125,7 +125,7 @@ def main():
     # The single node, same workload, same machine.
     ref_dir = os.path.join(args.work, "single")
     os.makedirs(ref_dir)
-    addr = "127.0.0.1:42329"
+    addr = "127.0.0.1:29229"  # below the ephemeral port range, as cluster_test.py
     os.makedirs(os.path.join(args.work, "single-journal"), exist_ok=True)
     ref = subprocess.Popen([args.rrdscale, "daemon", "-g", "-b", ref_dir, "-l", addr, "-j",
                             os.path.join(args.work, "single-journal"), "-p", os.path.join(args.work, "single.pid"),

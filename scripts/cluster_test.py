@@ -258,8 +258,11 @@ class Node:
     def __init__(self, args, i):
         self.i = i
         self.id = f"n{i}"
-        self.addr = f"127.0.0.1:{42310 + i}"
-        self.metrics_addr = f"127.0.0.1:{42320 + i}"
+        # Below the kernel's ephemeral range (32768-60999 by default): a
+        # port in it can be the local end of some client's connection (the
+        # brokers', collectd's) when the node binds it, and the bind fails.
+        self.addr = f"127.0.0.1:{29210 + i}"
+        self.metrics_addr = f"127.0.0.1:{29220 + i}"
         self.dir = os.path.join(args.work, f"node{i}")
         self.args = args
         self.proc = None
@@ -582,7 +585,7 @@ def main():
         os.makedirs(os.path.join(ref_dir, f"d{d}"), exist_ok=True)
     for k in (1, 2, 3):
         os.makedirs(os.path.join(ref_dir, f"collectd/h{k}/test"), exist_ok=True)
-    sock = "127.0.0.1:42319"
+    sock = "127.0.0.1:29219"
     os.makedirs(os.path.join(args.work, "reference-journal"), exist_ok=True)
     ref = subprocess.Popen([args.rrdscale, "daemon", "-g", "-b", ref_dir, "-l", sock,
                             "-j", os.path.join(args.work, "reference-journal"), "-p",
