@@ -100,14 +100,22 @@ impl Root {
     /// (`Ok(None)`: anywhere, `path` as given); an escape when no
     /// directory of the root contains it.
     pub fn locate<'a>(&'a self, path: &'a Path) -> io::Result<Option<(&'a Beneath, &'a Path)>> {
+        match self.containing(path)? {
+            Some((_, relative)) if relative.as_os_str().is_empty() => Err(escape()),
+            found => Ok(found),
+        }
+    }
+
+    /// The root's directory that contains `path` (the longest; `path` may
+    /// be that directory itself: then the name is empty) and the name
+    /// relative to it; `Ok(None)`: anywhere.
+    fn containing<'a>(&'a self, path: &'a Path) -> io::Result<Option<(&'a Beneath, &'a Path)>> {
         match self {
             Root::Anywhere => Ok(None),
             Root::Nowhere => Err(escape()),
             Root::Beneath(all) => all
                 .iter()
-                .find_map(|b| {
-                    path.strip_prefix(&b.prefix).ok().filter(|r| !r.as_os_str().is_empty()).map(|r| (b, r))
-                })
+                .find_map(|b| path.strip_prefix(&b.prefix).ok().map(|r| (b, r)))
                 .map(Some)
                 .ok_or_else(escape),
         }
@@ -127,30 +135,10 @@ impl Root {
     /// it, which may be that directory itself; `Ok(None)` for
     /// [`Root::Anywhere`], whose callers use names.
     pub fn open_dir(&self, dir: &Path) -> io::Result<Option<OwnedFd>> {
-        let all = match self {
-            Root::Anywhere => return Ok(None),
-            Root::Nowhere => return Err(escape()),
-            Root::Beneath(all) => all,
-        };
-        let (b, relative) =
-            all.iter().find_map(|b| dir.strip_prefix(&b.prefix).ok().map(|r| (b, r))).ok_or_else(escape)?;
+        let Some((b, relative)) = self.containing(dir)? else { return Ok(None) };
         let relative = if relative.as_os_str().is_empty() { Path::new(".") } else { relative };
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        if !NO_OPENAT2.load(Ordering::Relaxed) {
-            let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-            match rustix::fs::openat2(&b.dir, relative, flags, Mode::empty(), resolve) {
-                Ok(fd) => return Ok(Some(fd)),
-                Err(rustix::io::Errno::NOSYS) => NO_OPENAT2.store(true, Ordering::Relaxed),
-                Err(rustix::io::Errno::XDEV) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let fd = rustix::fs::openat(&b.dir, relative, flags, Mode::empty())?;
-        let opened = std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd)))?;
-        if !opened.starts_with(&b.real) {
-            return Err(escape());
-        }
-        Ok(Some(fd))
+        b.open(relative, flags, true).map(Some)
     }
 
     /// `mkdir -p dir`, beneath the root: each missing directory is made
@@ -159,13 +147,7 @@ impl Root {
     /// of the root is refused before anything is made through it.
     /// [`Root::Anywhere`]: `std::fs::create_dir_all`.
     pub fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        let all = match self {
-            Root::Anywhere => return std::fs::create_dir_all(dir),
-            Root::Nowhere => return Err(escape()),
-            Root::Beneath(all) => all,
-        };
-        let (b, relative) =
-            all.iter().find_map(|b| dir.strip_prefix(&b.prefix).ok().map(|r| (b, r))).ok_or_else(escape)?;
+        let Some((b, relative)) = self.containing(dir)? else { return std::fs::create_dir_all(dir) };
         let mut parent = b.prefix.clone();
         for part in relative.components() {
             let std::path::Component::Normal(name) = part else { return Err(escape()) };
@@ -191,10 +173,20 @@ impl Root {
         };
         let access = if write { OFlags::RDWR } else { OFlags::RDONLY };
         let flags = access | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+        b.open(relative, flags, false).map(File::from)
+    }
+}
+
+impl Beneath {
+    /// Opens `relative` beneath this directory: `openat2(RESOLVE_BENEATH)`,
+    /// or, without it, `openat` and a check of what was opened
+    /// (`/proc/self/fd`). `itself`: the directory itself may be what is
+    /// opened (a directory's descriptor), not only something beneath it.
+    fn open(&self, relative: &Path, flags: OFlags, itself: bool) -> io::Result<OwnedFd> {
         if !NO_OPENAT2.load(Ordering::Relaxed) {
             let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-            match rustix::fs::openat2(&b.dir, relative, flags, Mode::empty(), resolve) {
-                Ok(fd) => return Ok(File::from(fd)),
+            match rustix::fs::openat2(&self.dir, relative, flags, Mode::empty(), resolve) {
+                Ok(fd) => return Ok(fd),
                 Err(rustix::io::Errno::NOSYS) => NO_OPENAT2.store(true, Ordering::Relaxed),
                 // An absolute link is refused by RESOLVE_BENEATH even when it
                 // lands inside; the check below decides on what it opens.
@@ -202,12 +194,12 @@ impl Root {
                 Err(e) => return Err(e.into()),
             }
         }
-        let fd = rustix::fs::openat(&b.dir, relative, flags, Mode::empty())?;
+        let fd = rustix::fs::openat(&self.dir, relative, flags, Mode::empty())?;
         let opened = std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd)))?;
-        if !opened.starts_with(&b.real) || opened == b.real {
+        if !opened.starts_with(&self.real) || (!itself && opened == self.real) {
             return Err(escape());
         }
-        Ok(File::from(fd))
+        Ok(fd)
     }
 }
 
