@@ -153,6 +153,10 @@ pub struct Config {
     /// `--max-connections`: connections served at once (0: derived from the
     /// descriptor limit, see [`connections_max`]).
     pub max_connections: usize,
+    /// `--unix-threads`: UNIX-socket connections served each on a thread
+    /// of its own, at most this many at once (`crate::connection::own_thread`);
+    /// 0: every connection on the runtime.
+    pub unix_threads: usize,
     /// `--list-max-names`: the most names one LIST answers (it looks at
     /// no more than four times as many directory entries).
     pub list_max_names: usize,
@@ -194,6 +198,7 @@ impl Default for Config {
             idle_timeout_tcp: Some(Duration::from_secs(IDLE_TIMEOUT_TCP_SECS)),
             idle_timeout_unix: None,
             max_connections: 0,
+            unix_threads: UNIX_THREADS,
             list_max_names: 1_000_000,
         }
     }
@@ -209,6 +214,12 @@ pub const DEFAULT_SYNC: SyncPolicy = SyncPolicy::Every(Duration::from_millis(100
 /// interval (MRTG's and Munin's 5 minutes), short enough that abandoned or
 /// half-open connections give their descriptors back.
 pub const IDLE_TIMEOUT_TCP_SECS: u64 = 900;
+
+/// The default `--unix-threads`: more than the clients a monitoring host
+/// keeps connected at once (collectd holds one connection, a poller one
+/// per worker; `rrdtool --daemon` connects per command), few enough that
+/// their stacks and scheduling stay small beside the flush threads.
+pub const UNIX_THREADS: usize = 256;
 
 /// The most connections served at once when `--max-connections` is not
 /// given: half of what the descriptor limit leaves after the flush workers'
@@ -327,6 +338,10 @@ rrdscale options:
                                 (default 0: never, as rrdcached)
   --max-connections N           Connections served at once (default: derived from the
                                 descriptor limit, leaving room for RRD and journal files)
+  --unix-threads N              UNIX-socket connections served each on a thread of its
+                                own, as rrdcached does, at most N at once (default 256);
+                                more, and TCP connections, are served by a few shared
+                                threads. 0: every connection on the shared threads
   --list-max-names N            Most names one LIST answers (default 1000000)
 
 Cluster mode (builds with the `cluster` feature; docs/cluster.md):
@@ -400,6 +415,7 @@ const OPTIONS: &[Spec] = &[
     value(None, "idle-timeout-tcp"),
     value(None, "idle-timeout-unix"),
     value(None, "max-connections"),
+    value(None, "unix-threads"),
     value(None, "list-max-names"),
 ];
 
@@ -591,6 +607,12 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, ConfigError> {
                 c.max_connections = v.parse().ok().filter(|&n: &usize| n > 0).ok_or_else(|| {
                     err(2, format!("Invalid --max-connections {v}: expected a positive count"))
                 })?;
+            }
+            "unix-threads" => {
+                let v = value;
+                c.unix_threads = v
+                    .parse()
+                    .map_err(|_| err(2, format!("Invalid --unix-threads {v}: expected a count (0: none)")))?;
             }
             "list-max-names" => {
                 let v = value;
@@ -837,6 +859,10 @@ mod tests {
         assert_eq!(connections_max(1 << 20, 4), 16_384, "never above 16,384");
         assert!(!Config::default().skip_past_updates);
         assert!(parse(&["--skip-past-updates"]).0.skip_past_updates);
+        assert_eq!(Config::default().unix_threads, 256);
+        assert_eq!(parse(&["--unix-threads", "0"]).0.unix_threads, 0);
+        assert_eq!(parse(&["--unix-threads=16"]).0.unix_threads, 16);
+        assert!(parse_args(&["--unix-threads".to_string(), "-1".to_string()]).is_err());
         let (c, _) = parse(&["--max-pending-bytes", "64M", "--keep-pages"]);
         assert_eq!(c.max_pending_bytes, 64 << 20);
         assert!(c.keep_pages);

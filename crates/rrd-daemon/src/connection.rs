@@ -51,6 +51,14 @@
 //! DUMP (rrdcached 1.9): the replies before it are written, then its XML
 //! as it is rendered (`commands::dump`), then the connection is closed;
 //! lines after it are not run.
+//!
+//! Transports: the same session code serves a connection on the runtime's
+//! shared threads ([`serve_peer`]: TCP, and UNIX sockets beyond
+//! `--unix-threads`) and on a thread of its own with blocking reads and
+//! writes ([`own_thread`]: UNIX sockets). Only how bytes arrive differs
+//! (`Incoming`); replies go through `AsyncWrite` either way.
+
+pub mod own_thread;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +66,7 @@ use std::time::Duration;
 use rrd_protocol::reply::BatchErrors;
 use rrd_protocol::{fields, gate, Command, Context, Fields, Frame, LineFramer, Permissions, Reply};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
 
 use crate::cache::unix_now;
 use crate::commands::{self, journal_error, Accepted, Args, Outcome, Peer};
@@ -132,6 +141,8 @@ struct Session {
     prefetch: HeaderPrefetch,
     /// The client, whose leaving ends a long LIST.
     peer: Peer,
+    /// Served on a thread of its own ([`own_thread`]): blocking is free.
+    own_thread: bool,
 }
 
 impl Session {
@@ -320,6 +331,11 @@ impl Session {
             Queued::AfterCommit(t, _) => m.max(t.clone()),
             Queued::Ready(_) | Queued::Stream(_) | Queued::Dump(_) => m,
         });
+        if self.own_thread {
+            // Nothing else to serve here while the writer lock is taken:
+            // wait on the lock itself (no wake-up list to join).
+            self.daemon.journal.commit(&newest);
+        }
         let _ = self.daemon.journal.wait(&newest).await;
         let queue = std::mem::take(&mut self.queue);
         for q in queue {
@@ -422,10 +438,57 @@ where
     serve_peer(daemon, stream, listening, idle, Peer::default()).await
 }
 
+/// How a wait for a connection's bytes ended.
+pub(crate) enum Received {
+    /// Bytes were appended to the buffer.
+    Bytes,
+    /// The client closed its end, or the read failed.
+    Closed,
+    /// The deadline passed first.
+    Idle,
+    /// The daemon is shutting down.
+    Shutdown,
+}
+
+/// Where a connection's bytes come from: the runtime's reactor
+/// ([`Reactor`]) or a blocking read on the connection's own thread
+/// ([`own_thread`]).
+pub(crate) trait Incoming {
+    /// Whether the connection has its thread to itself (may block it).
+    const OWN_THREAD: bool;
+    /// Waits for bytes and appends them to `buf`, giving up at `deadline`.
+    async fn receive(&mut self, buf: &mut Vec<u8>, deadline: Option<Instant>) -> Received;
+}
+
+/// A connection's reading half on the runtime: a read, the shutdown
+/// signal and the idle deadline, whichever comes first.
+struct Reactor<R> {
+    rd: R,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+}
+
+impl<R: AsyncRead + Unpin> Incoming for Reactor<R> {
+    const OWN_THREAD: bool = false;
+    async fn receive(&mut self, buf: &mut Vec<u8>, deadline: Option<Instant>) -> Received {
+        let idle = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = self.rd.read_buf(buf) => match r {
+                Ok(0) | Err(_) => Received::Closed,
+                Ok(_) => Received::Bytes,
+            },
+            _ = self.shutdown.changed() => Received::Shutdown,
+            () = idle => Received::Idle,
+        }
+    }
+}
+
 /// [`serve`] for a connection of the listener `listening`, on a socket
 /// whose client's leaving ends long commands.
-// One read loop; every branch shares its timeout and pipelining state.
-#[allow(clippy::too_many_lines)]
 pub async fn serve_peer<S>(
     daemon: Arc<Daemon>,
     stream: S,
@@ -435,9 +498,28 @@ pub async fn serve_peer<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let (rd, wr) = tokio::io::split(stream);
+    let incoming = Reactor { rd, shutdown: daemon.shutdown.subscribe() };
+    serve_with(daemon, incoming, wr, listening, idle, peer).await;
+}
+
+/// The session loop over any transport: read what arrived, run its
+/// complete lines, write their replies, until the client leaves, QUIT,
+/// the idle deadline or shutdown.
+// One read loop; every branch shares its timeout and pipelining state.
+#[allow(clippy::too_many_lines)]
+pub(crate) async fn serve_with<I, W>(
+    daemon: Arc<Daemon>,
+    mut incoming: I,
+    mut wr: W,
+    listening: Listening,
+    idle: Option<Duration>,
+    peer: Peer,
+) where
+    I: Incoming,
+    W: AsyncWrite + Unpin,
+{
     Stats::add(&daemon.stats.connections, 1);
-    let mut shutdown = daemon.shutdown.subscribe();
-    let (mut rd, mut wr) = tokio::io::split(stream);
     let mut session = Session {
         daemon: daemon.clone(),
         listening,
@@ -446,34 +528,26 @@ pub async fn serve_peer<S>(
         key: String::new(),
         prefetch: HeaderPrefetch::default(),
         peer,
+        own_thread: I::OWN_THREAD,
     };
     let mut buf: Vec<u8> = Vec::with_capacity(128 * 1024);
     let mut lines = LineFramer::new();
-    // Reset before each read; never fires without an idle timeout.
-    let far = Duration::from_secs(100 * 365 * 86_400);
-    let idle_timer = tokio::time::sleep(idle.unwrap_or(far));
-    tokio::pin!(idle_timer);
     // When the first byte of the line not yet complete arrived: that line
     // must complete within `idle` of it.
-    let mut line_began: Option<tokio::time::Instant> = None;
+    let mut line_began: Option<Instant> = None;
     let mut first_line = true;
     loop {
-        if *shutdown.borrow() {
+        if *daemon.shutdown.borrow() {
             break;
         }
         buf.reserve(64 * 1024);
-        if let Some(d) = idle {
-            idle_timer.as_mut().reset(line_began.unwrap_or_else(tokio::time::Instant::now) + d);
-        }
-        tokio::select! {
-            r = rd.read_buf(&mut buf) => match r {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            },
-            _ = shutdown.changed() => break,
-            _ = &mut idle_timer, if idle.is_some() => {
+        let deadline = idle.map(|d| line_began.unwrap_or_else(Instant::now) + d);
+        match incoming.receive(&mut buf, deadline).await {
+            Received::Bytes => {}
+            Received::Closed | Received::Shutdown => break,
+            Received::Idle => {
                 Stats::add(&daemon.stats.connections_idle_closed, 1);
-                let secs = idle.unwrap_or(far).as_secs();
+                let secs = idle.unwrap_or_default().as_secs();
                 if line_began.is_some() {
                     crate::log!(Debug, "closing a connection whose line did not complete within {secs} s");
                 } else {
@@ -482,7 +556,7 @@ pub async fn serve_peer<S>(
                 break;
             }
         }
-        let read_at = tokio::time::Instant::now();
+        let read_at = Instant::now();
         let now = unix_now();
         let mut close = false;
         let mut framed_any = false;

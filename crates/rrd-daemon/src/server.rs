@@ -639,6 +639,17 @@ async fn accept_loop(
             log!(Notice, "accepting connections again");
             exhausted = false;
         }
+        // A UNIX client gets a thread of its own while there are fewer
+        // than --unix-threads (connection::own_thread).
+        let (stream, permit) = match stream {
+            Ok(unix) => {
+                match connection::own_thread::Threads::spawn(&daemon, unix, listening, idle, permit) {
+                    None => continue,
+                    Some((unix, permit)) => (Ok(unix), permit),
+                }
+            }
+            tcp => (tcp, permit),
+        };
         let d = daemon.clone();
         tokio::spawn(async move {
             match stream {
@@ -761,6 +772,8 @@ async fn serve(
     }
     // send_replace: the flag must turn even when no connection is subscribed.
     daemon.shutdown.send_replace(true);
+    // Threads blocked in a read do not see the flag: end their reads.
+    daemon.connection_threads.shut_all();
     // Give connections a moment to finish the command they are running.
     let all = limit.acquire_many(connections_max as u32);
     let _ = tokio::time::timeout(Duration::from_secs(5), all).await;

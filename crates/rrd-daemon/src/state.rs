@@ -46,6 +46,9 @@ pub struct Daemon {
     /// Large FETCH replies being written (`commands::fetch::LARGE_ROWS`):
     /// at most `LARGE_REPLIES_MAX` at once.
     pub large_replies: Arc<tokio::sync::Semaphore>,
+    /// UNIX-socket connections served on threads of their own
+    /// (`--unix-threads`).
+    pub connection_threads: crate::connection::own_thread::Threads,
 }
 
 impl Daemon {
@@ -78,6 +81,7 @@ impl Daemon {
         cache.kept_budget.store(kept_budget, std::sync::atomic::Ordering::SeqCst);
         let flush_at_shutdown = AtomicBool::new(config.flush_at_shutdown);
         let journal = Arc::new(journal);
+        let connection_threads = crate::connection::own_thread::Threads::new(config.unix_threads);
         if journal.enabled() {
             let _ = cache.undo_log.set(journal.clone());
         }
@@ -92,6 +96,7 @@ impl Daemon {
             flush_at_shutdown,
             create_lock: tokio::sync::Mutex::new(()),
             large_replies: Arc::new(tokio::sync::Semaphore::new(crate::commands::fetch::LARGE_REPLIES_MAX)),
+            connection_threads,
         }
     }
 

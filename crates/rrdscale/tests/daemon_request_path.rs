@@ -188,12 +188,18 @@ fn descriptor_exhaustion_backs_off_and_recovers() {
 
 /// `--idle-timeout-unix` closes a connection that sends nothing (a
 /// half-sent line counts); without it (the default for UNIX sockets) an
-/// idle connection stays open.
+/// idle connection stays open. On a connection's own thread and on the
+/// shared threads (`--unix-threads 0`) alike.
 #[test]
 fn idle_connections_are_closed_only_when_asked() {
     require_tools();
     let (_t, dir) = temp_dir();
-    for (extra, closes) in [(vec!["--idle-timeout-unix", "1"], true), (vec![], false)] {
+    for (extra, closes) in [
+        (vec!["--idle-timeout-unix", "1"], true),
+        (vec!["--idle-timeout-unix", "1", "--unix-threads", "0"], true),
+        (vec![], false),
+        (vec!["--unix-threads", "0"], false),
+    ] {
         let d = Daemon::start(Kind::Ours, &dir, &extra);
         let mut c = d.client();
         assert_eq!(c.call("PING"), "0 PONG\n");
@@ -245,15 +251,19 @@ fn drip<S: std::io::Read + std::io::Write>(s: &mut S, bytes: &[u8], every: Durat
 /// A line must complete within the idle timeout of its first byte: a
 /// client dripping one byte every 300 ms (each read well within the
 /// timeout) is closed about 2 s after its line began, over TCP and over a
-/// UNIX socket; complete lines sent slowly keep the connection.
+/// UNIX socket (on its own thread, and on the shared threads past
+/// `--unix-threads`); complete lines sent slowly keep the connection.
 #[test]
 fn a_slowly_dripped_line_is_cut_off_at_the_idle_timeout() {
     require_tools();
     let (_t, dir) = temp_dir();
     let port = free_port();
     let tcp = format!("127.0.0.1:{port}");
-    let d =
-        Daemon::start(Kind::Ours, &dir, &["-l", &tcp, "--idle-timeout-tcp", "2", "--idle-timeout-unix", "2"]);
+    let d = Daemon::start(
+        Kind::Ours,
+        &dir,
+        &["-l", &tcp, "--idle-timeout-tcp", "2", "--idle-timeout-unix", "2", "--unix-threads", "1"],
+    );
     let line = format!("UPDATE f.rrd {}:1:1 {}:2:2 {}:3:3", T0 + 300, T0 + 600, T0 + 900);
     let every = Duration::from_millis(300);
     let mut t = std::net::TcpStream::connect(&tcp).unwrap();
@@ -263,13 +273,23 @@ fn a_slowly_dripped_line_is_cut_off_at_the_idle_timeout() {
         closed >= Duration::from_millis(1800) && closed < Duration::from_secs(4),
         "closed after {closed:?}"
     );
-    let mut u = UnixStream::connect(&d.socket).unwrap();
-    u.set_read_timeout(Some(every)).unwrap();
-    let closed = drip(&mut u, line.as_bytes(), every).expect("a dripping UNIX-socket line is closed");
-    assert!(
-        closed >= Duration::from_millis(1800) && closed < Duration::from_secs(4),
-        "closed after {closed:?}"
-    );
+    // Two at once: the first has the one connection thread, the second
+    // is served on the shared threads.
+    let dripping: Vec<_> = (0..2)
+        .map(|_| {
+            let mut u = UnixStream::connect(&d.socket).unwrap();
+            u.set_read_timeout(Some(every)).unwrap();
+            let line = line.clone();
+            std::thread::spawn(move || drip(&mut u, line.as_bytes(), every))
+        })
+        .collect();
+    for d in dripping {
+        let closed = d.join().unwrap().expect("a dripping UNIX-socket line is closed");
+        assert!(
+            closed >= Duration::from_millis(1800) && closed < Duration::from_secs(4),
+            "closed after {closed:?}"
+        );
+    }
     // Complete lines 1.5 s apart: each within the timeout, so it stays.
     let mut c = d.client();
     for _ in 0..3 {

@@ -1,0 +1,256 @@
+//! UNIX-socket connections served each on a thread of its own, with
+//! blocking reads and writes, as rrdcached serves every connection.
+//!
+//! Why: a client that waits for each reply (collectd, `rrdtool --daemon`,
+//! MRTG, Munin) sends a line and sleeps; on its own thread, that line wakes
+//! the thread blocked in `read(2)` on the socket, which answers and reads
+//! again. On the runtime's shared threads the same line costs an
+//! `epoll_wait`, a second read to find the socket empty, and often a
+//! hand-off between worker threads. With 16 clients on two cores the
+//! round trip floor (PING) rose from 0.8 of rrdcached's to par with it
+//! (docs/BENCHMARKS.md, 2026-11-28, the thread-per-connection entry).
+//!
+//! The session is the same async code as on the runtime
+//! (`serve_with`), run by the runtime's `Handle::block_on` on
+//! this thread: reads and writes complete in their first poll (they block
+//! this thread, which serves no one else), while journal waits, FETCH's
+//! turn for large replies, DUMP's rendering and CREATE's lock work as on
+//! the runtime.
+//!
+//! Shutdown: a thread blocked in `read(2)` does not see the shutdown
+//! signal, so every such socket is registered in [`Threads`], and
+//! [`Threads::shut_all`] shuts their reading side when the daemon stops:
+//! the read returns, the replies already due are written, the connection
+//! closes. Idle timeouts (`--idle-timeout-unix`): the socket's receive
+//! timeout is set to what is left until the deadline before each read.
+//!
+//! How many: at most `--unix-threads` at once. A connection beyond that,
+//! or one whose thread cannot be started (the process's task limit), is
+//! served on the runtime like a TCP connection.
+
+use std::collections::HashMap;
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::AsyncWrite;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
+
+use super::{serve_with, Incoming, Received};
+use crate::commands::Peer;
+use crate::state::{Daemon, Listening};
+
+/// What one read takes from the socket at most.
+const READ_BYTES: usize = 64 * 1024;
+
+/// The connections being served on their own threads.
+pub struct Threads {
+    max: usize,
+    next_id: AtomicU64,
+    /// Each live connection's socket, to shut at shutdown.
+    live: Mutex<HashMap<u64, Arc<UnixStream>>>,
+}
+
+impl Threads {
+    /// At most `max` connections on their own threads at once.
+    pub fn new(max: usize) -> Threads {
+        Threads { max, next_id: AtomicU64::new(0), live: Mutex::new(HashMap::new()) }
+    }
+
+    /// Serves `stream` on a thread of its own until it closes, holding
+    /// `permit` (its place among `--max-connections`) until then. Hands
+    /// both back when `--unix-threads` connections have threads already,
+    /// or when no thread can be started; `None`: taken (or, when the
+    /// socket could not be moved off the runtime, closed and logged).
+    pub fn spawn(
+        daemon: &Arc<Daemon>,
+        stream: tokio::net::UnixStream,
+        listening: Listening,
+        idle: Option<Duration>,
+        permit: OwnedSemaphorePermit,
+    ) -> Option<(tokio::net::UnixStream, OwnedSemaphorePermit)> {
+        let threads = &daemon.connection_threads;
+        let Some(id) = threads.slot() else { return Some((stream, permit)) };
+        let registered = Registered { daemon: daemon.clone(), id };
+        let socket = match stream.into_std() {
+            Ok(socket) => socket,
+            Err(e) => {
+                crate::log!(Err, "cannot move a connection off the shared threads ({e}); closing it");
+                return None;
+            }
+        };
+        if socket.set_nonblocking(false).is_err() {
+            return back_to_runtime(socket, permit);
+        }
+        let socket = Arc::new(socket);
+        threads.live.lock().expect("connection threads lock").insert(id, socket.clone());
+        // The thread gets its work through a channel, so that a thread that
+        // cannot be started leaves the work (and the permit) here.
+        let (hand_over, work_in) = std::sync::mpsc::channel::<Work>();
+        let runtime = tokio::runtime::Handle::current();
+        let spawned = std::thread::Builder::new().name("rrdscale-conn".into()).spawn(move || {
+            if let Ok(work) = work_in.recv() {
+                work.run(&runtime);
+            }
+        });
+        let work = Work { registered, socket, listening, idle, permit };
+        match spawned {
+            Ok(_) => {
+                // The thread waits in recv: the send cannot fail.
+                let _ = hand_over.send(work);
+                None
+            }
+            Err(e) => {
+                crate::log!(
+                    Warning,
+                    "cannot start a connection thread ({e}); serving it on the shared threads"
+                );
+                let Work { registered, socket, permit, .. } = work;
+                drop(registered);
+                let socket = Arc::into_inner(socket).expect("unregistered: the only holder");
+                back_to_runtime(socket, permit)
+            }
+        }
+    }
+
+    /// Shuts the reading side of every connection served on its own
+    /// thread: each read returns, and each session ends (its replies due
+    /// are still written).
+    pub fn shut_all(&self) {
+        for socket in self.live.lock().expect("connection threads lock").values() {
+            let _ = socket.shutdown(std::net::Shutdown::Read);
+        }
+    }
+
+    /// An id for one more connection, unless `max` have threads.
+    fn slot(&self) -> Option<u64> {
+        let live = self.live.lock().expect("connection threads lock");
+        (live.len() < self.max).then(|| self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    fn forget(&self, id: u64) {
+        self.live.lock().expect("connection threads lock").remove(&id);
+    }
+}
+
+/// A connection's place in [`Threads`], given back when its thread ends
+/// (also by unwinding).
+struct Registered {
+    daemon: Arc<Daemon>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.daemon.connection_threads.forget(self.id);
+    }
+}
+
+/// What a connection's thread serves.
+struct Work {
+    registered: Registered,
+    socket: Arc<UnixStream>,
+    listening: Listening,
+    idle: Option<Duration>,
+    permit: OwnedSemaphorePermit,
+}
+
+impl Work {
+    fn run(self, runtime: &tokio::runtime::Handle) {
+        let Work { registered, socket, listening, idle, permit } = self;
+        let peer = Peer::of(&*socket);
+        let incoming = Reader { socket: socket.clone(), scratch: vec![0; READ_BYTES], timeout: None };
+        let daemon = registered.daemon.clone();
+        runtime.block_on(serve_with(daemon, incoming, Writer(socket), listening, idle, peer));
+        // The socket closes with its last holder, then its place is free.
+        drop(registered);
+        drop(permit);
+    }
+}
+
+/// The socket made non-blocking again, for the runtime; `None` (closed)
+/// when that fails.
+fn back_to_runtime(
+    socket: UnixStream,
+    permit: OwnedSemaphorePermit,
+) -> Option<(tokio::net::UnixStream, OwnedSemaphorePermit)> {
+    let stream = socket.set_nonblocking(true).and_then(|()| tokio::net::UnixStream::from_std(socket));
+    match stream {
+        Ok(stream) => Some((stream, permit)),
+        Err(e) => {
+            crate::log!(Err, "cannot return a connection to the shared threads ({e}); closing it");
+            None
+        }
+    }
+}
+
+/// Blocking reads into the session's buffer, with the idle deadline as the
+/// socket's receive timeout.
+struct Reader {
+    socket: Arc<UnixStream>,
+    scratch: Vec<u8>,
+    /// The receive timeout set on the socket now.
+    timeout: Option<Duration>,
+}
+
+impl Incoming for Reader {
+    const OWN_THREAD: bool = true;
+    async fn receive(&mut self, buf: &mut Vec<u8>, deadline: Option<Instant>) -> Received {
+        loop {
+            let timeout = match deadline {
+                None => None,
+                Some(at) => match at.checked_duration_since(Instant::now()) {
+                    Some(left) if left >= Duration::from_millis(1) => Some(left),
+                    _ => return Received::Idle,
+                },
+            };
+            if timeout != self.timeout {
+                if self.socket.set_read_timeout(timeout).is_err() {
+                    return Received::Closed;
+                }
+                self.timeout = timeout;
+            }
+            match (&*self.socket).read(&mut self.scratch) {
+                Ok(0) => return Received::Closed,
+                Ok(n) => {
+                    buf.extend_from_slice(&self.scratch[..n]);
+                    return Received::Bytes;
+                }
+                // Woken early, or the timeout: the deadline decides.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::Interrupted | ErrorKind::WouldBlock | ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => return Received::Closed,
+            }
+        }
+    }
+}
+
+/// Blocking writes: every poll completes (this thread serves no one else).
+struct Writer(Arc<UnixStream>);
+
+impl AsyncWrite for Writer {
+    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        loop {
+            match (&*self.0).write(buf) {
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                done => return Poll::Ready(done),
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(self.0.shutdown(std::net::Shutdown::Write))
+    }
+}
