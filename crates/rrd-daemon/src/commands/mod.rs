@@ -170,7 +170,12 @@ pub async fn execute_for(
     }
 }
 
-/// Runs blocking file work off the async threads.
+/// Runs blocking file work off the async threads: on the blocking pool
+/// from the runtime's shared threads, in place on a connection's own
+/// thread (`crate::connection::own_thread`), which serves no one else.
 pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    if crate::connection::own_thread::is_current() {
+        return f();
+    }
     tokio::task::spawn_blocking(f).await.expect("blocking task panicked")
 }

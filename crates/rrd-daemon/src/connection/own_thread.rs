@@ -15,7 +15,8 @@
 //! this thread: reads and writes complete in their first poll (they block
 //! this thread, which serves no one else), while journal waits, FETCH's
 //! turn for large replies, DUMP's rendering and CREATE's lock work as on
-//! the runtime.
+//! the runtime. File work the shared threads hand to the blocking pool
+//! (FETCH, INFO, CREATE, LIST: `commands::blocking`) runs in place here.
 //!
 //! Shutdown: a thread blocked in `read(2)` does not see the shutdown
 //! signal, so every such socket is registered in [`Threads`], and
@@ -48,18 +49,37 @@ use crate::state::{Daemon, Listening};
 /// What one read takes from the socket at most.
 const READ_BYTES: usize = 64 * 1024;
 
+/// How long a thread whose client left waits for the next client before
+/// it ends: a client that connects per command (`rrdtool update
+/// --daemon`) then finds a thread ready, its stack and its allocator's
+/// arena already set up, instead of starting one (measured: starting a
+/// thread per connection halved the commands per second of such a
+/// client).
+const IDLE_THREAD_KEEP: Duration = Duration::from_secs(10);
+
+/// Threads kept waiting for a client, at most.
+const IDLE_THREADS_MAX: usize = 32;
+
 /// The connections being served on their own threads.
 pub struct Threads {
     max: usize,
     next_id: AtomicU64,
-    /// Each live connection's socket, to shut at shutdown.
-    live: Mutex<HashMap<u64, Arc<UnixStream>>>,
+    /// Each live connection's socket (`None` while it is being set up),
+    /// to shut at shutdown.
+    live: Mutex<HashMap<u64, Option<Arc<UnixStream>>>>,
+    /// Threads whose client left, waiting for the next one (newest last).
+    idle: Mutex<Vec<(u64, std::sync::mpsc::Sender<Work>)>>,
 }
 
 impl Threads {
     /// At most `max` connections on their own threads at once.
     pub fn new(max: usize) -> Threads {
-        Threads { max, next_id: AtomicU64::new(0), live: Mutex::new(HashMap::new()) }
+        Threads {
+            max,
+            next_id: AtomicU64::new(0),
+            live: Mutex::new(HashMap::new()),
+            idle: Mutex::new(Vec::new()),
+        }
     }
 
     /// Serves `stream` on a thread of its own until it closes, holding
@@ -88,17 +108,20 @@ impl Threads {
             return back_to_runtime(socket, permit);
         }
         let socket = Arc::new(socket);
-        threads.live.lock().expect("connection threads lock").insert(id, socket.clone());
+        threads.live.lock().expect("connection threads lock").insert(id, Some(socket.clone()));
+        let work = Work { registered, socket, listening, idle, permit };
+        // A thread whose client left takes it, else a new one.
+        let Err(work) = threads.hand_to_idle(work) else { return None };
         // The thread gets its work through a channel, so that a thread that
         // cannot be started leaves the work (and the permit) here.
         let (hand_over, work_in) = std::sync::mpsc::channel::<Work>();
         let runtime = tokio::runtime::Handle::current();
+        let owner = daemon.clone();
         let spawned = std::thread::Builder::new().name("rrdscale-conn".into()).spawn(move || {
             if let Ok(work) = work_in.recv() {
-                work.run(&runtime);
+                serve_clients(&owner, &runtime, work);
             }
         });
-        let work = Work { registered, socket, listening, idle, permit };
         match spawned {
             Ok(_) => {
                 // The thread waits in recv: the send cannot fail.
@@ -122,15 +145,68 @@ impl Threads {
     /// thread: each read returns, and each session ends (its replies due
     /// are still written).
     pub fn shut_all(&self) {
-        for socket in self.live.lock().expect("connection threads lock").values() {
+        for socket in self.live.lock().expect("connection threads lock").values().flatten() {
             let _ = socket.shutdown(std::net::Shutdown::Read);
         }
+        // Threads waiting for a client end.
+        self.idle.lock().expect("idle connection threads lock").clear();
     }
 
     /// An id for one more connection, unless `max` have threads.
     fn slot(&self) -> Option<u64> {
-        let live = self.live.lock().expect("connection threads lock");
-        (live.len() < self.max).then(|| self.next_id.fetch_add(1, Ordering::Relaxed))
+        let mut live = self.live.lock().expect("connection threads lock");
+        if live.len() >= self.max {
+            return None;
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        live.insert(id, None);
+        Some(id)
+    }
+
+    /// Gives `work` to a thread waiting for a client; `Err` when none waits.
+    fn hand_to_idle(&self, mut work: Work) -> Result<(), Work> {
+        loop {
+            let Some((_, waiting)) = self.idle.lock().expect("idle connection threads lock").pop() else {
+                return Err(work);
+            };
+            match waiting.send(work) {
+                Ok(()) => return Ok(()),
+                // That thread ended meanwhile: the next one.
+                Err(std::sync::mpsc::SendError(back)) => work = back,
+            }
+        }
+    }
+
+    /// Waits (up to [`IDLE_THREAD_KEEP`]) for the next client of a thread
+    /// whose client left; `None`: the thread is to end.
+    fn next_client(&self) -> Option<Work> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (offer, work_in) = std::sync::mpsc::channel();
+        {
+            let mut idle = self.idle.lock().expect("idle connection threads lock");
+            if idle.len() >= IDLE_THREADS_MAX {
+                return None;
+            }
+            idle.push((id, offer));
+        }
+        match work_in.recv_timeout(IDLE_THREAD_KEEP) {
+            Ok(work) => Some(work),
+            Err(_) => {
+                let mut idle = self.idle.lock().expect("idle connection threads lock");
+                match idle.iter().position(|(waiting, _)| *waiting == id) {
+                    Some(i) => {
+                        idle.swap_remove(i);
+                        None
+                    }
+                    // Taken just as the wait ended (the client is on its way),
+                    // or the list was cleared at shutdown (the offer is gone).
+                    None => {
+                        drop(idle);
+                        work_in.recv().ok()
+                    }
+                }
+            }
+        }
     }
 
     fn forget(&self, id: u64) {
@@ -158,6 +234,30 @@ struct Work {
     listening: Listening,
     idle: Option<Duration>,
     permit: OwnedSemaphorePermit,
+}
+
+thread_local! {
+    /// Whether this thread is a connection's own.
+    static OWN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread serves one connection of its own (blocking
+/// work may run in place: `commands::blocking`).
+pub fn is_current() -> bool {
+    OWN.with(std::cell::Cell::get)
+}
+
+/// A connection thread's life: its client, then the next ones handed to
+/// it while it waits ([`Threads::next_client`]).
+fn serve_clients(daemon: &Daemon, runtime: &tokio::runtime::Handle, mut work: Work) {
+    OWN.with(|own| own.set(true));
+    loop {
+        work.run(runtime);
+        match daemon.connection_threads.next_client() {
+            Some(next) => work = next,
+            None => return,
+        }
+    }
 }
 
 impl Work {
