@@ -7,8 +7,9 @@
 //! again. On the runtime's shared threads the same line costs an
 //! `epoll_wait`, a second read to find the socket empty, and often a
 //! hand-off between worker threads. With 16 clients on two cores the
-//! round trip floor (PING) rose from 0.8 of rrdcached's to par with it
-//! (docs/BENCHMARKS.md, 2026-11-28, the thread-per-connection entry).
+//! round trip floor (PING) rose from 0.8 of rrdcached's to 1.3 times it
+//! (docs/BENCHMARKS.md, 2026-11-28, "A thread of its own for each
+//! UNIX-socket client").
 //!
 //! The session is the same async code as on the runtime
 //! (`serve_with`), run by the runtime's `Handle::block_on` on
