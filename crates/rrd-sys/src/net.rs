@@ -1,6 +1,7 @@
 //! The C library calls librrd's rrdcached client makes whose exact
 //! behaviour matters and that std and rustix do not offer in that form,
-//! each behind a safe function (for `rrd-client`).
+//! each behind a safe function (for `rrd-client`); and a read straight
+//! into a buffer's spare room, for the daemon's blocking connections.
 
 use std::ffi::CStr;
 use std::net::SocketAddr;
@@ -112,9 +113,54 @@ pub fn peer_hung_up(fd: std::os::fd::RawFd) -> bool {
     n > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
 }
 
+/// One `read(2)` of at most `max` bytes from `fd`, appended to `buf`
+/// without zeroing or copying them first (std's `Read` wants initialised
+/// room); the count read, 0 at end of file. On error `buf` is unchanged.
+pub fn read_appending(
+    fd: std::os::fd::BorrowedFd<'_>,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    buf.reserve(max);
+    let len = buf.len();
+    let room = buf.capacity() - len;
+    // SAFETY: the kernel writes at most `room` bytes at the end of the
+    // vector's allocation (reserved above), and the length grows only by
+    // the count it reports written, so every byte below the new length is
+    // initialised.
+    unsafe {
+        let n = libc::read(fd.as_raw_fd(), buf.as_mut_ptr().add(len).cast(), room.min(max));
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        buf.set_len(len + n as usize);
+        Ok(n as usize)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_append_what_arrived_and_nothing_else() {
+        use std::io::Write;
+        use std::os::fd::AsFd;
+        let (mut a, b) = UnixStream::pair().unwrap();
+        let mut buf = b"kept ".to_vec();
+        a.write_all(b"line one\nline").unwrap();
+        assert_eq!(read_appending(b.as_fd(), &mut buf, 4).unwrap(), 4);
+        assert_eq!(buf, b"kept line");
+        assert_eq!(read_appending(b.as_fd(), &mut buf, 1 << 16).unwrap(), 9);
+        assert_eq!(buf, b"kept line one\nline");
+        b.set_nonblocking(true).unwrap();
+        let e = read_appending(b.as_fd(), &mut buf, 16).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
+        assert_eq!(buf, b"kept line one\nline", "unchanged by a failed read");
+        drop(a);
+        assert_eq!(read_appending(b.as_fd(), &mut buf, 16).unwrap(), 0);
+    }
 
     #[test]
     fn resolves_numeric_hosts_and_words_errors() {

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use daemon_common::{create_rrd, temp_dir, Client, Daemon, Kind, RRDTOOL};
+use daemon_common::{create_rrd, stat_field as stat, temp_dir, Client, Daemon, Kind, RRDTOOL};
 
 const BIN: &str = env!("CARGO_BIN_EXE_rrdscale");
 const SOCKET_ACTIVATE: &str = "/usr/bin/systemd-socket-activate";
@@ -145,16 +145,6 @@ fn check_answers<S: std::io::Read + Write>(stream: &mut S, file: &str, t: i64) {
     assert_eq!(r[0], "0 PONG\n");
     assert_eq!(r[1], "0 errors, enqueued 1 value(s).\n");
     assert!(r[2].starts_with("0 "), "FLUSH: {}", r[2]);
-}
-
-fn stat(stats: &str, name: &str) -> u64 {
-    stats
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
-        .unwrap_or_else(|| panic!("no {name} in {stats}"))
-        .trim()
-        .parse()
-        .unwrap()
 }
 
 /// Socket activation exactly as systemd does it, through systemd's own

@@ -31,7 +31,8 @@
 //! served on the runtime like a TCP connection.
 
 use std::collections::HashMap;
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,6 +51,12 @@ use crate::state::{Daemon, Listening};
 /// What one read takes from the socket at most.
 const READ_BYTES: usize = 64 * 1024;
 
+/// How far the socket's receive timeout may be from what is left until the
+/// idle deadline before it is set again: between lines it is the whole
+/// timeout at every read, so it is set once, not once per request; a
+/// connection is closed at most this late.
+const TIMEOUT_SLACK: Duration = Duration::from_millis(50);
+
 /// How long a thread whose client left waits for the next client before
 /// it ends: a client that connects per command (`rrdtool update
 /// --daemon`) then finds a thread ready, its stack and its allocator's
@@ -65,11 +72,17 @@ const IDLE_THREADS_MAX: usize = 32;
 pub struct Threads {
     max: usize,
     next_id: AtomicU64,
+    /// One lock for both, so that a thread leaves `live` and joins `idle`
+    /// at once: a new client then finds it in one or the other.
+    state: Mutex<State>,
+}
+
+struct State {
     /// Each live connection's socket (`None` while it is being set up),
     /// to shut at shutdown.
-    live: Mutex<HashMap<u64, Option<Arc<UnixStream>>>>,
+    live: HashMap<u64, Option<Arc<UnixStream>>>,
     /// Threads whose client left, waiting for the next one (newest last).
-    idle: Mutex<Vec<(u64, std::sync::mpsc::Sender<Work>)>>,
+    idle: Vec<(u64, std::sync::mpsc::Sender<Work>)>,
 }
 
 impl Threads {
@@ -78,8 +91,7 @@ impl Threads {
         Threads {
             max,
             next_id: AtomicU64::new(0),
-            live: Mutex::new(HashMap::new()),
-            idle: Mutex::new(Vec::new()),
+            state: Mutex::new(State { live: HashMap::new(), idle: Vec::new() }),
         }
     }
 
@@ -109,7 +121,7 @@ impl Threads {
             return back_to_runtime(socket, permit);
         }
         let socket = Arc::new(socket);
-        threads.live.lock().expect("connection threads lock").insert(id, Some(socket.clone()));
+        threads.state().live.insert(id, Some(socket.clone()));
         let work = Work { registered, socket, listening, idle, permit };
         // A thread whose client left takes it, else a new one.
         let Err(work) = threads.hand_to_idle(work) else { return None };
@@ -146,28 +158,33 @@ impl Threads {
     /// thread: each read returns, and each session ends (its replies due
     /// are still written).
     pub fn shut_all(&self) {
-        for socket in self.live.lock().expect("connection threads lock").values().flatten() {
+        let mut state = self.state();
+        for socket in state.live.values().flatten() {
             let _ = socket.shutdown(std::net::Shutdown::Read);
         }
         // Threads waiting for a client end.
-        self.idle.lock().expect("idle connection threads lock").clear();
+        state.idle.clear();
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().expect("connection threads lock")
     }
 
     /// An id for one more connection, unless `max` have threads.
     fn slot(&self) -> Option<u64> {
-        let mut live = self.live.lock().expect("connection threads lock");
-        if live.len() >= self.max {
+        let mut state = self.state();
+        if state.live.len() >= self.max {
             return None;
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        live.insert(id, None);
+        state.live.insert(id, None);
         Some(id)
     }
 
     /// Gives `work` to a thread waiting for a client; `Err` when none waits.
     fn hand_to_idle(&self, mut work: Work) -> Result<(), Work> {
         loop {
-            let Some((_, waiting)) = self.idle.lock().expect("idle connection threads lock").pop() else {
+            let Some((_, waiting)) = self.state().idle.pop() else {
                 return Err(work);
             };
             match waiting.send(work) {
@@ -178,31 +195,35 @@ impl Threads {
         }
     }
 
-    /// Waits (up to [`IDLE_THREAD_KEEP`]) for the next client of a thread
-    /// whose client left; `None`: the thread is to end.
-    fn next_client(&self) -> Option<Work> {
+    /// Gives back the place of the client that left (`finished`) and
+    /// waits (up to [`IDLE_THREAD_KEEP`]) for the next client; `None`: the
+    /// thread is to end.
+    fn next_client(&self, finished: Registered) -> Option<Work> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (offer, work_in) = std::sync::mpsc::channel();
         {
-            let mut idle = self.idle.lock().expect("idle connection threads lock");
-            if idle.len() >= IDLE_THREADS_MAX {
+            let mut state = self.state();
+            state.live.remove(&finished.id);
+            if state.idle.len() >= IDLE_THREADS_MAX {
                 return None;
             }
-            idle.push((id, offer));
+            state.idle.push((id, offer));
         }
+        // Its place is free already: what its drop does again is nothing.
+        drop(finished);
         match work_in.recv_timeout(IDLE_THREAD_KEEP) {
             Ok(work) => Some(work),
             Err(_) => {
-                let mut idle = self.idle.lock().expect("idle connection threads lock");
-                match idle.iter().position(|(waiting, _)| *waiting == id) {
+                let mut state = self.state();
+                match state.idle.iter().position(|(waiting, _)| *waiting == id) {
                     Some(i) => {
-                        idle.swap_remove(i);
+                        state.idle.swap_remove(i);
                         None
                     }
                     // Taken just as the wait ended (the client is on its way),
                     // or the list was cleared at shutdown (the offer is gone).
                     None => {
-                        drop(idle);
+                        drop(state);
                         work_in.recv().ok()
                     }
                 }
@@ -211,7 +232,7 @@ impl Threads {
     }
 
     fn forget(&self, id: u64) {
-        self.live.lock().expect("connection threads lock").remove(&id);
+        self.state().live.remove(&id);
     }
 }
 
@@ -253,8 +274,8 @@ pub fn is_current() -> bool {
 fn serve_clients(daemon: &Daemon, runtime: &tokio::runtime::Handle, mut work: Work) {
     OWN.with(|own| own.set(true));
     loop {
-        work.run(runtime);
-        match daemon.connection_threads.next_client() {
+        let finished = work.run(runtime);
+        match daemon.connection_threads.next_client(finished) {
             Some(next) => work = next,
             None => return,
         }
@@ -262,15 +283,16 @@ fn serve_clients(daemon: &Daemon, runtime: &tokio::runtime::Handle, mut work: Wo
 }
 
 impl Work {
-    fn run(self, runtime: &tokio::runtime::Handle) {
+    /// Serves the client until it leaves; its place is given back by the
+    /// caller (or, when this unwinds, by the place's drop).
+    fn run(self, runtime: &tokio::runtime::Handle) -> Registered {
         let Work { registered, socket, listening, idle, permit } = self;
         let peer = Peer::of(&*socket);
-        let incoming = Reader { socket: socket.clone(), scratch: vec![0; READ_BYTES], timeout: None };
+        let incoming = Reader { socket: socket.clone(), timeout: None };
         let daemon = registered.daemon.clone();
         runtime.block_on(serve_with(daemon, incoming, Writer(socket), listening, idle, peer));
-        // The socket closes with its last holder, then its place is free.
-        drop(registered);
         drop(permit);
+        registered
     }
 }
 
@@ -290,11 +312,10 @@ fn back_to_runtime(
     }
 }
 
-/// Blocking reads into the session's buffer, with the idle deadline as the
-/// socket's receive timeout.
+/// Blocking reads straight into the session's buffer, with the idle
+/// deadline as the socket's receive timeout.
 struct Reader {
     socket: Arc<UnixStream>,
-    scratch: Vec<u8>,
     /// The receive timeout set on the socket now.
     timeout: Option<Duration>,
 }
@@ -310,18 +331,19 @@ impl Incoming for Reader {
                     _ => return Received::Idle,
                 },
             };
-            if timeout != self.timeout {
+            let close_enough = match (timeout, self.timeout) {
+                (Some(left), Some(set)) => left.abs_diff(set) <= TIMEOUT_SLACK,
+                (left, set) => left == set,
+            };
+            if !close_enough {
                 if self.socket.set_read_timeout(timeout).is_err() {
                     return Received::Closed;
                 }
                 self.timeout = timeout;
             }
-            match (&*self.socket).read(&mut self.scratch) {
+            match rrd_sys::net::read_appending(self.socket.as_fd(), buf, READ_BYTES) {
                 Ok(0) => return Received::Closed,
-                Ok(n) => {
-                    buf.extend_from_slice(&self.scratch[..n]);
-                    return Received::Bytes;
-                }
+                Ok(_) => return Received::Bytes,
                 // Woken early, or the timeout: the deadline decides.
                 Err(e)
                     if matches!(
