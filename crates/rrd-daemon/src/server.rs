@@ -394,6 +394,12 @@ fn open_journal(
             "journal segment {seq}: torn tail (incomplete last record) of {len} bytes at offset {off} truncated (never acknowledged under --sync always)"
         );
     }
+    if let Some((seq, off, len)) = report.unused_tail {
+        log!(
+            Info,
+            "journal segment {seq}: {len} bytes of reserved space after the last record (offset {off}) given back"
+        );
+    }
     crate::stats::Stats::add(&stats.journal_damaged_regions, report.corrupt.len() as u64);
     crate::stats::Stats::add(&stats.journal_damaged_bytes, report.damaged_bytes());
     for d in &report.corrupt {
@@ -458,7 +464,8 @@ fn journal_faults() -> Option<Arc<dyn rrd_journal::io::JournalIo>> {
     if let Some((spec, plan)) = JOURNAL_FAULTS.get() {
         use rrd_journal::fault::FaultyIo;
         log!(Warning, "journal I/O faults are injected ({spec}): a test build, never in production");
-        return Some(Arc::new(FaultyIo::new(Arc::new(rrd_journal::io::OsIo), plan.clone())));
+        let io = Arc::new(rrd_journal::io::MappedIo::default());
+        return Some(Arc::new(FaultyIo::new(io, plan.clone())));
     }
     None
 }

@@ -41,7 +41,7 @@ use rrd_engine::fetch::fetch;
 use rrd_engine::Rrd;
 use rrd_format::Cf;
 use rrd_journal::fault::{PowerLog, PowerOp, RecordingIo};
-use rrd_journal::io::{JournalIo, OsIo};
+use rrd_journal::io::{JournalIo, MappedIo, OsIo};
 use rrd_journal::{Journal, Record, SyncPolicy};
 use rrd_testkit::power::{self, Choose, Files};
 use rrd_testkit::Rng;
@@ -136,6 +136,45 @@ struct Shape {
     files: usize,
     rounds: usize,
     policy: Policy,
+    segments: Segments,
+}
+
+/// How the journal writes its segments (`rrd_journal::io`).
+#[derive(Clone, Copy, Debug)]
+enum Segments {
+    /// `write(2)` at the end (`OsIo`, the fallback).
+    Written,
+    /// Stores through a mapping of reserved windows (`MappedIo`, the
+    /// default), with one-page windows so that runs cross many.
+    Mapped,
+}
+
+/// A page: the smallest window `MappedIo` takes.
+const WINDOW: u64 = 4096;
+
+impl Segments {
+    /// The `i`th campaign's: both, in turn.
+    fn nth(i: usize) -> Segments {
+        if i.is_multiple_of(2) {
+            Segments::Mapped
+        } else {
+            Segments::Written
+        }
+    }
+
+    fn recording(self, log: &Arc<PowerLog>) -> Arc<dyn JournalIo> {
+        match self {
+            Segments::Written => Arc::new(RecordingIo::new(log.clone())),
+            Segments::Mapped => Arc::new(RecordingIo::mapped(log.clone(), WINDOW)),
+        }
+    }
+
+    fn real(self) -> Arc<dyn JournalIo> {
+        match self {
+            Segments::Written => Arc::new(OsIo),
+            Segments::Mapped => Arc::new(MappedIo::with_window(WINDOW)),
+        }
+    }
 }
 
 struct Ack {
@@ -159,6 +198,9 @@ struct Run {
     /// (log length, model time from there on).
     times: Vec<(usize, u64)>,
     shape: Shape,
+    /// Recoveries that found an unused tail (reserved zeros after the last
+    /// record): that mapped segments were crashed where it matters.
+    unused_tails: std::cell::Cell<usize>,
 }
 
 fn tempdir() -> tempfile::TempDir {
@@ -190,7 +232,7 @@ fn run(shape: Shape, undo: bool, rng: &mut Rng) -> Run {
         // The model decides when to sync.
         Policy::Every(_) => SyncPolicy::None,
     };
-    let journal = Journal::open_with(&journal_dir, policy, Arc::new(RecordingIo::new(log.clone()))).unwrap();
+    let journal = Journal::open_with(&journal_dir, policy, shape.segments.recording(&log)).unwrap();
     let journal = Arc::new(Mutex::new(journal));
     let config = Config { base_dir: Some(base.clone()), write_interval_secs: 3600, ..Default::default() };
     let daemon = Daemon::new(config, Journaler::disabled());
@@ -282,7 +324,18 @@ fn run(shape: Shape, undo: bool, rng: &mut Rng) -> Run {
         }
     }
     let ops = log.ops();
-    Run { _tmp: tmp, base, journal_dir, rrds, initial, ops, acks, times, shape }
+    Run {
+        _tmp: tmp,
+        base,
+        journal_dir,
+        rrds,
+        initial,
+        ops,
+        acks,
+        times,
+        shape,
+        unused_tails: Default::default(),
+    }
 }
 
 impl Run {
@@ -321,13 +374,16 @@ impl Run {
     fn recover(&self, image: &Files, log: Option<&Arc<PowerLog>>) -> Result<Option<Files>, String> {
         power::write_tree(&self.base, image).map_err(|e| format!("materializing: {e}"))?;
         let report = rrd_journal::replay(&self.journal_dir).map_err(|e| format!("replay failed: {e}"))?;
+        if report.unused_tail.is_some() {
+            self.unused_tails.set(self.unused_tails.get() + 1);
+        }
         let before = match log {
             Some(_) => Some(power::read_tree(&self.base).map_err(|e| format!("reading: {e}"))?),
             None => None,
         };
-        let io: Arc<dyn JournalIo> = match log {
-            Some(l) => Arc::new(RecordingIo::new(l.clone())),
-            None => Arc::new(OsIo),
+        let io = match log {
+            Some(l) => self.shape.segments.recording(l),
+            None => self.shape.segments.real(),
         };
         let journal = Journal::open_with(&self.journal_dir, SyncPolicy::Always, io)
             .map_err(|e| format!("opening the journal: {e}"))?;
@@ -415,6 +471,7 @@ impl Run {
 #[derive(Default, Debug)]
 struct Tally {
     runs: usize,
+    unused_tails: usize,
     crash_points: usize,
     images: usize,
     values: usize,
@@ -475,6 +532,7 @@ fn campaign(c: Campaign, tally: &mut Tally) {
             tally.images += 1;
         });
     }
+    tally.unused_tails += r.unused_tails.get();
 }
 
 /// A power loss during the recovery from a power loss: for some crash
@@ -568,10 +626,11 @@ fn scale() -> usize {
 
 fn finish(label: &str, started: std::time::Instant, tally: Tally) {
     println!(
-        "{label}: {} runs, {} crash points, {} images, {} acknowledged values verified, {} failures, {:.1} s",
+        "{label}: {} runs, {} crash points, {} images ({} with an unused tail), {} acknowledged values verified, {} failures, {:.1} s",
         tally.runs,
         tally.crash_points,
         tally.images,
+        tally.unused_tails,
         tally.values,
         tally.failures.len(),
         started.elapsed().as_secs_f64()
@@ -587,12 +646,14 @@ fn exhaustive_small_sync_always() {
     let started = std::time::Instant::now();
     let mut tally = Tally::default();
     let base_seed = seed_from_env(1);
-    for i in 0..(2 * scale() as u64) {
-        let shape = Shape { files: 2, rounds: 6, policy: Policy::Always };
+    for i in 0..(2 * scale()) {
+        let shape = Shape { files: 2, rounds: 6, policy: Policy::Always, segments: Segments::nth(i) };
         let choose = Choose::Exhaustive { max_units: 9, samples: 24 };
-        let c = Campaign { label: "exhaustive", shape, seed: base_seed + i, choose, cuts: None, undo: true };
+        let seed = base_seed + i as u64;
+        let c = Campaign { label: "exhaustive", shape, seed, choose, cuts: None, undo: true };
         campaign(c, &mut tally);
     }
+    assert!(tally.unused_tails > 0, "no image of a mapped segment left reserved space to recover");
     finish("exhaustive (sync always)", started, tally);
 }
 
@@ -607,7 +668,7 @@ fn random_images_both_policies() {
     let mut rng = Rng::new(seed);
     for i in 0..(4 * scale()) {
         let policy = if i % 2 == 0 { Policy::Always } else { Policy::Every(100) };
-        let shape = Shape { files: 3, rounds: 30, policy };
+        let shape = Shape { files: 3, rounds: 30, policy, segments: Segments::nth(i / 2) };
         let choose = Choose::Random { samples: 6 };
         let c = Campaign { label: "random", shape, seed: rng.next_u64(), choose, cuts: Some(60), undo: true };
         campaign(c, &mut tally);
@@ -626,8 +687,8 @@ fn a_power_loss_during_recovery_loses_nothing() {
     println!("power loss during recovery, seed {seed} (replay: RRDSCALE_POWER_SEED={seed})");
     let mut tally = Tally::default();
     let mut rng = Rng::new(seed);
-    for _ in 0..(2 * scale()) {
-        let shape = Shape { files: 2, rounds: 12, policy: Policy::Always };
+    for i in 0..(2 * scale()) {
+        let shape = Shape { files: 2, rounds: 12, policy: Policy::Always, segments: Segments::nth(i) };
         let choose = Choose::Random { samples: 4 };
         let c = Campaign {
             label: "during recovery",
@@ -654,7 +715,7 @@ fn random_seed() -> u64 {
 #[test]
 fn without_undo_records_a_power_loss_mid_flush_loses_acknowledged_values() {
     let mut tally = Tally::default();
-    let shape = Shape { files: 2, rounds: 6, policy: Policy::Always };
+    let shape = Shape { files: 2, rounds: 6, policy: Policy::Always, segments: Segments::Mapped };
     let choose = Choose::Exhaustive { max_units: 9, samples: 24 };
     campaign(Campaign { label: "no undo", shape, seed: 1, choose, cuts: None, undo: false }, &mut tally);
     println!("without undo records: {} images, {} failures", tally.images, tally.failures.len());

@@ -83,14 +83,16 @@ pub fn run(data: &[u8]) {
     }
     let damaged: u64 = scan.damage.iter().map(|d| d.skipped_bytes).sum();
     let torn = scan.torn_tail.map_or(0, |(_, len)| len);
-    assert_eq!(16 + frames as u64 + damaged + torn, bytes.len() as u64);
+    let unused = scan.unused_tail.map_or(0, |(_, len)| len);
+    assert!(scan.torn_tail.is_none() || scan.unused_tail.is_none(), "one tail at most");
+    assert_eq!(16 + frames as u64 + damaged + torn + unused, bytes.len() as u64);
     let mut at = 16;
     for d in &scan.damage {
         assert!(d.offset >= at && d.offset + d.skipped_bytes <= bytes.len() as u64, "{d:?}");
         at = d.offset + d.skipped_bytes;
     }
-    if let Some((off, len)) = scan.torn_tail {
-        assert!(newest, "a torn tail in an older segment");
+    if let Some((off, len)) = scan.torn_tail.or(scan.unused_tail) {
+        assert!(newest, "a torn or unused tail in an older segment");
         assert!(off >= at && off + len == bytes.len() as u64);
     }
 }

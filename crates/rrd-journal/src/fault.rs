@@ -19,14 +19,21 @@
 //! `rrd_testkit::power::PowerLog` (create, header write, file sync,
 //! directory sync; appends with their offset and bytes; syncs; truncates;
 //! unlinks and the directory sync after them), from which the tests build
-//! what a power loss could leave.
+//! what a power loss could leave. [`RecordingIo::mapped`] records what
+//! [`crate::io::MappedIo`] does to the file instead: each window reserved
+//! (the file grown to the window's end with zeros, durable at the next
+//! sync), each store as a write at its offset, the reserved space given
+//! back when the segment is sealed or dropped. A store through a mapping
+//! reaches the disk as the page cache's write-back does, which is what a
+//! recorded write models: kept, lost or torn per sector until a sync.
 //!
 //! Deliberately absent: faults in replay (plain `std::fs`, see [`crate::io`]).
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::io::{JournalIo, SegmentFile};
 /// The plan [`FaultyIo`] obeys, re-exported so the journal's users need
@@ -78,11 +85,20 @@ impl SegmentFile for FaultyFile {
 /// runs (see the module doc).
 pub struct RecordingIo {
     log: Arc<PowerLog>,
+    /// `Some(window)`: [`crate::io::MappedIo`]'s file operations.
+    window: Option<u64>,
 }
 
 impl RecordingIo {
+    /// [`crate::io::OsIo`]'s operations.
     pub fn new(log: Arc<PowerLog>) -> RecordingIo {
-        RecordingIo { log }
+        RecordingIo { log, window: None }
+    }
+
+    /// [`crate::io::MappedIo`]'s operations, with windows of `window` bytes.
+    pub fn mapped(log: Arc<PowerLog>, window: u64) -> RecordingIo {
+        assert!(window > 0);
+        RecordingIo { log, window: Some(window) }
     }
 }
 
@@ -92,10 +108,10 @@ impl JournalIo for RecordingIo {
         let p = path.to_path_buf();
         let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
         let file = log.run(PowerOp::Create(p.clone()), || {
-            OpenOptions::new().create_new(true).append(true).open(path)
+            OpenOptions::new().create_new(true).read(true).write(true).open(path)
         })?;
         let made = log
-            .write(path, 0, header, || (&file).write_all(header).map(|()| header.len()))
+            .write(path, 0, header, || file.write_all_at(header, 0).map(|()| header.len()))
             .and_then(|_| log.run(PowerOp::Sync(p.clone()), || file.sync_all()))
             .and_then(|()| log.run(PowerOp::SyncDir(dir.clone()), || crate::io::sync_dir(&dir)));
         if let Err(e) = made {
@@ -103,7 +119,9 @@ impl JournalIo for RecordingIo {
             let _ = self.remove_segment(path);
             return Err(e);
         }
-        Ok(Arc::new(RecordingFile { file, path: p, log: log.clone() }))
+        let len = header.len() as u64;
+        let ends = Mutex::new(Ends { len, reserved: len });
+        Ok(Arc::new(RecordingFile { file, path: p, log: log.clone(), window: self.window, ends }))
     }
     fn remove_segment(&self, path: &Path) -> io::Result<()> {
         self.log.run(PowerOp::Remove(path.to_path_buf()), || std::fs::remove_file(path))
@@ -117,19 +135,72 @@ struct RecordingFile {
     file: File,
     path: PathBuf,
     log: Arc<PowerLog>,
+    window: Option<u64>,
+    ends: Mutex<Ends>,
+}
+
+/// Where the segment's records end, and the file (past them while a
+/// window reserves space).
+struct Ends {
+    len: u64,
+    reserved: u64,
+}
+
+impl RecordingFile {
+    fn ends(&self) -> std::sync::MutexGuard<'_, Ends> {
+        self.ends.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.log.run(PowerOp::SetLen { path: self.path.clone(), len }, || self.file.set_len(len))
+    }
 }
 
 impl SegmentFile for RecordingFile {
     fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        // Appends: the offset is the length under the log's lock.
-        let offset = self.file.metadata()?.len();
-        self.log.write(&self.path, offset, buf, || (&self.file).write(buf))
+        let mut ends = self.ends();
+        if let Some(window) = self.window {
+            // The windows the store reaches are reserved first.
+            let end = ends.len + buf.len() as u64;
+            if end > ends.reserved {
+                let reserved = end.div_ceil(window) * window;
+                self.set_len(reserved)?;
+                ends.reserved = reserved;
+            }
+        }
+        let offset = ends.len;
+        let n = self.log.write(&self.path, offset, buf, || self.file.write_at(buf, offset))?;
+        ends.len += n as u64;
+        ends.reserved = ends.reserved.max(ends.len);
+        Ok(n)
     }
     fn sync_data(&self) -> io::Result<()> {
         self.log.run(PowerOp::Sync(self.path.clone()), || self.file.sync_data())
     }
     fn truncate(&self, len: u64) -> io::Result<()> {
-        self.log.run(PowerOp::SetLen { path: self.path.clone(), len }, || self.file.set_len(len))
+        let mut ends = self.ends();
+        self.set_len(len)?;
+        *ends = Ends { len, reserved: len };
+        Ok(())
+    }
+    fn seal(&self) -> io::Result<()> {
+        let mut ends = self.ends();
+        if ends.reserved > ends.len {
+            self.set_len(ends.len)?;
+            ends.reserved = ends.len;
+            self.log.run(PowerOp::Sync(self.path.clone()), || self.file.sync_all())?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for RecordingFile {
+    fn drop(&mut self) {
+        let ends = self.ends.get_mut().unwrap_or_else(|p| p.into_inner());
+        if ends.reserved > ends.len {
+            let (path, len) = (self.path.clone(), ends.len);
+            let _ = self.log.run(PowerOp::SetLen { path, len }, || self.file.set_len(len));
+        }
     }
 }
 

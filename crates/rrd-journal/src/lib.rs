@@ -55,7 +55,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::io::{JournalIo, OsIo, SegmentFile};
+use crate::io::{JournalIo, MappedIo, OsIo, SegmentFile};
 
 use thiserror::Error;
 
@@ -366,7 +366,7 @@ impl Journal {
     /// segment after any existing ones. Call [`replay`] first to recover
     /// what the existing segments hold.
     pub fn open(dir: &Path, policy: SyncPolicy) -> Result<Journal> {
-        Journal::open_with(dir, policy, Arc::new(OsIo))
+        Journal::open_with(dir, policy, Arc::new(MappedIo::default()))
     }
 
     /// [`Journal::open`] with segment I/O through `io` (fault injection).
@@ -605,6 +605,13 @@ impl Journal {
     /// tries again.
     pub fn rotate(&mut self) -> Result<u64> {
         self.sync()?;
+        // The space reserved past the last record goes back, durably,
+        // before anything depends on the next segment. A failure here is a
+        // failed sync.
+        if let Err(source) = self.file.seal() {
+            self.poison(&source);
+            return Err(JournalError::Io { path: self.path(), source });
+        }
         let old = self.seq;
         let (file, len) = Self::create_segment(&*self.io, &self.dir, old + 1)?;
         self.file = file;
@@ -837,6 +844,110 @@ mod tests {
         Record { path: format!("dir/f{i}.rrd"), args: vec![format!("{}:{i}:U", 1_000_000_000 + i)] }
     }
 
+    fn frames(records: &[Record]) -> Vec<u8> {
+        let mut out = Vec::new();
+        records.iter().for_each(|r| r.encode_frame(&mut out).unwrap());
+        out
+    }
+
+    /// The segments' bytes, oldest first.
+    fn segment_bytes(dir: &Path) -> Vec<Vec<u8>> {
+        segments(dir).unwrap().iter().map(|&s| fs::read(dir.join(segment_name(s))).unwrap()).collect()
+    }
+
+    /// A segment written through one-page windows holds the bytes a
+    /// segment written with `write(2)` holds, for groups that cross window
+    /// boundaries in every way (a single record across two, a group across
+    /// several, one ending exactly at a boundary): while open its file is
+    /// whole windows and reads as those bytes followed by zeros; rotated
+    /// (sealed) and dropped, it ends at its last record.
+    #[test]
+    fn a_mapped_segment_holds_what_a_written_one_does() {
+        let page = rustix::param::page_size() as u64;
+        let groups: Vec<Vec<Record>> =
+            (0..150).map(|g| (0..g % 7 + 1).map(|i| rec(g * 10 + i)).collect()).collect();
+        let big = Record { path: "big".into(), args: vec!["9".repeat(3 * page as usize)] };
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let ios: [Arc<dyn JournalIo>; 2] = [Arc::new(OsIo), Arc::new(MappedIo::with_window(page))];
+        let mut journals: Vec<Journal> = dirs
+            .iter()
+            .zip(ios)
+            .map(|(d, io)| Journal::open_with(d.path(), SyncPolicy::None, io).unwrap())
+            .collect();
+        let mut crossed = 0;
+        for (i, g) in groups.iter().enumerate() {
+            let before = journals[1].len_bytes();
+            for j in &mut journals {
+                j.append(g).unwrap();
+                if i == 50 {
+                    j.append(std::slice::from_ref(&big)).unwrap();
+                }
+                if i == 100 {
+                    j.rotate().unwrap();
+                }
+            }
+            let (written, mapped) = (segment_bytes(dirs[0].path()), segment_bytes(dirs[1].path()));
+            let (w, m) = (written.last().unwrap(), mapped.last().unwrap());
+            if w.len() as u64 > SEGMENT_HEADER_LEN {
+                assert_eq!(m.len() as u64 % page, 0, "group {i}: the open segment is whole windows");
+            }
+            assert_eq!(&m[..w.len()], &w[..], "group {i}");
+            assert!(m[w.len()..].iter().all(|&b| b == 0), "group {i}");
+            assert_eq!(written[..written.len() - 1], mapped[..mapped.len() - 1], "sealed segments");
+            crossed += usize::from(before / page != journals[1].len_bytes() / page);
+        }
+        assert!(crossed > 5, "the groups crossed {crossed} window boundaries");
+        drop(journals);
+        assert_eq!(segment_bytes(dirs[0].path()), segment_bytes(dirs[1].path()));
+        let r = replay(dirs[1].path()).unwrap();
+        assert!(r.torn_tail.is_none() && r.unused_tail.is_none() && r.corrupt.is_empty());
+        assert_eq!(r.records.len(), groups.iter().map(Vec::len).sum::<usize>() + 1);
+    }
+
+    /// A failed append into a mapped segment (cut at every byte of a group
+    /// that crosses a window boundary, then failed with ENOSPC or EIO) is
+    /// taken back as a failed `write(2)` is: the segment ends with the
+    /// acknowledged records, ENOSPC leaves the journal usable and the next
+    /// append lands right after them, EIO poisons.
+    #[test]
+    fn a_failed_store_into_a_mapped_segment_is_taken_back() {
+        let page = rustix::param::page_size() as u64;
+        let group: Vec<Record> = (10..13).map(rec).collect();
+        let mut filler = Vec::new();
+        let mut len = SEGMENT_HEADER_LEN as usize;
+        while len < page as usize - 80 {
+            filler.push(rec(100 + filler.len()));
+            len += frames(std::slice::from_ref(filler.last().unwrap())).len();
+        }
+        for cut in (1..120).step_by(7) {
+            for errno in [ENOSPC, EIO] {
+                let dir = tempfile::tempdir().unwrap();
+                let plan = FaultPlan::new();
+                let io = Arc::new(FaultyIo::new(Arc::new(MappedIo::with_window(page)), plan.clone()));
+                let mut j = Journal::open_with(dir.path(), SyncPolicy::Always, io).unwrap();
+                j.append(&filler).unwrap();
+                let good = j.len_bytes();
+                assert!(good < page && good + 120 > page, "the group crosses the window: {good}");
+                plan.inject(Op::Write, 2, Action::Short(cut));
+                plan.inject(Op::Write, 3, Action::Fail(errno));
+                assert!(j.append(&group).is_err(), "cut {cut}");
+                assert_eq!(j.len_bytes(), good);
+                assert_eq!(j.poisoned().is_some(), errno == EIO, "cut {cut} errno {errno}");
+                if errno == ENOSPC {
+                    j.append(&[rec(3)]).unwrap();
+                }
+                drop(j);
+                let r = replay(dir.path()).unwrap();
+                let mut want = filler.clone();
+                if errno == ENOSPC {
+                    want.push(rec(3));
+                }
+                assert_eq!(r.records, want, "cut {cut} errno {errno}");
+                assert!(r.torn_tail.is_none() && r.unused_tail.is_none() && r.corrupt.is_empty(), "{r:?}");
+            }
+        }
+    }
+
     #[test]
     fn appended_records_replay_in_order() {
         let dir = tempfile::tempdir().unwrap();
@@ -853,10 +964,10 @@ mod tests {
     }
 
     /// An incomplete record after the committed ones (a torn write: too
-    /// short for a header, zeros, or a length running past the end) is
-    /// dropped, truncated away and reported as a torn tail, not as damage;
-    /// exactly the committed records come back, and a journal reopened
-    /// afterwards appends after them.
+    /// short for a header, or a length running past the end) is dropped,
+    /// truncated away and reported as a torn tail, not as damage; zeros
+    /// there are an unused tail, dropped too; exactly the committed records
+    /// come back, and a journal reopened afterwards appends after them.
     #[test]
     fn torn_tail_is_dropped_and_reported() {
         for garbage in [vec![0xffu8; 3], vec![0u8; 20], vec![5, 0, 0, 0, 1, 2, 3, 4, 9]] {
@@ -872,7 +983,8 @@ mod tests {
             let r = replay(dir.path()).unwrap();
             assert_eq!(r.records, vec![rec(1), rec(2)]);
             assert!(r.corrupt.is_empty(), "a torn tail is not damage: {:?}", r.corrupt);
-            let (_, off, dropped) = r.torn_tail.expect("torn tail reported");
+            let tail = if garbage.iter().all(|&b| b == 0) { r.unused_tail } else { r.torn_tail };
+            let (_, off, dropped) = tail.expect("tail reported");
             assert_eq!((off, dropped), (good_len, garbage.len() as u64));
             assert_eq!(fs::metadata(&path).unwrap().len(), good_len, "tail truncated");
             let mut j = Journal::open(dir.path(), SyncPolicy::Always).unwrap();

@@ -5,15 +5,21 @@
 //! [`RECORD_LEN_MAX`] or past the end of the file, a checksum mismatch, a
 //! payload that does not decode) is classified:
 //!
+//! - **Unused tail**: in the newest segment, every byte from the bad
+//!   offset to the end is zero. That is the space a mapped segment
+//!   reserved past its last record (`io::MappedIo`), or what a power loss
+//!   leaves in a file whose length reached the disk before its data. It
+//!   holds nothing; it is truncated away and reported apart from a torn
+//!   tail.
 //! - **Torn tail**: only in the newest segment, only when no valid frame
 //!   starts anywhere after the bad offset, and only when the bad frame is
 //!   *incomplete*: fewer than 8 bytes remain, or its declared length
-//!   (at most [`RECORD_LEN_MAX`]) runs past the end of the file, or every
-//!   byte from it to the end is zero (what a power loss leaves in a file
-//!   whose length reached the disk before its data). That is what a crash
-//!   in the middle of an append leaves, and such bytes were never
-//!   acknowledged under `--sync always` (the answer waits for the append
-//!   and its sync). They are truncated away, so the segment ends cleanly.
+//!   (at most [`RECORD_LEN_MAX`]) runs past the end of the file, or past
+//!   its last non-zero byte (a store into a mapped segment cut short: its
+//!   prefix, then the reserved zeros). That is what a crash in the middle
+//!   of an append leaves, and such bytes were never acknowledged under
+//!   `--sync always` (the answer waits for the append and its sync). They
+//!   are truncated away, so the segment ends cleanly.
 //! - **Damage**: everything else. A flipped byte in the middle of a segment
 //!   is not a torn write: the bytes after it were written (and, under
 //!   `--sync always`, acknowledged) before the damage happened. Recovery
@@ -115,6 +121,9 @@ pub struct SegmentScan {
     pub damage: Vec<Damage>,
     /// `(offset, bytes)` of a torn tail (newest segment only).
     pub torn_tail: Option<(u64, u64)>,
+    /// `(offset, bytes)` of an unused tail: zeros from the end of the last
+    /// record to the end of the file (newest segment only).
+    pub unused_tail: Option<(u64, u64)>,
 }
 
 /// What recovery found.
@@ -126,6 +135,10 @@ pub struct ReplayReport {
     /// segment (an incomplete last record, never acknowledged under
     /// `--sync always`); it was truncated away.
     pub torn_tail: Option<(u64, u64, u64)>,
+    /// `(segment seq, offset, bytes)` of the newest segment's unused tail
+    /// (zeros after its last record: space reserved by a mapped segment);
+    /// it was truncated away.
+    pub unused_tail: Option<(u64, u64, u64)>,
     /// Damaged ranges in any segment, oldest first; the records after each
     /// were kept and nothing was truncated.
     pub corrupt: Vec<Damage>,
@@ -165,8 +178,13 @@ pub fn replay(dir: &Path) -> Result<ReplayReport> {
         let mut scan = scan_segment(seq, &bytes, is_newest);
         report.records.append(&mut scan.records);
         report.corrupt.append(&mut scan.damage);
+        if let Some((off, len)) = scan.unused_tail {
+            report.unused_tail = Some((seq, off, len));
+        }
         if let Some((off, len)) = scan.torn_tail {
             report.torn_tail = Some((seq, off, len));
+        }
+        if let Some((off, _)) = scan.torn_tail.or(scan.unused_tail) {
             let f = OpenOptions::new().write(true).open(&path).map_err(io_err)?;
             f.set_len(off).map_err(io_err)?;
             f.sync_all().map_err(io_err)?;
@@ -215,10 +233,16 @@ fn scan_segment_with_budget(seq: u64, bytes: &[u8], newest: bool, budget: u64) -
                 off = next;
             }
             None => {
+                // Trailing zeros are not data: reserved space, or a length
+                // that reached the disk before the bytes.
+                let data_end = off + bytes[off..].iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
                 let incomplete = matches!(what, Defect::TruncatedHeader | Defect::LengthPastEnd)
-                    || bytes[off..].iter().all(|&b| b == 0);
-                if newest && incomplete {
-                    out.torn_tail = Some((off as u64, (bytes.len() - off) as u64));
+                    || (what != Defect::LengthOutOfRange && claimed_end(bytes, off) > data_end);
+                let tail = Some((off as u64, (bytes.len() - off) as u64));
+                if newest && data_end == off {
+                    out.unused_tail = tail;
+                } else if newest && incomplete {
+                    out.torn_tail = tail;
                 } else {
                     out.damage.push(damage(seq, off, bytes.len(), what, false));
                 }
@@ -260,6 +284,15 @@ fn check_frame(bytes: &[u8], off: usize) -> std::result::Result<(Record, usize),
     match Record::decode_payload(payload) {
         Some(r) => Ok((r, end)),
         None => Err((Defect::MalformedPayload, end)),
+    }
+}
+
+/// Where the frame at `off` says it ends (past the end of `bytes` when its
+/// header is not all there).
+fn claimed_end(bytes: &[u8], off: usize) -> usize {
+    match bytes.get(off..off + 4) {
+        Some(len) => off + FRAME_HEADER_LEN + u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize,
+        None => usize::MAX,
     }
 }
 
@@ -520,9 +553,12 @@ mod tests {
     /// Every truncation point inside the last record of the newest segment
     /// (a crash during the append) replays exactly the records before it,
     /// is reported as a torn tail (not damage), is truncated away, and a
-    /// second replay finds a clean end. Zeros after the last complete
-    /// record (a file length that reached the disk before its data) are a
-    /// torn tail too.
+    /// second replay finds a clean end. The same record cut at any byte
+    /// and followed by zeros to the end of the file (a store into a mapped
+    /// segment cut short) is a torn tail too. Zeros alone after the last
+    /// complete record (space a mapped segment reserved, or a file length
+    /// that reached the disk before its data) are an unused tail, not a
+    /// torn one; both are truncated away.
     #[test]
     fn every_truncation_of_the_last_record_is_a_torn_tail() {
         let (records, clean, places) = build(20, 8);
@@ -550,6 +586,23 @@ mod tests {
             let again = replay(dir.path()).unwrap();
             assert_eq!((again.records.len(), again.torn_tail, again.corrupt.len()), (19, None, 0));
         }
+        let reserved = clean[newest].len() + 4096;
+        for cut in last.off + 1..last.off + last.len {
+            let mut files = clean.clone();
+            files[newest][cut..].fill(0);
+            files[newest].resize(reserved, 0);
+            let dir = tempfile::tempdir().unwrap();
+            write_dir(dir.path(), &files);
+            let r = replay(dir.path()).unwrap();
+            assert_eq!(r.records, &records[..19], "stored up to {cut}");
+            if files[newest][last.off..cut].iter().all(|&b| b == 0) {
+                assert_eq!(r.unused_tail, Some((seq, last.off as u64, (reserved - last.off) as u64)));
+            } else {
+                assert_eq!(r.torn_tail, Some((seq, last.off as u64, (reserved - last.off) as u64)), "{cut}");
+            }
+            assert!(r.corrupt.is_empty(), "stored up to {cut}: {:?}", r.corrupt);
+            assert_eq!(file_len(dir.path(), newest), last.off);
+        }
         for zeros in [1usize, 7, 8, 100, 5000] {
             let mut files = clean.clone();
             let grown = files[newest].len() + zeros;
@@ -558,9 +611,11 @@ mod tests {
             write_dir(dir.path(), &files);
             let r = replay(dir.path()).unwrap();
             assert_eq!(r.records, records);
-            assert_eq!(r.torn_tail, Some((seq, clean[newest].len() as u64, zeros as u64)));
-            assert!(r.corrupt.is_empty());
+            assert_eq!(r.unused_tail, Some((seq, clean[newest].len() as u64, zeros as u64)));
+            assert!(r.torn_tail.is_none() && r.corrupt.is_empty());
             assert_eq!(file_len(dir.path(), newest), clean[newest].len());
+            let again = replay(dir.path()).unwrap();
+            assert_eq!((again.records.len(), again.unused_tail), (20, None));
         }
     }
 
@@ -611,23 +666,26 @@ mod tests {
 
     /// A last frame of the newest segment that is complete (its length fits
     /// in the file) but bad is damage, not a torn tail, and its bytes are
-    /// left on disk: a flipped byte in the last record, a truncated record
-    /// padded back to its length, and an over-long length in the last
-    /// record (no writer makes one).
+    /// left on disk: a flipped byte in the last record (its last byte, or
+    /// one in its middle with reserved zeros after the record), and an
+    /// over-long length in the last record (no writer makes one).
     #[test]
     fn a_complete_bad_last_frame_is_damage_not_a_torn_tail() {
         let (records, clean, places) = build(12, 12);
         let last = *places.last().unwrap();
         for (name, what) in [
             ("flipped byte", Defect::ChecksumMismatch),
-            ("cut and zero-padded", Defect::ChecksumMismatch),
+            ("flipped byte, zeros after", Defect::ChecksumMismatch),
             ("huge length", Defect::LengthOutOfRange),
         ] {
             let mut files = clean.clone();
             let f = &mut files[0];
             match name {
                 "flipped byte" => f[last.off + last.len - 1] ^= 1,
-                "cut and zero-padded" => f[last.off + last.len / 2..].fill(0),
+                "flipped byte, zeros after" => {
+                    f[last.off + last.len / 2] ^= 1;
+                    f.resize(last.off + last.len + 100, 0);
+                }
                 _ => f[last.off..last.off + 4].copy_from_slice(&u32::MAX.to_le_bytes()),
             }
             let dir = tempfile::tempdir().unwrap();
@@ -639,9 +697,9 @@ mod tests {
             let d = &r.corrupt[0];
             assert_eq!(
                 (d.offset, d.skipped_bytes, d.what, d.records_after),
-                (last.off as u64, last.len as u64, what, 0)
+                (last.off as u64, (files[0].len() - last.off) as u64, what, 0)
             );
-            assert_eq!(file_len(dir.path(), 0), clean[0].len(), "{name}: truncated");
+            assert_eq!(file_len(dir.path(), 0), files[0].len(), "{name}: truncated");
         }
     }
 

@@ -51,6 +51,15 @@ impl SharedMap {
     /// descriptor may be closed afterwards: the mapping keeps the file.
     /// `len` must not be 0 (the kernel refuses an empty mapping).
     pub fn new(file: &File, len: usize) -> io::Result<SharedMap> {
+        SharedMap::window(file, 0, len)
+    }
+
+    /// Maps `len` bytes of `file` from byte `offset`, which must be a
+    /// multiple of the page size (the kernel refuses others). Offsets given
+    /// to [`SharedMap::read_at`] and [`SharedMap::write_at`] are relative
+    /// to `offset`. The file must reach `offset + len`, or an access past
+    /// its end raises `SIGBUS` ([`allocate`] makes sure it does).
+    pub fn window(file: &File, offset: u64, len: usize) -> io::Result<SharedMap> {
         // SAFETY: a fresh mapping chosen by the kernel (null hint), so no
         // existing memory is replaced; nothing else refers to the range.
         let ptr = unsafe {
@@ -60,7 +69,7 @@ impl SharedMap {
                 ProtFlags::READ | ProtFlags::WRITE,
                 MapFlags::SHARED,
                 file,
-                0,
+                offset,
             )
         }?;
         let ptr =
@@ -156,6 +165,16 @@ impl Drop for SharedMap {
     }
 }
 
+/// Reserves the blocks of `len` bytes of `file` from `offset`
+/// (`fallocate(2)`, mode 0), growing the file to `offset + len` if it is
+/// shorter; bytes not written before read as zeros. Stores through a
+/// mapping of the range then never need space the disk no longer has
+/// (which would raise `SIGBUS`, not return an error). `EOPNOTSUPP` on file
+/// systems that cannot reserve.
+pub fn allocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), offset, len).map_err(io::Error::from)
+}
+
 /// Fills `vec` (one byte per page) with `mincore`'s residency bytes for
 /// the `vec.len()` pages of `file` from byte `offset` (a multiple of the
 /// page size). Only bit 0 of each byte is defined (resident).
@@ -226,6 +245,29 @@ mod tests {
         // Data survives DONTNEED on a shared mapping.
         m.read_at(&mut buf, 9_996).unwrap();
         assert_eq!(&buf, b"rrd!");
+    }
+
+    /// Proves `allocate` grows a file with zeros (and never shrinks or
+    /// clears it), and a window mapped at a page offset stores at that
+    /// offset of the file; an unaligned window offset is refused.
+    #[test]
+    fn allocated_window_stores_at_its_offset() {
+        let page = rustix::param::page_size() as u64;
+        let f = file_of(100);
+        allocate(&f, page, 2 * page).unwrap();
+        assert_eq!(f.metadata().unwrap().len(), 3 * page);
+        allocate(&f, 0, page).unwrap();
+        assert_eq!(f.metadata().unwrap().len(), 3 * page, "allocate never shrinks");
+        let m = SharedMap::window(&f, page, 2 * page as usize).unwrap();
+        m.write_at(b"window", page + 10).unwrap();
+        assert!(m.write_at(b"x", 2 * page).is_err(), "past the window");
+        let mut all = vec![0u8; (3 * page) as usize];
+        std::os::unix::fs::FileExt::read_exact_at(&f, &mut all, 0).unwrap();
+        assert_eq!(all[..100], (0..100).map(|i| (i % 251) as u8).collect::<Vec<_>>()[..], "kept");
+        let at = (2 * page + 10) as usize;
+        assert_eq!(&all[at..at + 6], b"window");
+        assert!(all[100..at].iter().chain(&all[at + 6..]).all(|&b| b == 0), "the rest reads as zeros");
+        assert!(SharedMap::window(&f, 1, page as usize).is_err());
     }
 
     /// Proves residency reports pages just written (they are in the page

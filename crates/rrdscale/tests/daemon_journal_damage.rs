@@ -46,13 +46,14 @@ struct Frame {
     args: Vec<String>,
 }
 
-/// Walks the frames of an undamaged segment (the format of docs/journal.md).
+/// Walks the frames of an undamaged segment (the format of docs/journal.md),
+/// up to the zeros the open segment reserved past its last record.
 fn frames(bytes: &[u8]) -> Vec<Frame> {
     assert_eq!(&bytes[..8], b"RRDSJNL1");
     let u16_at = |b: &[u8], p: usize| u16::from_le_bytes([b[p], b[p + 1]]) as usize;
     let mut out = Vec::new();
     let mut off = 16;
-    while off < bytes.len() {
+    while off < bytes.len() && bytes[off..].iter().any(|&b| b != 0) {
         let len = u32::from_le_bytes(bytes[off..off + 4].try_into().unwrap()) as usize;
         let p = &bytes[off + 8..off + 8 + len];
         let path_len = u16_at(p, 0);
@@ -143,7 +144,14 @@ fn run(which: Which) {
     assert!(layout.len() >= 50, "{} records in {}", layout.len(), target.display());
     let total: usize = segs.iter().map(|s| frames(&std::fs::read(s).unwrap()).len()).sum();
     assert_eq!(total, FILES * PER_FILE, "one record per acknowledged UPDATE");
-    let mid = bytes.len() / 2;
+    // What a restart may leave: every record; only the reserved zeros after
+    // the newest segment's last record are given back.
+    let lengths: Vec<u64> = segs
+        .iter()
+        .map(|s| frames(&std::fs::read(s).unwrap()).last().map_or(16, |fr| (fr.off + fr.len) as u64))
+        .collect();
+    // The middle of the records (the open segment reserves zeros past them).
+    let mid = layout.last().map_or(16, |fr| fr.off + fr.len) / 2;
     bytes[mid] ^= 0xff;
     bytes[mid + 1] ^= 0x5a;
     std::fs::write(&target, &bytes).unwrap();
@@ -166,7 +174,6 @@ fn run(which: Which) {
         })
         .collect();
     assert!(!lost.is_empty());
-    let lengths: Vec<u64> = segs.iter().map(|s| std::fs::metadata(s).unwrap().len()).collect();
 
     let daemon = Daemon::start(Kind::Ours, &dir, &extra);
     let mut c = daemon.client();
