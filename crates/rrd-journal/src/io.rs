@@ -133,13 +133,24 @@ impl SegmentFile for OsFile {
 /// The window of a segment that [`MappedIo`] maps at a time.
 pub const MAP_WINDOW: u64 = 4 << 20;
 
+/// Writes from this size on go with `pwritev(2)` rather than being copied
+/// into the mapping. A copy into a page the segment has not used yet
+/// faults (and the kernel zeroes the page before the copy fills it), and
+/// every page written back while mapped is write-protected again, with a
+/// TLB flush; past a few pages that costs more than one system call (bulk
+/// BATCHes under `--sync always` lost a quarter of their rate copied,
+/// docs/BENCHMARKS.md). Both reach the same page cache pages.
+pub const COPY_MAX: usize = 16 << 10;
+
 /// Segments written through a shared mapping of a window of the file (see
 /// the module doc). The window moves forward as records fill it: the next
 /// one is reserved with `fallocate(2)`, so a store never needs a block the
 /// disk does not have (which would be `SIGBUS`, not an error), and a full
 /// disk is an error of the append that needs the next window, handled as a
-/// failed `write(2)` is. Where the file system cannot reserve or map
-/// (`EOPNOTSUPP`, `ENODEV`), the segment falls back to `pwrite(2)`.
+/// failed `write(2)` is. Writes of [`COPY_MAX`] bytes or more go with
+/// `pwritev(2)` at the segment's length instead (a BATCH's commit);
+/// where the file system cannot reserve or map (`EOPNOTSUPP`, `ENODEV`),
+/// every buffer is.
 #[derive(Clone, Copy, Debug)]
 pub struct MappedIo {
     window: u64,
@@ -156,7 +167,10 @@ impl MappedIo {
     /// unless `bytes` is a non-zero multiple of the page size.
     pub fn with_window(bytes: u64) -> MappedIo {
         let page = rustix::param::page_size() as u64;
-        assert!(bytes > 0 && bytes.is_multiple_of(page), "a window is whole pages ({page} bytes), not {bytes}");
+        assert!(
+            bytes > 0 && bytes.is_multiple_of(page),
+            "a window is whole pages ({page} bytes), not {bytes}"
+        );
         MappedIo { window: bytes }
     }
 }
@@ -224,7 +238,7 @@ impl MappedFile {
     /// Stores a prefix of `buf` at `st.len`: what fits in the window that
     /// holds it (mapped first if need be).
     fn store_some(&self, st: &mut MapState, buf: &[u8]) -> io::Result<usize> {
-        if st.direct {
+        if st.direct || buf.len() >= COPY_MAX {
             return self.file.write_at(buf, st.len);
         }
         let start = st.len - st.len % self.window;
@@ -263,6 +277,13 @@ impl SegmentFile for MappedFile {
     }
     fn write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
         let mut st = self.state();
+        // A commit's records come in many small buffers (one per staging
+        // shard): what matters for the copy's cost is their sum.
+        if st.direct || bufs.iter().map(|b| b.len()).sum::<usize>() >= COPY_MAX {
+            let n = rustix::io::pwritev(&self.file, bufs, st.len)?;
+            st.len += n as u64;
+            return Ok(n);
+        }
         let mut done = 0;
         for b in bufs {
             match self.store(&mut st, b) {
