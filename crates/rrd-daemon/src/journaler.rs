@@ -9,9 +9,11 @@
 //! staged. Before it replies, the connection itself makes its records
 //! written ([`Journaler::commit`]): unless someone already wrote its
 //! generation, it takes the writer lock, advances the generation, takes
-//! every staging buffer that holds bytes and appends them with ONE
-//! `write(2)`. A client that sends many lines at once (or a BATCH) has them
-//! all written by one call; concurrent clients write each other's records.
+//! every staging buffer that holds bytes and appends them in one go: a
+//! copy into the segment's mapping (no system call), or one `pwritev(2)`
+//! for 16 KiB or more (`rrd_journal::io::MappedIo`). A client that sends
+//! many lines at once (or a BATCH) has them all written by one commit;
+//! concurrent clients write each other's records.
 //! A connection that finds the writer lock taken does not put its runtime
 //! thread to sleep on it: it waits as a task for the release and then
 //! finds its record written, or writes what is staged by then
@@ -98,7 +100,7 @@ struct Writer {
     journal: Journal,
     /// One buffer per staging buffer, swapped with it by a commit (so the
     /// stage's lock is held for a pointer swap, not for a copy or a
-    /// write), then written with the others by one `writev(2)` and kept,
+    /// write), then appended with the others in one commit and kept,
     /// emptied, for the next swap.
     taken: Vec<Vec<u8>>,
     /// The journal's sync count already booked into the stats.
@@ -586,8 +588,9 @@ impl Drop for LockWaiter<'_> {
 }
 
 impl Writer {
-    /// Closes the current generation and writes everything staged with one
-    /// `writev(2)` (see the module doc for why nothing of it is missed).
+    /// Closes the current generation and appends everything staged in one
+    /// write of the segment (see the module doc for why nothing of it is
+    /// missed).
     fn commit(&mut self, sh: &Shared) {
         let generation = sh.generation.fetch_add(1, Ordering::SeqCst);
         let mut mask = sh.staged.swap(0, Ordering::SeqCst);
