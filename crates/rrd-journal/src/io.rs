@@ -178,7 +178,7 @@ impl MappedIo {
 impl JournalIo for MappedIo {
     fn create_segment(&self, path: &Path, header: &[u8]) -> io::Result<Arc<dyn SegmentFile>> {
         let file = create_durable(path, header, OpenOptions::new().read(true).write(true))?;
-        let state = MapState { len: header.len() as u64, map: None, direct: false, sealed: false };
+        let state = MapState { len: header.len() as u64, map: None, direct: false, reserved: false };
         Ok(Arc::new(MappedFile { file, window: self.window, state: Mutex::new(state) }))
     }
 }
@@ -198,8 +198,9 @@ struct MapState {
     map: Option<(u64, SharedMap)>,
     /// The file system cannot reserve or map: `pwrite(2)` at `len`.
     direct: bool,
-    /// [`SegmentFile::seal`] gave the reserved space back.
-    sealed: bool,
+    /// A window reserved space past `len` since the file last ended at
+    /// `len` (created, truncated or sealed).
+    reserved: bool,
 }
 
 /// A failure to reserve or map that says "not on this file system", as
@@ -247,7 +248,10 @@ impl MappedFile {
             // next fdatasync writes them.
             st.map = None;
             match self.map_window(start) {
-                Ok(map) => st.map = Some((start, map)),
+                Ok(map) => {
+                    st.map = Some((start, map));
+                    st.reserved = true;
+                }
                 Err(e) if is_unsupported(&e) => {
                     st.direct = true;
                     return self.file.write_at(buf, st.len);
@@ -259,7 +263,6 @@ impl MappedFile {
         let offset = st.len - at;
         let n = buf.len().min((self.window - offset) as usize);
         map.write_at(&buf[..n], offset)?;
-        st.sealed = false;
         Ok(n)
     }
 
@@ -305,14 +308,17 @@ impl SegmentFile for MappedFile {
         st.map = None;
         self.file.set_len(len)?;
         st.len = len;
+        st.reserved = false;
         Ok(())
     }
     fn seal(&self) -> io::Result<()> {
         let mut st = self.state();
         st.map = None;
-        self.file.set_len(st.len)?;
-        self.file.sync_all()?;
-        st.sealed = true;
+        if st.reserved {
+            self.file.set_len(st.len)?;
+            self.file.sync_all()?;
+            st.reserved = false;
+        }
         Ok(())
     }
 }
@@ -321,7 +327,7 @@ impl Drop for MappedFile {
     fn drop(&mut self) {
         let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
         st.map = None;
-        if !st.sealed {
+        if st.reserved {
             // Not synced: a segment left with its reserved zeros after a
             // power loss reads the same (recovery drops an unused tail).
             let _ = self.file.set_len(st.len);
