@@ -239,7 +239,7 @@ impl MappedFile {
     /// Stores a prefix of `buf` at `st.len`: what fits in the window that
     /// holds it (mapped first if need be).
     fn store_some(&self, st: &mut MapState, buf: &[u8]) -> io::Result<usize> {
-        if st.direct || buf.len() >= COPY_MAX {
+        if st.direct {
             return self.file.write_at(buf, st.len);
         }
         let start = st.len - st.len % self.window;
@@ -275,9 +275,10 @@ impl MappedFile {
 
 impl SegmentFile for MappedFile {
     fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        let mut st = self.state();
-        self.store(&mut st, buf)
+        self.write_vectored(&[io::IoSlice::new(buf)])
     }
+    /// Copies the buffers into the mapping, or, from [`COPY_MAX`] bytes on
+    /// (and where the file system cannot map), writes them.
     fn write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
         let mut st = self.state();
         // A commit's records come in many small buffers (one per staging

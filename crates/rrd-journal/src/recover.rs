@@ -208,7 +208,7 @@ fn scan_segment_with_budget(seq: u64, bytes: &[u8], newest: bool, budget: u64) -
     let mut work_left = budget;
     let mut off = (SEGMENT_HEADER_LEN as usize).min(bytes.len());
     while off < bytes.len() {
-        let (what, skip_to) = match check_frame(bytes, off) {
+        let (what, frame_end, skip_to) = match check_frame(bytes, off) {
             Ok((record, end)) => {
                 out.records.push(record);
                 if let Some(d) = out.damage.last_mut() {
@@ -218,9 +218,9 @@ fn scan_segment_with_budget(seq: u64, bytes: &[u8], newest: bool, budget: u64) -
                 continue;
             }
             // The checksum authenticated the length: skip exactly this frame.
-            Err((Defect::MalformedPayload, end)) => (Defect::MalformedPayload, Some(end)),
-            Err((what, _)) => match next_valid_frame(bytes, off + 1, &mut work_left) {
-                Ok(found) => (what, found),
+            Err((Defect::MalformedPayload, end)) => (Defect::MalformedPayload, end, Some(end)),
+            Err((what, end)) => match next_valid_frame(bytes, off + 1, &mut work_left) {
+                Ok(found) => (what, end, found),
                 Err(GaveUp) => {
                     out.damage.push(damage(seq, off, bytes.len(), what, true));
                     break;
@@ -236,8 +236,9 @@ fn scan_segment_with_budget(seq: u64, bytes: &[u8], newest: bool, budget: u64) -
                 // Trailing zeros are not data: reserved space, or a length
                 // that reached the disk before the bytes.
                 let data_end = off + bytes[off..].iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+                // A checksum mismatch's end is where the frame says it ends.
                 let incomplete = matches!(what, Defect::TruncatedHeader | Defect::LengthPastEnd)
-                    || (what != Defect::LengthOutOfRange && claimed_end(bytes, off) > data_end);
+                    || (what == Defect::ChecksumMismatch && frame_end > data_end);
                 let tail = Some((off as u64, (bytes.len() - off) as u64));
                 if newest && data_end == off {
                     out.unused_tail = tail;
@@ -264,8 +265,9 @@ fn damage(seq: u64, from: usize, to: usize, what: Defect, resync_gave_up: bool) 
     }
 }
 
-/// The frame at `off`: its record and end, or what is wrong with it (and
-/// its end when the checksum matched).
+/// The frame at `off`: its record and end, or what is wrong with it and
+/// the end its length field gives (the end of `bytes` when that is not
+/// known or not inside them).
 fn check_frame(bytes: &[u8], off: usize) -> std::result::Result<(Record, usize), (Defect, usize)> {
     let Some(head) = bytes.get(off..off + FRAME_HEADER_LEN) else {
         return Err((Defect::TruncatedHeader, bytes.len()));
@@ -284,15 +286,6 @@ fn check_frame(bytes: &[u8], off: usize) -> std::result::Result<(Record, usize),
     match Record::decode_payload(payload) {
         Some(r) => Ok((r, end)),
         None => Err((Defect::MalformedPayload, end)),
-    }
-}
-
-/// Where the frame at `off` says it ends (past the end of `bytes` when its
-/// header is not all there).
-fn claimed_end(bytes: &[u8], off: usize) -> usize {
-    match bytes.get(off..off + 4) {
-        Some(len) => off + FRAME_HEADER_LEN + u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize,
-        None => usize::MAX,
     }
 }
 
