@@ -71,6 +71,7 @@ use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use crossbeam_utils::CachePadded;
 use rrd_engine::batch::KeptHeader;
 
 use crate::stats::Stats;
@@ -684,7 +685,10 @@ pub fn kept_header_bytes(k: &KeptHeader) -> u64 {
 }
 
 pub struct Cache {
-    shards: Box<[Mutex<ShardMap>]>,
+    /// Each shard's lock and map on cache lines of their own: updates of
+    /// files in different shards, on different cores, do not take each
+    /// other's line (unpadded, two shards shared one).
+    shards: Box<[CachePadded<Mutex<ShardMap>>]>,
     /// Picks a key's shard (seeded apart from the maps' own hashers).
     shard_hasher: foldhash::fast::RandomState,
     pub pending_values: AtomicU64,
@@ -744,7 +748,7 @@ impl Cache {
             .unwrap_or(1)
             | 1;
         Cache {
-            shards: (0..SHARD_COUNT).map(|_| Mutex::new(ShardMap::default())).collect(),
+            shards: (0..SHARD_COUNT).map(|_| CachePadded::new(Mutex::new(ShardMap::default()))).collect(),
             shard_hasher: foldhash::fast::RandomState::default(),
             pending_values: AtomicU64::new(0),
             pending_bytes: AtomicU64::new(0),

@@ -31,12 +31,13 @@
 //! publishes "decided up to generation g". Concurrent clients share syncs.
 //!
 //! Why generations work: a record is staged, its buffer marked in the
-//! `staged` mask and its ticket read, in that order, under its buffer's
-//! lock; a commit advances the generation from `g` to `g + 1`, then takes
-//! the mask, then each marked buffer under its lock. A record with ticket
-//! `g` read the generation before the advance, so its mark was set before
-//! the mask was taken, and its bytes are in the buffer: the commit of `g`
-//! writes it (or an earlier commit did). A record staged after the advance
+//! `staged` mask (unless the mark is already there) and its ticket read,
+//! in that order, under its buffer's lock; a commit advances the
+//! generation from `g` to `g + 1`, then takes the mask, then each marked
+//! buffer under its lock. A record with ticket `g` read the generation
+//! before the advance, so its buffer's mark was set (by it or before it)
+//! before the mask was taken, and its bytes are in the buffer: the commit
+//! of `g` writes it (or an earlier commit did). A record staged after the advance
 //! may ride along; it is published with the next generation. Commits run
 //! one at a time under the writer lock, so `written` only grows, and every
 //! generation up to it is on its way to disk in order.
@@ -72,6 +73,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crossbeam_utils::CachePadded;
 use rrd_journal::{Journal, SyncPolicy};
 
 use crate::stats::Stats;
@@ -109,8 +111,10 @@ struct Writer {
 
 struct Shared {
     policy: SyncPolicy,
-    /// Framed records waiting for a commit.
-    stages: Box<[Mutex<Vec<u8>>]>,
+    /// Framed records waiting for a commit. Each lock on a cache line of
+    /// its own: clients on different cores stage into different buffers
+    /// without taking each other's line.
+    stages: Box<[CachePadded<Mutex<Vec<u8>>>]>,
     /// Bit `i` set: buffer `i` may hold bytes (set under its lock).
     staged: AtomicU64,
     /// The commit generation records staged now get as ticket (from 1).
@@ -220,7 +224,7 @@ impl Journaler {
     ) -> Journaler {
         let shared = Arc::new(Shared {
             policy: journal.policy(),
-            stages: (0..STAGES).map(|_| Mutex::new(Vec::new())).collect(),
+            stages: (0..STAGES).map(|_| CachePadded::new(Mutex::new(Vec::new()))).collect(),
             staged: AtomicU64::new(0),
             generation: AtomicU64::new(1),
             written: AtomicU64::new(0),
@@ -419,8 +423,14 @@ impl Shared {
             return Ticket::Failed(JournalError::Record(e.to_string()));
         }
         // Mark, then read the ticket, both under the buffer's lock (see the
-        // module doc).
-        self.staged.fetch_or(1 << index, Ordering::SeqCst);
+        // module doc). A mark found set needs no write: only a commit
+        // clears it, and only after our load (no one else can set it while
+        // we hold the buffer), so that commit takes our bytes. Most records
+        // find it set: one locked write per buffer and commit, not one per
+        // record on a line every client writes.
+        if self.staged.load(Ordering::SeqCst) & (1 << index) == 0 {
+            self.staged.fetch_or(1 << index, Ordering::SeqCst);
+        }
         Ticket::At(self.generation.load(Ordering::SeqCst))
     }
 
