@@ -941,6 +941,27 @@ mod tests {
         assert!(!b_acknowledged || in_journal, "b acknowledged, not in the journal");
     }
 
+    /// A record staged into a buffer already marked (by an earlier record
+    /// of the same generation) skips the mark; the commit of its ticket
+    /// still takes the buffer, so both records are written, and the mark
+    /// is clear again after the commit.
+    #[test]
+    fn a_record_in_an_already_marked_buffer_is_written_by_its_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let (j, _) = start(dir.path(), SyncPolicy::None);
+        let shared = j.shared.clone().unwrap();
+        let a = j.submit_update(3, "/a.rrd", ["1:1"]);
+        assert_eq!(shared.staged.load(Ordering::SeqCst), 1 << 3, "the first record marks its buffer");
+        let b = j.submit_update(3, "/b.rrd", ["2:1"]);
+        assert_eq!((&a, &b), (&Ticket::At(1), &Ticket::At(1)));
+        j.commit(&b);
+        assert_eq!(shared.staged.load(Ordering::SeqCst), 0, "the commit took the mark");
+        let paths: Vec<String> = records_read_only(dir.path()).into_iter().map(|r| r.path).collect();
+        assert_eq!(paths, ["/a.rrd", "/b.rrd"]);
+        j.failure(&a).unwrap();
+        j.failure(&b).unwrap();
+    }
+
     /// A journal whose writes fail for lack of space every few writes
     /// (not poisoning) while several threads stage into one buffer and
     /// commit: every record acknowledged is in the journal. A record
