@@ -562,10 +562,8 @@ fn apply(shared: &Shared, record: &Record, epoch: u64) -> bool {
                     }
                 }
             };
-            let entry = shard.entry(k.clone()).or_insert_with(|| {
-                let (last_up, kept) = fresh.take().expect("opened when there was no entry");
-                cache.new_entry(last_up, kept, now)
-            });
+            let made = || fresh.take().map(|(last_up, kept)| cache.new_entry(last_up, kept, now));
+            let (_, entry) = shard.get_or_insert_with(&k, made).expect("opened when there was no entry");
             // The front end checked each value (rrd_daemon's check_value,
             // against its clock); here only what the file's state decides:
             // a value not later than the newest (a replay, or a record

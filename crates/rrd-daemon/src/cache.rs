@@ -78,12 +78,7 @@ use crate::stats::Stats;
 
 pub use crate::key::Key;
 
-/// The map of one shard. Keys are hashed with foldhash (randomly seeded, so
-/// clients cannot aim names at one bucket; several times cheaper than
-/// SipHash on the update path). hashbrown's map rather than std's for
-/// `entry_ref`: one lookup per UPDATE, and a key allocated only when the
-/// entry is made.
-pub type ShardMap = hashbrown::HashMap<Key, Entry, foldhash::fast::RandomState>;
+pub use crate::shard_map::ShardMap;
 
 /// Update values of one file, oldest first: each value's time (parsed
 /// once, at UPDATE) and its `time:value[:value...]` text, back to back in
@@ -109,6 +104,11 @@ impl Values {
         self.buf.extend_from_slice(&len.to_le_bytes());
         self.buf.extend_from_slice(value.as_bytes());
         self.count += 1;
+    }
+
+    /// Starts loading the memory the next [`Values::push`] writes.
+    fn prefetch_end(&self) {
+        rrd_sys::prefetch::read(&self.buf[self.buf.len()..]);
     }
 
     pub fn len(&self) -> usize {
@@ -190,7 +190,7 @@ const SHARD_COUNT: usize = 64;
 /// Laid out in declaration order (`repr(C)`), the fields an UPDATE touches
 /// first: in a shard's map an entry sits right after its key, so an UPDATE
 /// reads the key and these fields from one run of adjacent cache lines
-/// instead of lines spread over the whole 296-byte bucket (a cache miss
+/// instead of lines spread over the whole 296-byte slot (a cache miss
 /// each, in a BATCH over more files than the caches hold).
 #[derive(Debug)]
 #[repr(C)]
@@ -530,6 +530,12 @@ impl Entry {
     /// Time of the newest accepted value (or the file's last update): a new
     /// value must be later.
     #[inline]
+    /// Starts loading the memory the next accepted value is written to
+    /// (see `connection::look_ahead`).
+    pub fn prefetch_pending(&self) {
+        self.pending.prefetch_end();
+    }
+
     pub fn last_stamp(&self) -> f64 {
         self.last_stamp
     }
@@ -747,9 +753,12 @@ impl Cache {
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(1)
             | 1;
+        let shard_hasher = foldhash::fast::RandomState::default();
         Cache {
-            shards: (0..SHARD_COUNT).map(|_| CachePadded::new(Mutex::new(ShardMap::default()))).collect(),
-            shard_hasher: foldhash::fast::RandomState::default(),
+            shards: (0..SHARD_COUNT)
+                .map(|_| CachePadded::new(Mutex::new(ShardMap::with_hasher(shard_hasher))))
+                .collect(),
+            shard_hasher,
             pending_values: AtomicU64::new(0),
             pending_bytes: AtomicU64::new(0),
             release_pages: AtomicBool::new(true),
@@ -785,8 +794,16 @@ impl Cache {
         *s % self.write_jitter_secs
     }
 
+    /// The shard a key's hash picks. The shards' maps hash with the same
+    /// hasher, and hashbrown reads a hash's low bits (the bucket) and top
+    /// seven (the tag): the shard takes bits from the middle, so the keys
+    /// of one shard still spread over its buckets and tags.
+    fn shard_of_hash(&self, hash: u64) -> usize {
+        ((hash >> 40) as usize) % self.shards.len()
+    }
+
     fn shard_of(&self, key: &str) -> usize {
-        (self.shard_hasher.hash_one(key) as usize) % self.shards.len()
+        self.shard_of_hash(self.shard_hasher.hash_one(key))
     }
 
     /// Locks the shard holding `key`.
@@ -800,6 +817,34 @@ impl Cache {
     pub fn shard_numbered(&self, key: &str) -> (usize, MutexGuard<'_, ShardMap>) {
         let i = self.shard_of(key);
         (i, self.shards[i].lock().expect("cache shard lock"))
+    }
+
+    /// [`Cache::shard_numbered`], with the key's hash in its shard's map
+    /// (for [`ShardMap::get_or_insert_hashed`]): the name is hashed once.
+    pub fn shard_hashed(&self, key: &str) -> (u64, usize, MutexGuard<'_, ShardMap>) {
+        let hash = self.shard_hasher.hash_one(key);
+        let i = self.shard_of_hash(hash);
+        (hash, i, self.shards[i].lock().expect("cache shard lock"))
+    }
+
+    /// Starts loading `key`'s entry into the CPU's caches, for an UPDATE
+    /// about to come (a BATCH's line after next: `connection::look_ahead`).
+    /// A hint: it does nothing when the shard is locked by someone else.
+    pub fn prefetch_entry(&self, key: &str) {
+        let hash = self.shard_hasher.hash_one(key);
+        if let Ok(shard) = self.shards[self.shard_of_hash(hash)].try_lock() {
+            shard.prefetch_entry(hash);
+        }
+    }
+
+    /// Starts loading where `key`'s pending values end (what its next
+    /// UPDATE writes), once its entry is in the caches. A hint, like
+    /// [`Cache::prefetch_entry`].
+    pub fn prefetch_values(&self, key: &str) {
+        let hash = self.shard_hasher.hash_one(key);
+        if let Ok(shard) = self.shards[self.shard_of_hash(hash)].try_lock() {
+            shard.prefetch_values(hash, key);
+        }
     }
 
     /// Runs `f` on every entry, one shard at a time.
@@ -1028,16 +1073,14 @@ impl Cache {
 mod tests {
     use super::*;
 
-    /// A bucket holds the key, then the entry's fields an UPDATE touches
-    /// (see [`Entry`]): they start within the key's last cache line.
+    /// The entry's fields an UPDATE touches come first (see [`Entry`]; a
+    /// slot of the shard's map puts them right after the key,
+    /// crate::shard_map).
     #[test]
-    fn an_update_reads_the_front_of_its_bucket() {
-        use std::mem::{offset_of, size_of};
-        let entry_at = offset_of!((Key, Entry), 1);
-        assert_eq!(offset_of!((Key, Entry), 0), 0);
-        assert_eq!(entry_at, size_of::<Key>());
-        let hot_end = entry_at + offset_of!(Entry, jitter_secs) + 8;
-        assert!(hot_end <= entry_at + 96, "the UPDATE fields span {hot_end} bytes of the bucket");
+    fn an_update_reads_the_front_of_its_entry() {
+        use std::mem::offset_of;
+        let hot_end = offset_of!(Entry, jitter_secs) + 8;
+        assert!(hot_end <= 96, "the UPDATE fields span {hot_end} bytes of the entry");
         assert!(offset_of!(Entry, inflight) >= offset_of!(Entry, jitter_secs));
     }
 
@@ -1184,7 +1227,7 @@ mod tests {
     /// Values at `times` into `key`'s entry (made if new), and its timer.
     fn accept(c: &Cache, key: &str, times: &[f64], seq: u64, now: i64) {
         let mut shard = c.shard(key);
-        let e = shard.entry(key.into()).or_insert_with(|| Entry::new(0.0, 0, now));
+        let (_, e) = shard.get_or_insert_with(key, || Some(Entry::new(0.0, 0, now))).expect("made");
         let mark = e.mark();
         for &t in times {
             e.take_value(t, &format!("{t}:1"));

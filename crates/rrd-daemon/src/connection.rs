@@ -58,6 +58,7 @@
 //! writes ([`own_thread`]: UNIX sockets). Only how bytes arrive differs
 //! (`Incoming`); replies go through `AsyncWrite` either way.
 
+mod look_ahead;
 pub mod own_thread;
 
 use std::sync::Arc;
@@ -137,6 +138,8 @@ struct Session {
     queue: Vec<Queued>,
     /// The cache key of the line being handled (reused, not reallocated).
     key: String,
+    /// A BATCH's next lines, resolved and prefetched ahead.
+    ahead: look_ahead::LookAhead,
     /// Headers of files met for the first time, read ahead.
     prefetch: HeaderPrefetch,
     /// The client, whose leaving ends a long LIST.
@@ -164,12 +167,14 @@ impl Session {
         if !gate::admits(Command::Update, self.listening.permissions, context) {
             return false;
         }
-        let Ok(name) = std::str::from_utf8(name) else { return false };
         let daemon = &self.daemon;
         let paths = daemon.paths_of(&self.listening);
         let skip_past = self.listening.skip_past_updates;
-        if paths.resolve_into(name, &mut self.key).is_err() {
-            return false;
+        if !self.ahead.take(next, &mut self.key) {
+            let Ok(name) = std::str::from_utf8(name) else { return false };
+            if paths.resolve_into(name, &mut self.key).is_err() {
+                return false;
+            }
         }
         Stats::add(&daemon.stats.updates_received, 1);
         if let Some(b) = &mut self.batch {
@@ -178,6 +183,9 @@ impl Session {
                 b.errors.stop_at(b.count);
                 return true;
             }
+        }
+        if self.batch.is_some() {
+            self.ahead.advance(daemon, paths, chunk, next);
         }
         let key = self.key.as_str();
         let values = values.into_iter().flat_map(|v| v.split(' '));
@@ -526,6 +534,7 @@ pub(crate) async fn serve_with<I, W>(
         batch: None,
         queue: Vec::new(),
         key: String::new(),
+        ahead: look_ahead::LookAhead::default(),
         prefetch: HeaderPrefetch::default(),
         peer,
         own_thread: I::OWN_THREAD,
@@ -602,6 +611,7 @@ pub(crate) async fn serve_with<I, W>(
             }
         }
         session.prefetch.reset(&session.daemon.cache);
+        session.ahead.reset();
         if let Some(reply) = lines.compact(&mut buf).filter(|_| !close) {
             session.reply(reply);
         }

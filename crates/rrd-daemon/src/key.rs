@@ -1,13 +1,13 @@
 //! The cache key: a file's normalized path, kept inline when it is short.
 //!
-//! Why: an UPDATE looks its file up in a shard's hash table, and the
-//! table compares the key of the bucket whose tag matches. With the path
-//! in a separate allocation that compare is one more cache miss per UPDATE
-//! (measured: about a quarter of the daemon's time in a BATCH of 20,000
-//! cached files, docs/BENCHMARKS.md). A key of up to [`INLINE_MAX`] bytes
-//! (most RRD paths) lives in the bucket itself, next to the entry, so the
-//! compare reads memory the lookup already brought in; a longer one is
-//! shared on the heap. Either way it hashes, compares and orders exactly
+//! Why: an UPDATE looks its file up in a shard's map, which compares the
+//! key of the slot whose tag matches. With the path in a separate
+//! allocation that compare is one more cache miss per UPDATE (measured:
+//! about a quarter of the daemon's time in a BATCH of 20,000 cached files,
+//! docs/BENCHMARKS.md). A key of up to [`INLINE_MAX`] bytes (most RRD
+//! paths) lives in the slot itself, next to the entry
+//! (crate::shard_map), so the compare reads memory the lookup brings in
+//! anyway; a longer one is shared on the heap. Either way it hashes, compares and orders exactly
 //! as the `str` it holds, so maps keyed by it are looked up with `&str`.
 
 use std::borrow::Borrow;
@@ -40,39 +40,13 @@ impl Key {
 
 impl Key {
     /// The key's bytes, without the UTF-8 check [`Key::as_str`] makes
-    /// (what a lookup compares).
-    fn as_bytes(&self) -> &[u8] {
+    /// (what a lookup compares: checking the stored key again on every
+    /// probe was about 4% of a steady BATCH line, docs/BENCHMARKS.md).
+    pub fn as_bytes(&self) -> &[u8] {
         match &self.0 {
             Repr::Inline { len, bytes } => &bytes[..*len as usize],
             Repr::Heap(s) => s.as_bytes(),
         }
-    }
-}
-
-/// A file name looked up in a shard's map on the update path.
-///
-/// It hashes as its `str`, so it finds what a `&str` finds, but it compares
-/// with a stored key's bytes directly: a `&str` lookup compares through
-/// `Borrow<str>`, which checks the stored key is UTF-8 again on every probe
-/// (measured at about 4% of a steady BATCH line, docs/BENCHMARKS.md).
-#[derive(Clone, Copy, Debug)]
-pub struct Lookup<'a>(pub &'a str);
-
-impl Hash for Lookup<'_> {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.hash(state)
-    }
-}
-
-impl hashbrown::Equivalent<Key> for Lookup<'_> {
-    fn equivalent(&self, key: &Key) -> bool {
-        key.as_bytes() == self.0.as_bytes()
-    }
-}
-
-impl From<&Lookup<'_>> for Key {
-    fn from(name: &Lookup<'_>) -> Key {
-        Key::from(name.0)
     }
 }
 
@@ -179,13 +153,8 @@ mod tests {
         map.insert(long.as_str().into(), 2);
         assert_eq!(map.get(short), Some(&1));
         assert_eq!(map.get(long.as_str()), Some(&2));
-        // A `Lookup` finds what its `&str` finds, and only that.
-        assert_eq!(state.hash_one(Lookup(short)), state.hash_one(short));
-        assert_eq!(map.get(&Lookup(short)), Some(&1));
-        assert_eq!(map.get(&Lookup(long.as_str())), Some(&2));
-        assert_eq!(map.get(&Lookup("/srv/rrd/host/if_octets.rr")), None);
-        map.entry_ref(&Lookup("/new")).or_insert(3);
-        assert_eq!(map.get("/new"), Some(&3));
+        assert_eq!(map.get("/srv/rrd/host/if_octets.rr"), None);
+        assert_eq!(Key::from(short).as_bytes(), short.as_bytes());
         assert_eq!(std::mem::size_of::<Key>(), 88);
     }
 }

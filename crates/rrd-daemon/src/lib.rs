@@ -8,6 +8,8 @@
 //! - [`connection`]: lines in, commands run, replies out in order; BATCH.
 //! - [`commands`]: one module per command; the protocol's texts.
 //! - [`cache`]: per-file pending values, sharded; flush queue and timers.
+//! - [`shard_map`]: one shard's files, keys and entries side by side in
+//!   the order the files were first seen.
 //! - [`key`]: the cache key, inline when short (one cache miss less per
 //!   UPDATE).
 //! - [`journaler`]: group commit into the journal (rrd-journal), written
@@ -64,6 +66,7 @@ pub mod reader;
 pub mod replay;
 pub mod rrdcached_journal;
 pub mod server;
+pub mod shard_map;
 pub mod state;
 pub mod stats;
 pub mod syncgroup;

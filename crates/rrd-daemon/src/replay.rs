@@ -140,11 +140,14 @@ pub fn apply_with_hook(
             summary.records_unreadable += 1;
             continue;
         };
-        let entry = shard.entry(key.clone()).or_insert_with(|| match kept.take() {
-            // The header goes to the first entry made for the file.
-            Some(k) => cache.new_entry(*last_up, k, now),
-            None => Entry::new(*last_up, cache.jitter(), now),
-        });
+        let made = || {
+            Some(match kept.take() {
+                // The header goes to the first entry made for the file.
+                Some(k) => cache.new_entry(*last_up, k, now),
+                None => Entry::new(*last_up, cache.jitter(), now),
+            })
+        };
+        let (_, entry) = shard.get_or_insert_with(&key, made).expect("made when missing");
         // Values are replayed as they were accepted: only the file's
         // state (a value not later than its newest) skips one.
         let mark = entry.mark();

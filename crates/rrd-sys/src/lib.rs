@@ -9,7 +9,8 @@
 //! mappings and `mincore` ([`map`]), `glob(3)` ([`glob`]), the signal
 //! handler that removes temporary files ([`tempclean`]), `getrusage`
 //! ([`rusage`]), the daemon's `fork`, process-wide `setuid`/`setgid`,
-//! name lookups and syslog ([`process`]), the listening sockets systemd
+//! name lookups and syslog ([`process`]), the CPU's prefetch hint
+//! ([`prefetch`]), the listening sockets systemd
 //! passes ([`sdlisten`]), and the client's librrd-exact
 //! connect and `getaddrinfo`, and whether a client hung up ([`net`]), glibc's number conversions
 //! ([`clib`]) and time functions ([`ctime`]), whose exact output rrdtool's
@@ -36,6 +37,7 @@ pub mod lock;
 pub mod map;
 pub mod net;
 pub mod pagecache;
+pub mod prefetch;
 pub mod process;
 pub mod rusage;
 pub mod sdlisten;

@@ -11,7 +11,7 @@ use std::os::unix::net::UnixStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use daemon_common::{create_rrd, require_tools, rrdtool, stat_field, temp_dir, Daemon, Kind};
+use daemon_common::{create_rrd, require_tools, rrdtool, stat_field, temp_dir, Client, Daemon, Kind};
 
 const T0: i64 = 1_000_000_000;
 
@@ -408,4 +408,66 @@ fn a_first_batch_over_many_files_reports_each_bad_one() {
     assert!(stat_field(&stats, "HeadersReadAhead") > 100, "the look-ahead did not run: {stats}");
     d.stop();
     assert_eq!(std::fs::read(&victim).unwrap(), victim_before);
+}
+
+/// A steady BATCH (every file known) sent in one write, so that each line
+/// is handled with the two after it resolved and prefetched ahead
+/// (rrd_daemon's connection::look_ahead), with lines the fast path does
+/// not take in between: escaped names (the general path), names refused
+/// under -B, a file named twice in a row. Every file ends up with exactly
+/// its own values in order, and the refused lines get their errors under
+/// their command numbers.
+#[test]
+fn a_steady_batch_with_lines_between_gives_every_file_its_own_values() {
+    require_tools();
+    let (_t, dir) = temp_dir();
+    create_rrd(&dir.join("template.rrd"), T0);
+    let n = 400;
+    for i in 0..n {
+        std::fs::copy(dir.join("template.rrd"), dir.join(format!("f{i}.rrd"))).unwrap();
+    }
+    let d = Daemon::start(Kind::Ours, &dir, &["-B"]);
+    let mut c = d.client();
+    let batch = |c: &mut Client, lines: &[String]| {
+        c.send("BATCH");
+        assert!(c.read_reply().starts_with("0 Go ahead"));
+        c.send(&format!("{}\n.", lines.join("\n")));
+        c.read_reply()
+    };
+    let first: Vec<String> = (0..n).map(|i| format!("UPDATE f{i}.rrd {}:{i}:{i}", T0 + 300)).collect();
+    assert_eq!(batch(&mut c, &first).trim_end(), "0 errors");
+    let mut lines = Vec::new();
+    let mut expected: Vec<Vec<String>> = (0..n).map(|i| vec![format!("{}:{i}:{i}", T0 + 300)]).collect();
+    let mut refused = Vec::new();
+    for (i, want) in expected.iter_mut().enumerate() {
+        let v = format!("{}:{i}:{}", T0 + 600, 2 * i);
+        match i % 5 {
+            // An escaped name: the same file, through the general path.
+            1 => lines.push(format!("UPDATE f\\{i}.rrd {v}")),
+            // Two lines of this file with a refused name between them.
+            2 => {
+                lines.push(format!("UPDATE f{i}.rrd {v}"));
+                lines.push(format!("UPDATE ../f{i}.rrd {v}"));
+                refused.push(lines.len());
+                let again = format!("{}:{i}:{}", T0 + 900, 3 * i);
+                lines.push(format!("UPDATE f{i}.rrd {again}"));
+                want.push(v.clone());
+                want.push(again);
+                continue;
+            }
+            _ => lines.push(format!("UPDATE f{i}.rrd {v}")),
+        }
+        want.push(v);
+    }
+    let reply = batch(&mut c, &lines);
+    let mut got = reply.lines();
+    assert_eq!(got.next(), Some(format!("{} errors", refused.len()).as_str()), "{reply}");
+    let numbers: Vec<usize> = got.map(|l| l.split(' ').next().unwrap().parse().unwrap()).collect();
+    assert_eq!(numbers, refused, "{reply}");
+    for (i, want) in expected.iter().enumerate() {
+        let pending = c.call(&format!("PENDING f{i}.rrd"));
+        let values: Vec<&str> = pending.lines().skip(1).collect();
+        assert_eq!(values, *want, "f{i}.rrd: {pending}");
+    }
+    d.stop();
 }

@@ -32,7 +32,6 @@ use super::{access_denied, blocking, syntax_error, Args, Outcome};
 use crate::cache::{unix_now, Entry};
 use crate::config::os_text;
 use crate::journaler::Ticket;
-use crate::key::Lookup;
 use crate::paths::Paths;
 use crate::state::{Daemon, Listening};
 use crate::stats::Stats;
@@ -95,15 +94,10 @@ where
     I: Iterator<Item = &'a str> + Clone,
 {
     let cache = &daemon.cache;
-    let (number, mut shard) = cache.shard_numbered(key);
-    let entry = match shard.entry_ref(&Lookup(key)) {
-        hashbrown::hash_map::EntryRef::Occupied(o) => o.into_mut(),
-        hashbrown::hash_map::EntryRef::Vacant(v) => {
-            // Made by us (fresh), or re-made after a FORGET raced with us.
-            let (last_up, kept) = fresh.take()?;
-            v.insert(cache.new_entry(last_up, kept, now))
-        }
-    };
+    let (hash, number, mut shard) = cache.shard_hashed(key);
+    // Made by us (fresh), or re-made after a FORGET raced with us.
+    let made = || fresh.take().map(|(last_up, kept)| cache.new_entry(last_up, kept, now));
+    let (stored, entry) = shard.get_or_insert_hashed(hash, key, made)?;
     if values.clone().next().is_none() {
         return Some(Err(Reply::error("No values updated.")));
     }
@@ -112,8 +106,7 @@ where
     }
     let accepted = accept(daemon, skip_past, number, key, entry, values, now);
     if let Some(due) = accepted.timer_due {
-        let (k, _) = shard.get_key_value(key).expect("the entry was just updated");
-        cache.add_timer(due, k.clone());
+        cache.add_timer(due, stored.clone());
     }
     Some(Ok(accepted))
 }

@@ -28,10 +28,11 @@ pub fn add_pending(daemon: &Daemon, key: &str, values: &[String], seq: u64) {
     let cache = &daemon.cache;
     let now = unix_now();
     let mut shard = cache.shard(key);
-    let e = shard.entry(key.into()).or_insert_with(|| {
+    let made = || {
         let kept = KeptHeader::read(Path::new(key)).unwrap();
-        cache.new_entry(kept.header.live().last_up as f64, kept, now)
-    });
+        Some(cache.new_entry(kept.header.live().last_up as f64, kept, now))
+    };
+    let (_, e) = shard.get_or_insert_with(key, made).expect("made");
     let mark = e.mark();
     for s in values {
         let t = update_value_time(s).expect("a value with a time");

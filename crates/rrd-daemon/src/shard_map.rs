@@ -1,0 +1,278 @@
+//! One cache shard's map: its files' entries, each in an allocation of its
+//! own made when the file is first seen.
+//!
+//! Why: pollers name the same files in the same order every interval
+//! (Cacti's poller, MRTG's targets, collectd's plugins, a relay's BATCH),
+//! and a BATCH over more files than the CPU caches hold then reads one
+//! entry per line from memory. A table that keeps its entries in its
+//! buckets scatters them by hash, so every line waits for a miss on its
+//! bucket (most of a steady BATCH line's time, docs/BENCHMARKS.md). Here
+//! the table holds one pointer per file (the tables of every shard,
+//! 9 bytes per file with hashbrown's tags, stay in the caches), and each
+//! file's key and entry sit together in one allocation made at its first
+//! UPDATE. Files first seen one after another are one after another in
+//! memory, so a poller that names them in that order again reads memory
+//! in the order the hardware prefetcher streams it; rrdcached's tree,
+//! allocated in the same order, gets the same (measured with the files
+//! of each interval shuffled: docs/BENCHMARKS.md, 2026-11-29).
+//!
+//! The map answers by `&str` and hashes it with its own randomly seeded
+//! foldhash (clients cannot aim names at one bucket). Deliberately absent:
+//! an entry API; [`ShardMap::get_or_insert_with`] is the one lookup an
+//! UPDATE makes.
+
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+
+use crate::cache::Entry;
+use crate::key::Key;
+
+/// A file's key and entry, side by side in this order (`repr(C)`): the
+/// entry's fields an UPDATE touches follow the key's bytes.
+#[repr(C)]
+struct Slot {
+    key: Key,
+    entry: Entry,
+}
+
+/// The map of one shard (see the module doc).
+#[derive(Default)]
+pub struct ShardMap {
+    /// Each file's place in `slots`.
+    index: HashTable<u32>,
+    /// Keys and entries, in the order the files were first seen (a removal
+    /// moves the last one into the hole).
+    slots: Vec<Slot>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl ShardMap {
+    /// An empty map hashing with `hasher` (the cache's, so that the hash
+    /// that picked the shard is the one the map's methods `_hashed` take).
+    pub fn with_hasher(hasher: foldhash::fast::RandomState) -> ShardMap {
+        ShardMap { index: HashTable::new(), slots: Vec::new(), hasher }
+    }
+
+    /// The hash this map files `key` under.
+    pub fn hash(&self, key: &str) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// Starts loading the entry a lookup of the key hashed to `hash` would
+    /// read (its first candidate: the only one, nearly always), without
+    /// waiting for it (see `rrd_sys::prefetch`).
+    pub fn prefetch_entry(&self, hash: u64) {
+        if let Some(&i) = self.index.iter_hash(hash).next() {
+            if let Some(slot) = self.slots.get(i as usize) {
+                rrd_sys::prefetch::read(slot);
+            }
+        }
+    }
+
+    /// Starts loading where the pending values of `key` (hashed to `hash`)
+    /// end; reads its entry, so that is best prefetched first.
+    pub fn prefetch_values(&self, hash: u64, key: &str) {
+        if let Some(i) = self.place_hashed(hash, key) {
+            self.slots[i].entry.prefetch_pending();
+        }
+    }
+
+    /// `key`'s place in `slots`.
+    fn place(&self, key: &str) -> Option<usize> {
+        self.place_hashed(self.hash(key), key)
+    }
+
+    fn place_hashed(&self, hash: u64, key: &str) -> Option<usize> {
+        let slots = &self.slots;
+        self.index.find(hash, |&i| slots[i as usize].key.as_bytes() == key.as_bytes()).map(|&i| i as usize)
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.place(key).is_some()
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Entry> {
+        self.place(key).map(|i| &self.slots[i].entry)
+    }
+
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Entry> {
+        self.place(key).map(|i| &mut self.slots[i].entry)
+    }
+
+    /// The stored key (shared by timers and the flush queue) and the entry.
+    pub fn get_key_value(&self, key: &str) -> Option<(&Key, &Entry)> {
+        self.place(key).map(|i| (&self.slots[i].key, &self.slots[i].entry))
+    }
+
+    /// `key`'s entry and stored key, the entry made by `make` when there is
+    /// none (`None` when there is none and `make` gives none).
+    pub fn get_or_insert_with(
+        &mut self,
+        key: &str,
+        make: impl FnOnce() -> Option<Entry>,
+    ) -> Option<(&Key, &mut Entry)> {
+        self.get_or_insert_hashed(self.hash(key), key, make)
+    }
+
+    /// [`ShardMap::get_or_insert_with`] for a key whose [`ShardMap::hash`]
+    /// the caller has.
+    pub fn get_or_insert_hashed(
+        &mut self,
+        hash: u64,
+        key: &str,
+        make: impl FnOnce() -> Option<Entry>,
+    ) -> Option<(&Key, &mut Entry)> {
+        debug_assert_eq!(hash, self.hash(key));
+        let i = match self.place_hashed(hash, key) {
+            Some(i) => i,
+            None => self.push(Key::from(key), make()?),
+        };
+        let slot = &mut self.slots[i];
+        Some((&slot.key, &mut slot.entry))
+    }
+
+    /// Adds a file this map does not hold, at the end; its place.
+    fn push(&mut self, key: Key, entry: Entry) -> usize {
+        let place = self.slots.len();
+        let at = u32::try_from(place).expect("fewer than 2^32 files in a shard");
+        let hash = self.hash(&key);
+        self.slots.push(Slot { key, entry });
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        self.index.insert_unique(hash, at, |&i| hasher.hash_one(slots[i as usize].key.as_str()));
+        place
+    }
+
+    /// Stores `entry` as `key`'s, and gives back the entry it replaces.
+    pub fn insert(&mut self, key: Key, entry: Entry) -> Option<Entry> {
+        match self.place(&key) {
+            Some(i) => Some(std::mem::replace(&mut self.slots[i].entry, entry)),
+            None => {
+                self.push(key, entry);
+                None
+            }
+        }
+    }
+
+    pub fn remove(&mut self, key: &str) -> Option<Entry> {
+        let hash = self.hash(key);
+        let slots = &self.slots;
+        let found =
+            self.index.find_entry(hash, |&i| slots[i as usize].key.as_bytes() == key.as_bytes()).ok()?;
+        let place = found.remove().0 as usize;
+        let removed = self.slots.swap_remove(place);
+        if let Some(moved) = self.slots.get(place) {
+            // The last slot moved into the hole: its index follows it.
+            let last = self.slots.len() as u32;
+            let hash = self.hash(&moved.key);
+            *self.index.find_mut(hash, |&i| i == last).expect("every slot is indexed") = place as u32;
+        }
+        Some(removed.entry)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&Key, &Entry)> {
+        self.slots.iter().map(|s| (&s.key, &s.entry))
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&Key, &mut Entry)> {
+        self.slots.iter_mut().map(|s| (&s.key, &mut s.entry))
+    }
+
+    /// Keeps the entries `keep` accepts, in their order.
+    pub fn retain(&mut self, mut keep: impl FnMut(&Key, &mut Entry) -> bool) {
+        let kept: Vec<bool> = self.slots.iter_mut().map(|s| keep(&s.key, &mut s.entry)).collect();
+        if kept.iter().all(|&k| k) {
+            return;
+        }
+        let slots = std::mem::take(&mut self.slots);
+        self.index.clear();
+        for (slot, _) in slots.into_iter().zip(kept).filter(|(_, k)| *k) {
+            self.push(slot.key, slot.entry);
+        }
+    }
+}
+
+impl std::fmt::Debug for ShardMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ShardMap;
+    use crate::cache::Entry;
+
+    fn entry(stamp: f64) -> Entry {
+        Entry::new(stamp, 0, 0)
+    }
+
+    #[test]
+    fn finds_what_it_holds_by_str_and_only_that() {
+        let mut m = ShardMap::default();
+        let long = format!("/{}", "x".repeat(200));
+        assert!(m.insert("/a.rrd".into(), entry(1.0)).is_none());
+        assert!(m.insert(long.as_str().into(), entry(2.0)).is_none());
+        assert_eq!(m.get("/a.rrd").map(Entry::last_stamp), Some(1.0));
+        assert_eq!(m.get(&long).map(Entry::last_stamp), Some(2.0));
+        assert!(m.get("/a.rr").is_none() && !m.contains_key("/b.rrd"));
+        let replaced = m.insert("/a.rrd".into(), entry(3.0));
+        assert_eq!(replaced.map(|e| e.last_stamp()), Some(1.0));
+        assert_eq!(
+            (m.len(), m.get_key_value("/a.rrd").map(|(k, e)| (k.as_str(), e.last_stamp()))),
+            (2, Some(("/a.rrd", 3.0)))
+        );
+        assert_eq!(m.remove("/a.rrd").map(|e| e.last_stamp()), Some(3.0));
+        assert!(m.remove("/a.rrd").is_none() && m.get("/a.rrd").is_none());
+        assert_eq!(m.len(), 1);
+    }
+
+    #[test]
+    fn a_slot_is_its_key_then_its_entry() {
+        use std::mem::{offset_of, size_of};
+        assert_eq!(offset_of!(super::Slot, key), 0);
+        assert_eq!(offset_of!(super::Slot, entry), size_of::<crate::key::Key>());
+    }
+
+    #[test]
+    fn get_or_insert_with_makes_only_what_is_missing() {
+        let mut m = ShardMap::default();
+        assert!(m.get_or_insert_with("/a", || None).is_none());
+        assert!(m.is_empty());
+        let (k, e) = m.get_or_insert_with("/a", || Some(entry(5.0))).expect("made");
+        assert_eq!((k.as_str(), e.last_stamp()), ("/a", 5.0));
+        let (_, e) = m.get_or_insert_with("/a", || panic!("made twice")).expect("found");
+        assert_eq!(e.last_stamp(), 5.0);
+        assert_eq!(m.len(), 1);
+    }
+
+    /// Growth, removals (each moving the last slot into its hole) and
+    /// retain keep every other key findable, with its own entry.
+    #[test]
+    fn many_keys_survive_growth_removal_and_retain() {
+        let mut m = ShardMap::default();
+        let name = |i: u64| format!("/d/{i}.rrd");
+        for i in 0..6000 {
+            m.insert(name(i).as_str().into(), entry(i as f64));
+        }
+        for i in (0..6000).step_by(3) {
+            assert_eq!(m.remove(&name(i)).map(|e| e.last_stamp()), Some(i as f64));
+        }
+        m.retain(|_, e| (e.last_stamp() as u64).is_multiple_of(2));
+        let kept = |i: u64| !i.is_multiple_of(3) && i.is_multiple_of(2);
+        for i in 0..6000 {
+            let got = m.get(&name(i)).map(Entry::last_stamp);
+            assert_eq!(got, kept(i).then_some(i as f64), "{}", name(i));
+        }
+        assert_eq!(m.len(), (0..6000).filter(|&i| kept(i)).count());
+        assert!(m.iter().all(|(k, e)| k.as_str() == name(e.last_stamp() as u64)));
+    }
+}
