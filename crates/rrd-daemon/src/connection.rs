@@ -106,9 +106,12 @@ struct Batch {
 }
 
 /// A BATCH's records are written once this many bytes of it arrived (and
-/// at its end): large batches reach the journal in large writes, and the
-/// staging buffers stay small.
-const BATCH_WRITE_BYTES: usize = 1 << 20;
+/// at its end): large batches reach the journal in writes of about this
+/// size, and the staging buffers stay small enough that the write copies
+/// records still in the CPU's caches (1 MiB made a steady BATCH line cost
+/// about 15% more CPU than 128 KiB; 64 KiB and 256 KiB were not better:
+/// docs/BENCHMARKS.md, 2026-11-29).
+const BATCH_WRITE_BYTES: usize = 128 << 10;
 
 impl Batch {
     /// Notes a journal record of command `n` (`None`: the command already
