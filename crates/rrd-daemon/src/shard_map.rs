@@ -65,7 +65,8 @@ impl ShardMap {
     pub fn prefetch_entry(&self, hash: u64) {
         if let Some(&i) = self.index.iter_hash(hash).next() {
             if let Some(slot) = self.slots.get(i as usize) {
-                rrd_sys::prefetch::read(slot);
+                // The key and the entry's fields after it span several lines.
+                rrd_sys::prefetch::read_all(slot);
             }
         }
     }
