@@ -37,10 +37,10 @@
 //! buffer under its lock. A record with ticket `g` read the generation
 //! before the advance, so its buffer's mark was set (by it or before it)
 //! before the mask was taken, and its bytes are in the buffer: the commit
-//! of `g` writes it (or an earlier commit did). A record staged after the advance
-//! may ride along; it is published with the next generation. Commits run
-//! one at a time under the writer lock, so `written` only grows, and every
-//! generation up to it is on its way to disk in order.
+//! of `g` writes it (or an earlier commit did). A record staged after the
+//! advance may ride along; it is published with the next generation.
+//! Commits run one at a time under the writer lock, so `written` only
+//! grows, and every generation up to it is on its way to disk in order.
 //!
 //! Ordering invariant: records are staged while the caller holds the lock
 //! of the cache shard whose state the record changes, and all records of a
