@@ -527,15 +527,15 @@ impl Entry {
 
 /// Reading an entry (PENDING, QUEUE, FLUSH, merged reads, the scheduler).
 impl Entry {
-    /// Time of the newest accepted value (or the file's last update): a new
-    /// value must be later.
-    #[inline]
     /// Starts loading the memory the next accepted value is written to
     /// (see `connection::look_ahead`).
     pub fn prefetch_pending(&self) {
         self.pending.prefetch_end();
     }
 
+    /// Time of the newest accepted value (or the file's last update): a new
+    /// value must be later.
+    #[inline]
     pub fn last_stamp(&self) -> f64 {
         self.last_stamp
     }

@@ -25,6 +25,8 @@
 //! values go straight into the entry, and the journal record is framed from
 //! the line's bytes. A file's first UPDATE opens it here too (one confined
 //! open and one `fstat`, as rrdcached checks it in its connection thread).
+//! In a BATCH, the two lines after the current one are resolved ahead and
+//! the memory their UPDATEs touch is prefetched (`look_ahead`).
 //! Anything else (another command, a backslash, a name refused) takes the
 //! general path, which gives the same replies.
 //!
