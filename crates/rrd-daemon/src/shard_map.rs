@@ -1,25 +1,28 @@
-//! One cache shard's map: its files' entries, each in an allocation of its
-//! own made when the file is first seen.
+//! One cache shard's map: its files' keys and entries side by side in one
+//! array, in the order the files were first seen, and a hash table of
+//! their positions.
 //!
 //! Why: pollers name the same files in the same order every interval
 //! (Cacti's poller, MRTG's targets, collectd's plugins, a relay's BATCH),
-//! and a BATCH over more files than the CPU caches hold then reads one
-//! entry per line from memory. A table that keeps its entries in its
-//! buckets scatters them by hash, so every line waits for a miss on its
-//! bucket (most of a steady BATCH line's time, docs/BENCHMARKS.md). Here
-//! the table holds one pointer per file (the tables of every shard,
-//! 9 bytes per file with hashbrown's tags, stay in the caches), and each
-//! file's key and entry sit together in one allocation made at its first
-//! UPDATE. Files first seen one after another are one after another in
-//! memory, so a poller that names them in that order again reads memory
-//! in the order the hardware prefetcher streams it; rrdcached's tree,
-//! allocated in the same order, gets the same (measured with the files
-//! of each interval shuffled: docs/BENCHMARKS.md, 2026-11-29).
+//! and a BATCH over more files than the CPU caches hold reads one entry
+//! per line from memory. A table that keeps its entries in its buckets
+//! scatters them by hash and gives an entry's address only by reading its
+//! key, so every line waited for a miss on its bucket (most of a steady
+//! BATCH line's time, docs/BENCHMARKS.md). Here the table holds a 4-byte
+//! position per file (the tables of every shard stay in the caches), so a
+//! BATCH finds where the next lines' entries are without touching them and
+//! has them prefetched while it handles the current line
+//! (`connection::look_ahead`, [`ShardMap::prefetch_entry`]); and files
+//! first seen one after another are neighbours in memory, as they are in
+//! rrdcached's allocation-ordered tree (for which that order is worth
+//! about a quarter of a steady BATCH: docs/BENCHMARKS.md, 2026-11-29).
+//! A removal moves the last slot into the hole.
 //!
-//! The map answers by `&str` and hashes it with its own randomly seeded
-//! foldhash (clients cannot aim names at one bucket). Deliberately absent:
-//! an entry API; [`ShardMap::get_or_insert_with`] is the one lookup an
-//! UPDATE makes.
+//! The map answers by `&str` and hashes with the foldhash state it is
+//! given (the cache's, randomly seeded: clients cannot aim names at one
+//! bucket, and the hash that picked the shard serves the map too).
+//! Deliberately absent: an entry API; [`ShardMap::get_or_insert_with`] is
+//! the one lookup an UPDATE makes.
 
 use std::hash::BuildHasher;
 
