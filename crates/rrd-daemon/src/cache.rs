@@ -802,8 +802,10 @@ impl Cache {
         ((hash >> 40) as usize) % self.shards.len()
     }
 
-    fn shard_of(&self, key: &str) -> usize {
-        self.shard_of_hash(self.shard_hasher.hash_one(key))
+    /// The hash of `key` that picks its shard and files it in the shard's
+    /// map.
+    pub fn hash(&self, key: &str) -> u64 {
+        self.shard_hasher.hash_one(key)
     }
 
     /// Locks the shard holding `key`.
@@ -815,33 +817,32 @@ impl Cache {
     /// file, which the journal uses to pick the file's staging buffer
     /// (crate::journaler), so the name is hashed once per UPDATE.
     pub fn shard_numbered(&self, key: &str) -> (usize, MutexGuard<'_, ShardMap>) {
-        let i = self.shard_of(key);
-        (i, self.shards[i].lock().expect("cache shard lock"))
+        let (_, i, shard) = self.shard_hashed(key);
+        (i, shard)
     }
 
     /// [`Cache::shard_numbered`], with the key's hash in its shard's map
     /// (for [`ShardMap::get_or_insert_hashed`]): the name is hashed once.
     pub fn shard_hashed(&self, key: &str) -> (u64, usize, MutexGuard<'_, ShardMap>) {
-        let hash = self.shard_hasher.hash_one(key);
+        let hash = self.hash(key);
         let i = self.shard_of_hash(hash);
         (hash, i, self.shards[i].lock().expect("cache shard lock"))
     }
 
-    /// Starts loading `key`'s entry into the CPU's caches, for an UPDATE
-    /// about to come (a BATCH's line after next: `connection::look_ahead`).
-    /// A hint: it does nothing when the shard is locked by someone else.
-    pub fn prefetch_entry(&self, key: &str) {
-        let hash = self.shard_hasher.hash_one(key);
+    /// Starts loading the entry of the key whose [`Cache::hash`] is `hash`
+    /// into the CPU's caches, for an UPDATE about to come (a BATCH's line
+    /// after next: `connection::look_ahead`). A hint: it does nothing when
+    /// the shard is locked by someone else.
+    pub fn prefetch_entry(&self, hash: u64) {
         if let Ok(shard) = self.shards[self.shard_of_hash(hash)].try_lock() {
             shard.prefetch_entry(hash);
         }
     }
 
     /// Starts loading where `key`'s pending values end (what its next
-    /// UPDATE writes), once its entry is in the caches. A hint, like
-    /// [`Cache::prefetch_entry`].
-    pub fn prefetch_values(&self, key: &str) {
-        let hash = self.shard_hasher.hash_one(key);
+    /// UPDATE writes), once its entry is in the caches; `hash` is its
+    /// [`Cache::hash`]. A hint, like [`Cache::prefetch_entry`].
+    pub fn prefetch_values(&self, hash: u64, key: &str) {
         if let Ok(shard) = self.shards[self.shard_of_hash(hash)].try_lock() {
             shard.prefetch_values(hash, key);
         }

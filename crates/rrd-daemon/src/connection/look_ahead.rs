@@ -24,12 +24,14 @@ use crate::state::Daemon;
 use rrd_protocol::fields;
 
 /// One line resolved ahead: where it starts and ends in the chunk (the end
-/// past its newline, as the framer's consumed count is) and its cache key.
+/// past its newline, as the framer's consumed count is), its cache key and
+/// the key's hash (`Cache::hash`, computed once for both prefetches).
 #[derive(Default)]
 struct Resolved {
     start: usize,
     end: usize,
     key: String,
+    hash: u64,
     valid: bool,
 }
 
@@ -61,15 +63,17 @@ impl LookAhead {
         let cache = &daemon.cache;
         if self.near.valid && self.near.start == next {
             // Its entry was prefetched one line ago: now where its values end.
-            cache.prefetch_values(&self.near.key);
+            cache.prefetch_values(self.near.hash, &self.near.key);
         } else if resolve(&mut self.near, paths, chunk, next) {
-            cache.prefetch_entry(&self.near.key);
+            self.near.hash = cache.hash(&self.near.key);
+            cache.prefetch_entry(self.near.hash);
         } else {
             self.far.valid = false;
             return;
         }
         if resolve(&mut self.far, paths, chunk, self.near.end) {
-            cache.prefetch_entry(&self.far.key);
+            self.far.hash = cache.hash(&self.far.key);
+            cache.prefetch_entry(self.far.hash);
         }
     }
 
