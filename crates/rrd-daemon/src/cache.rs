@@ -834,7 +834,7 @@ impl Cache {
     /// after next: `connection::look_ahead`). A hint: it does nothing when
     /// the shard is locked by someone else.
     pub fn prefetch_entry(&self, hash: u64) {
-        if let Ok(shard) = self.shards[self.shard_of_hash(hash)].try_lock() {
+        if let Some(shard) = self.shard_if_free(hash) {
             shard.prefetch_entry(hash);
         }
     }
@@ -843,9 +843,15 @@ impl Cache {
     /// UPDATE writes), once its entry is in the caches; `hash` is its
     /// [`Cache::hash`]. A hint, like [`Cache::prefetch_entry`].
     pub fn prefetch_values(&self, hash: u64, key: &str) {
-        if let Ok(shard) = self.shards[self.shard_of_hash(hash)].try_lock() {
+        if let Some(shard) = self.shard_if_free(hash) {
             shard.prefetch_values(hash, key);
         }
+    }
+
+    /// The shard of the key hashed to `hash`, unless someone holds it (a
+    /// hint never waits).
+    fn shard_if_free(&self, hash: u64) -> Option<MutexGuard<'_, ShardMap>> {
+        self.shards[self.shard_of_hash(hash)].try_lock().ok()
     }
 
     /// Runs `f` on every entry, one shard at a time.

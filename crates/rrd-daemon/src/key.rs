@@ -7,8 +7,9 @@
 //! docs/BENCHMARKS.md). A key of up to [`INLINE_MAX`] bytes (most RRD
 //! paths) lives in the slot itself, next to the entry
 //! (crate::shard_map), so the compare reads memory the lookup brings in
-//! anyway; a longer one is shared on the heap. Either way it hashes, compares and orders exactly
-//! as the `str` it holds, so maps keyed by it are looked up with `&str`.
+//! anyway; a longer one is shared on the heap. Either way it hashes,
+//! compares and orders exactly as the `str` it holds, so maps keyed by it
+//! are looked up with `&str`.
 
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};

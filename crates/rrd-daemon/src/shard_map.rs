@@ -88,8 +88,7 @@ impl ShardMap {
     }
 
     fn place_hashed(&self, hash: u64, key: &str) -> Option<usize> {
-        let slots = &self.slots;
-        self.index.find(hash, |&i| slots[i as usize].key.as_bytes() == key.as_bytes()).map(|&i| i as usize)
+        self.index.find(hash, holds(&self.slots, key)).map(|&i| i as usize)
     }
 
     pub fn len(&self) -> usize {
@@ -148,11 +147,16 @@ impl ShardMap {
     fn push(&mut self, key: Key, entry: Entry) -> usize {
         let place = self.slots.len();
         let at = u32::try_from(place).expect("fewer than 2^32 files in a shard");
-        let hash = self.hash(&key);
         self.slots.push(Slot { key, entry });
-        let (slots, hasher) = (&self.slots, &self.hasher);
-        self.index.insert_unique(hash, at, |&i| hasher.hash_one(slots[i as usize].key.as_str()));
+        self.index_slot(at);
         place
+    }
+
+    /// Files slot `at` in the index.
+    fn index_slot(&mut self, at: u32) {
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        let rehash = |&i: &u32| hasher.hash_one(slots[i as usize].key.as_str());
+        self.index.insert_unique(rehash(&at), at, rehash);
     }
 
     /// Stores `entry` as `key`'s, and gives back the entry it replaces.
@@ -167,10 +171,7 @@ impl ShardMap {
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Entry> {
-        let hash = self.hash(key);
-        let slots = &self.slots;
-        let found =
-            self.index.find_entry(hash, |&i| slots[i as usize].key.as_bytes() == key.as_bytes()).ok()?;
+        let found = self.index.find_entry(self.hash(key), holds(&self.slots, key)).ok()?;
         let place = found.remove().0 as usize;
         let removed = self.slots.swap_remove(place);
         if let Some(moved) = self.slots.get(place) {
@@ -192,16 +193,22 @@ impl ShardMap {
 
     /// Keeps the entries `keep` accepts, in their order.
     pub fn retain(&mut self, mut keep: impl FnMut(&Key, &mut Entry) -> bool) {
-        let kept: Vec<bool> = self.slots.iter_mut().map(|s| keep(&s.key, &mut s.entry)).collect();
-        if kept.iter().all(|&k| k) {
-            return;
-        }
-        let slots = std::mem::take(&mut self.slots);
-        self.index.clear();
-        for (slot, _) in slots.into_iter().zip(kept).filter(|(_, k)| *k) {
-            self.push(slot.key, slot.entry);
+        let before = self.slots.len();
+        self.slots.retain_mut(|s| keep(&s.key, &mut s.entry));
+        if self.slots.len() != before {
+            // Slots after a dropped one moved: the index is made again.
+            self.index.clear();
+            for at in 0..self.slots.len() as u32 {
+                self.index_slot(at);
+            }
         }
     }
+}
+
+/// Whether an index position names `key`'s slot (by the stored key's
+/// bytes, [`Key::as_bytes`]).
+fn holds<'a>(slots: &'a [Slot], key: &'a str) -> impl Fn(&u32) -> bool + 'a {
+    move |&i| slots[i as usize].key.as_bytes() == key.as_bytes()
 }
 
 impl std::fmt::Debug for ShardMap {
