@@ -179,8 +179,7 @@ fn shard_of(path: &Path) -> &'static Mutex<Shard> {
 }
 
 fn is_out_of_descriptors(e: &rrd_engine::Error) -> bool {
-    matches!(e, rrd_engine::Error::Open { source, .. }
-        if matches!(source.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)))
+    matches!(e, rrd_engine::Error::Open { source, .. } if rrd_engine::batch::is_out_of_descriptors(source))
 }
 
 /// Forgets the kept header of `path` (spelled as the updates spell it), so

@@ -104,7 +104,7 @@ impl HeaderPrefetch {
                 }
                 Err(e) => {
                     cache.prefetch_budget.fetch_add(1, Ordering::SeqCst);
-                    if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+                    if rrd_engine::batch::is_out_of_descriptors(&e) {
                         self.exhausted = true;
                         break;
                     }

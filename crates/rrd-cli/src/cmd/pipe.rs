@@ -78,6 +78,9 @@ use rrd_engine::mapped::MappedFiles;
 use rrd_engine::newfile::NewFiles;
 use rrd_engine::root::Root;
 
+mod descriptors;
+use descriptors::Budget;
+
 /// How pipe mode reads and writes files (`RRDSCALE_ACCESS`).
 enum Access {
     /// pread/pwrite through open files, rrdtool's locks, prefetch (default).
@@ -88,12 +91,13 @@ enum Access {
 
 impl Access {
     /// The access `RRDSCALE_ACCESS` names, for one of `workers` workers:
-    /// each gets its share of the open files and of the prefetch window.
-    fn from_env(workers: usize) -> Result<Access> {
+    /// each gets its share of the open files (`budget`) and of the
+    /// prefetch window.
+    fn from_env(workers: usize, budget: Budget) -> Result<Access> {
         let workers = workers.max(1);
         match std::env::var("RRDSCALE_ACCESS").as_deref() {
             Err(_) | Ok("") | Ok("pread") => {
-                let mut updater = BatchUpdater::new((max_open_files() / workers).max(1));
+                let mut updater = BatchUpdater::new(budget.kept_per_worker);
                 // A poller's session touches each file once.
                 updater.keep_from_second_update = true;
                 // Update reads leave the access time alone (compatibility.md).
@@ -117,21 +121,6 @@ impl Access {
     }
 }
 
-/// Open files kept between commands (each with its decoded header, a few
-/// KiB): half the descriptor limit, within these bounds.
-const MAX_OPEN_FILES: (usize, usize) = (512, 8192);
-
-fn max_open_files() -> usize {
-    (descriptor_limit() / 2).clamp(MAX_OPEN_FILES.0, MAX_OPEN_FILES.1)
-}
-
-/// The process's soft descriptor limit (`usize::MAX` when unlimited).
-fn descriptor_limit() -> usize {
-    // None is RLIM_INFINITY.
-    rustix::process::getrlimit(rustix::process::Resource::Nofile)
-        .current
-        .map_or(usize::MAX, |cur| usize::try_from(cur).unwrap_or(usize::MAX))
-}
 /// Update lines prefetched together.
 const LOOKAHEAD_MAX: usize = 256;
 
@@ -554,9 +543,10 @@ fn update_worker(
     in_flight: &InFlight,
     handed: &AtomicUsize,
     workers: usize,
+    budget: Budget,
 ) {
     let _stop = StopOnExit(in_flight);
-    let mut access = match Access::from_env(workers) {
+    let mut access = match Access::from_env(workers, budget) {
         Ok(a) => a,
         // Checked before the workers started.
         Err(e) => unreachable!("RRDSCALE_ACCESS was checked: {e}"),
@@ -588,7 +578,7 @@ fn update_worker(
         }
         match queue.pop_front().expect("a job is queued") {
             Job::Reset => {
-                access = Access::from_env(workers).unwrap_or_else(|e| unreachable!("checked: {e}"));
+                access = Access::from_env(workers, budget).unwrap_or_else(|e| unreachable!("checked: {e}"));
                 prefetched_ahead = 0;
             }
             Job::Update { seq, req, verbose, mut opened } => {
@@ -678,14 +668,6 @@ struct Opened {
     len_bytes: u64,
 }
 
-/// Files the reader may have opened and handed over at once, not yet
-/// taken by their workers: a quarter of the descriptor limit (the workers
-/// keep up to half open), at most this many (a worker looks at most
-/// [`LOOKAHEAD_MAX`] lines ahead; each open file is kernel memory, which a
-/// memory cgroup counts). Past it, lines are routed by `stat` and their
-/// workers open the files.
-const HANDED_MAX: usize = 1024;
-
 /// Paths remembered as seen (by hash) before the set starts over.
 const SEEN_MAX: usize = 1 << 20;
 
@@ -755,32 +737,14 @@ impl Router<'_> {
     }
 }
 
-/// Grows the process's descriptor table to hold `files` more descriptors
-/// while the process has one thread.
-///
-/// Why: the kernel grows the table by doubling as descriptors are opened,
-/// and in a process with more than one thread each growth waits for an RCU
-/// grace period (`expand_fdtable` → `synchronize_rcu`), milliseconds on a
-/// virtual machine during which the opening worker sleeps. A poller's
-/// session opens thousands of files (kept open up to [`max_open_files`]),
-/// so a table grown once, here, took a quarter of a 5,000-file cycle's
-/// time off. Best effort: a descriptor limit below that only means the
-/// growths happen later.
-fn reserve_descriptors(files: usize) {
-    let Ok(probe) = std::fs::File::open("/dev/null") else { return };
-    let Ok(target) = i32::try_from(files) else { return };
-    // The duplicate, at the lowest free number >= target, is closed at once.
-    drop(rustix::io::fcntl_dupfd_cloexec(&probe, target));
-}
-
 pub fn run<R: Read + AsFd + Send>(input: &mut BufReader<R>, out: &mut dyn Write) -> Result<()> {
     let start = Instant::now();
     let workers = worker_count()?;
+    let budget = Budget::of_this_process(workers);
     // Open files of every worker, the session's own and a margin.
-    let handed_max = (descriptor_limit() / 4).min(HANDED_MAX);
-    reserve_descriptors(max_open_files() + handed_max + 64);
+    descriptors::reserve(budget.total(workers) + 64);
     // A bad RRDSCALE_ACCESS refuses the session before any line is read.
-    let open_here = matches!(Access::from_env(workers)?, Access::Pread(_));
+    let open_here = matches!(Access::from_env(workers, budget)?, Access::Pread(_));
     let in_flight = InFlight::new();
     let handed = AtomicUsize::new(0);
     let (reply_tx, reply_rx) = mpsc::channel::<Vec<Reply>>();
@@ -790,7 +754,7 @@ pub fn run<R: Read + AsFd + Send>(input: &mut BufReader<R>, out: &mut dyn Write)
             let (tx, rx) = mpsc::sync_channel::<Vec<Job>>(JOB_QUEUE_MAX / SEND_BATCH_MAX);
             let replies = reply_tx.clone();
             let (in_flight, handed) = (&in_flight, &handed);
-            scope.spawn(move || update_worker(rx, replies, in_flight, handed, workers));
+            scope.spawn(move || update_worker(rx, replies, in_flight, handed, workers, budget));
             jobs.push(tx);
         }
         let router = Router {
@@ -798,7 +762,7 @@ pub fn run<R: Read + AsFd + Send>(input: &mut BufReader<R>, out: &mut dyn Write)
             open_here,
             seen: std::collections::HashSet::new(),
             handed: &handed,
-            handed_max,
+            handed_max: budget.handed_max,
         };
         let reader = scope.spawn({
             let in_flight = &in_flight;

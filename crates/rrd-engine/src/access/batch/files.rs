@@ -95,25 +95,29 @@ impl OpenFiles {
         if let Some(&slot) = self.index.get(path.as_os_str()) {
             return Ok(&mut self.slots[slot]);
         }
-        let file = match self.open(path) {
-            // Out of descriptors (the process's limit is lower than our
-            // bound, or the caller holds many): keep half as many from now
-            // on and try once more, as rrdtool, which keeps none, would
-            // have succeeded.
-            Err(e)
-                if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
-                    && !self.slots.is_empty() =>
-            {
-                self.max_open = (self.slots.len() / 2).max(1);
-                while self.slots.len() >= self.max_open {
-                    self.evict_one();
-                }
-                self.open(path)
-            }
-            r => r,
-        }
-        .map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
+        let file =
+            self.open_giving_back(path).map_err(|source| Error::Open { path: path.to_path_buf(), source })?;
         Ok(self.insert(path, file, None))
+    }
+
+    /// Opens `path`; out of descriptors (the process's limit is lower than
+    /// our bound, or the caller holds many), keeps half as many open files
+    /// from now on and tries again, until the open succeeds or none is
+    /// left to give back: rrdtool, which keeps none, would have succeeded.
+    /// Halving, not one at a time, because descriptors freed here may be
+    /// taken by another thread's opens before the retry.
+    fn open_giving_back(&mut self, path: &Path) -> io::Result<File> {
+        loop {
+            match self.open(path) {
+                Err(e) if is_out_of_descriptors(&e) && !self.slots.is_empty() => {
+                    self.max_open = (self.slots.len() / 2).max(1);
+                    while !self.slots.is_empty() && self.slots.len() >= self.max_open {
+                        self.evict_one();
+                    }
+                }
+                r => return r,
+            }
+        }
     }
 
     /// Keeps `file`, which the caller opened at `path` ([`open_for_update`])
@@ -223,4 +227,11 @@ pub fn open_for_update(root: &Root, no_atime: bool, path: &Path) -> io::Result<F
     };
     let _ = advise(&file, Advice::Random, 0, 0);
     Ok(file)
+}
+
+/// Whether an open failed for lack of descriptors, the process's
+/// (`EMFILE`) or the system's (`ENFILE`): what a cache of open files can
+/// mend by giving some back.
+pub fn is_out_of_descriptors(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }

@@ -82,7 +82,7 @@ mod sync;
 #[cfg(test)]
 mod tests;
 
-pub use files::{open_for_update, OpenFile, OpenFiles};
+pub use files::{is_out_of_descriptors, open_for_update, OpenFile, OpenFiles};
 #[cfg(any(test, feature = "fault-injection"))]
 pub use hooks::FaultHook;
 use hooks::HookedFile;
