@@ -90,11 +90,11 @@ enum Access {
 }
 
 impl Access {
-    /// The access `RRDSCALE_ACCESS` names, for one of `workers` workers:
-    /// each gets its share of the open files (`budget`) and of the
-    /// prefetch window.
-    fn from_env(workers: usize, budget: Budget) -> Result<Access> {
-        let workers = workers.max(1);
+    /// The access `RRDSCALE_ACCESS` names, for one of the budget's
+    /// workers: each gets its share of the open files and of the prefetch
+    /// window.
+    fn from_env(budget: Budget) -> Result<Access> {
+        let workers = budget.workers;
         match std::env::var("RRDSCALE_ACCESS").as_deref() {
             Err(_) | Ok("") | Ok("pread") => {
                 let mut updater = BatchUpdater::new(budget.kept_per_worker);
@@ -542,11 +542,10 @@ fn update_worker(
     replies: Replies,
     in_flight: &InFlight,
     handed: &AtomicUsize,
-    workers: usize,
     budget: Budget,
 ) {
     let _stop = StopOnExit(in_flight);
-    let mut access = match Access::from_env(workers, budget) {
+    let mut access = match Access::from_env(budget) {
         Ok(a) => a,
         // Checked before the workers started.
         Err(e) => unreachable!("RRDSCALE_ACCESS was checked: {e}"),
@@ -578,7 +577,7 @@ fn update_worker(
         }
         match queue.pop_front().expect("a job is queued") {
             Job::Reset => {
-                access = Access::from_env(workers, budget).unwrap_or_else(|e| unreachable!("checked: {e}"));
+                access = Access::from_env(budget).unwrap_or_else(|e| unreachable!("checked: {e}"));
                 prefetched_ahead = 0;
             }
             Job::Update { seq, req, verbose, mut opened } => {
@@ -742,9 +741,9 @@ pub fn run<R: Read + AsFd + Send>(input: &mut BufReader<R>, out: &mut dyn Write)
     let workers = worker_count()?;
     let budget = Budget::of_this_process(workers);
     // Open files of every worker, the session's own and a margin.
-    descriptors::reserve(budget.total(workers) + 64);
+    descriptors::reserve(budget.total() + 64);
     // A bad RRDSCALE_ACCESS refuses the session before any line is read.
-    let open_here = matches!(Access::from_env(workers, budget)?, Access::Pread(_));
+    let open_here = matches!(Access::from_env(budget)?, Access::Pread(_));
     let in_flight = InFlight::new();
     let handed = AtomicUsize::new(0);
     let (reply_tx, reply_rx) = mpsc::channel::<Vec<Reply>>();
@@ -754,7 +753,7 @@ pub fn run<R: Read + AsFd + Send>(input: &mut BufReader<R>, out: &mut dyn Write)
             let (tx, rx) = mpsc::sync_channel::<Vec<Job>>(JOB_QUEUE_MAX / SEND_BATCH_MAX);
             let replies = reply_tx.clone();
             let (in_flight, handed) = (&in_flight, &handed);
-            scope.spawn(move || update_worker(rx, replies, in_flight, handed, workers, budget));
+            scope.spawn(move || update_worker(rx, replies, in_flight, handed, budget));
             jobs.push(tx);
         }
         let router = Router {

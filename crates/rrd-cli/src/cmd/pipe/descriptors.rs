@@ -31,6 +31,8 @@ const SPARE: usize = 16;
 /// The shares of the descriptor limit, fixed for the session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Budget {
+    /// Update workers sharing it (at least one).
+    pub workers: usize,
     /// Open files each worker keeps (at least one).
     pub kept_per_worker: usize,
     /// Files the reader may hold opened for workers (may be 0: then every
@@ -53,12 +55,12 @@ impl Budget {
         let free = limit.saturating_sub(in_use + SPARE + workers);
         let handed_max = (free / 4).min(HANDED_MAX);
         let kept = (limit / 2).clamp(KEPT_FILES.0, KEPT_FILES.1).min(free - handed_max);
-        Budget { kept_per_worker: (kept / workers).max(1), handed_max }
+        Budget { workers, kept_per_worker: (kept / workers).max(1), handed_max }
     }
 
     /// Descriptors the session may hold at once, the spare excluded.
-    pub fn total(&self, workers: usize) -> usize {
-        self.kept_per_worker * workers.max(1) + self.handed_max
+    pub fn total(&self) -> usize {
+        self.kept_per_worker * self.workers + self.handed_max
     }
 }
 
@@ -104,8 +106,11 @@ mod tests {
     #[test]
     fn a_common_limit_keeps_the_usual_bounds() {
         // Debian's default soft limit, and systemd's for services.
-        assert_eq!(Budget::new(1024, 3, 2), Budget { kept_per_worker: 256, handed_max: 250 });
-        assert_eq!(Budget::new(524_288, 3, 8), Budget { kept_per_worker: 1024, handed_max: 1024 });
+        assert_eq!(Budget::new(1024, 3, 2), Budget { workers: 2, kept_per_worker: 256, handed_max: 250 });
+        assert_eq!(
+            Budget::new(524_288, 3, 8),
+            Budget { workers: 8, kept_per_worker: 1024, handed_max: 1024 }
+        );
     }
 
     #[test]
@@ -113,18 +118,18 @@ mod tests {
         for (limit, in_use, workers) in [(48, 3, 2), (48, 20, 4), (64, 3, 8), (200, 150, 2), (100, 3, 1)] {
             let b = Budget::new(limit, in_use, workers);
             assert!(
-                b.total(workers) + in_use + SPARE + workers <= limit,
+                b.total() + in_use + SPARE + workers <= limit,
                 "{b:?} over the limit {limit} with {in_use} in use and {workers} workers"
             );
             assert!(b.kept_per_worker >= 1);
         }
-        assert_eq!(Budget::new(48, 3, 2), Budget { kept_per_worker: 10, handed_max: 6 });
+        assert_eq!(Budget::new(48, 3, 2), Budget { workers: 2, kept_per_worker: 10, handed_max: 6 });
     }
 
     #[test]
     fn no_room_leaves_one_kept_file_and_nothing_handed() {
         // The engine's give-back on EMFILE is what remains.
-        assert_eq!(Budget::new(16, 10, 4), Budget { kept_per_worker: 1, handed_max: 0 });
-        assert_eq!(Budget::new(0, 3, 1), Budget { kept_per_worker: 1, handed_max: 0 });
+        assert_eq!(Budget::new(16, 10, 4), Budget { workers: 4, kept_per_worker: 1, handed_max: 0 });
+        assert_eq!(Budget::new(0, 3, 1), Budget { workers: 1, kept_per_worker: 1, handed_max: 0 });
     }
 }

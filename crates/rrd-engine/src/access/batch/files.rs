@@ -111,7 +111,7 @@ impl OpenFiles {
             match self.open(path) {
                 Err(e) if is_out_of_descriptors(&e) && !self.slots.is_empty() => {
                     self.max_open = (self.slots.len() / 2).max(1);
-                    while !self.slots.is_empty() && self.slots.len() >= self.max_open {
+                    while self.slots.len() >= self.max_open {
                         self.evict_one();
                     }
                 }
